@@ -1,0 +1,18 @@
+"""meshkit: what every clawmesh MCP server and the orchestrator share."""
+
+from meshkit.health import Check
+from meshkit.http import build_http_app
+from meshkit.logs import configure_logging
+from meshkit.serve import serve
+from meshkit.server import create_server
+from meshkit.settings import ServeSettings, load_settings
+
+__all__ = [
+    "Check",
+    "ServeSettings",
+    "build_http_app",
+    "configure_logging",
+    "create_server",
+    "load_settings",
+    "serve",
+]

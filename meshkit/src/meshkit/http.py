@@ -1,0 +1,174 @@
+"""The HTTP face of a clawmesh server: Streamable HTTP at ``/mcp`` behind a guard.
+
+The guard is plain ASGI in front of the MCP app and answers, in this order:
+
+- 421 when the Host header names a host outside the allowlist (DNS rebinding),
+- 403 when an Origin header names a host outside the allowlist,
+- 401 on any path but ``/health`` without ``Authorization: Bearer $MESH_TOKEN``,
+- 413 when the request body exceeds ``MESH_MAX_BODY_BYTES``.
+
+The MCP app is stateless and answers in JSON: every request stands alone, so a
+restarted server or a long idle night never breaks a client.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from fastmcp import FastMCP
+from pydantic import SecretStr
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+MCP_PATH = "/mcp"
+PUBLIC_PATHS = frozenset({"/health"})
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+def default_allowed_hosts(server_name: str) -> set[str]:
+    """Localhost names plus the names a compose service for this server may have."""
+    name = server_name.lower()
+    return {*LOCAL_HOSTS, name, name.replace("_", "-"), f"mcp-{name.replace('_', '-')}"}
+
+
+def hostname(value: str) -> str:
+    """``"Example.org:8101"`` → ``"example.org"``, ``"[::1]:80"`` → ``"::1"``."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+class MeshGuard:
+    """Host, Origin, bearer-token and body-size checks in front of an ASGI app."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: SecretStr,
+        allowed_hosts: Iterable[str],
+        max_body_bytes: int,
+    ) -> None:
+        self._app = app
+        self._expected = f"Bearer {token.get_secret_value()}".encode()
+        hosts = {h.lower() for h in allowed_hosts}
+        self._any_host = "*" in hosts
+        self._hosts = frozenset(hosts - {"*"})
+        self._max_body = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        if not self._host_allowed(headers.get(b"host", b"").decode("latin-1")):
+            await _reject(send, 421, "misdirected request: Host not allowed (MESH_ALLOWED_HOSTS)")
+            return
+        origin = headers.get(b"origin")
+        if origin is not None and not self._origin_allowed(origin.decode("latin-1")):
+            await _reject(send, 403, "forbidden: Origin is not allowed")
+            return
+        if scope["path"] not in PUBLIC_PATHS and not self._authorized(headers):
+            await _reject(
+                send,
+                401,
+                "unauthorized: send Authorization: Bearer <MESH_TOKEN>",
+                extra=[(b"www-authenticate", b'Bearer realm="clawmesh"')],
+            )
+            return
+        if scope["method"] in {"GET", "HEAD", "DELETE", "OPTIONS"}:
+            await self._app(scope, receive, send)
+            return
+        try:
+            body = await self._read_body(headers, receive)
+        except BodyTooLarge:
+            await _reject(send, 413, f"request body over {self._max_body} bytes")
+            return
+        await self._app(scope, _replay(body, receive), send)
+
+    def _host_allowed(self, host_header: str) -> bool:
+        return self._any_host or hostname(host_header) in self._hosts
+
+    def _origin_allowed(self, origin: str) -> bool:
+        if self._any_host:
+            return True
+        scheme, _, rest = origin.partition("://")
+        return bool(scheme) and hostname(rest.split("/", 1)[0]) in self._hosts
+
+    def _authorized(self, headers: dict[bytes, bytes]) -> bool:
+        # Constant time, so the token cannot be learned byte by byte.
+        return hmac.compare_digest(headers.get(b"authorization", b""), self._expected)
+
+    async def _read_body(self, headers: dict[bytes, bytes], receive: Receive) -> bytes:
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self._max_body:
+            raise BodyTooLarge
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self._max_body:
+                raise BodyTooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+
+def build_http_app(
+    server: FastMCP[Any],
+    *,
+    token: SecretStr,
+    allowed_hosts: Iterable[str],
+    max_body_bytes: int,
+) -> ASGIApp:
+    """Stateless JSON Streamable HTTP at ``/mcp`` plus the server's custom routes, guarded."""
+    inner = server.http_app(
+        path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        host_origin_protection=False,  # the guard does it, with 421/403
+    )
+    hosts = default_allowed_hosts(server.name) | set(allowed_hosts)
+    return MeshGuard(inner, token=token, allowed_hosts=hosts, max_body_bytes=max_body_bytes)
+
+
+def _headers(scope: Scope) -> dict[bytes, bytes]:
+    return {name.lower(): value for name, value in scope["headers"]}
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _reject(
+    send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = json.dumps({"error": message}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *(extra or []),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

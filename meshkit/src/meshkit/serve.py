@@ -1,0 +1,82 @@
+"""The entry point every server's ``__main__`` calls: stdio or guarded HTTP.
+
+python -m mcp_<name>            Streamable HTTP at /mcp on $MCP_PORT (needs MESH_TOKEN)
+python -m mcp_<name> --stdio    stdio, for local clients such as Claude Desktop
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import fastmcp
+import uvicorn
+from fastmcp import FastMCP
+from pydantic import SecretStr
+
+from meshkit.http import build_http_app
+from meshkit.logs import configure_logging
+from meshkit.settings import ServeSettings, fail, load_settings
+
+logger = logging.getLogger(__name__)
+
+HTTP_AUTH_HELP = (
+    "MESH_TOKEN is not set: HTTP mode requires a bearer token. Generate one with\n"
+    "  python3 -c 'import secrets; print(secrets.token_urlsafe(32))'\n"
+    "and export MESH_TOKEN=<that value> (clients send it as Authorization: Bearer ...),\n"
+    "or run with --stdio for a local MCP client."
+)
+
+
+def serve(
+    build: Callable[[ServeSettings], FastMCP[Any]],
+    *,
+    name: str,
+    default_port: int,
+    secrets: Iterable[SecretStr | None] = (),
+    argv: Sequence[str] | None = None,
+) -> None:
+    """Parse the command line, configure logging, build the server and run it."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m mcp_{name}",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--stdio", action="store_true", help="serve MCP over stdin/stdout")
+    args = parser.parse_args(argv)
+
+    # The banner of fastmcp prints to stdout (corrupting stdio) and checks for updates online.
+    fastmcp.settings.show_server_banner = False
+    fastmcp.settings.check_for_updates = "off"
+
+    settings = load_settings(ServeSettings)
+    known = [s.get_secret_value() for s in (settings.token, *secrets) if s is not None]
+    configure_logging(settings.log_level, secrets=known)
+    if args.stdio:
+        logger.info("serving %s over stdio", name)
+        build(settings).run("stdio", show_banner=False)
+        return
+    if settings.token is None:
+        fail(HTTP_AUTH_HELP)
+
+    server = build(settings)
+    app = build_http_app(
+        server,
+        token=settings.token,
+        allowed_hosts=settings.allowed_hosts,
+        max_body_bytes=settings.max_body_bytes,
+    )
+    port = settings.port or default_port
+    logger.info("serving %s on http://%s:%d/mcp", name, settings.host, port)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=port,
+        log_config=None,
+        lifespan="on",
+        access_log=False,
+        server_header=False,
+        timeout_graceful_shutdown=2,
+    )

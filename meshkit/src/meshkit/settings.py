@@ -1,0 +1,103 @@
+"""Serving settings shared by every clawmesh server, and the fail-fast loader.
+
+Every component reads its configuration through one pydantic-settings class with
+its own env prefix (``WEATHER_``, ``SHOPPING_``...). The serving knobs below are
+common to all servers, so they live here under ``MESH_`` (plus the two names the
+containers set for every server: ``MCP_PORT`` and ``DATA_DIR``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn, TypeVar
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+SettingsT = TypeVar("SettingsT", bound=BaseSettings)
+
+CONFIG_ERROR_EXIT = 2
+
+
+class ServeSettings(BaseSettings):
+    """How a server is exposed: port, bearer token, allowlists, limits, data."""
+
+    model_config = SettingsConfigDict(env_prefix="MESH_", extra="ignore")
+
+    token: SecretStr | None = Field(
+        default=None, description="Bearer token every /mcp request must carry (MESH_TOKEN)."
+    )
+    host: str = Field(
+        default="127.0.0.1",
+        validation_alias=AliasChoices("MCP_HOST"),
+        description="Interface to bind; containers set 0.0.0.0.",
+    )
+    port: int | None = Field(
+        default=None, ge=1, le=65535, validation_alias=AliasChoices("MCP_PORT")
+    )
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Extra Host names accepted besides localhost and the server's own name; "
+        "'*' accepts any (behind a trusted proxy).",
+    )
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    data_dir: Path = Field(default=Path("data"), validation_alias=AliasChoices("DATA_DIR"))
+    log_level: str = Field(default="INFO", validation_alias=AliasChoices("LOG_LEVEL"))
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _split_commas(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip().lower() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        level = value.upper()
+        if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+            raise ValueError("use one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+        return level
+
+
+def env_name(settings_cls: type[BaseSettings], field: str) -> str:
+    """The environment variable that sets ``field`` of ``settings_cls``."""
+    info = settings_cls.model_fields.get(field)
+    alias = info.validation_alias if info is not None else None
+    if isinstance(alias, AliasChoices):
+        first = alias.choices[0]
+        if isinstance(first, str):
+            return first
+    if isinstance(alias, str):
+        return alias
+    prefix = str(settings_cls.model_config.get("env_prefix", ""))
+    return f"{prefix}{field}".upper()
+
+
+def describe_error(settings_cls: type[BaseSettings], error: ValidationError) -> str:
+    """One line per bad variable, naming the variable and what to do."""
+    lines = []
+    for item in error.errors():
+        field = str(item["loc"][0]) if item["loc"] else ""
+        name = env_name(settings_cls, field) if field else settings_cls.__name__
+        if item["type"] == "missing":
+            lines.append(f"{name} is not set: export {name}=... (see .env.example)")
+        else:
+            # item["input"] may be a secret: never echo it.
+            lines.append(f"{name} is invalid: {item['msg']}")
+    return "\n".join(lines)
+
+
+def load_settings(settings_cls: type[SettingsT]) -> SettingsT:
+    """Build settings from the environment, or exit with a message naming the variable."""
+    try:
+        return settings_cls()
+    except ValidationError as error:
+        fail(describe_error(settings_cls, error))
+
+
+def fail(message: str) -> NoReturn:
+    """Stop startup with a configuration error (exit code 2)."""
+    print(f"configuration error: {message}", file=sys.stderr)
+    raise SystemExit(CONFIG_ERROR_EXIT)

@@ -1,0 +1,79 @@
+"""The four tool classes of DESIGN.md, as MCP annotations plus exactly one tag.
+
+Use as ``@mcp.tool(**read(title="Forecast", open_world=True))``. The orchestrator
+reads the tag (``tool.meta["fastmcp"]["tags"]``) to decide who may call a tool.
+"""
+
+from __future__ import annotations
+
+from typing import Final, TypedDict
+
+from mcp_types import ToolAnnotations
+
+READ: Final = "read"
+PRODUCER: Final = "producer"
+CONFIRM: Final = "confirm"
+INTERNAL: Final = "internal"
+CLASSES: Final = frozenset({READ, PRODUCER, CONFIRM, INTERNAL})
+
+
+class ToolOptions(TypedDict):
+    annotations: ToolAnnotations
+    tags: set[str]
+
+
+def read(*, title: str | None = None, open_world: bool = False) -> ToolOptions:
+    """A tool the LLM may call that never changes state."""
+    return _options(
+        READ, title, read_only=True, destructive=False, idempotent=True, open_world=open_world
+    )
+
+
+def producer(*, title: str | None = None) -> ToolOptions:
+    """A tool the LLM may call that returns a Proposal and changes nothing."""
+    return _options(
+        PRODUCER, title, read_only=True, destructive=False, idempotent=True, open_world=False
+    )
+
+
+def confirm(*, title: str | None = None, destructive: bool = False) -> ToolOptions:
+    """A tool only the orchestrator calls, after a human tap, with an approval token.
+
+    Idempotent by construction: a replayed approval returns the first result.
+    """
+    return _options(
+        CONFIRM, title, read_only=False, destructive=destructive, idempotent=True, open_world=False
+    )
+
+
+def internal(
+    *, title: str | None = None, read_only: bool = False, idempotent: bool = False
+) -> ToolOptions:
+    """Orchestrator plumbing (Telegram inbox, conversation window), never shown to the LLM."""
+    return _options(
+        INTERNAL,
+        title,
+        read_only=read_only,
+        destructive=False,
+        idempotent=idempotent,
+        open_world=False,
+    )
+
+
+def _options(
+    tag: str,
+    title: str | None,
+    *,
+    read_only: bool,
+    destructive: bool,
+    idempotent: bool,
+    open_world: bool,
+) -> ToolOptions:
+    annotations = ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=open_world,
+    )
+    return ToolOptions(annotations=annotations, tags={tag})

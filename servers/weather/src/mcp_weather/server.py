@@ -1,0 +1,93 @@
+"""The weather MCP surface: three read tools over WeatherService."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from importlib.metadata import version
+from typing import Annotated, Any
+
+import httpx2
+from fastmcp import FastMCP
+from pydantic import Field
+
+from mcp_weather.models import CurrentWeather, Forecast, HourlyForecast
+from mcp_weather.open_meteo import OpenMeteo
+from mcp_weather.service import MAX_DAYS, WeatherService
+from mcp_weather.settings import WeatherSettings
+from meshkit import create_server
+from meshkit.errors import for_model
+from meshkit.tool_classes import read
+
+INSTRUCTIONS = (
+    "Weather for any place on Earth from Open-Meteo. Locations are free text "
+    "('Paris', 'Springfield, IL', 'Zürich') or 'lat,lon'. When several places match, "
+    "the most populous is used and the others are listed in `alternatives`."
+)
+
+Location = Annotated[
+    str,
+    Field(
+        description="City or place, optionally with region/country ('Springfield, IL', "
+        "'Paris, France'), or coordinates as 'lat,lon'",
+        min_length=1,
+        max_length=200,
+    ),
+]
+
+
+def build_server(
+    settings: WeatherSettings,
+    *,
+    transport: httpx2.AsyncBaseTransport | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> FastMCP[Any]:
+    upstream = OpenMeteo(timeout_s=settings.timeout_s, transport=transport)
+    service = WeatherService(settings, upstream, now=now)
+
+    @asynccontextmanager
+    async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await upstream.aclose()
+
+    mcp = create_server(
+        "weather",
+        version=version("mcp-weather"),
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        checks={"open_meteo_client": service.check},
+    )
+
+    @mcp.tool(**read(title="Current weather", open_world=True))
+    async def get_current_weather(location: Location) -> CurrentWeather:
+        """Current conditions at a place: temperature, feels-like, wind, precipitation."""
+        return await for_model(service.current(location))
+
+    @mcp.tool(**read(title="Daily forecast", open_world=True))
+    async def get_forecast(
+        location: Location,
+        days: Annotated[
+            int, Field(ge=1, le=MAX_DAYS, description=f"Number of days from today, 1 to {MAX_DAYS}")
+        ] = 3,
+    ) -> Forecast:
+        """Daily forecast for a place: conditions, high/low, rain and wind, day by day."""
+        return await for_model(service.forecast(location, days))
+
+    @mcp.tool(**read(title="Hourly forecast", open_world=True))
+    async def get_hourly_forecast(
+        location: Location,
+        date: Annotated[
+            str,
+            Field(
+                description="Local date at the place: YYYY-MM-DD, 'today' or 'tomorrow'",
+                max_length=20,
+            ),
+        ],
+    ) -> HourlyForecast:
+        """Hour-by-hour forecast for one day at a place, in the place's local time."""
+        return await for_model(service.hourly(location, date))
+
+    return mcp
