@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterable
 
 REDACTED = "***"
-_BOT_TOKEN = re.compile(r"\b\d{5,}:[A-Za-z0-9_-]{30,}")
+_BOT_TOKEN = re.compile(r"(?<!\d)\d{5,}:[A-Za-z0-9_-]{30,}")
 # Loggers that print full request URLs (Bot API URLs carry the token) or are chatty.
 _QUIET = ("httpx", "httpx2", "httpcore", "httpcore2", "uvicorn.access", "mcp", "fastmcp", "docket")
 

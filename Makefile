@@ -1,0 +1,57 @@
+# One command set, used the same way by people and by CI.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+# uv from PATH, else a private copy bootstrapped from PyPI into .tools/ (no curl | sh).
+UV_VERSION := 0.13.9
+UV := $(or $(shell command -v uv 2>/dev/null),$(CURDIR)/.tools/bin/uv)
+PYTHON ?= python3
+
+export FASTMCP_SHOW_SERVER_BANNER := false
+export FASTMCP_CHECK_FOR_UPDATES := off
+export PTB_TIMEDELTA := true
+
+# A local bearer token for `make run-*`, created once in data/mesh_token (mode 600).
+DEV_TOKEN = $(shell test -s data/mesh_token || (mkdir -p data && umask 077 && \
+	$(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(32))' > data/mesh_token); \
+	cat data/mesh_token)
+
+.PHONY: help install lint format typecheck test pytest bench run-weather
+
+help:
+	@echo "make run-weather   install, then serve the weather MCP server on http://127.0.0.1:8101/mcp"
+	@echo "make test          install, lint, typecheck and run the test suite"
+	@echo "make install | lint | format | typecheck | pytest | bench"
+
+$(CURDIR)/.tools/bin/uv:
+	$(PYTHON) -m venv .tools
+	.tools/bin/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+
+.venv/.installed: uv.lock pyproject.toml meshkit/pyproject.toml servers/*/pyproject.toml | $(UV)
+	$(UV) sync --locked
+	@touch $@
+
+install: .venv/.installed
+
+lint: install
+	$(UV) run ruff check .
+	$(UV) run ruff format --check .
+
+format: install
+	$(UV) run ruff format .
+	$(UV) run ruff check --fix .
+
+typecheck: install
+	$(UV) run mypy
+
+pytest: install
+	$(UV) run pytest
+
+test: lint typecheck pytest
+
+bench: install
+	$(UV) run python -m bench.hop
+
+run-weather: install
+	@echo "bearer token: data/mesh_token (export MESH_TOKEN to use your own)"
+	MESH_TOKEN=$${MESH_TOKEN:-$(DEV_TOKEN)} $(UV) run python -m mcp_weather

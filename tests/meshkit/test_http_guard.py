@@ -1,0 +1,182 @@
+"""The guard in front of /mcp, exercised over real HTTP with a real MCP client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx2
+import pytest
+from fastmcp import Client, FastMCP
+from pydantic import SecretStr
+
+from fakes.serving import serving
+from meshkit import build_http_app, create_server
+from meshkit.tool_classes import read
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "test-token-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def echo_server(*, checks_fail: bool = False) -> FastMCP[Any]:
+    async def database() -> None:
+        if checks_fail:
+            raise ConnectionError("database is locked")
+
+    server = create_server(
+        "echo", version="1.2.3", instructions="Echoes.", checks={"database": database}
+    )
+
+    @server.tool(**read())
+    async def echo(text: str) -> str:
+        """Repeat the text."""
+        return text
+
+    return server
+
+
+@asynccontextmanager
+async def start(
+    allowed_hosts: Iterable[str] = (), *, checks_fail: bool = False, max_body_bytes: int = 4096
+) -> AsyncIterator[str]:
+    app = build_http_app(
+        echo_server(checks_fail=checks_fail),
+        token=SecretStr(TOKEN),
+        allowed_hosts=allowed_hosts,
+        max_body_bytes=max_body_bytes,
+    )
+    async with serving(app) as base_url:
+        yield base_url
+
+
+@pytest.fixture
+async def base_url() -> AsyncIterator[str]:
+    async with start() as url:
+        yield url
+
+
+async def test_health_answers_without_a_token(base_url: str) -> None:
+    async with httpx2.AsyncClient() as http:
+        response = await http.get(f"{base_url}/health")
+    assert response.status_code == 200
+    assert response.json() == {
+        "status": "ok",
+        "server": "echo",
+        "version": "1.2.3",
+        "checks": {"database": "ok"},
+    }
+
+
+async def test_health_names_the_failing_check_with_503() -> None:
+    async with start(checks_fail=True) as url:
+        async with httpx2.AsyncClient() as http:
+            response = await http.get(f"{url}/health")
+        assert response.status_code == 503
+        body = response.json()
+        assert body["status"] == "fail"
+        assert body["failing"] == ["database"]
+        assert body["checks"]["database"].startswith("fail")
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": f"Bearer {TOKEN}x"},
+        {"Authorization": TOKEN},
+        {"Authorization": f"Basic {TOKEN}"},
+    ],
+    ids=["missing", "wrong", "longer", "no-scheme", "basic"],
+)
+async def test_mcp_refuses_a_missing_or_wrong_token_with_401(
+    base_url: str, headers: dict[str, str]
+) -> None:
+    async with httpx2.AsyncClient() as http:
+        response = await http.post(
+            f"{base_url}/mcp",
+            headers=headers,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        )
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    assert TOKEN not in response.text
+
+
+async def test_unknown_paths_are_behind_the_token_too(base_url: str) -> None:
+    async with httpx2.AsyncClient() as http:
+        response = await http.get(f"{base_url}/anything")
+    assert response.status_code == 401
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "localhost.evil.example"])
+async def test_a_foreign_host_header_gets_421(base_url: str, host: str) -> None:
+    async with httpx2.AsyncClient() as http:
+        for path in ("/health", "/mcp"):
+            response = await http.post(f"{base_url}{path}", headers={**AUTH, "Host": host})
+            assert response.status_code == 421, path
+
+
+@pytest.mark.parametrize(
+    "host", ["localhost:8101", "127.0.0.1", "[::1]:8101", "echo:8101", "mcp-echo", "LOCALHOST"]
+)
+async def test_local_and_own_names_are_allowed_hosts(base_url: str, host: str) -> None:
+    async with httpx2.AsyncClient() as http:
+        response = await http.get(f"{base_url}/health", headers={"Host": host})
+    assert response.status_code == 200
+
+
+async def test_configured_hosts_are_added_and_star_allows_any() -> None:
+    async with start(["pi.local"]) as url, httpx2.AsyncClient() as http:
+        assert (await http.get(f"{url}/health", headers={"Host": "pi.local"})).status_code == 200
+        assert (await http.get(f"{url}/health", headers={"Host": "x.local"})).status_code == 421
+    async with start(["*"]) as url, httpx2.AsyncClient() as http:
+        assert (await http.get(f"{url}/health", headers={"Host": "x.local"})).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("origin", "status"),
+    [
+        ("https://evil.example", 403),
+        ("null", 403),
+        ("http://localhost:3000", 200),
+        ("http://127.0.0.1", 200),
+    ],
+)
+async def test_origin_must_name_an_allowed_host(base_url: str, origin: str, status: int) -> None:
+    async with httpx2.AsyncClient() as http:
+        response = await http.get(f"{base_url}/health", headers={"Origin": origin})
+    assert response.status_code == status
+
+
+async def test_an_oversized_body_gets_413_declared_or_streamed() -> None:
+    async with start(max_body_bytes=2048) as url:
+        big = b"x" * 5000
+
+        async def chunks() -> AsyncIterator[bytes]:
+            for i in range(0, len(big), 1000):
+                yield big[i : i + 1000]
+
+        async with httpx2.AsyncClient(headers=AUTH) as http:
+            declared = await http.post(f"{url}/mcp", content=big)
+            streamed = await http.post(f"{url}/mcp", content=chunks())
+        assert declared.status_code == 413
+        assert streamed.status_code == 413
+
+
+async def test_a_client_with_the_token_lists_and_calls_tools(base_url: str) -> None:
+    async with Client(f"{base_url}/mcp", auth=TOKEN) as client:
+        tools = await client.list_tools()
+        result = await client.call_tool("echo", {"text": "hi"})
+    assert [tool.name for tool in tools] == ["echo"]
+    assert result.data == "hi"
+
+
+async def test_the_server_is_stateless_across_clients(base_url: str) -> None:
+    # No session is kept: a second client (or a client after a server restart) just works.
+    for _ in range(2):
+        async with Client(f"{base_url}/mcp", auth=TOKEN) as client:
+            assert (await client.call_tool("echo", {"text": "again"})).data == "again"

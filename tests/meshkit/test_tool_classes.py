@@ -1,0 +1,59 @@
+"""Each tool class carries exactly one tag and the annotations DESIGN.md gives it."""
+
+from __future__ import annotations
+
+import pytest
+from fastmcp import Client
+
+from meshkit import create_server
+from meshkit.tool_classes import CLASSES, confirm, internal, producer, read
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_classes_reach_clients_as_tags_and_hints() -> None:
+    server = create_server("demo", version="0", instructions="demo")
+
+    @server.tool(**read(open_world=True))
+    async def look() -> str:
+        """Look."""
+        return ""
+
+    @server.tool(**producer())
+    async def propose() -> str:
+        """Propose."""
+        return ""
+
+    @server.tool(**confirm(destructive=True))
+    async def confirm_it() -> str:
+        """Confirm."""
+        return ""
+
+    @server.tool(**internal(idempotent=True))
+    async def plumbing() -> str:
+        """Plumbing."""
+        return ""
+
+    async with Client(server) as client:
+        tools = {tool.name: tool for tool in await client.list_tools()}
+
+    def tags(name: str) -> list[str]:
+        meta = tools[name].meta or {}
+        return list(meta["fastmcp"]["tags"])
+
+    def hints(name: str) -> tuple[bool | None, bool | None, bool | None]:
+        a = tools[name].annotations
+        assert a is not None
+        return a.read_only_hint, a.destructive_hint, a.idempotent_hint
+
+    assert {name: tags(name) for name in tools} == {
+        "look": ["read"],
+        "propose": ["producer"],
+        "confirm_it": ["confirm"],
+        "plumbing": ["internal"],
+    }
+    assert hints("look") == (True, False, True)
+    assert hints("propose") == (True, False, True)
+    assert hints("confirm_it") == (False, True, True)
+    assert hints("plumbing") == (False, False, True)
+    assert {t for name in tools for t in tags(name)} <= CLASSES
