@@ -105,7 +105,7 @@ class WeatherService:
             raise _malformed(error) from error
 
     async def hourly(self, location: str, day: str) -> HourlyForecast:
-        place, alternatives = await self._resolve(location)
+        place, alternatives = await self._resolve(location, need_timezone=True)
         wanted = self._parse_day(day, place.timezone)
         iso = wanted.isoformat()
         body = await self._forecast(
@@ -147,7 +147,9 @@ class WeatherService:
             )
         return wanted
 
-    async def _resolve(self, location: str) -> tuple[Place, list[str]]:
+    async def _resolve(
+        self, location: str, *, need_timezone: bool = False
+    ) -> tuple[Place, list[str]]:
         query = places.parse(location)
         if query is None:
             raise UnknownLocation(
@@ -156,14 +158,18 @@ class WeatherService:
             )
         if query.coordinates is not None:
             latitude, longitude = query.coordinates
-            return Place(
+            place = Place(
                 name=query.name,
                 country=None,
                 country_code=None,
                 latitude=latitude,
                 longitude=longitude,
                 timezone="GMT",
-            ), []
+            )
+            if need_timezone:
+                # "today" at coordinates is the date in their timezone, which only Open-Meteo knows.
+                place = place.model_copy(update={"timezone": await self._timezone_at(place)})
+            return place, []
         results = await self._geocode(query.name)
         found = places.by_population([r for r in results if places.matches(r, query.qualifiers)])
         if not found:
@@ -196,6 +202,11 @@ class WeatherService:
             raise _malformed(ValueError("geocoding results"))
         self._geocodes.put(key, results)
         return results
+
+    async def _timezone_at(self, place: Place) -> str:
+        """The IANA timezone Open-Meteo gives the coordinates (a request for no variables)."""
+        body = await self._forecast(place, ("timezone",), {})
+        return str(body.get("timezone") or place.timezone)
 
     async def _forecast(
         self, place: Place, kind: tuple[Any, ...], params: dict[str, Any]
