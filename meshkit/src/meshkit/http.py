@@ -8,7 +8,9 @@ The guard is plain ASGI in front of the MCP app and answers, in this order:
 - 413 when the request body exceeds ``MESH_MAX_BODY_BYTES``.
 
 The MCP app is stateless and answers in JSON: every request stands alone, so a
-restarted server or a long idle night never breaks a client.
+restarted server or a long idle night never breaks a client. Tool input schemas
+for the SDK's ``Mcp-Param-*`` check come from a startup snapshot
+(``meshkit.tool_schemas``) rather than a ``tools/list`` run on every call.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Any
 from fastmcp import FastMCP
 from pydantic import SecretStr
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from meshkit.tool_schemas import ToolSchemaSnapshot
 
 MCP_PATH = "/mcp"
 PUBLIC_PATHS = frozenset({"/health"})
@@ -141,7 +145,12 @@ def build_http_app(
         host_origin_protection=False,  # the guard does it, with 421/403
     )
     hosts = default_allowed_hosts(server.name) | set(allowed_hosts)
-    return MeshGuard(inner, token=token, allowed_hosts=hosts, max_body_bytes=max_body_bytes)
+    return MeshGuard(
+        ToolSchemaSnapshot(inner, server),
+        token=token,
+        allowed_hosts=hosts,
+        max_body_bytes=max_body_bytes,
+    )
 
 
 def _headers(scope: Scope) -> dict[bytes, bytes]:

@@ -1,0 +1,31 @@
+"""A one-tool clawmesh server for ``bench.hop``, served the way every server is.
+
+python -m bench._echo_server            guarded Streamable HTTP (needs MESH_TOKEN, MCP_PORT)
+python -m bench._echo_server --stdio    stdio
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastmcp import FastMCP
+
+from meshkit import ServeSettings, create_server, serve
+from meshkit.tool_classes import read
+
+DEFAULT_PORT = 8199
+
+
+def build_server(_: ServeSettings | None = None) -> FastMCP[Any]:
+    server = create_server("echo", version="0.1.0", instructions="Echoes integers back.")
+
+    @server.tool(**read())
+    async def echo(x: int) -> int:
+        """Return x unchanged."""
+        return x
+
+    return server
+
+
+if __name__ == "__main__":
+    serve(build_server, name="echo", default_port=DEFAULT_PORT)
