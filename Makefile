@@ -11,11 +11,6 @@ export FASTMCP_SHOW_SERVER_BANNER := false
 export FASTMCP_CHECK_FOR_UPDATES := off
 export PTB_TIMEDELTA := true
 
-# A local bearer token for `make run-*`, created once in data/mesh_token (mode 600).
-DEV_TOKEN = $(shell test -s data/mesh_token || (mkdir -p data && umask 077 && \
-	$(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(32))' > data/mesh_token); \
-	cat data/mesh_token)
-
 .PHONY: help install lint format typecheck test pytest bench run-weather
 
 help:
@@ -52,6 +47,11 @@ test: lint typecheck pytest
 bench: install
 	$(UV) run python -m bench.hop
 
-run-weather: install
+# A local bearer token for `make run-*`, created once (mode 600), never echoed.
+data/mesh_token:
+	@mkdir -p data
+	@umask 077 && $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(32))' > $@
+
+run-weather: install data/mesh_token
 	@echo "bearer token: data/mesh_token (export MESH_TOKEN to use your own)"
-	MESH_TOKEN=$${MESH_TOKEN:-$(DEV_TOKEN)} $(UV) run python -m mcp_weather
+	@MESH_TOKEN=$${MESH_TOKEN:-$$(cat data/mesh_token)} $(UV) run python -m mcp_weather
