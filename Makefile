@@ -22,7 +22,7 @@ $(CURDIR)/.tools/bin/uv:
 	$(PYTHON) -m venv .tools
 	.tools/bin/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
 
-.venv/.installed: uv.lock pyproject.toml meshkit/pyproject.toml servers/*/pyproject.toml | $(UV)
+.venv/.installed: uv.lock pyproject.toml meshkit/pyproject.toml orchestrator/pyproject.toml servers/*/pyproject.toml | $(UV)
 	$(UV) sync --locked
 	@touch $@
 
