@@ -16,7 +16,7 @@ from mcp_weather.models import CurrentWeather, Forecast, HourlyForecast
 from mcp_weather.open_meteo import OpenMeteo
 from mcp_weather.service import MAX_DAYS, WeatherService
 from mcp_weather.settings import WeatherSettings
-from meshkit import create_server
+from meshkit import create_server, load_settings
 from meshkit.errors import for_model
 from meshkit.tool_classes import read
 
@@ -38,11 +38,13 @@ Location = Annotated[
 
 
 def build_server(
-    settings: WeatherSettings,
+    settings: WeatherSettings | None = None,
     *,
     transport: httpx2.AsyncBaseTransport | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> FastMCP[Any]:
+    """The weather server; ``settings`` default to the environment (embedded mode)."""
+    settings = settings or load_settings(WeatherSettings)
     upstream = OpenMeteo(timeout_s=settings.timeout_s, transport=transport)
     service = WeatherService(settings, upstream, now=now)
 
