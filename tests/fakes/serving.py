@@ -21,10 +21,12 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def serving(app: ASGIApp, *, start_timeout_s: float = 10.0) -> AsyncIterator[str]:
+async def serving(app: ASGIApp, *, port: int = 0,
+                  start_timeout_s: float = 10.0) -> AsyncIterator[str]:
     """Yield the base URL (``http://127.0.0.1:PORT``) while uvicorn serves ``app``."""
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
         port = sock.getsockname()[1]
         config = uvicorn.Config(app, log_config=None, lifespan="auto", access_log=False)
         server = uvicorn.Server(config)

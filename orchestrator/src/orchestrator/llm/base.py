@@ -6,7 +6,7 @@ stored in memory and sent to any backend:
     {"type": "message", "role": "user" | "assistant", "content": "<text>"}
     {"type": "function_call", "call_id": "...", "name": "server__tool", "arguments": "<json>"}
     {"type": "function_call_output", "call_id": "...", "output": "<string>"}
-    {"type": "reasoning", "id": "...", "summary": [...], "encrypted_content": "..."}  (within a turn)
+    {"type": "reasoning", "id": "...", "summary": [...], "encrypted_content": "..."}  (in a turn)
 
 Implementations translate to and from their wire format (Responses API, Chat Completions).
 """

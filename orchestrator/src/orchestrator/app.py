@@ -1,0 +1,61 @@
+"""Assembly: configuration → registry → agents with their models → dispatcher."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from orchestrator.config import Agent, load_fleet, load_registry
+from orchestrator.conversation import Conversation
+from orchestrator.dispatch import Dispatcher
+from orchestrator.llm.base import LLM
+from orchestrator.llm.openai_api import build_llm
+from orchestrator.registry import Registry
+from orchestrator.settings import OrchestratorSettings
+from orchestrator.turn import AgentRuntime, TurnEngine
+
+LLMFactory = Callable[[Agent, OrchestratorSettings], LLM]
+
+
+@dataclass(frozen=True)
+class App:
+    settings: OrchestratorSettings
+    registry: Registry
+    dispatcher: Dispatcher
+    engine: TurnEngine
+
+
+def llm_for(agent: Agent, settings: OrchestratorSettings) -> LLM:
+    """The agent's model: its own choices in agents.yaml, else the environment defaults."""
+    entry = agent.entry
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return build_llm(
+        entry.api or settings.openai_api,
+        api_key=key,
+        base_url=settings.openai_base_url,
+        model=entry.model or settings.openai_model,
+        reasoning_effort=entry.reasoning_effort or settings.reasoning_effort,
+        timeout_s=settings.llm_timeout_s,
+    )
+
+
+@asynccontextmanager
+async def open_app(
+    settings: OrchestratorSettings, *, llm_factory: LLMFactory = llm_for
+) -> AsyncIterator[App]:
+    """Load the configuration (ConfigError on mistakes) and connect every server."""
+    entries = load_registry(settings.registry)
+    fleet = load_fleet(settings.agents, entries)
+    token = settings.mesh_token.get_secret_value() if settings.mesh_token else None
+    registry = Registry(entries, token=token, default_timeout_s=settings.tool_timeout_s)
+    async with registry.running():
+        conversation = Conversation(registry)
+        engine = TurnEngine(registry, conversation)
+        runtimes = {
+            agent_id: AgentRuntime(
+                agent, llm_factory(agent, settings), agent.entry.max_rounds or settings.max_rounds
+            )
+            for agent_id, agent in fleet.items()
+        }
+        yield App(settings, registry, Dispatcher(runtimes, engine, registry, conversation), engine)

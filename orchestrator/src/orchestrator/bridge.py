@@ -1,0 +1,190 @@
+"""MCP tools to Responses API function tools, arguments back, results to output strings.
+
+Strict mode (structured outputs) accepts a subset of JSON Schema: every object
+closed (``additionalProperties: false``) with every property required, optional
+ones made nullable, no ``default``. A schema that cannot be expressed that way
+(free-form objects, ``oneOf``/``allOf``) is sent with ``strict: false``. When the
+model fills an optional argument with ``null`` (as strict mode makes it), the
+null is dropped before the call so the server applies its own default.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types
+
+from orchestrator.connection import ToolInfo
+from orchestrator.llm.base import ToolSpec
+
+_KEEP = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "enum",
+        "const",
+        "anyOf",
+        "description",
+        "$ref",
+        "$defs",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minItems",
+        "maxItems",
+    }
+)
+_UNSUPPORTED = frozenset(
+    {
+        "oneOf",
+        "allOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "patternProperties",
+        "dependentSchemas",
+        "dependentRequired",
+        "unevaluatedProperties",
+        "propertyNames",
+        "prefixItems",
+    }
+)
+_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
+
+
+class NotStrict(Exception):
+    pass
+
+
+def to_tool_spec(tool: ToolInfo) -> ToolSpec:
+    schema = tool.input_schema or {"type": "object", "properties": {}}
+    try:
+        return ToolSpec(tool.qualified, tool.description, strict_schema(schema), strict=True)
+    except NotStrict:
+        return ToolSpec(tool.qualified, tool.description, loose_schema(schema), strict=False)
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The strict-mode form of an object schema; raises NotStrict when there is none."""
+    if schema.get("type") != "object":
+        raise NotStrict("the root must be an object")
+    converted = _convert(schema)
+    if "$defs" in schema:
+        converted["$defs"] = {name: _convert(sub) for name, sub in schema["$defs"].items()}
+    return converted
+
+
+def loose_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Non-strict tools still need an object root."""
+    if schema.get("type") == "object":
+        return schema
+    return {"type": "object", "properties": {}, "additionalProperties": True}
+
+
+def _convert(node: Any) -> dict[str, Any]:
+    if not isinstance(node, dict):
+        raise NotStrict("a schema must be an object")
+    if _UNSUPPORTED & node.keys():
+        raise NotStrict(f"unsupported keywords {sorted(_UNSUPPORTED & node.keys())}")
+    out = {key: value for key, value in node.items() if key in _KEEP and key != "$defs"}
+    if out.get("format") not in _FORMATS:
+        out.pop("format", None)
+    if "anyOf" in node:
+        out["anyOf"] = [_convert(sub) for sub in node["anyOf"]]
+    types = node.get("type")
+    type_set = set(types) if isinstance(types, list) else {types}
+    if "object" in type_set or "properties" in node:
+        extra = node.get("additionalProperties")
+        if ("properties" not in node and extra is not False) or (isinstance(extra, dict) and extra):
+            raise NotStrict("free-form objects (open key sets) cannot be strict")
+        properties = node.get("properties") or {}
+        required = set(node.get("required", []))
+        out["properties"] = {
+            name: _convert(sub) if name in required else _nullable(_convert(sub))
+            for name, sub in properties.items()
+        }
+        out["required"] = list(properties)
+        out["additionalProperties"] = False
+    if "array" in type_set:
+        if "items" not in node:
+            raise NotStrict("arrays need an items schema")
+        out["items"] = _convert(node["items"])
+    return out
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    if "anyOf" in schema:
+        if not any(sub.get("type") == "null" for sub in schema["anyOf"]):
+            schema["anyOf"] = [*schema["anyOf"], {"type": "null"}]
+        return schema
+    if "type" in schema:
+        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        if "null" not in types:
+            schema["type"] = [*types, "null"]
+        if "enum" in schema and None not in schema["enum"]:
+            schema["enum"] = [*schema["enum"], None]
+        return schema
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def prepare_arguments(arguments: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """Parse the model's JSON arguments and drop nulls it sent for optional ones."""
+    try:
+        value = json.loads(arguments or "{}")
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"the arguments are not valid JSON ({error.msg}); send a JSON object"
+        ) from None
+    if not isinstance(value, dict):
+        raise ValueError("the arguments must be a JSON object")
+    dropped: dict[str, Any] = _drop_optional_nulls(value, schema)
+    return dropped
+
+
+def _drop_optional_nulls(value: Any, schema: Any) -> Any:
+    if not isinstance(value, dict) or not isinstance(schema, dict):
+        return value
+    properties = schema.get("properties") or {}
+    required = set(schema.get("required", []))
+    return {
+        key: _drop_optional_nulls(item, properties.get(key))
+        for key, item in value.items()
+        if not (item is None and key not in required)
+    }
+
+
+def render_result(result: mcp_types.CallToolResult) -> tuple[str, bool]:
+    """The function_call_output string: structured content as JSON, else the text."""
+    text = "\n".join(_block_text(block) for block in result.content).strip()
+    if result.is_error:
+        return json.dumps({"error": text or "the tool failed"}, ensure_ascii=False), False
+    structured = result.structured_content
+    if structured is not None:
+        meta = result.meta or {}
+        if meta.get("fastmcp", {}).get("wrap_result") and set(structured) == {"result"}:
+            return json.dumps(structured["result"], ensure_ascii=False, separators=(",", ":")), True
+        return json.dumps(structured, ensure_ascii=False, separators=(",", ":")), True
+    return text, True
+
+
+def _block_text(block: Any) -> str:
+    kind = getattr(block, "type", "")
+    if kind == "text":
+        return str(block.text)
+    if kind == "resource":
+        resource = block.resource
+        return str(getattr(resource, "text", None) or f"[resource {resource.uri}]")
+    if kind == "resource_link":
+        return f"[resource {block.uri}]"
+    return f"[{kind or 'content'} omitted]"

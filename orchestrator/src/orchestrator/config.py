@@ -1,0 +1,244 @@
+"""The registry (config/mcp_servers.yaml) and the fleet (config/agents.yaml).
+
+``${VAR}`` is replaced by the environment variable (empty when unset, as in
+Compose), ``${VAR:-default}`` falls back to a default, and ``${VAR:?message}``
+makes an unset variable a configuration error. Every error names the file, the
+key and the fix, and stops the process with exit code 2.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+PERSONA_FILES = ("IDENTITY.md", "SOUL.md", "USER.md")
+_NAME = re.compile(r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$")  # no "__", no leading/trailing "_"
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:-|:\?)([^}]*))?\}")
+MAX_TOOL_NAME = 64
+M = TypeVar("M", bound=BaseModel)
+
+
+class ConfigError(Exception):
+    """A configuration mistake: the message names the file, the key and the fix."""
+
+
+class ServerEntry(BaseModel):
+    """How to reach one MCP server: exactly one of url, command or module."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = Field(default=None, description="Streamable HTTP endpoint")
+    command: list[str] | None = Field(default=None, description="stdio server command line")
+    module: str | None = Field(default=None, description="in-process 'package.module:factory'")
+    description: str = ""
+    token: str | None = Field(default=None, description="bearer token (default: MESH_TOKEN)")
+    headers: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict, description="extra env for a command")
+    timeout_s: float | None = Field(default=None, gt=0, description="per-call timeout")
+
+    @model_validator(mode="after")
+    def _exactly_one_way(self) -> ServerEntry:
+        ways = [w for w in ("url", "command", "module") if getattr(self, w)]
+        if len(ways) != 1:
+            raise ValueError("give exactly one of url, command or module")
+        if self.module and ":" not in self.module:
+            raise ValueError("module must look like 'package.module:factory'")
+        return self
+
+    @property
+    def transport(self) -> Literal["http", "stdio", "in-process"]:
+        return "http" if self.url else "stdio" if self.command else "in-process"
+
+
+class AgentEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    persona: Path
+    servers: list[str] = Field(default_factory=list)
+    timezone: str = "UTC"
+    bot_token_env: list[str] = Field(default_factory=list)
+    allowed_user_ids: list[str] = Field(default_factory=list)
+    api: Literal["responses", "chat"] | None = None
+    model: str | None = None
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    max_rounds: int | None = Field(default=None, ge=1, le=50)
+
+    @field_validator("bot_token_env", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("allowed_user_ids", mode="before")
+    @classmethod
+    def _ids_as_text(cls, value: object) -> object:
+        # An unset ${TELEGRAM_USER_ID} leaves "": that is no user, not a user named "".
+        if isinstance(value, list):
+            return [str(v).strip() for v in value if str(v).strip()]
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{value!r} is not an IANA timezone; use e.g. Europe/Berlin") from None
+        return value
+
+
+@dataclass(frozen=True)
+class Persona:
+    """The persona files, read once at start (read-only at runtime)."""
+
+    identity: str
+    soul: str
+    user: str
+
+    def text(self) -> str:
+        return "\n\n".join(part.strip() for part in (self.identity, self.soul, self.user) if part)
+
+
+@dataclass(frozen=True)
+class Agent:
+    id: str
+    entry: AgentEntry
+    persona: Persona
+
+
+def load_registry(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, ServerEntry]:
+    raw = _load_yaml(path, environ)
+    servers = raw.get("servers")
+    if not isinstance(servers, dict) or not servers:
+        raise ConfigError(
+            f"{path}: servers: expected a mapping of server names to entries "
+            "(see config/mcp_servers.yaml in the repository for the shape)"
+        )
+    entries: dict[str, ServerEntry] = {}
+    for name, body in servers.items():
+        check_server_name(str(name), path)
+        entries[str(name)] = _validate(ServerEntry, body or {}, path, f"servers.{name}")
+    return entries
+
+
+def load_fleet(
+    path: Path, registry: Mapping[str, ServerEntry], environ: Mapping[str, str] | None = None
+) -> dict[str, Agent]:
+    raw = _load_yaml(path, environ)
+    agents = raw.get("agents")
+    if not isinstance(agents, dict) or not agents:
+        raise ConfigError(
+            f"{path}: agents: expected at least one agent (see the shipped "
+            "config/agents.yaml for the shape)"
+        )
+    base = path.resolve().parent.parent
+    fleet: dict[str, Agent] = {}
+    for agent_id, body in agents.items():
+        key = f"agents.{agent_id}"
+        entry = _validate(AgentEntry, body or {}, path, key)
+        for server in entry.servers:
+            if server not in registry:
+                raise ConfigError(
+                    f"{path}: {key}.servers: {server!r} is not in the registry; "
+                    f"add it to the registry or use one of {sorted(registry)}"
+                )
+        persona_dir = entry.persona if entry.persona.is_absolute() else base / entry.persona
+        fleet[str(agent_id)] = Agent(
+            str(agent_id), entry, _read_persona(persona_dir, path, f"{key}.persona")
+        )
+    return fleet
+
+
+def check_server_name(name: str, path: Path) -> None:
+    if not _NAME.match(name) or len(name) > 30:
+        raise ConfigError(
+            f"{path}: servers.{name}: a server name must be 1-30 letters, digits, '-' or single "
+            "'_' (no '__', which separates server and tool in 'server__tool'); rename it"
+        )
+
+
+def qualified_name(server: str, tool: str) -> str | None:
+    """``server__tool`` when both parts are valid and the result fits 64 characters."""
+    if not _NAME.match(server) or not _NAME.match(tool):
+        return None
+    name = f"{server}__{tool}"
+    return name if len(name) <= MAX_TOOL_NAME else None
+
+
+def _read_persona(directory: Path, path: Path, key: str) -> Persona:
+    if not (directory / "IDENTITY.md").is_file():
+        raise ConfigError(
+            f"{path}: {key}: {directory} has no IDENTITY.md; create it "
+            "(who the agent is) or fix the path"
+        )
+    texts = {
+        name: (directory / name).read_text(encoding="utf-8") if (directory / name).is_file() else ""
+        for name in PERSONA_FILES
+    }
+    return Persona(texts["IDENTITY.md"], texts["SOUL.md"], texts["USER.md"])
+
+
+def _load_yaml(path: Path, environ: Mapping[str, str] | None) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path}: file not found; create it from the shipped example "
+            "or set the path (CLAWMESH_REGISTRY / CLAWMESH_AGENTS)"
+        ) from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        line = f" line {where.line + 1}" if where is not None else ""
+        raise ConfigError(f"{path}:{line}: not valid YAML; fix the syntax") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    env = os.environ if environ is None else environ
+    substituted: dict[str, Any] = _substitute(raw, env, path, "")
+    return substituted
+
+
+def _substitute(value: Any, env: Mapping[str, str], path: Path, key: str) -> Any:
+    if isinstance(value, dict):
+        return {k: _substitute(v, env, path, f"{key}.{k}".lstrip(".")) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, env, path, f"{key}[{i}]") for i, v in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def replace(match: re.Match[str]) -> str:
+        name, op, arg = match[1], match[2], match[3]
+        current = env.get(name, "")
+        if current:
+            return current
+        if op == ":?":
+            raise ConfigError(
+                f"{path}: {key}: ${{{name}}} is not set; export {name}=... "
+                + (f"({arg})" if arg else "")
+            )
+        return arg if op == ":-" else ""
+
+    return _VAR.sub(replace, value)
+
+
+def _validate(model: type[M], body: Any, path: Path, key: str) -> M:
+    try:
+        return model.model_validate(body)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in (key, *first["loc"]))
+        message = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            message = f"unknown key; the keys are {', '.join(model.model_fields)}"
+        elif first["type"] == "missing":
+            message = "required; add it"
+        raise ConfigError(f"{path}: {where}: {message}") from None

@@ -1,0 +1,122 @@
+"""Channel-agnostic dispatch: commands, button taps and text turns, one chat at a time.
+
+Channels (the console now, Telegram next) turn their input into calls here and
+render the :class:`Reply`. Turns are serial within one chat and concurrent
+across chats and agents.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import anyio
+
+from orchestrator.conversation import Conversation
+from orchestrator.registry import Registry
+from orchestrator.turn import AgentRuntime, ToolObserver, TurnEngine
+
+
+@dataclass(frozen=True)
+class Button:
+    label: str
+    data: str  # callback data, ≤ 64 bytes (Telegram)
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    buttons: list[list[Button]] = field(default_factory=list)  # rows
+
+
+COMMANDS = {
+    "/new": "start a fresh conversation",
+    "/status": "servers, tools, model and uptime",
+    "/reload": "re-discover the tools of every server",
+    "/help": "what I can do",
+}
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        agents: dict[str, AgentRuntime],
+        engine: TurnEngine,
+        registry: Registry,
+        conversation: Conversation,
+    ) -> None:
+        self.agents = agents
+        self._engine = engine
+        self._registry = registry
+        self._conversation = conversation
+        self._started = time.monotonic()
+        self._locks: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
+
+    async def on_text(
+        self, agent_id: str, chat_id: str, text: str, observe: ToolObserver | None = None
+    ) -> Reply:
+        runtime = self.agents[agent_id]
+        command = text.strip().split(maxsplit=1)[0].lower() if text.startswith("/") else ""
+        command = command.split("@", 1)[0]  # "/help@ClawdiaBot" in Telegram
+        async with self._locks[(agent_id, chat_id)]:
+            if command:
+                return await self._command(runtime, chat_id, command)
+            result = await self._engine.run(runtime, chat_id, text, observe)
+            return Reply(result.text)
+
+    async def on_callback(self, agent_id: str, chat_id: str, data: str) -> Reply:
+        # Buttons arrive with pending actions and clarify; until then none is active.
+        return Reply("That button is no longer active.")
+
+    async def _command(self, runtime: AgentRuntime, chat_id: str, command: str) -> Reply:
+        if command in ("/start", "/help"):
+            return Reply(self.help_text(runtime))
+        if command == "/new":
+            ok = await self._conversation.reset(runtime.id, chat_id)
+            return Reply(
+                "Fresh start: I have forgotten our conversation so far."
+                if ok
+                else "I could not reset the conversation (memory is unavailable)."
+            )
+        if command == "/status":
+            return Reply(self.status_text(runtime))
+        if command == "/reload":
+            await self._registry.reload()
+            count = len(self._engine.visible_tools(runtime))
+            return Reply(f"Reloaded: {count} tools available.")
+        return Reply(f"I don't know {command}. " + self._commands_line())
+
+    def help_text(self, runtime: AgentRuntime) -> str:
+        tools = self._engine.visible_tools(runtime)
+        lines = [f"I'm {runtime.agent.entry.name}. Ask me anything in plain words."]
+        by_server: dict[str, list[str]] = defaultdict(list)
+        for tool in tools:
+            by_server[tool.server].append(tool.title)
+        if by_server:
+            lines.append("I can use:")
+            lines += [f"• {server}: {', '.join(titles)}" for server, titles in by_server.items()]
+        missing = [s for s in runtime.agent.entry.servers if s not in by_server]
+        if missing:
+            lines.append(f"(unavailable right now: {', '.join(missing)})")
+        lines.append(self._commands_line())
+        return "\n".join(lines)
+
+    def status_text(self, runtime: AgentRuntime) -> str:
+        uptime = int(time.monotonic() - self._started)
+        visible = self._engine.visible_tools(runtime)
+        lines = [
+            f"{runtime.agent.entry.name} · model {runtime.llm.model} · "
+            f"up {uptime // 3600}h {uptime % 3600 // 60}m {uptime % 60}s"
+        ]
+        for status in self._registry.status():
+            if status.name not in runtime.agent.entry.servers and status.name != "memory":
+                continue
+            count = sum(1 for tool in visible if tool.server == status.name)
+            mark, state = ("✅", f"up, {count} tools") if status.up else ("❌", "down")
+            lines.append(f"{mark} {status.name} ({status.transport}): {state}")
+        return "\n".join(lines)
+
+    @staticmethod
+    def _commands_line() -> str:
+        return "Commands: " + ", ".join(f"{c} ({d})" for c, d in COMMANDS.items())

@@ -1,0 +1,19 @@
+"""The instructions a turn sends: persona files, then the user's local date and time."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from orchestrator.config import Agent
+
+
+def instructions(agent: Agent, now: datetime) -> str:
+    local = now.astimezone(ZoneInfo(agent.entry.timezone))
+    offset = local.strftime("%z")
+    stamp = local.strftime("%A, %d %B %Y, %H:%M")
+    return (
+        f"{agent.persona.text()}\n\n"
+        f"Current date and time for the user: {stamp} "
+        f"({agent.entry.timezone}, UTC{offset[:3]}:{offset[3:]})."
+    )

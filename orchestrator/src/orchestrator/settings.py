@@ -1,0 +1,54 @@
+"""Orchestrator settings: where the config is, which LLM, and the defaults agents inherit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _env(name: str) -> AliasChoices:
+    return AliasChoices(name)
+
+
+class OrchestratorSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CLAWMESH_", extra="ignore")
+
+    registry: Path = Field(
+        default=Path("config/mcp_servers.yaml"),
+        description="CLAWMESH_REGISTRY: the MCP server registry",
+    )
+    agents: Path = Field(
+        default=Path("config/agents.yaml"), description="CLAWMESH_AGENTS: the fleet"
+    )
+
+    openai_api_key: SecretStr | None = Field(default=None, validation_alias=_env("OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(default=None, validation_alias=_env("OPENAI_BASE_URL"))
+    openai_model: str = Field(default="gpt-5-mini", validation_alias=_env("OPENAI_MODEL"))
+    openai_api: Literal["responses", "chat"] = Field(
+        default="responses", validation_alias=_env("OPENAI_API")
+    )
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
+        default=None, validation_alias=_env("OPENAI_REASONING_EFFORT")
+    )
+    llm_timeout_s: float = Field(default=90, gt=0, validation_alias=_env("LLM_TIMEOUT_S"))
+
+    mesh_token: SecretStr | None = Field(default=None, validation_alias=_env("MESH_TOKEN"))
+    tool_timeout_s: float = Field(default=30, gt=0, validation_alias=_env("TOOL_TIMEOUT_S"))
+    max_rounds: int = Field(default=6, ge=1, le=50, validation_alias=_env("MAX_ROUNDS"))
+    log_level: str = Field(default="INFO", validation_alias=_env("LOG_LEVEL"))
+
+    @property
+    def llm_configured(self) -> bool:
+        return self.openai_api_key is not None or bool(self.openai_base_url)
+
+
+NO_LLM_HELP = """No LLM is configured. Either
+  export OPENAI_API_KEY=sk-...            # OpenAI (model: OPENAI_MODEL, default gpt-5-mini)
+or point at any OpenAI-compatible server, e.g. Ollama:
+  export OPENAI_BASE_URL=http://localhost:11434/v1
+  export OPENAI_MODEL=qwen3:8b
+  export OPENAI_API=chat                            # if the server lacks the Responses API
+then run the command again."""

@@ -1,0 +1,205 @@
+"""One turn: the window, the model, its tool calls (concurrently), bounded rounds.
+
+Every failure of a tool becomes that call's output so the model can react. A
+failure of the model ends the turn with the error's fixed user message and
+stores nothing, so the next attempt starts from the same history.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import anyio
+
+from orchestrator.bridge import prepare_arguments, to_tool_spec
+from orchestrator.config import Agent
+from orchestrator.connection import ToolInfo
+from orchestrator.conversation import Conversation
+from orchestrator.instructions import instructions
+from orchestrator.llm.base import LLM, FunctionCall, Item, ToolSpec, Usage
+from orchestrator.llm.errors import LLMError
+from orchestrator.registry import Registry, ToolOutcome, error_output
+
+logger = logging.getLogger(__name__)
+
+ROUND_LIMIT_REPLY = (
+    "I stopped after {rounds} rounds of tool calls without a final answer. "
+    "Could you narrow the request, or ask me to continue?"
+)
+EMPTY_REPLY = "I have nothing to add to that."
+
+ToolObserver = Callable[[ToolInfo | None, FunctionCall], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class AgentRuntime:
+    """An agent with its model and limits, ready to run turns."""
+
+    agent: Agent
+    llm: LLM
+    max_rounds: int
+
+    @property
+    def id(self) -> str:
+        return self.agent.id
+
+
+@dataclass
+class TurnResult:
+    text: str
+    outcome: str  # ok | round_limit | llm_error
+    new_items: list[Item] = field(default_factory=list)
+    outcomes: list[tuple[ToolInfo, ToolOutcome]] = field(default_factory=list)
+    llm_calls: int = 0
+    tool_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+
+class TurnEngine:
+    def __init__(
+        self,
+        registry: Registry,
+        conversation: Conversation,
+        *,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._registry = registry
+        self._conversation = conversation
+        self._now = now
+        self._specs: dict[str, tuple[ToolInfo, ToolSpec]] = {}
+
+    def visible_tools(self, runtime: AgentRuntime) -> list[ToolInfo]:
+        """The read and producer tools of the agent's own servers: all the model may call."""
+        return self._registry.tools(runtime.agent.entry.servers)
+
+    async def run(
+        self, runtime: AgentRuntime, chat_id: str, text: str, observe: ToolObserver | None = None
+    ) -> TurnResult:
+        started = time.perf_counter()
+        result = await self._run(runtime, chat_id, text, observe)
+        logger.info(
+            "turn agent=%s chat=%s outcome=%s duration_ms=%.0f llm_calls=%d tool_calls=%d "
+            "tokens_in=%d tokens_out=%d",
+            runtime.id,
+            chat_id,
+            result.outcome,
+            (time.perf_counter() - started) * 1000,
+            result.llm_calls,
+            result.tool_calls,
+            result.usage.input_tokens,
+            result.usage.output_tokens,
+        )
+        return result
+
+    async def _run(
+        self, runtime: AgentRuntime, chat_id: str, text: str, observe: ToolObserver | None
+    ) -> TurnResult:
+        tools = {tool.qualified: tool for tool in self.visible_tools(runtime)}
+        specs = [self._spec(tool) for tool in tools.values()]
+        user: Item = {"type": "message", "role": "user", "content": text}
+        history = await self._conversation.window(runtime.id, chat_id)
+        items = [*history, user]
+        result = TurnResult(text="", outcome="ok", new_items=[user])
+        system = instructions(runtime.agent, self._now())
+        try:
+            for _ in range(runtime.max_rounds):
+                reply = await runtime.llm.respond(instructions=system, items=items, tools=specs)
+                result.llm_calls += 1
+                result.usage += reply.usage
+                items.extend(reply.items)
+                result.new_items.extend(i for i in reply.items if i.get("type") != "reasoning")
+                if not reply.calls:
+                    result.text = reply.text.strip() or EMPTY_REPLY
+                    break
+                outputs = await self._execute_all(reply.calls, tools, result, observe)
+                items.extend(outputs)
+                result.new_items.extend(outputs)
+            else:
+                result.outcome = "round_limit"
+                result.text = ROUND_LIMIT_REPLY.format(rounds=runtime.max_rounds)
+                result.new_items.append(
+                    {"type": "message", "role": "assistant", "content": result.text}
+                )
+        except LLMError as error:
+            logger.warning(
+                "turn agent=%s chat=%s: LLM failed: %s (%r)",
+                runtime.id,
+                chat_id,
+                type(error).__name__,
+                error.__cause__,
+            )
+            result.outcome = "llm_error"
+            result.text = error.user_message
+            return result
+        await self._conversation.append(runtime.id, chat_id, result.new_items)
+        return result
+
+    async def _execute_all(
+        self,
+        calls: list[FunctionCall],
+        tools: dict[str, ToolInfo],
+        result: TurnResult,
+        observe: ToolObserver | None,
+    ) -> list[Item]:
+        outputs: list[Item] = [{} for _ in calls]
+
+        async def execute(index: int, call: FunctionCall) -> None:
+            tool = tools.get(call.name)
+            if observe is not None:
+                await observe(tool, call)
+            output = await self._execute(call, tool, result)
+            outputs[index] = {
+                "type": "function_call_output",
+                "call_id": call.call_id,
+                "output": output,
+            }
+
+        result.tool_calls += len(calls)
+        async with anyio.create_task_group() as group:
+            for index, call in enumerate(calls):
+                group.start_soon(execute, index, call)
+        return outputs
+
+    async def _execute(self, call: FunctionCall, tool: ToolInfo | None, result: TurnResult) -> str:
+        if tool is None:
+            # Includes confirm and internal tools: they are not the model's to call.
+            return error_output(
+                f"There is no tool named {call.name!r}. Use only the tools you were given."
+            )
+        try:
+            arguments = prepare_arguments(call.arguments, tool.input_schema)
+        except ValueError as error:
+            return error_output(f"{call.name}: {error}")
+        try:
+            outcome = await self._registry.call(tool, arguments)
+        except Exception:  # a bug must not take the turn down: the model hears of a failure
+            logger.exception("tool %s raised", call.name)
+            return error_output(f"{call.name} failed unexpectedly.")
+        result.outcomes.append((tool, outcome))
+        logger.debug("tool %s ok=%s %.1f ms", call.name, outcome.ok, outcome.duration_ms)
+        return outcome.output
+
+    def _spec(self, tool: ToolInfo) -> ToolSpec:
+        cached = self._specs.get(tool.qualified)
+        if cached is not None and cached[0] is tool:
+            return cached[1]
+        spec = to_tool_spec(tool)
+        self._specs[tool.qualified] = (tool, spec)
+        return spec
+
+
+def arguments_preview(call: FunctionCall, limit: int = 80) -> str:
+    """``location=Paris, days=2``: a short view of a call for progress lines."""
+    try:
+        parsed = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError:
+        return call.arguments[:limit]
+    if not isinstance(parsed, dict):
+        return str(parsed)[:limit]
+    text = ", ".join(f"{k}={v}" for k, v in parsed.items() if v is not None)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

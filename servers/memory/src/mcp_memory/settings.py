@@ -1,0 +1,40 @@
+"""Memory server settings (env prefix ``MEMORY_``, plus ``DATA_DIR`` shared by every server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DB_FILE = "memory.sqlite3"
+MAX_WINDOW_ITEMS = 1000
+MAX_WINDOW_TOKENS = 1_000_000
+
+
+class MemorySettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MEMORY_", extra="ignore")
+
+    window_max_items: int = Field(
+        default=40, ge=1, le=MAX_WINDOW_ITEMS, description="Most items a window holds."
+    )
+    window_max_tokens: int = Field(
+        default=24_000,
+        ge=1,
+        le=MAX_WINDOW_TOKENS,
+        description="Token budget of a window (offline estimate, see mcp_memory.tokens).",
+    )
+    inactivity_s: float = Field(
+        default=3600,
+        gt=0,
+        description="Silence after which a conversation is over and the next window starts empty.",
+    )
+    # "data_dir" as a second choice lets code pass data_dir=...; env names are case-insensitive,
+    # so only DATA_DIR is read from the environment.
+    data_dir: Path = Field(
+        default=Path("data"), validation_alias=AliasChoices("DATA_DIR", "data_dir")
+    )
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / DB_FILE

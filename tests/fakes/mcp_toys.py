@@ -1,0 +1,59 @@
+"""A small MCP server with one tool of each class and behaviour, for orchestrator tests.
+
+``build_toys()`` is a module factory (``fakes.mcp_toys:build_toys``) so the
+registry can load it in-process, and ``toys_app()`` serves it over HTTP.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import anyio
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
+from meshkit import create_server
+from meshkit.tool_classes import confirm, internal, producer, read
+from pydantic import Field
+
+CALLS: dict[str, int] = {}  # per-process call counts, read by tests after a run
+
+
+def build_toys() -> FastMCP[Any]:
+    server = create_server("toys", version="1.0", instructions="Toys for tests.")
+
+    @server.tool(**read(title="Echo"))
+    async def echo(text: Annotated[str, Field(description="what to repeat")],
+                   times: int = 1) -> dict[str, Any]:
+        """Repeat a text."""
+        CALLS["echo"] = CALLS.get("echo", 0) + 1
+        return {"echo": " ".join([text] * times)}
+
+    @server.tool(**read(title="Slow"))
+    async def slow() -> str:
+        """Never answers."""
+        await anyio.Event().wait()
+        return "unreachable"
+
+    @server.tool(**read(title="Fail"))
+    async def fail(reason: str) -> str:
+        """Always fails with the reason."""
+        raise ToolError(f"failed because {reason}")
+
+    @server.tool(**internal(title="Bump"))
+    async def bump() -> int:
+        """Not idempotent: counts calls."""
+        CALLS["bump"] = CALLS.get("bump", 0) + 1
+        return CALLS["bump"]
+
+    @server.tool(**producer(title="Propose"))
+    async def propose_thing(thing: str) -> dict[str, str]:
+        """Propose a thing."""
+        return {"kind": "thing", "summary": f"Add {thing}"}
+
+    @server.tool(**confirm(title="Confirm"))
+    async def confirm_thing(thing: str) -> str:
+        """Do the thing (needs a human tap)."""
+        CALLS["confirm_thing"] = CALLS.get("confirm_thing", 0) + 1
+        return f"did {thing}"
+
+    return server
