@@ -7,15 +7,22 @@ UV_VERSION := 0.13.9
 UV := $(or $(shell command -v uv 2>/dev/null),$(CURDIR)/.tools/bin/uv)
 PYTHON ?= python3
 
+# KEY=value lines of .env (if any) reach every command below, servers included.
+ifneq (,$(wildcard .env))
+include .env
+export
+endif
+
 export FASTMCP_SHOW_SERVER_BANNER := false
 export FASTMCP_CHECK_FOR_UPDATES := off
 export PTB_TIMEDELTA := true
 
-.PHONY: help install lint format typecheck test pytest bench run-weather
+.PHONY: help install lint format typecheck test pytest bench chat run-weather
 
 help:
-	@echo "make run-weather   install, then serve the weather MCP server on http://127.0.0.1:8101/mcp"
+	@echo "make chat          install, then talk to Clawdia in this terminal (servers in-process)"
 	@echo "make test          install, lint, typecheck and run the test suite"
+	@echo "make run-weather   serve the weather MCP server on http://127.0.0.1:8101/mcp"
 	@echo "make install | lint | format | typecheck | pytest | bench"
 
 $(CURDIR)/.tools/bin/uv:
@@ -46,6 +53,12 @@ test: lint typecheck pytest
 
 bench: install
 	$(UV) run python -m bench.hop
+	$(UV) run python -m bench.turn
+
+# Every server in-process, SQLite under ./data; AGENT=<id> picks another agent.
+chat: install
+	@CLAWMESH_REGISTRY=$${CLAWMESH_REGISTRY:-config/mcp_servers.local.yaml} \
+		$(UV) run python -m orchestrator chat $(if $(AGENT),--agent $(AGENT))
 
 # A local bearer token for `make run-*`, created once (mode 600), never echoed.
 data/mesh_token:

@@ -11,9 +11,10 @@ from typing import Annotated, Any
 import anyio
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
+from pydantic import Field
+
 from meshkit import create_server
 from meshkit.tool_classes import confirm, internal, producer, read
-from pydantic import Field
 
 CALLS: dict[str, int] = {}  # per-process call counts, read by tests after a run
 
@@ -22,8 +23,9 @@ def build_toys() -> FastMCP[Any]:
     server = create_server("toys", version="1.0", instructions="Toys for tests.")
 
     @server.tool(**read(title="Echo"))
-    async def echo(text: Annotated[str, Field(description="what to repeat")],
-                   times: int = 1) -> dict[str, Any]:
+    async def echo(
+        text: Annotated[str, Field(description="what to repeat")], times: int = 1
+    ) -> dict[str, Any]:
         """Repeat a text."""
         CALLS["echo"] = CALLS.get("echo", 0) + 1
         return {"echo": " ".join([text] * times)}

@@ -9,6 +9,7 @@ import jsonschema
 import mcp_types
 import pytest
 from fastmcp import Client, FastMCP
+
 from mcp_memory.server import build_server as build_memory
 from mcp_memory.settings import MemorySettings
 from mcp_weather.server import build_server as build_weather
@@ -23,7 +24,8 @@ def assert_strict(schema: Any) -> None:
     """The rules of OpenAI strict mode, checked on every node."""
     if isinstance(schema, dict):
         assert "default" not in schema
-        assert "oneOf" not in schema and "allOf" not in schema
+        assert "oneOf" not in schema
+        assert "allOf" not in schema
         if schema.get("type") == "object" or "properties" in schema:
             assert schema["additionalProperties"] is False
             assert schema["required"] == list(schema["properties"])
@@ -35,14 +37,23 @@ def assert_strict(schema: Any) -> None:
 
 
 def tool_info(schema: dict[str, Any], name: str = "t") -> ToolInfo:
-    return ToolInfo(server="s", name=name, qualified=f"s__{name}", tool_class="read", title=name,
-                    description="d", input_schema=schema, read_only=True, idempotent=True)
+    return ToolInfo(
+        server="s",
+        name=name,
+        qualified=f"s__{name}",
+        tool_class="read",
+        title=name,
+        description="d",
+        input_schema=schema,
+        read_only=True,
+        idempotent=True,
+    )
 
 
 async def shipped_tools() -> list[tuple[str, mcp_types.Tool]]:
     servers: list[FastMCP[Any]] = [
         build_weather(WeatherSettings()),
-        build_memory(MemorySettings(data_dir="unused-by-listing")),  # type: ignore[call-arg]
+        build_memory(MemorySettings(data_dir="unused-by-listing")),
     ]
     found = []
     for server in servers:
@@ -79,9 +90,11 @@ def test_optional_nulls_are_dropped_and_the_original_schema_then_validates() -> 
         "properties": {
             "location": {"type": "string"},
             "days": {"type": "integer", "default": 3},
-            "filter": {"type": "object", "properties": {"tag": {"type": "string"},
-                                                         "limit": {"type": "integer"}},
-                       "required": ["tag"]},
+            "filter": {
+                "type": "object",
+                "properties": {"tag": {"type": "string"}, "limit": {"type": "integer"}},
+                "required": ["tag"],
+            },
         },
         "required": ["location"],
     }
@@ -104,12 +117,18 @@ def test_malformed_arguments_are_refused_with_a_hint(arguments: str) -> None:
         prepare_arguments(arguments, {"type": "object", "properties": {}})
 
 
-@pytest.mark.parametrize("schema", [
-    {"type": "object"},
-    {"type": "object", "additionalProperties": {"type": "string"}},
-    {"type": "object", "properties": {"x": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}},
-    {"type": "object", "properties": {"x": {"type": "object"}}},
-])
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object"},
+        {"type": "object", "additionalProperties": {"type": "string"}},
+        {
+            "type": "object",
+            "properties": {"x": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
+        },
+        {"type": "object", "properties": {"x": {"type": "object"}}},
+    ],
+)
 def test_schemas_that_cannot_be_strict_fall_back_to_strict_false(schema: dict[str, Any]) -> None:
     spec = to_tool_spec(tool_info(schema))
     assert spec.strict is False
@@ -119,26 +138,36 @@ def test_schemas_that_cannot_be_strict_fall_back_to_strict_false(schema: dict[st
 def test_enums_and_refs_become_nullable_when_optional() -> None:
     schema = {
         "type": "object",
-        "properties": {"unit": {"type": "string", "enum": ["c", "f"]},
-                       "where": {"$ref": "#/$defs/Place"}},
-        "$defs": {"Place": {"type": "object", "properties": {"name": {"type": "string"}},
-                            "required": ["name"], "title": "Place"}},
+        "properties": {
+            "unit": {"type": "string", "enum": ["c", "f"]},
+            "where": {"$ref": "#/$defs/Place"},
+        },
+        "$defs": {
+            "Place": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"],
+                "title": "Place",
+            }
+        },
     }
     strict = strict_schema(schema)
     assert strict["properties"]["unit"] == {"type": ["string", "null"], "enum": ["c", "f", None]}
-    assert strict["properties"]["where"] == {"anyOf": [{"$ref": "#/$defs/Place"},
-                                                       {"type": "null"}]}
+    assert strict["properties"]["where"] == {"anyOf": [{"$ref": "#/$defs/Place"}, {"type": "null"}]}
     assert_strict(strict)
     jsonschema.validate({"unit": None, "where": {"name": "Paris"}}, strict)
 
 
 def text_result(text: str, *, error: bool = False) -> mcp_types.CallToolResult:
-    return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)],
-                                    is_error=error)
+    return mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text=text)], is_error=error
+    )
 
 
 def test_results_render_structured_as_json_text_as_text_and_errors_marked() -> None:
-    structured = mcp_types.CallToolResult(content=[], structured_content={"temp": 21.5, "n": "Zürich"})
+    structured = mcp_types.CallToolResult(
+        content=[], structured_content={"temp": 21.5, "n": "Zürich"}
+    )
     assert render_result(structured) == ('{"temp":21.5,"n":"Zürich"}', True)
     assert render_result(text_result("plain words")) == ("plain words", True)
     output, ok = render_result(text_result("No place called 'X'", error=True))

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from orchestrator.config import ConfigError, load_fleet, load_registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,27 +38,38 @@ def test_the_shipped_configuration_loads() -> None:
 
 
 def test_variables_are_substituted_with_defaults_and_required_ones(tmp_path: Path) -> None:
-    path = write(tmp_path, "r.yaml", "servers:\n  w:\n    url: ${W_URL:-http://w:1/mcp}\n"
-                 "    token: ${W_TOKEN}\n    description: ${DESC:?describe it}\n")
+    path = write(
+        tmp_path,
+        "r.yaml",
+        "servers:\n  w:\n    url: ${W_URL:-http://w:1/mcp}\n"
+        "    token: ${W_TOKEN}\n    description: ${DESC:?describe it}\n",
+    )
     entries = load_registry(path, environ={"W_TOKEN": "tok", "DESC": "d"})
     assert entries["w"].url == "http://w:1/mcp"
     assert entries["w"].token == "tok"
-    with pytest.raises(ConfigError, match=r"servers\.w\.description: \$\{DESC\} is not set; "
-                                          r"export DESC=\.\.\. \(describe it\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"servers\.w\.description: \$\{DESC\} is not set; "
+        r"export DESC=\.\.\. \(describe it\)",
+    ):
         load_registry(path, environ={})
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ("servers:\n  bad__name:\n    url: http://x/mcp\n", "servers.bad__name: a server name"),
-    ("servers:\n  w:\n    url: http://x/mcp\n    command: [a]\n",
-     "servers.w: give exactly one of url, command or module"),
-    ("servers:\n  w:\n    urll: http://x/mcp\n", "servers.w.urll: unknown key"),
-    ("servers:\n  w:\n    module: nocolon\n", "module must look like"),
-    ("servers: [1, 2]\n", "servers: expected a mapping"),
-    ("servers:\n  w: {url: [\n", "not valid YAML"),
-])
-def test_registry_mistakes_name_the_file_and_key(tmp_path: Path, body: str,
-                                                 message: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("servers:\n  bad__name:\n    url: http://x/mcp\n", "servers.bad__name: a server name"),
+        (
+            "servers:\n  w:\n    url: http://x/mcp\n    command: [a]\n",
+            "servers.w: give exactly one of url, command or module",
+        ),
+        ("servers:\n  w:\n    urll: http://x/mcp\n", "servers.w.urll: unknown key"),
+        ("servers:\n  w:\n    module: nocolon\n", "module must look like"),
+        ("servers: [1, 2]\n", "servers: expected a mapping"),
+        ("servers:\n  w: {url: [\n", "not valid YAML"),
+    ],
+)
+def test_registry_mistakes_name_the_file_and_key(tmp_path: Path, body: str, message: str) -> None:
     path = write(tmp_path, "r.yaml", body)
     with pytest.raises(ConfigError) as caught:
         load_registry(path, environ={})
@@ -65,19 +77,26 @@ def test_registry_mistakes_name_the_file_and_key(tmp_path: Path, body: str,
     assert message in str(caught.value)
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ("agents:\n  a:\n    name: A\n    persona: agents/a\n    servers: [nope]\n",
-     "agents.a.servers: 'nope' is not in the registry"),
-    ("agents:\n  a:\n    name: A\n    persona: agents/a\n    timezone: Mars/Base\n",
-     "agents.a.timezone: 'Mars/Base' is not an IANA timezone"),
-    ("agents:\n  a:\n    persona: agents/a\n", "agents.a.name: required"),
-    ("agents:\n  a:\n    name: A\n    persona: agents/missing\n", "has no IDENTITY.md"),
-])
-def test_fleet_mistakes_name_the_file_key_and_fix(tmp_path: Path, body: str,
-                                                  message: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "agents:\n  a:\n    name: A\n    persona: agents/a\n    servers: [nope]\n",
+            "agents.a.servers: 'nope' is not in the registry",
+        ),
+        (
+            "agents:\n  a:\n    name: A\n    persona: agents/a\n    timezone: Mars/Base\n",
+            "agents.a.timezone: 'Mars/Base' is not an IANA timezone",
+        ),
+        ("agents:\n  a:\n    persona: agents/a\n", "agents.a.name: required"),
+        ("agents:\n  a:\n    name: A\n    persona: agents/missing\n", "has no IDENTITY.md"),
+    ],
+)
+def test_fleet_mistakes_name_the_file_key_and_fix(tmp_path: Path, body: str, message: str) -> None:
     persona(tmp_path)
-    registry = load_registry(write(tmp_path, "r.yaml", "servers:\n  w:\n    url: http://x/mcp\n"),
-                             environ={})
+    registry = load_registry(
+        write(tmp_path, "r.yaml", "servers:\n  w:\n    url: http://x/mcp\n"), environ={}
+    )
     with pytest.raises(ConfigError, match=message):
         load_fleet(write(tmp_path, "agents.yaml", body), registry, environ={})
 
@@ -85,19 +104,35 @@ def test_fleet_mistakes_name_the_file_key_and_fix(tmp_path: Path, body: str,
 def test_a_config_error_exits_2_with_one_message(tmp_path: Path) -> None:
     path = write(tmp_path, "r.yaml", "servers:\n  w:\n    urll: http://x/mcp\n")
     env = {**os.environ, "CLAWMESH_REGISTRY": str(path), "OPENAI_API_KEY": "sk-test"}
-    result = subprocess.run([sys.executable, "-m", "orchestrator", "chat"], env=env, cwd=ROOT,
-                            input="", capture_output=True, text=True, timeout=60, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "chat"],
+        env=env,
+        cwd=ROOT,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         f"configuration error: {path}: servers.w.urll: unknown key; the keys are url, command, "
-        "module, description, token, headers, env, timeout_s"]
+        "module, description, token, headers, env, timeout_s"
+    ]
 
 
 def test_without_an_llm_chat_says_how_to_configure_one() -> None:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    result = subprocess.run([sys.executable, "-m", "orchestrator", "chat"], env=env, cwd=ROOT,
-                            input="", capture_output=True, text=True, timeout=60, check=False)
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    result = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "chat"],
+        env=env,
+        cwd=ROOT,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 2
     assert "export OPENAI_API_KEY=" in result.stderr
     assert "OPENAI_BASE_URL=http://localhost:11434/v1" in result.stderr

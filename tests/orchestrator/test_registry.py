@@ -9,13 +9,14 @@ from contextlib import asynccontextmanager
 
 import anyio
 import pytest
+from pydantic import SecretStr
+
 from fakes.mcp_toys import CALLS, build_toys
 from fakes.serving import free_port, serving
 from meshkit import build_http_app
 from orchestrator.config import ServerEntry
 from orchestrator.connection import ToolInfo
 from orchestrator.registry import Registry
-from pydantic import SecretStr
 
 pytestmark = pytest.mark.anyio
 
@@ -34,8 +35,9 @@ def tool(registry: Registry, name: str) -> ToolInfo:
 
 @asynccontextmanager
 async def toys_over_http(port: int) -> AsyncIterator[str]:
-    app = build_http_app(build_toys(), token=SecretStr(TOKEN), allowed_hosts=[],
-                         max_body_bytes=1 << 20)
+    app = build_http_app(
+        build_toys(), token=SecretStr(TOKEN), allowed_hosts=[], max_body_bytes=1 << 20
+    )
     async with serving(app, port=port) as base_url:
         yield f"{base_url}/mcp"
 
@@ -43,17 +45,23 @@ async def toys_over_http(port: int) -> AsyncIterator[str]:
 async def wait_until(predicate: object, timeout_s: float = 10) -> None:
     assert callable(predicate)
     with anyio.fail_after(timeout_s):
-        while not predicate():
+        while not predicate():  # noqa: ASYNC110 (state of another component, no event to wait on)
             await anyio.sleep(0.02)
 
 
 async def test_classes_and_names_come_from_the_server_tags() -> None:
     async with Registry(toys_entry(), token=None).running() as registry:
         llm_tools = {t.qualified: t.tool_class for t in registry.tools()}
-        everything = {t.qualified for t in registry.tools(
-            classes=frozenset({"read", "producer", "confirm", "internal"}))}
-    assert llm_tools == {"toys__echo": "read", "toys__slow": "read", "toys__fail": "read",
-                         "toys__propose_thing": "producer"}
+        everything = {
+            t.qualified
+            for t in registry.tools(classes=frozenset({"read", "producer", "confirm", "internal"}))
+        }
+    assert llm_tools == {
+        "toys__echo": "read",
+        "toys__slow": "read",
+        "toys__fail": "read",
+        "toys__propose_thing": "producer",
+    }
     assert {"toys__bump", "toys__confirm_thing"} <= everything
 
 
@@ -89,14 +97,16 @@ async def test_a_third_party_stdio_server_works_and_read_only_tools_are_shown() 
 async def test_a_server_down_at_start_appears_when_it_comes_up() -> None:
     port = free_port()
     entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp")}
-    registry = Registry(entries, token=TOKEN, retry_initial_s=0.05, retry_max_s=0.2,
-                        connect_wait_s=0.3)
+    registry = Registry(
+        entries, token=TOKEN, retry_initial_s=0.05, retry_max_s=0.2, connect_wait_s=0.3
+    )
     async with registry.running():
         assert registry.tools() == []
         assert [s.up for s in registry.status()] == [False]
         down = await registry.call(
             ToolInfo("toys", "echo", "toys__echo", "read", "Echo", "", {}, True, True),
-            {"text": "x"})
+            {"text": "x"},
+        )
         assert not down.ok
         assert "unavailable right now" in down.output
         async with toys_over_http(port):
@@ -109,8 +119,12 @@ async def test_a_server_down_at_start_appears_when_it_comes_up() -> None:
 async def test_a_wrong_token_keeps_the_server_down() -> None:
     port = free_port()
     entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp")}
-    async with toys_over_http(port), Registry(entries, token="wrong", connect_wait_s=1,
-                                               retry_initial_s=0.05).running() as registry:
+    async with (
+        toys_over_http(port),
+        Registry(
+            entries, token="wrong", connect_wait_s=1, retry_initial_s=0.05
+        ).running() as registry,
+    ):
         assert registry.tools() == []
         status = registry.status()[0]
     assert not status.up
@@ -122,8 +136,9 @@ async def restart_during_call(tool_name: str) -> tuple[bool, str, int]:
     """Stop the HTTP server, call, bring it back while the call waits; return the outcome."""
     port = free_port()
     entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp")}
-    registry = Registry(entries, token=TOKEN, retry_initial_s=0.05, retry_max_s=0.1,
-                        connect_wait_s=0.2)
+    registry = Registry(
+        entries, token=TOKEN, retry_initial_s=0.05, retry_max_s=0.1, connect_wait_s=0.2
+    )
     async with registry.running():
         async with toys_over_http(port):
             assert await registry.wait_up("toys", 10)
@@ -131,9 +146,12 @@ async def restart_during_call(tool_name: str) -> tuple[bool, str, int]:
         before = CALLS.get(tool_name, 0)
         results = []
         async with anyio.create_task_group() as tasks:
+
             async def call() -> None:
-                results.append(await registry.call(info, {"text": "again"}
-                                                   if tool_name == "echo" else {}))
+                results.append(
+                    await registry.call(info, {"text": "again"} if tool_name == "echo" else {})
+                )
+
             tasks.start_soon(call)
             await wait_until(lambda: not registry.status()[0].up)
             async with toys_over_http(port):

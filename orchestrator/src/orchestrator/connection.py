@@ -70,7 +70,7 @@ def classify(tool: mcp_types.Tool) -> str:
     meta = tool.meta or {}
     tags = set(meta.get("fastmcp", {}).get("tags", [])) & CLASSES
     if len(tags) == 1:
-        return tags.pop()
+        return str(tags.pop())
     if not tags and tool.annotations is not None and tool.annotations.read_only_hint:
         return READ
     return UNCLASSIFIED
@@ -104,6 +104,9 @@ class ServerConnection:
         self._server: FastMCP[Any] | None = None  # in-process: built once, reused on reconnect
         self._down_since: float | None = 0.0  # never connected: down "forever"
 
+    def closing(self) -> bool:
+        return self._closing
+
     @property
     def is_up(self) -> bool:
         return self._client is not None
@@ -115,7 +118,7 @@ class ServerConnection:
         """Keep the connection open until ``close()``; reconnect with backoff when it breaks."""
         delay = self._retry_initial_s
         warned = False
-        while not self._closing:
+        while not self.closing():
             try:
                 async with self._new_client() as client:
                     await self._discover(client)
@@ -147,7 +150,7 @@ class ServerConnection:
                 if self._up.is_set():
                     self._up = anyio.Event()
                 self._broken = anyio.Event()
-            if self._closing:
+            if self.closing():
                 return
             await anyio.sleep(delay * random.uniform(0.8, 1.2))  # noqa: S311 (jitter, not crypto)
             delay = min(delay * 2, self._retry_max_s)

@@ -72,7 +72,7 @@ def decode(text: str) -> dict[str, Any]:
 
 
 def is_user_message(item: dict[str, Any]) -> bool:
-    return item["type"] == MESSAGE and item["role"] == "user"
+    return item.get("type") == MESSAGE and item.get("role") == "user"
 
 
 def _non_empty(item: dict[str, Any], key: str) -> None:

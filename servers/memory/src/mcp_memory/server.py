@@ -1,0 +1,117 @@
+"""The memory MCP surface: three internal tools over ConversationService."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from importlib.metadata import version
+from typing import Annotated, Any
+
+from fastmcp import FastMCP
+from pydantic import Field
+
+from mcp_memory.models import AppendResult, ResetResult, Window
+from mcp_memory.service import ConversationService
+from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS, MemorySettings
+from mcp_memory.store import ConversationStore
+from meshkit import create_server, load_settings
+from meshkit.errors import for_model
+from meshkit.tool_classes import internal
+
+INSTRUCTIONS = (
+    "Conversation memory for the clawmesh orchestrator. Each (agent, chat_id) has a "
+    "conversation of Responses API input items: append each turn's items, load the window "
+    "before the next turn, reset to start over."
+)
+MAX_APPEND_ITEMS = 1000
+
+Agent = Annotated[
+    str,
+    Field(
+        description="Agent id (one per Telegram bot), e.g. 'clawdia'",
+        min_length=1,
+        max_length=200,
+    ),
+]
+ChatId = Annotated[
+    str,
+    Field(
+        description="Chat id, as a string (Telegram chat ids are numbers)",
+        min_length=1,
+        max_length=200,
+    ),
+]
+
+
+def build_server(
+    settings: MemorySettings | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> FastMCP[Any]:
+    """The memory server; ``settings`` default to the environment (embedded mode)."""
+    settings = settings or load_settings(MemorySettings)
+    store = ConversationStore(settings.db_path)
+    service = ConversationService(settings, store, clock=clock)
+
+    @asynccontextmanager
+    async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
+        await store.open()  # a bad DATA_DIR fails at startup, not at the first turn
+        try:
+            yield
+        finally:
+            await store.aclose()
+
+    mcp = create_server(
+        "memory",
+        version=version("mcp-memory"),
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        checks={"database": service.check},
+    )
+
+    @mcp.tool(**internal(title="Append conversation items"))
+    async def append_items(
+        agent: Agent,
+        chat_id: ChatId,
+        items: Annotated[
+            list[dict[str, Any]],
+            Field(
+                description="Responses API input items, oldest first: messages, function_call "
+                "and function_call_output items are stored; other types (reasoning) are ignored",
+                max_length=MAX_APPEND_ITEMS,
+            ),
+        ],
+    ) -> AppendResult:
+        """Append a turn's items to the chat's conversation, stamped with the server's time.
+
+        All or nothing: one malformed item rejects the call and names its index.
+        """
+        return await for_model(service.append(agent, chat_id, items))
+
+    @mcp.tool(**internal(title="Load conversation window", read_only=True, idempotent=True))
+    async def load_window(
+        agent: Agent,
+        chat_id: ChatId,
+        max_items: Annotated[
+            int | None,
+            Field(ge=1, le=MAX_WINDOW_ITEMS, description="Item limit (default: server setting)"),
+        ] = None,
+        max_tokens: Annotated[
+            int | None,
+            Field(ge=1, le=MAX_WINDOW_TOKENS, description="Token budget (default: server setting)"),
+        ] = None,
+    ) -> Window:
+        """The newest items of the chat's current conversation, ready to send to the model.
+
+        Starts at a user message, keeps function calls with their outputs, and is empty
+        after a reset or when the chat has been inactive longer than the timeout.
+        """
+        return await for_model(service.window(agent, chat_id, max_items, max_tokens))
+
+    @mcp.tool(**internal(title="Reset conversation", idempotent=True))
+    async def reset(agent: Agent, chat_id: ChatId) -> ResetResult:
+        """Start a new conversation in the chat: later windows hold nothing from before."""
+        return await for_model(service.reset(agent, chat_id))
+
+    return mcp

@@ -1,0 +1,160 @@
+"""Conversations: append items, load the window the model sees next, start over.
+
+The window of a chat is the newest stretch of its current conversation that
+- holds only items after the last reset and after the last silence longer than
+  ``inactivity_s`` (and is empty when the chat has been silent that long),
+- fits the item limit and the token budget, newest first, without gaps,
+- starts at a user message, and
+- never holds a function call without its output, or an output without its call
+  (a call left dangling by a crash mid-turn is dropped).
+A stored row that does not decode is skipped and logged, never fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mcp_memory import items as responses
+from mcp_memory.errors import InvalidItem, InvalidRequest
+from mcp_memory.models import AppendResult, ResetResult, Window
+from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS, MemorySettings
+from mcp_memory.store import ConversationStore, Row
+from mcp_memory.tokens import encode, estimate
+
+logger = logging.getLogger(__name__)
+
+Item = dict[str, Any]
+
+
+class ConversationService:
+    def __init__(
+        self,
+        settings: MemorySettings,
+        store: ConversationStore,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._clock = clock
+
+    async def append(self, agent: str, chat_id: str, items: Sequence[Item]) -> AppendResult:
+        """Store the kept items in order, all stamped now; a malformed item stores nothing."""
+        _check_key(agent, chat_id)
+        bodies = []
+        for index, item in enumerate(items):
+            try:
+                kept = responses.normalise(item)
+            except responses.BadItem as error:
+                raise InvalidItem(
+                    f"items[{index}] is malformed: {error}. Nothing was stored; "
+                    "fix that item and send the whole list again."
+                ) from error
+            if kept is not None:
+                bodies.append(encode(kept))
+        at = self._clock()
+        if bodies:
+            await self._store.append(agent, chat_id, at, bodies)
+        return AppendResult(stored=len(bodies), ignored=len(items) - len(bodies), at=at)
+
+    async def window(
+        self,
+        agent: str,
+        chat_id: str,
+        max_items: int | None = None,
+        max_tokens: int | None = None,
+    ) -> Window:
+        """The items to send the model before the next user message."""
+        _check_key(agent, chat_id)
+        max_items = _limit(
+            "max_items", max_items, self._settings.window_max_items, MAX_WINDOW_ITEMS
+        )
+        max_tokens = _limit(
+            "max_tokens", max_tokens, self._settings.window_max_tokens, MAX_WINDOW_TOKENS
+        )
+        tail = await self._store.tail(agent, chat_id, max_items)
+        chosen = select(
+            tail.rows,
+            now=self._clock(),
+            inactivity_s=self._settings.inactivity_s,
+            max_tokens=max_tokens,
+        )
+        return Window(
+            items=[item for item, _ in chosen],
+            token_estimate=sum(cost for _, cost in chosen),
+            dropped=tail.total - len(chosen),
+            last_activity=tail.rows[0].created_at if tail.rows else None,
+        )
+
+    async def reset(self, agent: str, chat_id: str) -> ResetResult:
+        """Start a new conversation; the old items stay stored but leave every window."""
+        _check_key(agent, chat_id)
+        at = self._clock()
+        previous = await self._store.reset(agent, chat_id, at)
+        return ResetResult(at=at, previous_items=previous)
+
+    async def check(self) -> None:
+        """Health: the database answers."""
+        await self._store.ping()
+
+
+def select(
+    rows: Sequence[Row], *, now: float, inactivity_s: float, max_tokens: int
+) -> list[tuple[Item, int]]:
+    """The window from a chat's newest rows (newest first): items with their token costs."""
+    if not rows or now - rows[0].created_at > inactivity_s:
+        return []
+    newest_first: list[tuple[Item, int]] = []
+    budget = max_tokens
+    newer_at = rows[0].created_at
+    for row in rows:
+        if newer_at - row.created_at > inactivity_s:
+            break  # the silence before this row ended an earlier conversation
+        newer_at = row.created_at
+        try:
+            item = responses.decode(row.body)
+        except responses.BadItem as error:
+            logger.warning("skipping malformed stored item %d: %s", row.id, error)
+            continue
+        cost = estimate(row.body)
+        if cost > budget:
+            break
+        budget -= cost
+        newest_first.append((item, cost))
+    chosen = newest_first[::-1]
+    start = next(
+        (i for i, (item, _) in enumerate(chosen) if responses.is_user_message(item)), len(chosen)
+    )
+    return _paired(chosen[start:])
+
+
+def _paired(chosen: list[tuple[Item, int]]) -> list[tuple[Item, int]]:
+    """Without calls whose output is missing, or outputs whose call is."""
+    calls = {item["call_id"] for item, _ in chosen if item["type"] == responses.FUNCTION_CALL}
+    outputs = {
+        item["call_id"] for item, _ in chosen if item["type"] == responses.FUNCTION_CALL_OUTPUT
+    }
+    complete = calls & outputs
+    return [
+        (item, cost)
+        for item, cost in chosen
+        if item["type"] == responses.MESSAGE or item["call_id"] in complete
+    ]
+
+
+def _check_key(agent: str, chat_id: str) -> None:
+    if not agent.strip():
+        raise InvalidRequest("agent must not be empty.")
+    if not chat_id.strip():
+        raise InvalidRequest("chat_id must not be empty.")
+
+
+def _limit(name: str, value: int | None, default: int, cap: int) -> int:
+    if value is None:
+        return default
+    if not 1 <= value <= cap:
+        raise InvalidRequest(f"{name} must be between 1 and {cap}, not {value}.")
+    return value

@@ -1,0 +1,129 @@
+"""`python -m mcp_memory` as a real process, over HTTP and stdio, with the official SDK client."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from fakes.serving import free_port
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "memory-process-test-token-7"
+TOOLS = {"append_items", "load_window", "reset"}
+KEY = {"agent": "clawdia", "chat_id": "42"}
+TURN = [
+    {"type": "message", "role": "user", "content": "Remember the milk?"},
+    {"type": "message", "role": "assistant", "content": "Noted."},
+]
+
+
+class ServerProcess:
+    """A server started at once and waited for only when a test needs it, so its start
+    overlaps the tests that come before."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {
+            **os.environ,
+            "DATA_DIR": str(data_dir),
+            "MESH_TOKEN": TOKEN,
+            "MCP_PORT": str(self.port),
+            "FASTMCP_CHECK_FOR_UPDATES": "off",
+        }
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mcp_memory"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def ready(self, timeout_s: float = 30) -> str:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"mcp_memory exited: {self.stop()}")
+            try:
+                if httpx2.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return self.url
+            except httpx2.TransportError:
+                pass
+            time.sleep(0.05)
+        raise TimeoutError("mcp_memory did not become healthy")
+
+    def stop(self) -> str:
+        self.process.terminate()
+        _, stderr = self.process.communicate(timeout=10)
+        return stderr
+
+
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    server = ServerProcess(tmp_path_factory.mktemp("memory-http"))
+    try:
+        yield server
+    finally:
+        assert TOKEN not in server.stop(), "the bearer token leaked into the server's log"
+
+
+def check_tools(tools: list[Any]) -> None:
+    assert {tool.name for tool in tools} == TOOLS
+    for tool in tools:
+        assert tool.meta["fastmcp"]["tags"] == ["internal"]
+
+
+async def round_trip(client: Client) -> None:
+    appended = await client.call_tool("append_items", {**KEY, "items": TURN})
+    assert appended.structured_content is not None
+    assert appended.structured_content["stored"] == 2
+    window = await client.call_tool("load_window", KEY)
+    assert window.structured_content is not None
+    assert window.structured_content["items"] == TURN
+    bad = await client.call_tool("append_items", {**KEY, "items": [{"type": "message"}]})
+    assert bad.is_error
+    assert "items[0] is malformed" in bad.content[0].text  # type: ignore[union-attr]
+
+
+async def test_the_official_sdk_client_works_over_stdio(
+    tmp_path: Path, http_server: ServerProcess
+) -> None:
+    # http_server is requested only to start it now: it boots while this test runs.
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mcp_memory", "--stdio"],
+        env={"DATA_DIR": str(tmp_path), "FASTMCP_CHECK_FOR_UPDATES": "off"},
+    )
+    async with Client(params) as client:
+        check_tools((await client.list_tools()).tools)
+        await round_trip(client)
+    assert (tmp_path / "memory.sqlite3").is_file()
+
+
+async def test_the_official_sdk_client_works_over_http_with_the_token(
+    http_server: ServerProcess,
+) -> None:
+    url = http_server.ready()
+    health = httpx2.get(f"{url}/health")
+    refused = httpx2.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+    async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+        check_tools((await client.list_tools()).tools)
+        await round_trip(client)
+
+    assert (health.status_code, health.json()["checks"]) == (200, {"database": "ok"})
+    assert health.json()["server"] == "memory"
+    assert refused.status_code == 401

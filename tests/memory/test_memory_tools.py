@@ -1,0 +1,181 @@
+"""The memory MCP surface, through an in-memory MCP client against a real SQLite file."""
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.client import CallToolResult
+from mcp_types import TextContent
+
+from mcp_memory.server import build_server
+from mcp_memory.settings import MemorySettings
+from memory.clock import Clock
+
+pytestmark = pytest.mark.anyio
+
+TOOLS = {"append_items", "load_window", "reset"}
+KEY = {"agent": "clawdia", "chat_id": "42"}
+TURN = [
+    {"role": "user", "content": "Weather in Paris?"},
+    {"type": "function_call", "call_id": "c1", "name": "weather__get_forecast", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "c1", "output": "sunny, 21 °C"},
+    {"type": "message", "role": "assistant", "content": "Sunny, 21 °C."},
+]
+STORED = [{"type": "message", **TURN[0]}, *TURN[1:]]
+
+
+@pytest.fixture
+async def client(settings: MemorySettings, clock: Clock) -> AsyncIterator[Client[Any]]:
+    async with Client(build_server(settings, clock=clock)) as client:
+        yield client
+
+
+def text_of(result: CallToolResult) -> str:
+    [content] = result.content
+    assert isinstance(content, TextContent)
+    return content.text
+
+
+async def load(client: Client[Any], **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool("load_window", {**KEY, **arguments})
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+# The tool list
+
+
+async def test_the_server_offers_exactly_the_three_memory_tools(client: Client[Any]) -> None:
+    assert {tool.name for tool in await client.list_tools()} == TOOLS
+
+
+async def test_every_tool_is_internal_and_only_the_window_is_read_only(
+    client: Client[Any],
+) -> None:
+    tools = {tool.name: tool for tool in await client.list_tools()}
+
+    for tool in tools.values():
+        assert tool.meta is not None
+        assert tool.meta["fastmcp"]["tags"] == ["internal"]
+        assert tool.annotations is not None
+        assert tool.annotations.destructive_hint is False
+        assert tool.description
+    hints = {
+        name: (tool.annotations.read_only_hint, tool.annotations.idempotent_hint)
+        for name, tool in tools.items()
+        if tool.annotations is not None
+    }
+    assert hints == {
+        "append_items": (False, False),  # a retried append would store the items twice
+        "load_window": (True, True),
+        "reset": (False, True),
+    }
+
+
+# Calls
+
+
+async def test_an_appended_turn_comes_back_in_the_next_window(
+    client: Client[Any], clock: Clock
+) -> None:
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
+
+    appended = await client.call_tool("append_items", {**KEY, "items": [*TURN, reasoning]})
+    clock.advance(60)
+    window = await load(client)
+
+    assert appended.structured_content == {"stored": 4, "ignored": 1, "at": clock.now - 60}
+    assert window["items"] == STORED
+    assert window["dropped"] == 0
+    assert window["last_activity"] == clock.now - 60
+    assert window["token_estimate"] > 0
+
+
+async def test_limits_can_be_given_per_call(client: Client[Any]) -> None:
+    await client.call_tool("append_items", {**KEY, "items": TURN})
+    await client.call_tool("append_items", {**KEY, "items": [TURN[0], TURN[3]]})
+
+    window = await load(client, max_items=2)
+
+    assert window["items"] == [STORED[0], STORED[3]]
+    assert window["dropped"] == 4
+
+
+async def test_a_malformed_item_is_a_tool_error_naming_its_index(client: Client[Any]) -> None:
+    items = [*TURN, {"type": "function_call", "call_id": "c2", "name": "x"}]
+
+    result = await client.call_tool("append_items", {**KEY, "items": items}, raise_on_error=False)
+
+    assert result.is_error
+    assert text_of(result).startswith("items[4] is malformed: a function_call needs 'arguments'")
+    assert (await load(client))["items"] == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("append_items", {"agent": "", "chat_id": "42", "items": []}),
+        ("load_window", {"agent": "clawdia", "chat_id": ""}),
+        ("load_window", {**KEY, "max_items": 0}),
+        ("reset", {"agent": "clawdia"}),
+        ("append_items", {**KEY, "items": "not a list"}),
+    ],
+)
+async def test_bad_arguments_are_tool_errors(
+    client: Client[Any], tool: str, arguments: dict[str, Any]
+) -> None:
+    result = await client.call_tool(tool, arguments, raise_on_error=False)
+
+    assert result.is_error
+
+
+async def test_a_blank_chat_id_is_refused_with_a_clear_message(client: Client[Any]) -> None:
+    result = await client.call_tool(
+        "load_window", {"agent": "clawdia", "chat_id": "  "}, raise_on_error=False
+    )
+
+    assert result.is_error
+    assert text_of(result) == "chat_id must not be empty."
+
+
+async def test_reset_empties_the_window_and_reports_the_ended_conversation(
+    client: Client[Any], clock: Clock
+) -> None:
+    await client.call_tool("append_items", {**KEY, "items": TURN})
+
+    reset = await client.call_tool("reset", KEY)
+    window = await load(client)
+
+    assert reset.structured_content == {"at": clock.now, "previous_items": 4}
+    assert window == {"items": [], "token_estimate": 0, "dropped": 0, "last_activity": None}
+
+
+async def test_an_idle_chat_gets_an_empty_window(client: Client[Any], clock: Clock) -> None:
+    await client.call_tool("append_items", {**KEY, "items": TURN})
+
+    clock.advance(3601)
+    window = await load(client)
+
+    assert window["items"] == []
+    assert window["dropped"] == 4
+
+
+async def test_history_survives_a_restart(settings: MemorySettings, clock: Clock) -> None:
+    async with Client(build_server(settings, clock=clock)) as first:
+        await first.call_tool("append_items", {**KEY, "items": TURN})
+
+    async with Client(build_server(settings, clock=clock)) as second:
+        assert (await load(second))["items"] == STORED
+
+
+async def test_embedded_mode_builds_the_server_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DATA_DIR", str(tmp_path))
+
+    async with Client(build_server()) as client:
+        await client.call_tool("append_items", {**KEY, "items": TURN})
+
+    assert (tmp_path / "memory.sqlite3").is_file()
