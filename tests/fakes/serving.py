@@ -14,17 +14,18 @@ from starlette.types import ASGIApp
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP) as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
 
 
 @asynccontextmanager
-async def serving(app: ASGIApp, *, port: int = 0,
-                  start_timeout_s: float = 10.0) -> AsyncIterator[str]:
+async def serving(
+    app: ASGIApp, *, port: int = 0, start_timeout_s: float = 10.0
+) -> AsyncIterator[str]:
     """Yield the base URL (``http://127.0.0.1:PORT``) while uvicorn serves ``app``."""
-    with socket.socket() as sock:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", port))
         port = sock.getsockname()[1]
@@ -44,7 +45,7 @@ async def serving(app: ASGIApp, *, port: int = 0,
 @contextmanager
 def serving_in_thread(app: ASGIApp, *, start_timeout_s: float = 10.0) -> Iterator[str]:
     """Like :func:`serving`, in a thread of its own: for module-scoped fixtures."""
-    sock = socket.socket()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_config=None, lifespan="auto", access_log=False))

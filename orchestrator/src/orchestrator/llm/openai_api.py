@@ -1,0 +1,321 @@
+"""The LLM protocol over the OpenAI API; the only module that imports ``openai``.
+
+``ResponsesLLM`` speaks the Responses API (OpenAI itself). ``ChatCompletionsLLM`` speaks
+Chat Completions, for OpenAI-compatible servers without the Responses API (Ollama,
+llama.cpp, vLLM). Both translate the stored input items (``base``) to their wire format
+and back. The client's own retries are off: ``retry.RetryPolicy`` decides, from the
+:class:`~orchestrator.llm.retry.CallFailed` that the library's errors become here.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal, TypeVar, cast
+
+import anyio
+import openai
+from openai import omit
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageFunctionToolCall,
+    ChatCompletionMessageParam,
+)
+from openai.types.responses import (
+    FunctionToolParam,
+    Response,
+    ResponseFunctionToolCall,
+    ResponseInputParam,
+    ResponseOutputMessage,
+    ResponseReasoningItem,
+)
+from openai.types.shared import ReasoningEffort
+
+from orchestrator.llm.base import FunctionCall, Item, LLMReply, ToolSpec, Usage
+from orchestrator.llm.retry import QUOTA_CODE, CallFailed, RetryPolicy
+
+T = TypeVar("T")
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+NO_KEY = "not-needed"  # local servers want no key, the client wants one
+
+
+def build_llm(
+    api: Literal["responses", "chat"],
+    *,
+    api_key: str | None,
+    base_url: str | None,
+    model: str,
+    reasoning_effort: str | None,
+    timeout_s: float,
+    retry: RetryPolicy | None = None,
+) -> ResponsesLLM | ChatCompletionsLLM:
+    """The model behind ``api`` at ``base_url`` (OpenAI when None)."""
+    client = openai.AsyncOpenAI(
+        api_key=api_key or NO_KEY,
+        # Explicit, or the client would read OPENAI_BASE_URL itself.
+        base_url=base_url or OPENAI_BASE_URL,
+        timeout=timeout_s,
+        max_retries=0,
+    )
+    if api == "chat":
+        return ChatCompletionsLLM(
+            client, model, reasoning_effort=reasoning_effort, retry=retry, timeout_s=timeout_s
+        )
+    return ResponsesLLM(client, model, reasoning_effort, retry=retry, timeout_s=timeout_s)
+
+
+async def _guarded(call: Callable[[], Awaitable[T]], deadline_s: float) -> T:
+    """``call()``, with the library's errors turned into ``CallFailed`` for the policy.
+
+    The client's timeout bounds each read, not the whole answer: a server that
+    trickles bytes could hold a turn for minutes, so each attempt also has a deadline.
+    """
+    try:
+        with anyio.fail_after(deadline_s):
+            return await call()
+    except TimeoutError as error:
+        raise CallFailed(None, timed_out=True) from error
+    except openai.APITimeoutError as error:
+        raise CallFailed(None, timed_out=True) from error
+    except openai.APIConnectionError as error:
+        raise CallFailed(None) from error
+    except openai.APIStatusError as error:
+        code = error.code
+        if code is None and error.type == QUOTA_CODE:
+            code = QUOTA_CODE
+        raise CallFailed(error.status_code, code=code, headers=error.response.headers) from error
+    except openai.APIError as error:  # an answer the client could not read
+        raise CallFailed(None) from error
+
+
+class ResponsesLLM:
+    """The Responses API, stateless (``store=False``): every call sends the whole history."""
+
+    def __init__(
+        self,
+        client: openai.AsyncOpenAI,
+        model: str,
+        reasoning_effort: str | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        timeout_s: float = 90.0,
+    ) -> None:
+        self._client = client
+        self._model = model
+        self._effort = reasoning_effort
+        self._retry = retry or RetryPolicy()
+        self._timeout_s = timeout_s
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def respond(
+        self, *, instructions: str, items: Sequence[Item], tools: Sequence[ToolSpec]
+    ) -> LLMReply:
+        effort = cast(ReasoningEffort, self._effort)
+
+        async def create() -> Response:
+            return await self._client.responses.create(
+                model=self._model,
+                instructions=instructions or omit,
+                input=cast(ResponseInputParam, list(items)),
+                tools=[_function_tool(spec) for spec in tools] if tools else omit,
+                parallel_tool_calls=True if tools else omit,
+                store=False,
+                # Without storage, reasoning is carried back encrypted.
+                reasoning={"effort": effort} if effort else omit,
+                include=["reasoning.encrypted_content"] if effort else omit,
+            )
+
+        response = await self._retry.run(
+            lambda: _guarded(create, self._timeout_s), what=f"LLM {self._model}"
+        )
+        return _responses_reply(response)
+
+
+def _function_tool(spec: ToolSpec) -> FunctionToolParam:
+    return {
+        "type": "function",
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": spec.parameters,
+        "strict": spec.strict,
+    }
+
+
+def _responses_reply(response: Response) -> LLMReply:
+    items: list[Item] = []
+    calls: list[FunctionCall] = []
+    texts: list[str] = []
+    for output in response.output:
+        if isinstance(output, ResponseOutputMessage):
+            said = "".join(
+                part.text if part.type == "output_text" else part.refusal for part in output.content
+            )
+            message: Item = {"type": "message", "role": "assistant", "content": said}
+            if output.phase is not None:  # newer models want it back as it came
+                message["phase"] = output.phase
+            items.append(message)
+            texts.append(said)
+        elif isinstance(output, ResponseFunctionToolCall):
+            call = FunctionCall(output.call_id, output.name, output.arguments or "{}")
+            items.append(_call_item(call))
+            calls.append(call)
+        elif isinstance(output, ResponseReasoningItem) and output.encrypted_content:
+            # Unstored reasoning can only be sent back encrypted: without it, drop the item.
+            items.append(
+                {
+                    "type": "reasoning",
+                    "id": output.id,
+                    "summary": [part.model_dump() for part in output.summary],
+                    "encrypted_content": output.encrypted_content,
+                }
+            )
+    usage = response.usage
+    return LLMReply(
+        items=items,
+        calls=calls,
+        text="\n\n".join(t for t in texts if t),
+        usage=Usage(usage.input_tokens, usage.output_tokens) if usage else Usage(),
+    )
+
+
+def _call_item(call: FunctionCall) -> Item:
+    return {
+        "type": "function_call",
+        "call_id": call.call_id,
+        "name": call.name,
+        "arguments": call.arguments,
+    }
+
+
+class ChatCompletionsLLM:
+    """Chat Completions, for servers without the Responses API. Reasoning items are dropped."""
+
+    def __init__(
+        self,
+        client: openai.AsyncOpenAI,
+        model: str,
+        *,
+        reasoning_effort: str | None = None,
+        retry: RetryPolicy | None = None,
+        timeout_s: float = 90.0,
+    ) -> None:
+        self._client = client
+        self._model = model
+        self._effort = reasoning_effort
+        self._retry = retry or RetryPolicy()
+        self._timeout_s = timeout_s
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def respond(
+        self, *, instructions: str, items: Sequence[Item], tools: Sequence[ToolSpec]
+    ) -> LLMReply:
+        effort = cast(ReasoningEffort, self._effort)
+
+        async def create() -> ChatCompletion:
+            return await self._client.chat.completions.create(
+                model=self._model,
+                messages=_chat_messages(instructions, items),
+                tools=[_chat_tool(spec) for spec in tools] if tools else omit,
+                reasoning_effort=effort if effort else omit,
+            )
+
+        completion = await self._retry.run(
+            lambda: _guarded(create, self._timeout_s), what=f"LLM {self._model}"
+        )
+        return _chat_reply(completion)
+
+
+def _chat_messages(instructions: str, items: Sequence[Item]) -> list[ChatCompletionMessageParam]:
+    """Input items as chat messages: function calls in a row become one assistant message
+    with ``tool_calls`` (joined to the assistant text just before them); outputs become
+    ``tool`` messages; reasoning has no place in a chat and is left out."""
+    messages: list[dict[str, Any]] = []
+    if instructions:
+        messages.append({"role": "system", "content": instructions})
+    for item in items:
+        kind = item.get("type", "message")
+        if kind == "message":
+            messages.append({"role": item["role"], "content": _text(item["content"])})
+        elif kind == "function_call":
+            tool_call = {
+                "id": item["call_id"],
+                "type": "function",
+                "function": {"name": item["name"], "arguments": item["arguments"]},
+            }
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "assistant":
+                last.setdefault("tool_calls", []).append(tool_call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [tool_call]})
+        elif kind == "function_call_output":
+            messages.append(
+                {"role": "tool", "tool_call_id": item["call_id"], "content": _text(item["output"])}
+            )
+    return cast(list[ChatCompletionMessageParam], messages)
+
+
+def _text(content: object) -> str:
+    """Message content as plain text: a string, or the text of its parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return "" if content is None else str(content)
+
+
+def _chat_tool(spec: ToolSpec) -> ChatCompletionFunctionToolParam:
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+            "strict": spec.strict,
+        },
+    }
+
+
+def _chat_reply(completion: ChatCompletion) -> LLMReply:
+    usage = completion.usage
+    tokens = Usage(usage.prompt_tokens, usage.completion_tokens) if usage else Usage()
+    if not completion.choices:
+        return LLMReply(items=[], calls=[], text="", usage=tokens)
+    message = completion.choices[0].message
+    said = message.content or message.refusal or ""
+    items: list[Item] = []
+    if said:
+        items.append({"type": "message", "role": "assistant", "content": said})
+    calls: list[FunctionCall] = []
+    for tool_call in message.tool_calls or []:
+        if not isinstance(tool_call, ChatCompletionMessageFunctionToolCall):
+            continue
+        # Local servers may leave out ids, or send "" (or an object) as the arguments.
+        call = FunctionCall(
+            call_id=tool_call.id or f"call_{secrets.token_hex(12)}",
+            name=tool_call.function.name,
+            arguments=_arguments(tool_call.function.arguments),
+        )
+        items.append(_call_item(call))
+        calls.append(call)
+    return LLMReply(items=items, calls=calls, text=said, usage=tokens)
+
+
+def _arguments(arguments: object) -> str:
+    if isinstance(arguments, str):
+        return arguments or "{}"
+    return "{}" if arguments is None else json.dumps(arguments)
