@@ -30,6 +30,19 @@ def build_toys() -> FastMCP[Any]:
         CALLS["echo"] = CALLS.get("echo", 0) + 1
         return {"echo": " ".join([text] * times)}
 
+    meeting = {"arrived": 0}
+    everyone_here = anyio.Event()
+
+    @server.tool(**read(title="Meet"))
+    async def meet(n: int) -> str:
+        """Wait until n calls of this tool run at the same time (1 s at most)."""
+        meeting["arrived"] += 1
+        if meeting["arrived"] >= n:
+            everyone_here.set()
+        with anyio.fail_after(1):
+            await everyone_here.wait()
+        return f"met {n}"
+
     @server.tool(**read(title="Slow"))
     async def slow() -> str:
         """Never answers."""

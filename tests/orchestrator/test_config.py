@@ -136,3 +136,28 @@ def test_without_an_llm_chat_says_how_to_configure_one() -> None:
     assert result.returncode == 2
     assert "export OPENAI_API_KEY=" in result.stderr
     assert "OPENAI_BASE_URL=http://localhost:11434/v1" in result.stderr
+
+
+def test_an_in_process_server_that_cannot_be_imported_is_a_config_error(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "r.yaml",
+        "servers:\n  weather:\n    module: no_such_package.server:build\n"
+        "  memory:\n    module: mcp_memory.server:build_server\n",
+    )
+    env = {**os.environ, "CLAWMESH_REGISTRY": str(path), "OPENAI_API_KEY": "sk-test"}
+    result = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "chat"],
+        env=env,
+        cwd=ROOT,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        f"configuration error: {path}: servers.weather.module: "
+        "'no_such_package.server:build' cannot be loaded"
+    )

@@ -60,6 +60,7 @@ async def test_classes_and_names_come_from_the_server_tags() -> None:
         "toys__echo": "read",
         "toys__slow": "read",
         "toys__fail": "read",
+        "toys__meet": "read",
         "toys__propose_thing": "producer",
     }
     assert {"toys__bump", "toys__confirm_thing"} <= everything

@@ -6,7 +6,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from orchestrator.config import Agent, load_fleet, load_registry
+from orchestrator.config import Agent, ConfigError, load_fleet, load_registry
+from orchestrator.connection import ModuleNotLoadable
 from orchestrator.conversation import Conversation
 from orchestrator.dispatch import Dispatcher
 from orchestrator.llm.base import LLM
@@ -48,7 +49,12 @@ async def open_app(
     entries = load_registry(settings.registry)
     fleet = load_fleet(settings.agents, entries)
     token = settings.mesh_token.get_secret_value() if settings.mesh_token else None
-    registry = Registry(entries, token=token, default_timeout_s=settings.tool_timeout_s)
+    try:
+        registry = Registry(entries, token=token, default_timeout_s=settings.tool_timeout_s)
+    except ModuleNotLoadable as error:
+        raise ConfigError(
+            f"{settings.registry}: {error}; check the module path and that its package is installed"
+        ) from None
     async with registry.running():
         conversation = Conversation(registry)
         engine = TurnEngine(registry, conversation)
@@ -58,4 +64,10 @@ async def open_app(
             )
             for agent_id, agent in fleet.items()
         }
-        yield App(settings, registry, Dispatcher(runtimes, engine, registry, conversation), engine)
+        try:
+            yield App(
+                settings, registry, Dispatcher(runtimes, engine, registry, conversation), engine
+            )
+        finally:
+            for runtime in runtimes.values():
+                await runtime.llm.aclose()

@@ -173,7 +173,10 @@ def render_result(result: mcp_types.CallToolResult) -> tuple[str, bool]:
     if structured is not None:
         meta = result.meta or {}
         if meta.get("fastmcp", {}).get("wrap_result") and set(structured) == {"result"}:
-            return json.dumps(structured["result"], ensure_ascii=False, separators=(",", ":")), True
+            value = structured["result"]  # a tool that returned a bare value
+            if isinstance(value, str):
+                return value, True
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":")), True
         return json.dumps(structured, ensure_ascii=False, separators=(",", ":")), True
     return text, True
 

@@ -101,7 +101,9 @@ class ServerConnection:
         self._up = anyio.Event()
         self._broken = anyio.Event()
         self._closing = False
-        self._server: FastMCP[Any] | None = None  # in-process: built once, reused on reconnect
+        # In-process: built now (an import error is a configuration error), reused on reconnect.
+        self._server = load_module_server(name, entry.module) if entry.module else None
+        self._tried = anyio.Event()  # the first connection attempt is over, either way
         self._down_since: float | None = 0.0  # never connected: down "forever"
 
     def closing(self) -> bool:
@@ -126,6 +128,7 @@ class ServerConnection:
                     self.last_error = None
                     self._down_since = None
                     self._up.set()
+                    self._tried.set()
                     delay, warned = self._retry_initial_s, False
                     logger.info(
                         "server %s up (%s, %d tools)",
@@ -150,6 +153,7 @@ class ServerConnection:
                 if self._up.is_set():
                     self._up = anyio.Event()
                 self._broken = anyio.Event()
+            self._tried.set()
             if self.closing():
                 return
             await anyio.sleep(delay * random.uniform(0.8, 1.2))  # noqa: S311 (jitter, not crypto)
@@ -158,6 +162,10 @@ class ServerConnection:
     async def close(self) -> None:
         self._closing = True
         self._broken.set()
+
+    async def wait_tried(self) -> None:
+        """Until the first connection attempt has succeeded or failed."""
+        await self._tried.wait()
 
     async def wait_up(self, timeout_s: float) -> bool:
         with anyio.move_on_after(timeout_s):
@@ -266,12 +274,23 @@ class ServerConnection:
                 command[0] = sys.executable
             return StdioTransport(command[0], command[1:], env=entry.env or None)
         if self._server is None:
-            self._server = load_module_server(str(entry.module))
+            raise RuntimeError(f"server {self.name}: no url, command or module")
         return FastMCPTransport(self._server)
 
 
-def load_module_server(spec: str) -> FastMCP[Any]:
+class ModuleNotLoadable(Exception):
+    """An in-process server's ``module:`` cannot be imported or has no such factory."""
+
+
+def load_module_server(name: str, spec: str) -> FastMCP[Any]:
     """``package.module:factory`` → the server the factory builds (called without arguments)."""
     module_name, _, attribute = spec.partition(":")
-    factory: Callable[[], FastMCP[Any]] = getattr(importlib.import_module(module_name), attribute)
+    try:
+        factory: Callable[[], FastMCP[Any]] = getattr(
+            importlib.import_module(module_name), attribute
+        )
+    except (ImportError, AttributeError) as error:
+        raise ModuleNotLoadable(
+            f"servers.{name}.module: {spec!r} cannot be loaded ({error})"
+        ) from None
     return factory()

@@ -74,13 +74,17 @@ class Registry:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Registry]:
-        """Connect every server (waiting briefly for each), supervise them, close on exit."""
+        """Connect every server, supervise them, close on exit.
+
+        Waits until each server has connected or failed once (at most ``connect_wait_s``);
+        a server that is down keeps reconnecting in the background.
+        """
         async with anyio.create_task_group() as tasks:
             for connection in self._connections.values():
                 tasks.start_soon(connection.run, name=f"mcp:{connection.name}")
             with anyio.move_on_after(self._connect_wait_s):
                 for connection in self._connections.values():
-                    await connection.wait_up(self._connect_wait_s)
+                    await connection.wait_tried()
             try:
                 yield self
             finally:

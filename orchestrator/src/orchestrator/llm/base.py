@@ -72,3 +72,6 @@ class LLM(Protocol):
     async def respond(
         self, *, instructions: str, items: Sequence[Item], tools: Sequence[ToolSpec]
     ) -> LLMReply: ...
+
+    async def aclose(self) -> None:
+        """Release the HTTP client."""

@@ -1,0 +1,106 @@
+"""An in-process clawdia for tests: real servers (weather, memory, toys) in embedded mode,
+fake OpenAI and fake Open-Meteo over real HTTP. Shared by the orchestrator tests and benches."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fakes.responses_api import FakeOpenAI, Reply, text
+from orchestrator.app import App, llm_for, open_app
+from orchestrator.config import Agent
+from orchestrator.llm.base import LLM
+from orchestrator.llm.openai_api import build_llm
+from orchestrator.llm.retry import RetryPolicy
+from orchestrator.settings import OrchestratorSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+API_KEY = "sk-test-4f9a2c1e-not-a-real-key"
+Body = dict[str, Any]
+
+
+@dataclass
+class World:
+    llm: FakeOpenAI
+    settings: OrchestratorSettings
+    data_dir: Path
+
+    def requested_tool_names(self) -> set[str]:
+        return {
+            tool.get("name") or tool["function"]["name"]  # Responses, or Chat Completions
+            for request in self.llm.requests
+            for tool in request.get("tools", [])
+        }
+
+
+def write_config(
+    tmp_path: Path, *, api: str = "responses", max_rounds: int = 3
+) -> tuple[Path, Path]:
+    config = tmp_path / "config"
+    config.mkdir(exist_ok=True)
+    registry = config / "servers.yaml"
+    registry.write_text(
+        "servers:\n"
+        "  weather: {module: 'mcp_weather.server:build_server'}\n"
+        "  memory: {module: 'mcp_memory.server:build_server'}\n"
+        "  toys: {module: 'fakes.mcp_toys:build_toys', timeout_s: 1}\n"
+    )
+    agents = config / "agents.yaml"
+    agents.write_text(
+        "agents:\n"
+        "  clawdia:\n"
+        "    name: Clawdia\n"
+        f"    persona: {ROOT / 'agents' / 'clawdia'}\n"
+        "    servers: [weather, memory, toys]\n"
+        "    timezone: Europe/Paris\n"
+        f"    api: {api}\n"
+        f"    max_rounds: {max_rounds}\n"
+    )
+    return registry, agents
+
+
+@asynccontextmanager
+async def clawdia(
+    world: World, *, sleeps: list[float] | None = None, llm_timeout_s: float | None = None
+) -> AsyncIterator[App]:
+    """The app, with LLM retries that record their waits instead of sleeping."""
+    waits = sleeps if sleeps is not None else []
+
+    async def no_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    def factory(agent: Agent, settings: OrchestratorSettings) -> LLM:
+        base = llm_for(agent, settings)
+        return build_llm(
+            agent.entry.api or "responses",
+            api_key=API_KEY,
+            base_url=settings.openai_base_url,
+            model=base.model,
+            reasoning_effort=None,
+            timeout_s=llm_timeout_s or settings.llm_timeout_s,
+            retry=RetryPolicy(sleep=no_sleep),
+        )
+
+    async with open_app(world.settings, llm_factory=factory) as app:
+        yield app
+
+
+async def say(app: App, message: str, chat: str = "chat-1") -> str:
+    return (await app.dispatcher.on_text("clawdia", chat, message)).text
+
+
+def inputs(body: Body) -> list[Body]:
+    return list(body["input"])
+
+
+def last_output(body: Body) -> Any:
+    outputs = [i for i in body["input"] if i.get("type") == "function_call_output"]
+    return json.loads(outputs[-1]["output"])
+
+
+def answer_from_output(render: Callable[[Any], str]) -> Callable[[Body], Reply]:
+    return lambda body: text(render(last_output(body)))

@@ -1,0 +1,40 @@
+"""The ``world`` fixture: an in-process clawdia with fakes (see fakes/world.py)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from fakes.open_meteo import FakeOpenMeteo
+from fakes.responses_api import FakeOpenAI
+from fakes.serving import serving
+from fakes.world import API_KEY, World, write_config
+from orchestrator.settings import OrchestratorSettings
+
+
+@pytest.fixture
+async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[World]:
+    llm = FakeOpenAI()
+    async with llm.serve() as llm_url, serving(FakeOpenMeteo().app) as open_meteo:
+        monkeypatch.setenv("WEATHER_FORECAST_URL", f"{open_meteo}/v1/forecast")
+        monkeypatch.setenv("WEATHER_GEOCODING_URL", f"{open_meteo}/v1/search")
+        monkeypatch.setenv("DATA_DIR", str(tmp_path / "data"))
+        registry, agents = write_config(tmp_path)
+        settings = OrchestratorSettings(
+            registry=registry,
+            agents=agents,
+            openai_api_key=SecretStr(API_KEY),
+            openai_base_url=llm_url,
+            llm_timeout_s=2,
+            tool_timeout_s=5,
+        )
+        world = World(llm, settings, tmp_path / "data")
+        yield world
+        # DESIGN.md: no request to the LLM ever lists a confirm or internal tool.
+        names = world.requested_tool_names()
+        assert all(
+            not name.startswith(("toys__bump", "toys__confirm", "memory__")) for name in names
+        ), names

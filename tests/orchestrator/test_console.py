@@ -1,0 +1,74 @@
+"""The console channel, in-process and as `python -m orchestrator chat` in a real process."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from fakes.responses_api import call, calls, text
+from fakes.world import API_KEY, ROOT, World, answer_from_output, clawdia
+from orchestrator.console import Console
+
+pytestmark = pytest.mark.anyio
+
+
+async def lines(*texts: str) -> AsyncIterator[str]:
+    for line in texts:
+        yield line + "\n"
+
+
+async def test_the_console_shows_replies_tool_progress_and_commands(world: World) -> None:
+    world.llm.script(
+        calls(call("weather__get_current_weather", location="Paris")),
+        answer_from_output(lambda out: f"It is {out['temperature']} in {out['place']['name']}."),
+    )
+    written: list[str] = []
+    async with clawdia(world) as app:
+        console = Console(app.dispatcher, "clawdia", write=written.append, color=False)
+        await console.run(lines("weather in Paris?", "", "/status", "/help"))
+    output = "\n".join(written)
+    assert written[0].startswith("Clawdia here (model gpt-5-mini).")
+    assert "  … Current weather (location=Paris)" in written
+    assert "It is " in output
+    assert "in Paris, Île-de-France, France." in output
+    assert "✅ weather (in-process): up, 3 tools" in output
+    assert "I'm Clawdia." in output
+
+
+async def test_python_m_orchestrator_chat_holds_a_conversation(
+    world: World, tmp_path: Path
+) -> None:
+    world.llm.script(
+        text("Hi! I'm Clawdia."),
+        calls(call("weather__get_forecast", location="Zürich", days=2)),
+        answer_from_output(lambda out: f"Tomorrow in Zürich: {out['days'][1]['conditions']}."),
+    )
+    env = {
+        **os.environ,
+        "CLAWMESH_REGISTRY": str(world.settings.registry),
+        "CLAWMESH_AGENTS": str(world.settings.agents),
+        "OPENAI_API_KEY": API_KEY,
+        "OPENAI_BASE_URL": str(world.settings.openai_base_url),
+        "DATA_DIR": str(tmp_path / "chat-data"),
+        "PYTHONPATH": str(ROOT / "tests"),  # the toys server of the test registry
+    }
+    with anyio.fail_after(60):
+        result = await anyio.run_process(
+            [sys.executable, "-m", "orchestrator", "chat", "--agent", "clawdia"],
+            input=b"hello\nweather in Zurich tomorrow?\n",
+            env=env,
+            cwd=ROOT,
+            check=False,
+        )
+    stdout, stderr = result.stdout.decode(), result.stderr.decode()
+    assert result.returncode == 0, stderr
+    assert "Hi! I'm Clawdia." in stdout
+    assert "Tomorrow in Zürich: " in stdout
+    assert API_KEY not in stdout + stderr
+    assert (tmp_path / "chat-data" / "memory.sqlite3").is_file()
+    assert len(world.llm.requests) == 3

@@ -1,0 +1,244 @@
+"""Turns end to end in-process: the model, the tools, the conversation, the failures."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+from fakes.mcp_toys import CALLS
+from fakes.responses_api import (
+    HANG,
+    bad_request,
+    call,
+    calls,
+    invalid_api_key,
+    quota_exceeded,
+    rate_limited,
+    server_error,
+    text,
+)
+from fakes.world import (
+    API_KEY,
+    World,
+    answer_from_output,
+    clawdia,
+    inputs,
+    last_output,
+    say,
+    write_config,
+)
+
+pytestmark = pytest.mark.anyio
+Body = dict[str, Any]
+
+
+async def test_a_text_only_turn_sends_persona_time_and_tools(world: World) -> None:
+    world.llm.script(text("Hello! How can I help?"))
+    async with clawdia(world) as app:
+        assert await say(app, "hi") == "Hello! How can I help?"
+    request = world.llm.requests[0]
+    assert request["store"] is False
+    assert "You are Clawdia" in request["instructions"]
+    assert "Current date and time for the user:" in request["instructions"]
+    assert "Europe/Paris" in request["instructions"]
+    assert inputs(request)[-1] == {"type": "message", "role": "user", "content": "hi"}
+    tools = {tool["name"]: tool for tool in request["tools"]}
+    assert {
+        "weather__get_current_weather",
+        "weather__get_forecast",
+        "weather__get_hourly_forecast",
+        "toys__echo",
+        "toys__propose_thing",
+    } <= set(tools)
+    assert "toys__confirm_thing" not in tools
+    assert tools["weather__get_forecast"]["strict"] is True
+
+
+async def test_weather_in_paris_then_tomorrow_carries_the_history(world: World) -> None:
+    world.llm.script(
+        calls(call("weather__get_current_weather", location="Paris")),
+        answer_from_output(
+            lambda out: (
+                f"{out['place']['name']}: {out['temperature']}"
+                f"{out['units']['temperature']}, {out['conditions']}"
+            )
+        ),
+        calls(call("weather__get_forecast", location="Paris", days=2)),
+        answer_from_output(lambda out: f"Tomorrow: {out['days'][1]['conditions']}"),
+    )
+    async with clawdia(world) as app:
+        first = await say(app, "what's the weather in Paris?")
+        second = await say(app, "and tomorrow?")
+    assert first.startswith("Paris, Île-de-France, France: ")
+    assert second.startswith("Tomorrow: ")
+    follow_up = inputs(world.llm.requests[2])
+    kinds = [(i.get("type"), i.get("role")) for i in follow_up]
+    assert kinds == [
+        ("message", "user"),
+        ("function_call", None),
+        ("function_call_output", None),
+        ("message", "assistant"),
+        ("message", "user"),
+    ]
+    assert follow_up[0]["content"] == "what's the weather in Paris?"
+    assert follow_up[1]["name"] == "weather__get_current_weather"
+    assert follow_up[3]["content"] == first
+    assert follow_up[4]["content"] == "and tomorrow?"
+
+
+async def test_parallel_tool_calls_run_concurrently_and_all_answer(world: World) -> None:
+    world.llm.script(
+        calls(
+            call("toys__echo", text="a"),
+            call("toys__meet", n=2),
+            call("toys__meet", n=2),
+            call("weather__get_current_weather", location="Zürich"),
+        ),
+        lambda body: text(f"{len(inputs(body))} items"),
+    )
+    async with clawdia(world) as app:
+        with anyio.fail_after(10):
+            reply = await say(app, "three things")
+    outputs = [i for i in inputs(world.llm.requests[1]) if i["type"] == "function_call_output"]
+    call_ids = [i["call_id"] for i in inputs(world.llm.requests[1]) if i["type"] == "function_call"]
+    assert [o["call_id"] for o in outputs] == call_ids
+    assert json.loads(outputs[0]["output"]) == {"echo": "a"}
+    # Each "meet" waits for the other: they can only both succeed if they ran together.
+    assert [o["output"] for o in outputs[1:3]] == ["met 2", "met 2"]
+    assert json.loads(outputs[3]["output"])["place"]["name"].startswith("Zürich")
+    assert reply == "9 items"
+
+
+async def test_tool_errors_unknown_tools_and_bad_arguments_reach_the_model(world: World) -> None:
+    before = CALLS.get("confirm_thing", 0)
+    world.llm.script(
+        calls(
+            call("toys__fail", reason="disk full"),
+            call("toys__confirm_thing", thing="milk"),
+            call("nope__nothing"),
+            call("toys__echo", text=7),
+        ),
+        text("Sorry, that did not work."),
+    )
+    async with clawdia(world) as app:
+        assert await say(app, "do it") == "Sorry, that did not work."
+    outputs = [
+        json.loads(i["output"])
+        for i in inputs(world.llm.requests[1])
+        if i["type"] == "function_call_output"
+    ]
+    assert outputs[0] == {"error": "failed because disk full"}
+    assert "no tool named 'toys__confirm_thing'" in outputs[1]["error"]
+    assert "no tool named 'nope__nothing'" in outputs[2]["error"]
+    assert "error" in outputs[3]
+    assert CALLS.get("confirm_thing", 0) == before  # a confirm tool is never the model's
+
+
+async def test_a_tool_that_hangs_times_out_and_the_model_is_told(world: World) -> None:
+    world.llm.script(calls(call("toys__slow")), text("It timed out."))
+    async with clawdia(world) as app:
+        with anyio.fail_after(10):
+            assert await say(app, "slow please") == "It timed out."
+    assert "did not answer within 1 s" in last_output(world.llm.requests[1])["error"]
+
+
+async def test_the_round_limit_ends_with_an_honest_reply(world: World) -> None:
+    world.llm.default = calls(call("toys__echo", text="again"))
+    async with clawdia(world) as app:
+        reply = await say(app, "loop forever")
+    assert reply.startswith("I stopped after 3 rounds of tool calls")
+    assert len(world.llm.requests) == 3
+
+
+@pytest.mark.parametrize(
+    ("steps", "expected", "requests", "waits"),
+    [
+        ([invalid_api_key()], "OPENAI_API_KEY", 1, []),
+        ([quota_exceeded()], "quota", 1, []),
+        ([bad_request()], "OPENAI_MODEL", 1, []),
+        ([rate_limited(120)], "try again in 120 seconds", 1, []),
+        ([rate_limited(3), text("ok after waiting")], "ok after waiting", 2, [3.0]),
+        ([server_error(), server_error(), server_error()], "not answering right now", 3, None),
+        ([server_error(), text("recovered")], "recovered", 2, None),
+        ([HANG, HANG, HANG], "not answering right now", 3, None),
+    ],
+    ids=["401", "quota", "400", "429-long", "429-short", "500x3", "500-then-ok", "hang"],
+)
+async def test_every_llm_error_class_gets_the_right_retries_and_message(
+    world: World, steps: list[Any], expected: str, requests: int, waits: list[float] | None
+) -> None:
+    world.llm.script(*steps)
+    sleeps: list[float] = []
+    async with clawdia(world, sleeps=sleeps, llm_timeout_s=0.3) as app:
+        with anyio.fail_after(20):
+            reply = await say(app, "hello")
+    assert expected.lower() in reply.lower()
+    assert API_KEY not in reply
+    assert len(world.llm.requests) == requests
+    if waits is not None:
+        assert sleeps == waits
+
+
+async def test_a_failed_turn_stores_nothing(world: World) -> None:
+    world.llm.script(invalid_api_key(), text("second try works"), text("third"))
+    async with clawdia(world) as app:
+        await say(app, "first")
+        await say(app, "second")
+        await say(app, "third")
+    third = inputs(world.llm.requests[2])
+    assert [i["content"] for i in third if i.get("role") == "user"] == ["second", "third"]
+
+
+async def test_history_survives_an_orchestrator_restart(world: World) -> None:
+    world.llm.script(text("Noted: you like tea."), text("You like tea."))
+    async with clawdia(world) as app:
+        await say(app, "I like tea")
+    async with clawdia(world) as app:
+        assert await say(app, "what do I like?") == "You like tea."
+    carried = inputs(world.llm.requests[1])
+    assert carried[0] == {"type": "message", "role": "user", "content": "I like tea"}
+    assert carried[1]["content"] == "Noted: you like tea."
+
+
+async def test_new_forgets_and_chats_are_separate(world: World) -> None:
+    world.llm.default = lambda body: text(f"{len(inputs(body))}")
+    async with clawdia(world) as app:
+        assert await say(app, "one") == "1"
+        assert await say(app, "two") == "3"
+        assert await say(app, "other chat", chat="chat-2") == "1"
+        assert (await app.dispatcher.on_text("clawdia", "chat-1", "/new")).text.startswith(
+            "Fresh start"
+        )
+        assert await say(app, "three") == "1"
+
+
+async def test_help_and_status_describe_tools_servers_and_model(world: World) -> None:
+    async with clawdia(world) as app:
+        help_text = (await app.dispatcher.on_text("clawdia", "c", "/help")).text
+        status = (await app.dispatcher.on_text("clawdia", "c", "/status")).text
+        unknown = (await app.dispatcher.on_text("clawdia", "c", "/frobnicate")).text
+    assert "I'm Clawdia" in help_text
+    assert "weather: Current weather, Daily forecast, Hourly forecast" in help_text
+    assert "/new" in help_text
+    assert "model gpt-5-mini" in status
+    assert "✅ weather (in-process): up, 3 tools" in status
+    assert "✅ memory (in-process)" in status
+    assert unknown.startswith("I don't know /frobnicate.")
+    assert world.llm.requests == []  # commands never reach the model
+
+
+async def test_chat_completions_agents_run_the_same_turn(world: World, tmp_path: Any) -> None:
+
+    write_config(tmp_path, api="chat")
+    world.llm.script(
+        calls(call("weather__get_current_weather", location="Paris")),
+        lambda body: text(f"{len(body['messages'])} messages"),
+    )
+    async with clawdia(world) as app:
+        assert await say(app, "weather?") == "4 messages"
+    body = world.llm.requests[1]
+    assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "tool"]
+    assert "tools" in body
