@@ -242,3 +242,11 @@ async def test_chat_completions_agents_run_the_same_turn(world: World, tmp_path:
     body = world.llm.requests[1]
     assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "tool"]
     assert "tools" in body
+
+
+async def test_help_names_only_servers_that_are_down(world: World) -> None:
+    async with clawdia(world) as app:
+        help_text = (await app.dispatcher.on_text("clawdia", "c", "/help")).text
+        status = (await app.dispatcher.on_text("clawdia", "c", "/status")).text
+    assert "unavailable right now" not in help_text
+    assert "✅ memory (in-process): up\n" in status + "\n"

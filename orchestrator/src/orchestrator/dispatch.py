@@ -96,7 +96,8 @@ class Dispatcher:
         if by_server:
             lines.append("I can use:")
             lines += [f"• {server}: {', '.join(titles)}" for server, titles in by_server.items()]
-        missing = [s for s in runtime.agent.entry.servers if s not in by_server]
+        down = {status.name for status in self._registry.status() if not status.up}
+        missing = [s for s in runtime.agent.entry.servers if s in down]
         if missing:
             lines.append(f"(unavailable right now: {', '.join(missing)})")
         lines.append(self._commands_line())
@@ -113,7 +114,8 @@ class Dispatcher:
             if status.name not in runtime.agent.entry.servers and status.name != "memory":
                 continue
             count = sum(1 for tool in visible if tool.server == status.name)
-            mark, state = ("✅", f"up, {count} tools") if status.up else ("❌", "down")
+            tools = f", {count} tools" if count else ""
+            mark, state = ("✅", f"up{tools}") if status.up else ("❌", "down")
             lines.append(f"{mark} {status.name} ({status.transport}): {state}")
         return "\n".join(lines)
 
