@@ -91,8 +91,8 @@ async def _guarded(call: Callable[[], Awaitable[T]], deadline_s: float) -> T:
         raise CallFailed(None) from error
 
 
-class ResponsesLLM:
-    """The Responses API, stateless (``store=False``): every call sends the whole history."""
+class _OpenAIModel:
+    """What both APIs share: the client, the model, the retry policy and the deadline."""
 
     def __init__(
         self,
@@ -116,6 +116,15 @@ class ResponsesLLM:
     async def aclose(self) -> None:
         await self._client.close()
 
+    async def _call(self, create: Callable[[], Awaitable[T]]) -> T:
+        return await self._retry.run(
+            lambda: _guarded(create, self._timeout_s), what=f"LLM {self._model}"
+        )
+
+
+class ResponsesLLM(_OpenAIModel):
+    """The Responses API, stateless (``store=False``): every call sends the whole history."""
+
     async def respond(
         self, *, instructions: str, items: Sequence[Item], tools: Sequence[ToolSpec]
     ) -> LLMReply:
@@ -134,9 +143,7 @@ class ResponsesLLM:
                 include=["reasoning.encrypted_content"] if effort else omit,
             )
 
-        response = await self._retry.run(
-            lambda: _guarded(create, self._timeout_s), what=f"LLM {self._model}"
-        )
+        response = await self._call(create)
         return _responses_reply(response)
 
 
@@ -196,30 +203,8 @@ def _call_item(call: FunctionCall) -> Item:
     }
 
 
-class ChatCompletionsLLM:
+class ChatCompletionsLLM(_OpenAIModel):
     """Chat Completions, for servers without the Responses API. Reasoning items are dropped."""
-
-    def __init__(
-        self,
-        client: openai.AsyncOpenAI,
-        model: str,
-        *,
-        reasoning_effort: str | None = None,
-        retry: RetryPolicy | None = None,
-        timeout_s: float = 90.0,
-    ) -> None:
-        self._client = client
-        self._model = model
-        self._effort = reasoning_effort
-        self._retry = retry or RetryPolicy()
-        self._timeout_s = timeout_s
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
     async def respond(
         self, *, instructions: str, items: Sequence[Item], tools: Sequence[ToolSpec]
@@ -234,9 +219,7 @@ class ChatCompletionsLLM:
                 reasoning_effort=effort if effort else omit,
             )
 
-        completion = await self._retry.run(
-            lambda: _guarded(create, self._timeout_s), what=f"LLM {self._model}"
-        )
+        completion = await self._call(create)
         return _chat_reply(completion)
 
 
