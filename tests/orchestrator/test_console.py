@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,6 +16,16 @@ from fakes.world import API_KEY, ROOT, World, answer_from_output, clawdia
 from orchestrator.console import Console
 
 pytestmark = pytest.mark.anyio
+
+
+async def blocked_reading_a_pipe(pid: int) -> None:
+    """Until a thread of ``pid`` sleeps in the kernel's pipe read (Linux /proc)."""
+    tasks = Path(f"/proc/{pid}/task")
+    while not any(
+        (task / "wchan").read_text(errors="replace").endswith("pipe_read")
+        for task in tasks.iterdir()
+    ):
+        await anyio.sleep(0.01)
 
 
 async def lines(*texts: str) -> AsyncIterator[str]:
@@ -72,3 +83,29 @@ async def test_python_m_orchestrator_chat_holds_a_conversation(
     assert API_KEY not in stdout + stderr
     assert (tmp_path / "chat-data" / "memory.sqlite3").is_file()
     assert len(world.llm.requests) == 3
+
+
+async def test_ctrl_c_leaves_the_chat_at_once_while_it_waits_for_input(
+    world: World, tmp_path: Path
+) -> None:
+    env = {
+        **os.environ,
+        "CLAWMESH_REGISTRY": "config/mcp_servers.local.yaml",  # what `make chat` runs
+        "OPENAI_API_KEY": API_KEY,
+        "OPENAI_BASE_URL": str(world.settings.openai_base_url),
+        "DATA_DIR": str(tmp_path / "chat-data"),
+    }
+    command = [sys.executable, "-m", "orchestrator", "chat"]
+    async with await anyio.open_process(command, env=env, cwd=ROOT) as process:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        await process.stdin.send(b"/help\n")
+        seen = b""
+        with anyio.fail_after(60):
+            while b"Commands: " not in seen:
+                seen += await process.stdout.receive()
+            await blocked_reading_a_pipe(process.pid)
+        process.send_signal(signal.SIGINT)  # stdin stays open
+        with anyio.fail_after(10):
+            code = await process.wait()
+    assert code == 0

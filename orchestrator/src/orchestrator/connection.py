@@ -143,7 +143,7 @@ class ServerConnection:
                     logger.warning(
                         "server %s is down (%s); retrying in the background",
                         self.name,
-                        type(error).__name__,
+                        self.last_error,
                     )
                     warned = True
             finally:

@@ -6,9 +6,12 @@ Buttons are shown as numbered choices; typing the number taps the button.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 
 from orchestrator.connection import ToolInfo
 from orchestrator.dispatch import Button, Dispatcher, Reply
@@ -20,11 +23,26 @@ DIM, RESET = "\033[2m", "\033[0m"
 
 
 async def stdin_lines() -> AsyncIterator[str]:
-    while True:
-        line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
-        if not line:
-            return
-        yield line
+    """Lines typed on stdin until end of input.
+
+    A daemon thread of its own blocks in ``readline``: a worker thread of the event
+    loop would keep the interpreter from exiting on Ctrl-C until a line arrives.
+    """
+    send, receive = anyio.create_memory_object_stream[str](16)
+    token = anyio.lowlevel.current_token()
+
+    def read() -> None:
+        try:
+            for line in sys.stdin:
+                anyio.from_thread.run(send.send, line, token=token)
+            anyio.from_thread.run(send.aclose, token=token)
+        except (RuntimeError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the loop or the reader is gone: nobody is waiting for input any more
+
+    threading.Thread(target=read, name="stdin", daemon=True).start()
+    async with receive:
+        async for line in receive:
+            yield line
 
 
 class Console:
