@@ -18,13 +18,16 @@ from orchestrator.console import Console
 pytestmark = pytest.mark.anyio
 
 
-async def blocked_reading_a_pipe(pid: int) -> None:
-    """Until a thread of ``pid`` sleeps in the kernel's pipe read (Linux /proc)."""
-    tasks = Path(f"/proc/{pid}/task")
-    while not any(
+def reading_a_pipe(pid: int) -> bool:
+    """Whether a thread of ``pid`` sleeps in the kernel's pipe read (Linux /proc)."""
+    return any(
         (task / "wchan").read_text(errors="replace").endswith("pipe_read")
-        for task in tasks.iterdir()
-    ):
+        for task in Path(f"/proc/{pid}/task").iterdir()
+    )
+
+
+async def blocked_reading_a_pipe(pid: int) -> None:
+    while not reading_a_pipe(pid):  # noqa: ASYNC110 (the kernel offers no event)
         await anyio.sleep(0.01)
 
 
