@@ -1,14 +1,11 @@
 """The registry (config/mcp_servers.yaml) and the fleet (config/agents.yaml).
 
-``${VAR}`` is replaced by the environment variable (empty when unset, as in
-Compose), ``${VAR:-default}`` falls back to a default, and ``${VAR:?message}``
-makes an unset variable a configuration error. Every error names the file, the
-key and the fix, and stops the process with exit code 2.
+``${VAR}`` is substituted as in Compose (see ``meshkit.yaml_config``). Every error
+names the file, the key and the fix, and stops the process with exit code 2.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,18 +13,26 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from meshkit.yaml_config import ConfigError, load_yaml
+
+__all__ = [
+    "Agent",
+    "AgentEntry",
+    "ConfigError",
+    "Persona",
+    "ServerEntry",
+    "check_server_name",
+    "load_fleet",
+    "load_registry",
+    "qualified_name",
+]
 
 PERSONA_FILES = ("IDENTITY.md", "SOUL.md", "USER.md")
 _NAME = re.compile(r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$")  # no "__", no leading/trailing "_"
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:-|:\?)([^}]*))?\}")
 MAX_TOOL_NAME = 64
 M = TypeVar("M", bound=BaseModel)
-
-
-class ConfigError(Exception):
-    """A configuration mistake: the message names the file, the key and the fix."""
 
 
 class ServerEntry(BaseModel):
@@ -115,7 +120,7 @@ class Agent:
 
 
 def load_registry(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, ServerEntry]:
-    raw = _load_yaml(path, environ)
+    raw = load_yaml(path, environ)
     servers = raw.get("servers")
     if not isinstance(servers, dict) or not servers:
         raise ConfigError(
@@ -132,7 +137,7 @@ def load_registry(path: Path, environ: Mapping[str, str] | None = None) -> dict[
 def load_fleet(
     path: Path, registry: Mapping[str, ServerEntry], environ: Mapping[str, str] | None = None
 ) -> dict[str, Agent]:
-    raw = _load_yaml(path, environ)
+    raw = load_yaml(path, environ)
     agents = raw.get("agents")
     if not isinstance(agents, dict) or not agents:
         raise ConfigError(
@@ -184,50 +189,6 @@ def _read_persona(directory: Path, path: Path, key: str) -> Persona:
         for name in PERSONA_FILES
     }
     return Persona(texts["IDENTITY.md"], texts["SOUL.md"], texts["USER.md"])
-
-
-def _load_yaml(path: Path, environ: Mapping[str, str] | None) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(
-            f"{path}: file not found; create it from the shipped example "
-            "or set the path (CLAWMESH_REGISTRY / CLAWMESH_AGENTS)"
-        ) from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        where = getattr(error, "problem_mark", None)
-        line = f" line {where.line + 1}" if where is not None else ""
-        raise ConfigError(f"{path}:{line}: not valid YAML; fix the syntax") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
-    env = os.environ if environ is None else environ
-    substituted: dict[str, Any] = _substitute(raw, env, path, "")
-    return substituted
-
-
-def _substitute(value: Any, env: Mapping[str, str], path: Path, key: str) -> Any:
-    if isinstance(value, dict):
-        return {k: _substitute(v, env, path, f"{key}.{k}".lstrip(".")) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_substitute(v, env, path, f"{key}[{i}]") for i, v in enumerate(value)]
-    if not isinstance(value, str):
-        return value
-
-    def replace(match: re.Match[str]) -> str:
-        name, op, arg = match[1], match[2], match[3]
-        current = env.get(name, "")
-        if current:
-            return current
-        if op == ":?":
-            raise ConfigError(
-                f"{path}: {key}: ${{{name}}} is not set; export {name}=... "
-                + (f"({arg})" if arg else "")
-            )
-        return arg if op == ":-" else ""
-
-    return _VAR.sub(replace, value)
 
 
 def _validate(model: type[M], body: Any, path: Path, key: str) -> M:

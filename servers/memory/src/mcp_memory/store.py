@@ -9,26 +9,18 @@ A reset keeps the old rows (a later summary reads them): it records the highest 
 id of the chat, and the current conversation is the chat's items above that id.
 Ids come from AUTOINCREMENT, so they only grow, even after deletions.
 
-SQLite calls block. They run in a worker thread (``anyio.to_thread``), one at a
-time behind a lock, so a slow disk (an SD card on a Pi, a WAL checkpoint) stalls
-one request and never the event loop.
+Connection handling is meshkit's (``meshkit.sqlite``).
 """
 
 from __future__ import annotations
 
 import sqlite3
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal, TypeVar
 
-import anyio.to_thread
+from meshkit.sqlite import SQLiteStore
+from meshkit.sqlite import transaction as _transaction
 
-T = TypeVar("T")
-
-SCHEMA_VERSION = 1
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS items (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -65,22 +57,8 @@ class Tail:
     total: int
 
 
-class ConversationStore:
-    """Opened by ``open`` or on first use, closed by the server's lifespan; reopens when used."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = None
-
-    async def open(self) -> None:
-        await self._run(lambda db: None)
-
-    async def aclose(self) -> None:
-        await anyio.to_thread.run_sync(self._close)
-
-    async def ping(self) -> None:
-        await self._run(lambda db: db.execute("SELECT 1").fetchone())
+class ConversationStore(SQLiteStore):
+    SCHEMA = SCHEMA
 
     async def append(
         self, agent: str, chat_id: str, created_at: float, bodies: Sequence[str]
@@ -132,52 +110,3 @@ class ConversationStore:
             return int(ended)
 
         return await self._run(write)
-
-    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        return await anyio.to_thread.run_sync(self._locked, work)
-
-    def _locked(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        with self._lock:
-            if self._db is None:
-                self._db = _connect(self._path)
-            return work(self._db)
-
-    def _close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Autocommit (isolation_level=None): transactions are explicit, see _transaction.
-    # check_same_thread=False: worker threads take turns, serialised by the store's lock.
-    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    try:
-        db.execute("PRAGMA journal_mode = WAL")
-        # NORMAL in WAL mode never corrupts; a power cut may lose the last commits only.
-        db.execute("PRAGMA synchronous = NORMAL")
-        db.execute("PRAGMA busy_timeout = 5000")
-        (found,) = db.execute("PRAGMA user_version").fetchone()
-        if found > SCHEMA_VERSION:
-            raise RuntimeError(f"{path} has schema {found}, newer than this server's")
-        db.executescript(
-            f"BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-        )
-    except BaseException:
-        db.close()
-        raise
-    return db
-
-
-@contextmanager
-def _transaction(db: sqlite3.Connection, mode: Literal["DEFERRED", "IMMEDIATE"]) -> Iterator[None]:
-    """``BEGIN <mode>`` ... ``COMMIT``, or ``ROLLBACK`` when the block raises."""
-    db.execute(f"BEGIN {mode}")
-    try:
-        yield
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")

@@ -1,0 +1,68 @@
+"""YAML configuration files with ``${VAR}`` taken from the environment.
+
+``${VAR}`` is replaced by the environment variable (empty when unset, as in
+Compose), ``${VAR:-default}`` falls back to a default, and ``${VAR:?message}``
+makes an unset variable a configuration error. Shared by the orchestrator (the
+registry and the fleet) and telegram-io (the fleet's bot tokens).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:-|:\?)([^}]*))?\}")
+
+
+class ConfigError(Exception):
+    """A configuration mistake: the message names the file, the key and the fix."""
+
+
+def load_yaml(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The file's top-level mapping, with variables substituted; ConfigError on mistakes."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path}: file not found; create it from the shipped example "
+            "or set the path (CLAWMESH_REGISTRY / CLAWMESH_AGENTS)"
+        ) from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        line = f" line {where.line + 1}" if where is not None else ""
+        raise ConfigError(f"{path}:{line}: not valid YAML; fix the syntax") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    env = os.environ if environ is None else environ
+    substituted: dict[str, Any] = _substitute(raw, env, path, "")
+    return substituted
+
+
+def _substitute(value: Any, env: Mapping[str, str], path: Path, key: str) -> Any:
+    if isinstance(value, dict):
+        return {k: _substitute(v, env, path, f"{key}.{k}".lstrip(".")) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, env, path, f"{key}[{i}]") for i, v in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def replace(match: re.Match[str]) -> str:
+        name, op, arg = match[1], match[2], match[3]
+        current = env.get(name, "")
+        if current:
+            return current
+        if op == ":?":
+            raise ConfigError(
+                f"{path}: {key}: ${{{name}}} is not set; export {name}=... "
+                + (f"({arg})" if arg else "")
+            )
+        return arg if op == ":-" else ""
+
+    return _VAR.sub(replace, value)
