@@ -1,0 +1,56 @@
+"""telegram-io settings (env prefix ``TELEGRAM_``, plus ``DATA_DIR`` and ``CLAWMESH_AGENTS``).
+
+Bot tokens are not settings of their own: each agent of the fleet names the
+variables that hold its token (``bot_token_env`` in agents.yaml), see ``fleet.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DB_FILE = "telegram-io.sqlite3"
+KILL_SWITCH = "inbox-disabled"
+
+
+class TelegramIOSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TELEGRAM_", extra="ignore")
+
+    api_base: str = Field(
+        default="https://api.telegram.org",
+        description="Bot API root (TELEGRAM_API_BASE); tests point it at a fake.",
+    )
+    agents: Path = Field(
+        default=Path("config/agents.yaml"),
+        validation_alias=AliasChoices("CLAWMESH_AGENTS", "agents"),
+        description="The fleet file: which agents exist and where their bot tokens are.",
+    )
+    data_dir: Path = Field(
+        default=Path("data"), validation_alias=AliasChoices("DATA_DIR", "data_dir")
+    )
+    poll_timeout_s: int = Field(default=25, ge=0, le=50, description="getUpdates long-poll.")
+    lease_s: float = Field(
+        default=120, gt=0, description="How long next_updates leases an update before redelivery."
+    )
+    backoff_max_s: float = Field(default=60, gt=0, description="Cap of the network backoff.")
+    conflict_backoff_s: float = Field(
+        default=30, gt=0, description="Wait after 409 Conflict (another poller for the token)."
+    )
+    max_retry_after_s: float = Field(
+        default=30, ge=0, description="Longest 429 retry_after a send waits for; longer fails."
+    )
+    pace_s: float = Field(default=1.0, ge=0, description="Per-chat interval between messages.")
+    pace_burst: int = Field(default=3, ge=1, description="Messages a chat may get at once.")
+    keep_s: float = Field(
+        default=2 * 86400, gt=0, description="How long acked updates are kept for dedupe."
+    )
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / DB_FILE
+
+    @property
+    def kill_switch(self) -> Path:
+        return self.data_dir / KILL_SWITCH
