@@ -17,9 +17,10 @@ export FASTMCP_SHOW_SERVER_BANNER := false
 export FASTMCP_CHECK_FOR_UPDATES := off
 export PTB_TIMEDELTA := true
 
-.PHONY: help install lint format typecheck test pytest bench chat run-weather
+.PHONY: help install lint format typecheck test pytest bench chat run run-weather
 
 help:
+	@echo "make run           install, then run the fleet on Telegram (servers in-process)"
 	@echo "make chat          install, then talk to Clawdia in this terminal (servers in-process)"
 	@echo "make test          install, lint, typecheck and run the test suite"
 	@echo "make run-weather   serve the weather MCP server on http://127.0.0.1:8101/mcp"
@@ -59,6 +60,11 @@ bench: install
 chat: install
 	@CLAWMESH_REGISTRY=$${CLAWMESH_REGISTRY:-config/mcp_servers.local.yaml} \
 		$(UV) run python -m orchestrator chat $(if $(AGENT),--agent $(AGENT))
+
+# The fleet on Telegram, every server in-process (telegram-io included), SQLite under ./data.
+run: install
+	@CLAWMESH_REGISTRY=$${CLAWMESH_REGISTRY:-config/mcp_servers.local.yaml} \
+		$(UV) run python -m orchestrator
 
 # A local bearer token for `make run-*`, created once (mode 600), never echoed.
 data/mesh_token:

@@ -1,7 +1,6 @@
-"""``python -m orchestrator chat [--agent ID]``: talk to an agent in the terminal.
+"""``python -m orchestrator``: the whole fleet on Telegram (through telegram-io).
 
-Without arguments the Telegram channel runs the whole fleet (coming with the
-Telegram issue).
+``python -m orchestrator chat [--agent ID]``: talk to one agent in this terminal.
 """
 
 from __future__ import annotations
@@ -16,9 +15,10 @@ import fastmcp
 from meshkit.logs import configure_logging
 from meshkit.settings import fail, load_settings
 from orchestrator.app import open_app
-from orchestrator.config import ConfigError
+from orchestrator.config import ConfigError, load_fleet, load_registry
 from orchestrator.console import Console, stdin_lines
 from orchestrator.settings import NO_LLM_HELP, OrchestratorSettings
+from orchestrator.telegram_channel import TELEGRAM_IO, TelegramChannel
 
 logger = logging.getLogger("orchestrator")
 
@@ -34,24 +34,44 @@ def main(argv: Sequence[str] | None = None) -> None:
     fastmcp.settings.check_for_updates = "off"
     settings = load_settings(OrchestratorSettings)
     secrets = [s.get_secret_value() for s in (settings.openai_api_key, settings.mesh_token) if s]
-    if args.command != "chat":
-        fail("the Telegram channel is not built yet; use `python -m orchestrator chat`")
-    # The console is the conversation: only warnings go to the terminal.
-    configure_logging(
-        "WARNING" if settings.log_level == "INFO" else settings.log_level, secrets=secrets
-    )
+    chat = args.command == "chat"
+    # In the console the conversation is on the terminal: only warnings go there too.
+    quiet = chat and settings.log_level == "INFO"
+    configure_logging("WARNING" if quiet else settings.log_level, secrets=secrets)
     if not settings.llm_configured:
         fail(NO_LLM_HELP)
     try:
-        anyio.run(_chat, settings, args.agent)
+        if chat:
+            anyio.run(_chat, settings, args.agent)
+        else:
+            anyio.run(_telegram, settings)
     except ConfigError as error:
         fail(str(error))
     except KeyboardInterrupt:
         pass
 
 
-async def _chat(settings: OrchestratorSettings, agent_id: str | None) -> None:
+async def _telegram(settings: OrchestratorSettings) -> None:
+    entries = load_registry(settings.registry)
+    if TELEGRAM_IO not in entries:
+        raise ConfigError(
+            f"{settings.registry}: servers: no '{TELEGRAM_IO}' server; add it (see the shipped "
+            "config/mcp_servers.yaml), or use `python -m orchestrator chat` for the console"
+        )
+    for agent in load_fleet(settings.agents, entries).values():
+        if not agent.entry.allowed_user_ids:
+            raise ConfigError(
+                f"{settings.agents}: agents.{agent.id}.allowed_user_ids: empty, so nobody may "
+                "talk to this agent; set your numeric Telegram user id (TELEGRAM_USER_ID; "
+                "@userinfobot tells it)"
+            )
     async with open_app(settings) as app:
+        logger.info("Telegram channel for %s", ", ".join(sorted(app.dispatcher.agents)))
+        await TelegramChannel(app.dispatcher, app.registry).run()
+
+
+async def _chat(settings: OrchestratorSettings, agent_id: str | None) -> None:
+    async with open_app(settings, without=frozenset({TELEGRAM_IO})) as app:
         agents = app.dispatcher.agents
         chosen = agent_id or next(iter(agents))
         if chosen not in agents:

@@ -43,10 +43,18 @@ def llm_for(agent: Agent, settings: OrchestratorSettings) -> LLM:
 
 @asynccontextmanager
 async def open_app(
-    settings: OrchestratorSettings, *, llm_factory: LLMFactory = llm_for
+    settings: OrchestratorSettings,
+    *,
+    llm_factory: LLMFactory = llm_for,
+    without: frozenset[str] = frozenset(),
 ) -> AsyncIterator[App]:
-    """Load the configuration (ConfigError on mistakes) and connect every server."""
-    entries = load_registry(settings.registry)
+    """Load the configuration (ConfigError on mistakes) and connect every server
+    but those ``without`` (the console does not poll Telegram)."""
+    entries = {
+        name: entry
+        for name, entry in load_registry(settings.registry).items()
+        if name not in without
+    }
     fleet = load_fleet(settings.agents, entries)
     token = settings.mesh_token.get_secret_value() if settings.mesh_token else None
     try:

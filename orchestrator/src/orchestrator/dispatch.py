@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio
@@ -30,8 +31,13 @@ class Reply:
     buttons: list[list[Button]] = field(default_factory=list)  # rows
 
 
+StatusProbe = Callable[[], Awaitable[list[str]]]
+STOPPED = "Stopped: I dropped that request. What next?"
+NOTHING_TO_STOP = "Nothing is running right now."
+
 COMMANDS = {
     "/new": "start a fresh conversation",
+    "/stop": "cancel the answer in progress",
     "/status": "servers, tools, model and uptime",
     "/reload": "re-discover the tools of every server",
     "/help": "what I can do",
@@ -52,18 +58,38 @@ class Dispatcher:
         self._conversation = conversation
         self._started = time.monotonic()
         self._locks: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
+        self._running: dict[tuple[str, str], anyio.CancelScope] = {}
+        self.status_probes: list[StatusProbe] = []  # a channel's own lines for /status
 
     async def on_text(
         self, agent_id: str, chat_id: str, text: str, observe: ToolObserver | None = None
     ) -> Reply:
+        """The answer to a message. A turn cancelled by ``/stop`` answers an empty Reply."""
         runtime = self.agents[agent_id]
         command = text.strip().split(maxsplit=1)[0].lower() if text.startswith("/") else ""
         command = command.split("@", 1)[0]  # "/help@ClawdiaBot" in Telegram
+        if command == "/stop":  # not behind the chat's lock: it must reach the running turn
+            return Reply(STOPPED if self.stop(agent_id, chat_id) else NOTHING_TO_STOP)
         async with self._locks[(agent_id, chat_id)]:
             if command:
                 return await self._command(runtime, chat_id, command)
-            result = await self._engine.run(runtime, chat_id, text, observe)
+            with anyio.CancelScope() as scope:
+                self._running[(agent_id, chat_id)] = scope
+                try:
+                    result = await self._engine.run(runtime, chat_id, text, observe)
+                finally:
+                    del self._running[(agent_id, chat_id)]
+            if scope.cancelled_caught:
+                return Reply("")
             return Reply(result.text)
+
+    def stop(self, agent_id: str, chat_id: str) -> bool:
+        """Cancel the chat's running turn (it stores nothing); whether one was running."""
+        scope = self._running.get((agent_id, chat_id))
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
 
     async def on_callback(self, agent_id: str, chat_id: str, data: str) -> Reply:
         # Buttons arrive with pending actions and clarify; until then none is active.
@@ -80,7 +106,10 @@ class Dispatcher:
                 else "I could not reset the conversation (memory is unavailable)."
             )
         if command == "/status":
-            return Reply(self.status_text(runtime))
+            lines = [self.status_text(runtime)]
+            for probe in self.status_probes:
+                lines += await probe()
+            return Reply("\n".join(lines))
         if command == "/reload":
             await self._registry.reload()
             count = len(self._engine.visible_tools(runtime))

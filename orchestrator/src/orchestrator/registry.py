@@ -33,6 +33,7 @@ class ToolOutcome:
     ok: bool
     structured: dict[str, Any] | None = None
     duration_ms: float = 0.0
+    answered: bool = True  # False: no answer (down, lost, timed out); it may work later
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ class Registry:
                     "it may still complete. Do not assume it worked."
                 ),
                 ok=False,
+                answered=False,
             )
         except ServerDown:
             outcome = ToolOutcome(
@@ -148,6 +150,7 @@ class Registry:
                     "suggest trying again shortly."
                 ),
                 ok=False,
+                answered=False,
             )
         except TransportFailure:
             logger.warning("call %s lost in transport", tool.qualified)
@@ -157,6 +160,7 @@ class Registry:
                     "it may change something. Tell the user it may not have happened."
                 ),
                 ok=False,
+                answered=False,
             )
         except MCPError as error:
             outcome = ToolOutcome(
@@ -166,4 +170,6 @@ class Registry:
             output, ok = render_result(result)
             outcome = ToolOutcome(output, ok, result.structured_content)
         elapsed = (time.perf_counter() - started) * 1000
-        return ToolOutcome(outcome.output, outcome.ok, outcome.structured, elapsed)
+        return ToolOutcome(
+            outcome.output, outcome.ok, outcome.structured, elapsed, outcome.answered
+        )

@@ -1,0 +1,243 @@
+"""The Telegram channel: telegram-io's inbox in, dispatch, replies out, then ack.
+
+    next_updates (long poll) ─► gate ─► per-chat queue ─► dispatch ─► send_message ─► ack
+
+- The gate drops, silently and with a log line, anything not from an allowed user
+  in a private chat (acked, so it is not handed over again).
+- Turns are serial within a chat and concurrent across chats and agents; ``/stop``
+  skips the queue and cancels the chat's running turn.
+- An update is acked only after its reply was sent. A crash before that means
+  telegram-io hands it over again when its lease runs out; the reply's idempotency
+  key (the update id) makes sure it is delivered once.
+- An update handed over again while this process still works on it is ignored;
+  one it has finished is acked again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+
+from orchestrator.dispatch import Dispatcher, Reply
+from orchestrator.registry import Registry
+from orchestrator.turn import AgentRuntime
+
+logger = logging.getLogger(__name__)
+
+TELEGRAM_IO = "telegram_io"
+MEDIA_REPLY = (
+    "I can only read text for now: photos, voice notes, stickers and files are not "
+    "supported. Tell me in words what you need."
+)
+DONE_MEMORY = 10_000  # update ids remembered as finished, to ack their redeliveries
+
+Update = dict[str, Any]
+
+
+class TelegramIOUnavailable(Exception):
+    """telegram-io did not answer (down, restarting, lost call): try again later."""
+
+
+class TelegramRefused(Exception):
+    """telegram-io answered with an error (blocked user, bad request): trying again won't help."""
+
+
+class TelegramChannel:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        registry: Registry,
+        *,
+        batch: int = 20,
+        wait_s: float = 20.0,
+        typing_every_s: float = 4.0,
+        max_turns: int = 16,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._registry = registry
+        self._batch = batch
+        self._wait_s = wait_s
+        self._typing_every_s = typing_every_s
+        self._turns = anyio.CapacityLimiter(max_turns)
+        self._sleep = sleep
+        self._queues: dict[tuple[str, str], deque[Update]] = {}
+        self._active: set[str] = set()
+        self._done: OrderedDict[str, None] = OrderedDict()
+
+    async def run(self) -> None:
+        """Poll telegram-io and dispatch until cancelled."""
+        dispatcher = self._dispatcher
+        dispatcher.status_probes.append(self._status_lines)
+        delay = 0.5
+        async with anyio.create_task_group() as tasks:
+            while True:
+                try:
+                    updates = await self._call(
+                        "next_updates", {"max": self._batch, "wait_s": self._wait_s}
+                    )
+                except (TelegramIOUnavailable, TelegramRefused) as error:
+                    logger.warning("telegram-io: next_updates failed (%s); retrying", error)
+                    await self._sleep(delay)
+                    delay = min(delay * 2, 10.0)
+                    continue
+                delay = 0.5
+                for update in updates.get("updates", []):
+                    await self._accept(update, tasks)
+
+    async def _accept(self, update: Update, tasks: anyio.abc.TaskGroup) -> None:
+        uid = str(update.get("id"))
+        if uid in self._active:
+            return  # a redelivery of what is being answered right now
+        if uid in self._done:
+            await self._ack(uid)
+            return
+        runtime = self._dispatcher.agents.get(str(update.get("agent")))
+        if runtime is None or not _allowed(runtime, update):
+            logger.info(
+                "dropped update %s: agent=%s user=%s chat_type=%s (not allowed)",
+                uid,
+                update.get("agent"),
+                update.get("user_id"),
+                update.get("chat_type"),
+            )
+            await self._finish(uid)
+            return
+        chat = str(update["chat_id"])
+        if update.get("kind") == "text" and _command(update) == "/stop":
+            tasks.start_soon(self._handle_now, runtime, update)
+            return
+        self._active.add(uid)
+        key = (runtime.id, chat)
+        queue = self._queues.get(key)
+        if queue is not None:
+            queue.append(update)  # its worker is running and takes it in turn
+            return
+        self._queues[key] = deque([update])
+        tasks.start_soon(self._work, key, name=f"chat:{runtime.id}:{chat}")
+
+    async def _work(self, key: tuple[str, str]) -> None:
+        queue = self._queues[key]
+        try:
+            while queue:
+                update = queue[0]
+                async with self._turns:
+                    await self._handle_now(self._dispatcher.agents[key[0]], update)
+                queue.popleft()
+        finally:
+            del self._queues[key]
+
+    async def _handle_now(self, runtime: AgentRuntime, update: Update) -> None:
+        uid = str(update["id"])
+        self._active.add(uid)
+        try:
+            reply = await self._answer(runtime, update)
+            if reply is not None and reply.text:
+                await self._send(runtime.id, update, reply)
+            await self._finish(uid)
+        except TelegramIOUnavailable as error:
+            # Not acked: telegram-io hands it over again when the lease runs out.
+            logger.warning("update %s: telegram-io failed (%s); left for redelivery", uid, error)
+        except TelegramRefused as error:
+            logger.warning("update %s: the reply was refused (%s); acked", uid, error)
+            await self._finish(uid)
+        except Exception:
+            logger.exception("update %s: failed; acked so it does not come back forever", uid)
+            await self._finish(uid)
+        finally:
+            self._active.discard(uid)
+
+    async def _answer(self, runtime: AgentRuntime, update: Update) -> Reply | None:
+        agent, chat, kind = runtime.id, str(update["chat_id"]), update.get("kind")
+        if kind == "callback":
+            # Taps never reach the model: the answer is immediate, shown on the button.
+            tapped = await self._dispatcher.on_callback(agent, chat, str(update["callback_data"]))
+            await self._best_effort(
+                "answer_callback", agent=agent, callback_id=update["callback_id"], text=tapped.text
+            )
+            return None
+        if kind == "media":
+            return Reply(MEDIA_REPLY)
+        if kind != "text":
+            return None
+        async with anyio.create_task_group() as typing:
+            typing.start_soon(self._keep_typing, agent, chat)
+            reply = await self._dispatcher.on_text(agent, chat, str(update.get("text") or ""))
+            typing.cancel_scope.cancel()
+        return reply
+
+    async def _keep_typing(self, agent: str, chat: str) -> None:
+        while True:
+            await self._best_effort("send_chat_action", agent=agent, chat_id=chat)
+            await self._sleep(self._typing_every_s)
+
+    async def _send(self, agent: str, update: Update, reply: Reply) -> None:
+        buttons = [[{"label": b.label, "data": b.data} for b in row] for row in reply.buttons]
+        arguments: dict[str, Any] = {
+            "agent": agent,
+            "chat_id": str(update["chat_id"]),
+            "text": reply.text,
+            "idempotency_key": f"reply:{update['id']}",
+        }
+        if buttons:
+            arguments["buttons"] = buttons
+        try:
+            await self._call("send_message", arguments)
+        except TelegramIOUnavailable:
+            # The key makes a second try safe: parts already delivered are not sent again.
+            await self._call("send_message", arguments)
+
+    async def _finish(self, uid: str) -> None:
+        await self._ack(uid)
+        self._done[uid] = None
+        while len(self._done) > DONE_MEMORY:
+            self._done.popitem(last=False)
+
+    async def _ack(self, uid: str) -> None:
+        try:
+            await self._call("ack", {"ids": [uid]})
+        except (TelegramIOUnavailable, TelegramRefused) as error:
+            logger.warning("ack %s failed (%s); it will be handed over and acked again", uid, error)
+
+    async def _status_lines(self) -> list[str]:
+        try:
+            status = await self._call("status", {})
+        except (TelegramIOUnavailable, TelegramRefused):
+            return ["Telegram inbox: unavailable"]
+        bots = ", ".join(f"{b['agent']} {b['state']}" for b in status.get("bots", []))
+        parked = " · PARKED (kill switch)" if status.get("parked") else ""
+        return [f"Telegram inbox: {status.get('pending', 0)} waiting · bots: {bots}{parked}"]
+
+    async def _best_effort(self, tool: str, **arguments: Any) -> None:
+        try:
+            await self._call(tool, arguments)
+        except (TelegramIOUnavailable, TelegramRefused) as error:
+            logger.info("%s failed: %s", tool, error)
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        tool = self._registry.find(TELEGRAM_IO, name)
+        if tool is None:
+            raise TelegramIOUnavailable(f"{TELEGRAM_IO}.{name} is not available (server down?)")
+        outcome = await self._registry.call(tool, arguments)
+        if not outcome.ok:
+            error = TelegramIOUnavailable if not outcome.answered else TelegramRefused
+            raise error(outcome.output[:300])
+        return outcome.structured or {}
+
+
+def _allowed(runtime: AgentRuntime, update: Update) -> bool:
+    entry = runtime.agent.entry
+    return (
+        update.get("chat_type") == "private"
+        and update.get("chat_id") is not None
+        and str(update.get("user_id")) in entry.allowed_user_ids
+    )
+
+
+def _command(update: Update) -> str:
+    text = str(update.get("text") or "").strip()
+    return text.split(maxsplit=1)[0].split("@", 1)[0].lower() if text.startswith("/") else ""

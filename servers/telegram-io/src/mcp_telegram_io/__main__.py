@@ -1,0 +1,33 @@
+"""``python -m mcp_telegram_io [--stdio]``: poll the fleet's bots and serve the inbox tools."""
+
+from __future__ import annotations
+
+import os
+
+from mcp_telegram_io.fleet import load_bots
+from mcp_telegram_io.server import build_server
+from mcp_telegram_io.settings import TelegramIOSettings
+from meshkit import load_settings, serve
+from meshkit.settings import fail
+from meshkit.yaml_config import ConfigError
+
+DEFAULT_PORT = 8106
+
+
+def main() -> None:
+    settings = load_settings(TelegramIOSettings)
+    try:
+        bots = load_bots(settings.agents, os.environ)
+        server = build_server(settings)
+    except ConfigError as error:
+        fail(str(error))
+    serve(
+        lambda _: server,
+        name="telegram-io",
+        default_port=DEFAULT_PORT,
+        secrets=[bot.token for bot in bots.values()],
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""One long-poll loop per bot: getUpdates → durable inbox → only then the offset moves on.
+
+    state         meaning                                        what the loop does
+    starting      not yet answered by Telegram                   getMe, deleteWebhook once
+    ok            the last getUpdates answered                   poll again at once
+    retrying      network trouble, 5xx or 429                    capped exponential backoff, jitter
+    conflict      409: another poller (or a webhook) uses the token   wait >= 30 s, log loudly
+    unauthorized  401: the token was revoked                     stop this bot; the others go on
+    parked        the kill-switch file $DATA_DIR/inbox-disabled  poll nothing until it is gone
+
+An update is confirmed to Telegram only by the next getUpdates, whose offset is
+written in the same transaction as the updates: a crash anywhere means Telegram
+hands the batch over again and the inbox keeps it once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+import anyio
+from telegram import Bot, Update
+from telegram.error import Conflict, Forbidden, InvalidToken, RetryAfter, TelegramError
+
+from mcp_telegram_io.fleet import BotConfig
+from mcp_telegram_io.store import InboxStore
+
+logger = logging.getLogger(__name__)
+
+ALLOWED_UPDATES = ("message", "callback_query")
+FAILING = frozenset({"conflict", "unauthorized", "parked"})
+
+
+@dataclass
+class BotState:
+    state: str = "starting"
+    detail: str | None = None
+    since: float = 0.0
+
+
+@dataclass
+class PollPolicy:
+    timeout_s: int = 25
+    backoff_initial_s: float = 1.0
+    backoff_max_s: float = 60.0
+    conflict_backoff_s: float = 30.0
+    park_check_s: float = 1.0
+    sleep: Callable[[float], Awaitable[None]] = field(default=anyio.sleep, repr=False)
+
+
+def seconds(value: float | timedelta) -> float:
+    """PTB gives ``retry_after`` as int or, with PTB_TIMEDELTA, as a timedelta."""
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+class Poller:
+    def __init__(
+        self,
+        config: BotConfig,
+        bot: Bot,
+        store: InboxStore,
+        *,
+        kill_switch: Path,
+        policy: PollPolicy,
+        clock: Callable[[], float],
+        on_arrival: Callable[[str, list[Update]], Awaitable[None]],
+    ) -> None:
+        self.config = config
+        self.status = BotState()
+        self._bot = bot
+        self._store = store
+        self._kill_switch = kill_switch
+        self._policy = policy
+        self._clock = clock
+        self._on_arrival = on_arrival
+
+    async def run(self) -> None:
+        """Poll until cancelled, or until Telegram says the token is no longer valid."""
+        policy = self._policy
+        agent = self.config.agent
+        initialized = False
+        delay = policy.backoff_initial_s
+        offset = await self._store.offset(self.config.bot_id)
+        while True:
+            if self._kill_switch.exists():
+                if self.status.state != "parked":
+                    logger.warning("bot %s: parked (%s exists)", agent, self._kill_switch)
+                self._set("parked", f"{self._kill_switch.name} present")
+                await policy.sleep(policy.park_check_s)
+                continue
+            try:
+                if not initialized:
+                    await self._bot.initialize()  # getMe: a revoked token shows here
+                    await self._bot.delete_webhook(drop_pending_updates=False)
+                    initialized = True
+                updates = await self._bot.get_updates(
+                    offset=offset,
+                    timeout=policy.timeout_s,
+                    allowed_updates=list(ALLOWED_UPDATES),
+                )
+            except InvalidToken:
+                logger.error("bot %s: Telegram refused the token (401): this bot stops", agent)
+                self._set("unauthorized", "the token was refused (revoked?)")
+                return
+            except Forbidden:
+                logger.error("bot %s: Telegram answered 403 to polling: this bot stops", agent)
+                self._set("unauthorized", "forbidden")
+                return
+            except Conflict:
+                logger.error(
+                    "bot %s: 409 CONFLICT: another process is polling this bot's token (or a "
+                    "webhook is set); stop the other instance. Retrying in %g s",
+                    agent,
+                    policy.conflict_backoff_s,
+                )
+                self._set("conflict", "another poller or a webhook uses this token")
+                await policy.sleep(policy.conflict_backoff_s * random.uniform(1.0, 1.2))  # noqa: S311
+                continue
+            except RetryAfter as error:
+                wait = seconds(error.retry_after)
+                logger.warning("bot %s: getUpdates rate-limited; waiting %g s", agent, wait)
+                self._set("retrying", "rate limited")
+                await policy.sleep(wait)
+                continue
+            except Exception as error:  # network, 5xx, an answer PTB cannot read: back off
+                log = logger.warning if isinstance(error, TelegramError) else logger.exception
+                log(
+                    "bot %s: getUpdates failed (%s); retrying in %.1f s",
+                    agent,
+                    type(error).__name__,
+                    delay,
+                )
+                self._set("retrying", type(error).__name__)
+                await policy.sleep(delay * random.uniform(0.5, 1.0))  # noqa: S311 (jitter)
+                delay = min(delay * 2, policy.backoff_max_s)
+                continue
+            delay = policy.backoff_initial_s
+            if self.status.state != "ok":
+                logger.info("bot %s: polling", agent)
+            self._set("ok", None)
+            if updates:
+                offset = await self._keep(updates)
+
+    async def _keep(self, updates: tuple[Update, ...]) -> int:
+        """Write the batch and the offset after it; the next getUpdates confirms them."""
+        next_offset = max(u.update_id for u in updates) + 1
+        rows = [(u.update_id, json.dumps(u.to_dict(), ensure_ascii=False)) for u in updates]
+        new = await self._store.record(
+            self.config.bot_id, self.config.agent, rows, next_offset, self._clock()
+        )
+        logger.info("bot %s: %d updates in (%d new)", self.config.agent, len(updates), new)
+        await self._on_arrival(self.config.agent, list(updates))
+        return next_offset
+
+    def _set(self, state: str, detail: str | None) -> None:
+        if self.status.state != state:
+            self.status = BotState(state, detail, self._clock())
+        else:
+            self.status.detail = detail

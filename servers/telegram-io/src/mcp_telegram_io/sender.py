@@ -1,0 +1,310 @@
+"""Sending to Telegram: formatting, parts, pacing, rate limits, blocked users, idempotency.
+
+    Telegram answers                   what a send does
+    400 can't parse entities           sends the same part again as plain text
+    429 retry_after <= 30 s            waits that long and sends again
+    429 retry_after > 30 s             gives up: a tool error that says how long to wait
+    403 (the user blocked the bot)     records the chat as blocked; later sends fail at once
+    connection failed                  tries again (3 tries): nothing reached Telegram
+    timed out                          no retry: the message may have arrived
+
+Each chat gets about one message a second with short bursts (``Pacer``), in the
+order the sends were asked for. A send with an idempotency key records each part
+as Telegram accepts it; the same key again delivers only the parts still missing,
+so a retried tool call never delivers a message twice.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import anyio
+from telegram import (
+    Bot,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    LinkPreviewOptions,
+    Message,
+    MessageEntity,
+    ReplyParameters,
+)
+from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
+
+from mcp_telegram_io.formatting import check_callback_data, render
+from mcp_telegram_io.models import Done, Sent
+from mcp_telegram_io.poller import seconds
+from mcp_telegram_io.store import InboxStore
+from meshkit.errors import ModelError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
+CALLBACK_TEXT_LIMIT = 200
+CONNECT_TRIES = 3
+
+
+class TelegramRefused(ModelError):
+    """Telegram would not take the request; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class ButtonSpec:
+    label: str
+    data: str
+
+
+class Pacer:
+    """A token bucket per chat: ``burst`` messages at once, then one every ``interval_s``."""
+
+    def __init__(
+        self,
+        interval_s: float,
+        burst: int,
+        clock: Callable[[], float],
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+    ) -> None:
+        self._interval_s = interval_s
+        self._burst = burst
+        self._clock = clock
+        self._sleep = sleep
+        self._buckets: dict[str, tuple[float, float]] = {}  # chat → (tokens, at)
+
+    async def wait_turn(self, chat: str) -> None:
+        if self._interval_s <= 0:
+            return
+        now = self._clock()
+        tokens, at = self._buckets.get(chat, (float(self._burst), now))
+        tokens = min(float(self._burst), tokens + (now - at) / self._interval_s)
+        if tokens < 1:
+            wait = (1 - tokens) * self._interval_s
+            await self._sleep(wait)
+            now, tokens = now + wait, 1.0
+        self._buckets[chat] = (tokens - 1, now)
+
+
+@dataclass
+class Sender:
+    bots: dict[str, Bot]
+    store: InboxStore
+    pacer: Pacer
+    clock: Callable[[], float]
+    max_retry_after_s: float = 30.0
+    sleep: Callable[[float], Awaitable[None]] = field(default=anyio.sleep, repr=False)
+    _chat_locks: defaultdict[tuple[str, str], anyio.Lock] = field(
+        default_factory=lambda: defaultdict(anyio.Lock), repr=False
+    )
+
+    async def send_message(
+        self,
+        agent: str,
+        chat_id: str,
+        text: str,
+        *,
+        buttons: Sequence[Sequence[ButtonSpec]] = (),
+        reply_to: int | None = None,
+        key: str | None = None,
+    ) -> Sent:
+        bot = self._bot(agent)
+        markup = keyboard(buttons)
+        parts = render(text)
+        if not parts:
+            raise TelegramRefused("the text is empty; send at least one visible character")
+        if await self.store.is_blocked(agent, chat_id):
+            raise TelegramRefused(
+                "the user has blocked this bot; nothing can be sent until they write again"
+            )
+        reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
+        async with self._chat_locks[(agent, chat_id)]:
+            done = await self.store.sent_parts(key) if key else {}
+            ids: list[int] = []
+            plain = False
+            for number, part in enumerate(parts):
+                if number in done:
+                    ids.append(done[number])
+                    continue
+                await self.pacer.wait_turn(f"{agent}:{chat_id}")
+                request = functools.partial(
+                    _send_part,
+                    bot,
+                    chat_id,
+                    part.text,
+                    markup=markup if number == len(parts) - 1 else None,
+                    reply=reply if number == 0 else None,
+                )
+                message, fell_back = await self._deliver(agent, request, part.entities, chat_id)
+                plain = plain or fell_back
+                ids.append(message.message_id)
+                if key:
+                    await self.store.record_part(key, number, message.message_id, self.clock())
+        return Sent(
+            message_ids=ids,
+            parts=len(parts),
+            plain_fallback=plain,
+            duplicate=len(done) == len(parts),
+        )
+
+    async def edit_message(
+        self,
+        agent: str,
+        chat_id: str,
+        message_id: int,
+        text: str,
+        buttons: Sequence[Sequence[ButtonSpec]] = (),
+    ) -> Done:
+        bot = self._bot(agent)
+        parts = render(text)
+        if not parts:
+            raise TelegramRefused("the text is empty; send at least one visible character")
+        if len(parts) > 1:
+            raise TelegramRefused("an edited message must fit in one message (4096 characters)")
+        part = parts[0]
+        markup = keyboard(buttons)
+        try:
+            await self._deliver(
+                agent,
+                lambda entities: bot.edit_message_text(
+                    part.text,
+                    chat_id=chat_id,
+                    message_id=message_id,
+                    entities=entities,
+                    link_preview_options=NO_PREVIEW,
+                    reply_markup=markup,
+                ),
+                part.entities,
+                chat_id,
+            )
+        except TelegramRefused as error:
+            if "message is not modified" in str(error):
+                return Done(ok=True)  # it already shows exactly this
+            raise
+        return Done(ok=True)
+
+    async def answer_callback(
+        self, agent: str, callback_id: str, text: str | None = None, alert: bool = False
+    ) -> Done:
+        """Best effort: a query older than Telegram's window just cannot be answered."""
+        bot = self._bot(agent)
+        if text and len(text) > CALLBACK_TEXT_LIMIT:
+            text = text[: CALLBACK_TEXT_LIMIT - 1] + "…"
+        try:
+            await bot.answer_callback_query(callback_id, text=text, show_alert=alert)
+        except (BadRequest, NetworkError) as error:
+            logger.info("answer_callback for %s failed: %s", agent, type(error).__name__)
+            return Done(ok=False)
+        return Done(ok=True)
+
+    async def send_chat_action(self, agent: str, chat_id: str, action: str = "typing") -> Done:
+        """Best effort: a missed typing indicator is not worth an error."""
+        bot = self._bot(agent)
+        try:
+            await bot.send_chat_action(chat_id, action)
+        except (BadRequest, Forbidden, NetworkError, RetryAfter) as error:
+            logger.info("chat action for %s failed: %s", agent, type(error).__name__)
+            return Done(ok=False)
+        return Done(ok=True)
+
+    async def _deliver(
+        self,
+        agent: str,
+        request: Callable[[Sequence[MessageEntity] | None], Awaitable[T]],
+        entities: Sequence[MessageEntity],
+        chat_id: str,
+    ) -> tuple[T, bool]:
+        """Run one send or edit through the table in the module docstring."""
+        formatted: Sequence[MessageEntity] | None = entities or None
+        fell_back = False
+        connect_failures = 0
+        while True:
+            try:
+                result = await request(formatted)
+            except RetryAfter as error:
+                wait = seconds(error.retry_after)
+                if wait > self.max_retry_after_s:
+                    raise TelegramRefused(
+                        f"Telegram rate-limits this chat for {wait:g} s; nothing was sent. "
+                        "Try again later."
+                    ) from error
+                logger.info("%s: 429 from Telegram, waiting %g s", agent, wait)
+                await self.sleep(wait)
+            except BadRequest as error:
+                if "can't parse entities" in error.message.lower() and formatted:
+                    logger.warning("%s: Telegram refused the formatting; sending plain text", agent)
+                    formatted, fell_back = None, True
+                    continue
+                raise TelegramRefused(f"Telegram refused the message: {error.message}") from error
+            except Forbidden as error:
+                await self.store.block(agent, chat_id, self.clock())
+                logger.warning("%s: chat %s blocked the bot (403)", agent, chat_id)
+                raise TelegramRefused(
+                    "the user has blocked this bot (or left the chat); it was not delivered"
+                ) from error
+            except TimedOut as error:
+                raise TelegramRefused(
+                    "Telegram did not answer in time; the message may or may not have arrived"
+                ) from error
+            except NetworkError as error:
+                connect_failures += 1
+                if connect_failures >= CONNECT_TRIES:
+                    raise TelegramRefused(
+                        "Telegram cannot be reached right now; nothing was sent"
+                    ) from error
+                await self.sleep(0.5 * connect_failures)
+            else:
+                return result, fell_back
+
+    def _bot(self, agent: str) -> Bot:
+        bot = self.bots.get(agent)
+        if bot is None:
+            raise TelegramRefused(
+                f"no bot for agent {agent!r}; the agents with a bot token are {sorted(self.bots)}"
+            )
+        return bot
+
+
+async def _send_part(
+    bot: Bot,
+    chat_id: str,
+    text: str,
+    entities: Sequence[MessageEntity] | None,
+    *,
+    markup: InlineKeyboardMarkup | None,
+    reply: ReplyParameters | None,
+) -> Message:
+    return await bot.send_message(
+        chat_id,
+        text,
+        entities=entities,
+        link_preview_options=NO_PREVIEW,
+        reply_markup=markup,
+        reply_parameters=reply,
+    )
+
+
+def keyboard(rows: Sequence[Sequence[ButtonSpec]]) -> InlineKeyboardMarkup | None:
+    """Inline buttons, each with callback data checked against Telegram's 64-byte limit."""
+    if not rows:
+        return None
+    try:
+        return InlineKeyboardMarkup(
+            [
+                [
+                    InlineKeyboardButton(b.label, callback_data=check_callback_data(b.data))
+                    for b in row
+                ]
+                for row in rows
+                if row
+            ]
+        )
+    except ValueError as error:
+        raise TelegramRefused(str(error)) from error
+
+
+def _button(spec: ButtonSpec) -> InlineKeyboardButton:
+    return InlineKeyboardButton(spec.label, callback_data=check_callback_data(spec.data))

@@ -1,0 +1,223 @@
+"""The telegram-io MCP surface: internal tools over the inbox and the sender.
+
+Every tool is ``internal``: only the orchestrator calls them, the model never
+sees them. The pollers run in the server's lifespan, one per bot of the fleet.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from importlib.metadata import version
+from typing import Annotated, Any
+
+import anyio
+from fastmcp import FastMCP
+from pydantic import Field
+from telegram import Bot
+from telegram.request import HTTPXRequest
+
+from mcp_telegram_io.fleet import BotConfig, load_bots
+from mcp_telegram_io.models import Acked, Button, Done, Sent, Status, Updates
+from mcp_telegram_io.poller import Poller, PollPolicy
+from mcp_telegram_io.sender import ButtonSpec, Pacer, Sender
+from mcp_telegram_io.service import Inbox
+from mcp_telegram_io.settings import TelegramIOSettings
+from mcp_telegram_io.store import InboxStore
+from meshkit import create_server, load_settings
+from meshkit.errors import for_model
+from meshkit.tool_classes import internal
+from meshkit.yaml_config import ConfigError
+
+logger = logging.getLogger(__name__)
+
+INSTRUCTIONS = (
+    "Telegram I/O for the clawmesh orchestrator: a durable inbox of the bots' updates "
+    "(next_updates leases them, ack after the reply is sent) and sending with Telegram "
+    "formatting, pacing and idempotency."
+)
+
+Agent = Annotated[str, Field(min_length=1, max_length=200, description="agent id (its bot)")]
+ChatId = Annotated[str, Field(min_length=1, max_length=64, description="Telegram chat id")]
+Buttons = Annotated[
+    list[list[Button]] | None,
+    Field(description="inline keyboard: rows of buttons, under the (last) message"),
+]
+
+
+def no_bots_help(path: object) -> str:
+    return (
+        f"{path}: no agent has a bot token. Create a bot with @BotFather, then export the "
+        "variable its bot_token_env names, e.g. export TELEGRAM_BOT_TOKEN=123456:ABC..."
+    )
+
+
+def build_server(
+    settings: TelegramIOSettings | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+    policy: PollPolicy | None = None,
+) -> FastMCP[Any]:
+    """The telegram-io server; ``settings`` default to the environment (embedded mode)."""
+    settings = settings or load_settings(TelegramIOSettings)
+    configs = load_bots(settings.agents, os.environ)
+    if not configs:
+        raise ConfigError(no_bots_help(settings.agents))
+    store = InboxStore(settings.db_path)
+    inbox = Inbox(settings, store, clock=clock)
+    bots = {agent: _bot(config, settings) for agent, config in configs.items()}
+    sender = Sender(
+        bots,
+        store,
+        Pacer(settings.pace_s, settings.pace_burst, time.monotonic),
+        clock,
+        max_retry_after_s=settings.max_retry_after_s,
+    )
+    policy = policy or PollPolicy(
+        timeout_s=settings.poll_timeout_s,
+        backoff_max_s=settings.backoff_max_s,
+        conflict_backoff_s=settings.conflict_backoff_s,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
+        await store.open()
+        async with anyio.create_task_group() as tasks:
+            for agent, config in configs.items():
+                poller = Poller(
+                    config,
+                    bots[agent],
+                    store,
+                    kill_switch=settings.kill_switch,
+                    policy=policy,
+                    clock=clock,
+                    on_arrival=inbox.arrived,
+                )
+                inbox.pollers[agent] = poller
+                tasks.start_soon(poller.run, name=f"poll:{agent}")
+            tasks.start_soon(inbox.prune_forever, name="prune")
+            try:
+                yield
+            finally:
+                tasks.cancel_scope.cancel()
+        for bot in bots.values():
+            with anyio.CancelScope(shield=True):
+                await _shutdown(bot)
+        await store.aclose()
+
+    mcp = create_server(
+        "telegram-io",
+        version=version("mcp-telegram-io"),
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        checks={"database": store.ping, "bots": inbox.check_bots},
+    )
+
+    @mcp.tool(**internal(title="Next updates"))
+    async def next_updates(
+        max: Annotated[int, Field(ge=1, le=100, description="most updates to return")] = 20,
+        wait_s: Annotated[
+            float, Field(ge=0, le=50, description="long-poll: wait this long for one to arrive")
+        ] = 0,
+    ) -> Updates:
+        """Lease the oldest waiting updates of every bot (messages and button taps).
+
+        Each is handed to no one else for the lease time; ack it once handled, or it is
+        handed out again when the lease runs out.
+        """
+        return await for_model(inbox.next_updates(max, wait_s))
+
+    @mcp.tool(**internal(title="Acknowledge updates", idempotent=True))
+    async def ack(
+        ids: Annotated[list[str], Field(max_length=1000, description="'id' fields of updates")],
+    ) -> Acked:
+        """Mark updates as handled: they are never handed out again."""
+        return Acked(acked=await for_model(inbox.ack(ids)))
+
+    @mcp.tool(**internal(title="Send a message"))
+    async def send_message(  # noqa: PLR0917 (a tool's parameters are its schema)
+        agent: Agent,
+        chat_id: ChatId,
+        text: Annotated[str, Field(min_length=1, max_length=100_000, description="Markdown")],
+        buttons: Buttons = None,
+        reply_to: Annotated[int | None, Field(description="message id to reply to")] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Field(max_length=200, description="the same key again never delivers twice"),
+        ] = None,
+    ) -> Sent:
+        """Send Markdown as Telegram-formatted messages, split at 4096 characters."""
+        return await for_model(
+            sender.send_message(
+                agent,
+                chat_id,
+                text,
+                buttons=_buttons(buttons),
+                reply_to=reply_to,
+                key=idempotency_key,
+            )
+        )
+
+    @mcp.tool(**internal(title="Edit a message", idempotent=True))
+    async def edit_message(
+        agent: Agent,
+        chat_id: ChatId,
+        message_id: int,
+        text: Annotated[str, Field(min_length=1, max_length=4096, description="Markdown")],
+        buttons: Buttons = None,
+    ) -> Done:
+        """Replace a sent message's text and buttons (no buttons: they are removed)."""
+        return await for_model(
+            sender.edit_message(agent, chat_id, message_id, text, _buttons(buttons))
+        )
+
+    @mcp.tool(**internal(title="Answer a button tap", idempotent=True))
+    async def answer_callback(
+        agent: Agent,
+        callback_id: Annotated[str, Field(min_length=1, max_length=200)],
+        text: Annotated[str | None, Field(max_length=1000, description="a short notice")] = None,
+        alert: bool = False,
+    ) -> Done:
+        """Stop the button's spinner, with an optional notice (200 characters at most)."""
+        return await for_model(sender.answer_callback(agent, callback_id, text, alert))
+
+    @mcp.tool(**internal(title="Show a chat action", idempotent=True))
+    async def send_chat_action(
+        agent: Agent,
+        chat_id: ChatId,
+        action: Annotated[str, Field(pattern=r"^[a-z_]{1,32}$")] = "typing",
+    ) -> Done:
+        """Show 'typing…' (or another action) in the chat for about 5 seconds."""
+        return await for_model(sender.send_chat_action(agent, chat_id, action))
+
+    @mcp.tool(**internal(title="Inbox status", read_only=True, idempotent=True))
+    async def status() -> Status:
+        """Each bot's polling state, the updates waiting, and whether the kill switch is on."""
+        return await inbox.status()
+
+    return mcp
+
+
+def _bot(config: BotConfig, settings: TelegramIOSettings) -> Bot:
+    token = config.token.get_secret_value()
+    return Bot(
+        token,
+        base_url=f"{settings.api_base.rstrip('/')}/bot",
+        request=HTTPXRequest(connection_pool_size=16, read_timeout=15, write_timeout=15),
+        # Its own connection: the long poll must never hold up a send.
+        get_updates_request=HTTPXRequest(connection_pool_size=1, read_timeout=10),
+    )
+
+
+async def _shutdown(bot: Bot) -> None:
+    try:
+        await bot.shutdown()
+    except Exception:  # closing connections at exit: nothing left to do about a failure
+        logger.debug("bot shutdown failed", exc_info=True)
+
+
+def _buttons(rows: list[list[Button]] | None) -> list[list[ButtonSpec]]:
+    return [[ButtonSpec(b.label, b.data) for b in row] for row in rows or []]

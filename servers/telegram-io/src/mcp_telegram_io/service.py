@@ -1,0 +1,128 @@
+"""The inbox side: pollers fill it, ``next_updates`` leases from it, ``ack`` empties it.
+
+A leased update is handed to no one else until its lease runs out (default
+120 s); an update that is never acked (the orchestrator crashed mid-turn) is
+handed out again then, with ``deliveries`` counting up. Acked updates are kept
+two days so Telegram's resend of an unconfirmed batch is still recognised.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+import anyio
+from telegram import Update
+
+from mcp_telegram_io.models import BotStatus, InboxUpdate, Status, Updates, normalize
+from mcp_telegram_io.poller import FAILING, Poller
+from mcp_telegram_io.settings import TelegramIOSettings
+from mcp_telegram_io.store import InboxStore
+from meshkit.errors import ModelError
+
+logger = logging.getLogger(__name__)
+
+PRUNE_EVERY_S = 3600.0
+
+
+class BadUpdateId(ModelError):
+    pass
+
+
+class Inbox:
+    def __init__(
+        self,
+        settings: TelegramIOSettings,
+        store: InboxStore,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.pollers: dict[str, Poller] = {}
+        self._settings = settings
+        self._store = store
+        self._clock = clock
+        self._arrived = anyio.Event()
+
+    async def arrived(self, agent: str, updates: Sequence[Update]) -> None:
+        """Wake the waiting ``next_updates``; a chat that writes again has unblocked the bot."""
+        for chat in {u.message.chat.id for u in updates if u.message is not None}:
+            await self._store.unblock(agent, str(chat))
+        self._arrived.set()
+        self._arrived = anyio.Event()
+
+    async def next_updates(self, limit: int, wait_s: float) -> Updates:
+        deadline = anyio.current_time() + wait_s
+        while True:
+            event = self._arrived
+            found = await self._store.lease(limit, self._clock(), self._settings.lease_s)
+            if found:
+                return Updates(
+                    updates=[
+                        _normalized(u.agent, u.bot, u.update_id, u.body, u.deliveries)
+                        for u in found
+                    ]
+                )
+            remaining = deadline - anyio.current_time()
+            if remaining <= 0:
+                return Updates(updates=[])
+            expiry = await self._store.next_lease_expiry()
+            if expiry is not None:
+                remaining = min(remaining, max(0.01, expiry - self._clock()))
+            with anyio.move_on_after(remaining):
+                await event.wait()
+
+    async def ack(self, ids: Sequence[str]) -> int:
+        keys = []
+        for update in ids:
+            bot, _, number = update.partition(":")
+            if not bot or not number.lstrip("-").isdigit():
+                raise BadUpdateId(
+                    f"{update!r} is not an update id; pass the 'id' fields of next_updates"
+                )
+            keys.append((bot, int(number)))
+        return await self._store.ack(keys, self._clock())
+
+    async def status(self) -> Status:
+        bots = [
+            BotStatus(agent=agent, state=p.status.state, detail=p.status.detail)
+            for agent, p in self.pollers.items()
+        ]
+        return Status(
+            bots=bots,
+            pending=await self._store.pending(),
+            parked=self._settings.kill_switch.exists(),
+        )
+
+    async def check_bots(self) -> None:
+        """Health: fails naming each bot in conflict, unauthorized or parked."""
+        failing = [
+            f"{agent}: {p.status.state}"
+            for agent, p in self.pollers.items()
+            if p.status.state in FAILING
+        ]
+        if failing:
+            raise RuntimeError("; ".join(failing))
+
+    async def prune_forever(self) -> None:
+        while True:
+            removed = await self._store.prune(self._clock() - self._settings.keep_s)
+            if removed:
+                logger.info("inbox: forgot %d old acked updates", removed)
+            await anyio.sleep(PRUNE_EVERY_S)
+
+
+def _normalized(agent: str, bot: str, update_id: int, body: str, deliveries: int) -> InboxUpdate:
+    try:
+        return normalize(agent, bot, update_id, body, deliveries)
+    except (ValueError, TypeError, AttributeError):
+        logger.warning(
+            "inbox: update %s:%d could not be read; handed over as 'other'", bot, update_id
+        )
+        return InboxUpdate(
+            id=f"{bot}:{update_id}",
+            agent=agent,
+            update_id=update_id,
+            kind="other",
+            deliveries=deliveries,
+        )

@@ -1,0 +1,202 @@
+"""The durable inbox, the poll offsets, the record of sends, and blocked chats, in SQLite.
+
+Tables:
+
+    updates  (bot, update_id, agent, received_at, body, leased_until, deliveries, acked_at)
+             every update Telegram handed over; primary key (bot, update_id), insert-or-ignore
+    offsets  (bot, next_offset)     the getUpdates offset, written with the updates it confirms
+    sends    (key, part, message_id, at)   what a send with an idempotency key delivered
+    blocked  (agent, chat_id, at)   chats whose user blocked the bot (403): never retried
+
+``record`` stores a batch of updates and the new offset in one transaction, before
+the next getUpdates confirms them to Telegram: a crash at any point loses nothing,
+and a batch Telegram hands over twice is stored once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from meshkit.sqlite import SQLiteStore, transaction
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS updates (
+    bot TEXT NOT NULL,
+    update_id INTEGER NOT NULL,
+    agent TEXT NOT NULL,
+    received_at REAL NOT NULL,
+    body TEXT NOT NULL,
+    leased_until REAL NOT NULL DEFAULT 0,
+    deliveries INTEGER NOT NULL DEFAULT 0,
+    acked_at REAL,
+    PRIMARY KEY (bot, update_id)
+);
+CREATE INDEX IF NOT EXISTS updates_waiting ON updates (acked_at, leased_until, received_at);
+CREATE TABLE IF NOT EXISTS offsets (bot TEXT PRIMARY KEY, next_offset INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS sends (
+    key TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    message_id INTEGER NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (key, part)
+);
+CREATE TABLE IF NOT EXISTS blocked (
+    agent TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (agent, chat_id)
+);
+"""
+
+
+@dataclass(frozen=True)
+class StoredUpdate:
+    bot: str
+    update_id: int
+    agent: str
+    body: str  # the update as Telegram sent it, JSON text
+    deliveries: int  # how many times it has been leased, this one included
+
+
+class InboxStore(SQLiteStore):
+    SCHEMA = SCHEMA
+
+    async def offset(self, bot: str) -> int | None:
+        def read(db: sqlite3.Connection) -> int | None:
+            row = db.execute("SELECT next_offset FROM offsets WHERE bot = ?", (bot,)).fetchone()
+            return None if row is None else int(row[0])
+
+        return await self._run(read)
+
+    async def record(
+        self, bot: str, agent: str, updates: Sequence[tuple[int, str]], next_offset: int, now: float
+    ) -> int:
+        """Store the updates (once each) and the offset after them; returns how many were new."""
+        rows = [(bot, update_id, agent, now, body) for update_id, body in updates]
+
+        def write(db: sqlite3.Connection) -> int:
+            with transaction(db, "IMMEDIATE"):
+                before = db.total_changes
+                db.executemany(
+                    "INSERT OR IGNORE INTO updates (bot, update_id, agent, received_at, body)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
+                new = db.total_changes - before
+                db.execute(
+                    "INSERT INTO offsets (bot, next_offset) VALUES (?, ?) ON CONFLICT (bot)"
+                    " DO UPDATE SET next_offset = MAX(next_offset, excluded.next_offset)",
+                    (bot, next_offset),
+                )
+            return new
+
+        return await self._run(write)
+
+    async def lease(self, limit: int, now: float, lease_s: float) -> list[StoredUpdate]:
+        """The oldest waiting updates (never leased, or lease expired), leased until now+lease_s."""
+
+        def take(db: sqlite3.Connection) -> list[StoredUpdate]:
+            with transaction(db, "IMMEDIATE"):
+                found = db.execute(
+                    "SELECT bot, update_id, agent, body, deliveries FROM updates"
+                    " WHERE acked_at IS NULL AND leased_until <= ?"
+                    " ORDER BY received_at, bot, update_id LIMIT ?",
+                    (now, limit),
+                ).fetchall()
+                db.executemany(
+                    "UPDATE updates SET leased_until = ?, deliveries = deliveries + 1"
+                    " WHERE bot = ? AND update_id = ?",
+                    [(now + lease_s, bot, update_id) for bot, update_id, *_ in found],
+                )
+            return [StoredUpdate(b, u, a, body, d + 1) for b, u, a, body, d in found]
+
+        return await self._run(take)
+
+    async def next_lease_expiry(self) -> float | None:
+        """When the earliest current lease runs out (None when nothing is leased)."""
+
+        def read(db: sqlite3.Connection) -> float | None:
+            (when,) = db.execute(
+                "SELECT MIN(leased_until) FROM updates WHERE acked_at IS NULL AND leased_until > 0"
+            ).fetchone()
+            return None if when is None else float(when)
+
+        return await self._run(read)
+
+    async def ack(self, keys: Sequence[tuple[str, int]], now: float) -> int:
+        """Mark updates done; returns how many were waiting (acking twice is harmless)."""
+
+        def write(db: sqlite3.Connection) -> int:
+            with transaction(db, "IMMEDIATE"):
+                before = db.total_changes
+                db.executemany(
+                    "UPDATE updates SET acked_at = ?"
+                    " WHERE bot = ? AND update_id = ? AND acked_at IS NULL",
+                    [(now, bot, update_id) for bot, update_id in keys],
+                )
+                return db.total_changes - before
+
+        return await self._run(write)
+
+    async def pending(self) -> int:
+        def read(db: sqlite3.Connection) -> int:
+            (count,) = db.execute("SELECT COUNT(*) FROM updates WHERE acked_at IS NULL").fetchone()
+            return int(count)
+
+        return await self._run(read)
+
+    async def prune(self, before: float) -> int:
+        """Forget acked updates older than ``before`` (Telegram never resends them that late)."""
+
+        def write(db: sqlite3.Connection) -> int:
+            with transaction(db, "IMMEDIATE"):
+                cursor = db.execute(
+                    "DELETE FROM updates WHERE acked_at IS NOT NULL AND acked_at < ?", (before,)
+                )
+                db.execute("DELETE FROM sends WHERE at < ?", (before,))
+                return cursor.rowcount
+
+        return await self._run(write)
+
+    async def sent_parts(self, key: str) -> dict[int, int]:
+        """Part number → message id, for the parts of ``key`` already delivered."""
+
+        def read(db: sqlite3.Connection) -> dict[int, int]:
+            found = db.execute("SELECT part, message_id FROM sends WHERE key = ?", (key,))
+            return {int(part): int(message_id) for part, message_id in found}
+
+        return await self._run(read)
+
+    async def record_part(self, key: str, part: int, message_id: int, now: float) -> None:
+        await self._run(
+            lambda db: db.execute(
+                "INSERT OR IGNORE INTO sends (key, part, message_id, at) VALUES (?, ?, ?, ?)",
+                (key, part, message_id, now),
+            )
+        )
+
+    async def block(self, agent: str, chat_id: str, now: float) -> None:
+        await self._run(
+            lambda db: db.execute(
+                "INSERT OR REPLACE INTO blocked (agent, chat_id, at) VALUES (?, ?, ?)",
+                (agent, chat_id, now),
+            )
+        )
+
+    async def unblock(self, agent: str, chat_id: str) -> None:
+        await self._run(
+            lambda db: db.execute(
+                "DELETE FROM blocked WHERE agent = ? AND chat_id = ?", (agent, chat_id)
+            )
+        )
+
+    async def is_blocked(self, agent: str, chat_id: str) -> bool:
+        def read(db: sqlite3.Connection) -> bool:
+            found = db.execute(
+                "SELECT 1 FROM blocked WHERE agent = ? AND chat_id = ?", (agent, chat_id)
+            ).fetchone()
+            return found is not None
+
+        return await self._run(read)
