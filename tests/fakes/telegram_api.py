@@ -1,0 +1,889 @@
+"""A fake Telegram Bot API server that follows the documented contract, for real clients.
+
+    POST|GET /bot<TOKEN>/<method>   getMe deleteWebhook getUpdates sendMessage editMessageText
+                                    editMessageReplyMarkup answerCallbackQuery sendChatAction
+
+Parameters arrive as a query string, a form (what python-telegram-bot sends: complex values
+JSON-encoded inside form fields) or a JSON body. Answers are ``{"ok": true, "result": ...}`` or
+``{"ok": false, "error_code": N, "description": ...}`` worded as the real API words them: 404
+"Not Found" for a malformed token or an unknown method, 401 "Unauthorized" for an unknown or
+revoked token, 400 "Bad Request: chat not found" for a chat the bot has never heard from, and
+400 for text that is empty or over 4096 UTF-16 units, entities outside the text, callback data
+outside 1-64 bytes, an edit that changes nothing (editing text without ``reply_markup`` removes
+the keyboard, as it does for real) and a callback query never issued or answered twice.
+
+``parse_mode`` HTML and MarkdownV2 are parsed as Telegram parses them: the message holds the
+plain text and its entities (``Sent.source`` keeps the text as sent), and markup Telegram
+refuses gets its 400 "can't parse entities: ...". MarkdownV2 "> quote" lines give no entity;
+legacy Markdown is taken as plain text.
+
+getUpdates confirms every update below ``offset``, answers at once when updates are pending or
+waits up to ``timeout`` for one; ``allowed_updates`` is remembered between calls and updates of
+other kinds are dropped. A second getUpdates for the same bot ends the one in progress with 409
+"Conflict: terminated by other getUpdates request" (the newer request wins, as on Telegram);
+``conflict(token)`` answers every getUpdates with that 409 until switched off.
+
+Tests drive it in Python: ``user_message``, ``user_media`` (photo, voice, sticker,
+document) and ``tap`` inject updates; ``sent``, ``actions``, ``callback_answers``, ``calls``
+and ``pending`` read what happened; ``wait_for(predicate)`` waits for it. Faults: ``fail_next``
+(429 with retry_after, 500, nginx's 502 HTML page), ``hold``/``release`` (calls hang),
+``block`` (403), ``revoke`` (401); ``after_updates_delivered`` runs once an answer carrying
+updates has been written to the client. Call all of these from the event loop that serves the
+app: ``async with fake.serve() as base``, then ``telegram.Bot(token, base_url=f"{base}/bot")``.
+
+Standalone, for a demo: ``PYTHONPATH=tests python -m fakes.telegram_api --port 8443 --token
+123:abc``; then, with ``token`` optional when one bot is served::
+
+    curl -d '{"token": "123:abc", "user_id": 42, "text": "hi"}' localhost:8443/_control/message
+    curl -d '{"user_id": 42, "message_id": 2, "data": "pa:c:act_1"}' localhost:8443/_control/tap
+    curl 'localhost:8443/_control/sent?chat_id=42'
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import itertools
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass, field
+from http import HTTPStatus
+from typing import Any, Literal
+from urllib.parse import parse_qsl
+
+import anyio
+import uvicorn
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from fakes.serving import serving
+
+Body = dict[str, Any]
+Hook = Callable[[str, list[int]], Awaitable[None] | None]
+
+TOKEN = re.compile(r"\d+:[\w-]+")
+MAX_TEXT = 4096  # UTF-16 code units, after entity parsing
+CONFLICT = (
+    "Conflict: terminated by other getUpdates request; "
+    "make sure that only one bot instance is running"
+)
+NOT_MODIFIED = (
+    "message is not modified: specified new message content and reply markup are exactly "
+    "the same as a current content and reply markup of the message"
+)
+QUERY_INVALID = "query is too old and response timeout expired or query ID is invalid"
+BLOCKED = "Forbidden: bot was blocked by the user"
+BAD_GATEWAY = (
+    "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+    "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.18.0</center>\r\n"
+    "</body>\r\n</html>\r\n"
+)
+ACTIONS = {
+    "typing", "upload_photo", "record_video", "upload_video", "record_voice", "upload_voice",
+    "upload_document", "choose_sticker", "find_location", "record_video_note",
+    "upload_video_note",
+}  # fmt: skip
+ENTITY_TYPES = {
+    "mention", "hashtag", "cashtag", "bot_command", "url", "email", "phone_number", "bold",
+    "italic", "underline", "strikethrough", "spoiler", "blockquote", "expandable_blockquote",
+    "code", "pre", "text_link", "text_mention", "custom_emoji",
+}  # fmt: skip
+ENTITY_NEEDS = {"text_link": "url", "text_mention": "user", "custom_emoji": "custom_emoji_id"}
+BUTTON_ACTIONS = {
+    "url", "login_url", "switch_inline_query", "switch_inline_query_current_chat", "pay",
+    "web_app", "copy_text", "switch_inline_query_chosen_chat", "callback_game",
+}  # fmt: skip
+HTML_TAGS = {
+    "b": "bold", "strong": "bold", "i": "italic", "em": "italic", "u": "underline",
+    "ins": "underline", "s": "strikethrough", "strike": "strikethrough", "del": "strikethrough",
+    "a": "text_link", "code": "code", "pre": "pre", "tg-spoiler": "spoiler", "span": "spoiler",
+    "blockquote": "blockquote",
+}  # fmt: skip
+HTML_TAG = re.compile(r"<(/?)([^\s>]*)")  # the name ends at a space or ">"
+HTML_ATTR = re.compile(r"""([\w-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
+HTML_REF = re.compile(r"&(#\d+|#x[\da-fA-F]+|lt|gt|amp|quot);")  # others stay literal text
+MD_RESERVED = frozenset("_*[]()~`>#+-=|{}.!\\")
+MD_OPEN = {
+    "*": "bold", "_": "italic", "__": "underline", "~": "strikethrough", "||": "spoiler",
+    "`": "code", "```": "pre", "[": "text_link", "![": "text_link",
+}  # fmt: skip
+MD_CLOSE = {"bold": "*", "italic": "_", "underline": "__", "strikethrough": "~",
+            "spoiler": "||", "code": "`", "pre": "```", "text_link": "]"}  # fmt: skip
+MD_NAMES = {"text_link": "TextUrl"}  # the rest are capitalised: "Bold", "Italic"...
+MD_LANGUAGE = re.compile(r"([^\s`]*)\n")
+Media = Literal["photo", "voice", "sticker", "document"]
+MEDIA: dict[str, Body] = {
+    "photo": {},
+    "voice": {"duration": 3, "mime_type": "audio/ogg", "file_size": 27150},
+    "sticker": {"width": 512, "height": 512, "emoji": "👍", "set_name": "HotCherry",
+                "is_animated": False, "is_video": False, "type": "regular", "file_size": 21870},
+    "document": {"file_name": "notes.pdf", "mime_type": "application/pdf", "file_size": 48213},
+}  # fmt: skip
+FILE_PREFIX = {"photo": "AgACAgIAAxkBAAI", "voice": "AwACAgIAAxkBAAI",
+               "sticker": "CAACAgIAAxkBAAI", "document": "BQACAgIAAxkBAAI"}  # fmt: skip
+
+
+class Refused(Exception):
+    """An answer with ``"ok": false``."""
+
+    def __init__(self, status: int, description: str, parameters: Body | None = None) -> None:
+        super().__init__(description)
+        self.status, self.description, self.parameters = status, description, parameters
+
+    def response(self) -> Response:
+        body = {"ok": False, "error_code": self.status, "description": self.description}
+        return JSONResponse(body | ({"parameters": self.parameters} if self.parameters else {}),
+                            self.status)  # fmt: skip
+
+
+def bad(description: str) -> Refused:
+    return Refused(400, f"Bad Request: {description}")
+
+
+@dataclass
+class Call:
+    method: str
+    token: str
+    params: Body  # as received: form values are strings, JSON-encoded when complex
+    time: float
+
+
+@dataclass
+class Edit:
+    text: str
+    entities: list[Body]
+    parse_mode: str | None
+    reply_markup: Body | None
+    time: float
+
+
+@dataclass
+class Sent:
+    message_id: int
+    chat_id: int
+    text: str  # as the user sees it: markup parsed into ``entities``
+    entities: list[Body]
+    parse_mode: str | None
+    reply_markup: Body | None
+    link_preview_options: Body | None
+    reply_to: int | None
+    time: float
+    source: str  # the text as the request carried it
+    edits: list[Edit] = field(default_factory=list)
+
+
+@dataclass
+class Action:
+    chat_id: int
+    action: str
+    time: float
+
+
+@dataclass
+class Answer:
+    query_id: str
+    text: str | None
+    show_alert: bool
+    time: float
+
+
+@dataclass
+class _Chat:
+    json: Body
+    last_message_id: int = 0
+    messages: dict[int, Sent | Body] = field(default_factory=dict)  # Body: the user's own
+
+
+@dataclass
+class _Bot:
+    user: Body
+    revoked: bool = False
+    conflict: bool = False
+    last_update_id: int = 700_000_000
+    updates: list[Body] = field(default_factory=list)  # not confirmed yet
+    allowed: list[str] = field(default_factory=list)  # empty: every kind
+    poller: object | None = None
+    chats: dict[int, _Chat] = field(default_factory=dict)
+    blocked: set[int] = field(default_factory=set)
+    sent: list[Sent] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)
+    queries: dict[str, bool] = field(default_factory=dict)  # issued id -> answered
+    answers: list[Answer] = field(default_factory=list)
+
+
+@dataclass
+class _Fault:
+    method: str
+    token: str | None
+    status: int
+    description: str
+    parameters: Body | None
+    times: int
+
+
+class FakeTelegram:
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.after_updates_delivered: Hook | None = None
+        self._bots: dict[str, _Bot] = {}
+        self._calls: list[Call] = []
+        self._faults: list[_Fault] = []
+        self._held: set[str] = set()
+        self._changed: anyio.Event | None = None
+        self._closed = False
+        self._file_ids = itertools.count(1001)
+        self._query_ids = itertools.count(4_117_000_000_000_000_001)
+        self._methods: dict[str, Callable[[_Bot, Body], Awaitable[Any]]] = {
+            "getme": self._get_me, "deletewebhook": self._delete_webhook,
+            "getupdates": self._get_updates, "sendmessage": self._send_message,
+            "editmessagetext": self._edit_message_text,
+            "editmessagereplymarkup": self._edit_message_reply_markup,
+            "answercallbackquery": self._answer_callback_query,
+            "sendchataction": self._send_chat_action,
+        }  # fmt: skip
+        self.app = Starlette(
+            routes=[
+                Route("/bot{token}/{method}", self._endpoint, methods=["GET", "POST"]),
+                Route("/_control/{action}", self._control, methods=["GET", "POST"]),
+            ]
+        )
+
+    # -- set-up and faults ---------------------------------------------------------------
+
+    def add_bot(self, token: str, *, username: str | None = None, name: str = "Fake Bot") -> None:
+        if not TOKEN.fullmatch(token):
+            raise ValueError("a bot token looks like <digits>:<secret>")
+        bot_id = int(token.partition(":")[0])
+        user = {"id": bot_id, "is_bot": True, "first_name": name}
+        self._bots[token] = _Bot(user | {"username": username or f"fake{bot_id}_bot"})
+
+    def revoke(self, token: str) -> None:
+        self._bots[token].revoked = True
+
+    def conflict(self, token: str, on: bool = True) -> None:
+        """Another poller is present: every getUpdates of this bot answers 409."""
+        self._bots[token].conflict = on
+        self._signal()
+
+    def block(self, token: str, chat_id: int, blocked: bool = True) -> None:
+        """The user blocked the bot: calls for this chat answer 403."""
+        if blocked:
+            self._bots[token].blocked.add(chat_id)
+        else:
+            self._bots[token].blocked.discard(chat_id)
+
+    def fail_next(
+        self,
+        method: str,
+        status: int = 429,
+        *,
+        retry_after: int = 3,
+        times: int = 1,
+        description: str | None = None,
+        token: str | None = None,
+    ) -> None:
+        """The next ``times`` calls of ``method`` fail with ``status`` (429 carries retry_after;
+        502 is nginx's HTML page, as when the API is down)."""
+        parameters = {"retry_after": retry_after} if status == 429 else None
+        default = f"Too Many Requests: retry after {retry_after}" if status == 429 else None
+        description = description or default or HTTPStatus(status).phrase
+        self._faults.append(_Fault(method.lower(), token, status, description, parameters, times))
+
+    def hold(self, method: str) -> None:
+        """Calls of ``method`` hang (after authentication) until ``release``."""
+        self._held.add(method.lower())
+
+    def release(self, method: str | None = None) -> None:
+        self._held.difference_update([method.lower()] if method else list(self._held))
+        self._signal()
+
+    def close(self) -> None:
+        """End long polls and holds, so that the server can stop."""
+        self._closed = True
+        self.release()
+
+    @asynccontextmanager
+    async def serve(self) -> AsyncIterator[str]:
+        """Serve on loopback; yield ``http://127.0.0.1:PORT``."""
+        self._closed = False
+        async with serving(self.app) as url:
+            try:
+                yield url
+            finally:
+                self.close()
+
+    # -- injection -----------------------------------------------------------------------
+
+    def user_message(
+        self,
+        token: str,
+        user_id: int,
+        text: str,
+        *,
+        chat_id: int | None = None,
+        chat_type: str = "private",
+        **fields: Any,
+    ) -> int:
+        """A user writes ``text``; returns the update id. A leading /command gets its entity."""
+        command = text.split(maxsplit=1)[0] if text.startswith("/") else ""
+        entity = {"type": "bot_command", "offset": 0, "length": _utf16(command)}
+        extra = {"entities": [entity]} if command else {}
+        return self._incoming(token, user_id, chat_id, chat_type, {"text": text} | extra | fields)
+
+    def user_media(self, token: str, user_id: int, kind: Media, *, chat_id: int | None = None,
+                   **fields: Any) -> int:  # fmt: skip
+        """A photo, voice note, sticker or document, with realistic file ids and sizes;
+        ``fields`` go to the message (``caption="..."``)."""
+        n = next(self._file_ids)
+        media: Any = MEDIA[kind] | {"file_id": f"{FILE_PREFIX[kind]}{n}AAHVwo3xX9kG",
+                                    "file_unique_id": f"AgAD{n}"}  # fmt: skip
+        if kind == "photo":  # one entry per size, smallest first
+            media = [
+                {"file_id": f"{media['file_id']}{w}", "file_unique_id": f"AQAD{n}{w}", "width": w,
+                 "height": w * 3 // 4, "file_size": w * w // 10}
+                for w in (90, 320, 1280)
+            ]  # fmt: skip
+        return self._incoming(token, user_id, chat_id, "private", {kind: media} | fields)
+
+    def tap(self, token: str, user_id: int, message_id: int, data: str, *,
+            chat_id: int | None = None, forged: bool = False) -> str:  # fmt: skip
+        """The user taps the button with ``data`` under the bot's message; returns the query id.
+        ``forged``: data that no button carries (a crafted client can send it)."""
+        bot = self._bots[token]
+        chat = bot.chats[user_id if chat_id is None else chat_id]
+        sent = chat.messages.get(message_id)
+        if not isinstance(sent, Sent):
+            raise ValueError(f"the bot sent no message {message_id} to chat {chat.json['id']}")
+        rows = (sent.reply_markup or {}).get("inline_keyboard", [])
+        if not forged and data not in [b.get("callback_data") for row in rows for b in row]:
+            raise ValueError(f"message {message_id} has no button with callback_data {data!r}")
+        query_id = str(next(self._query_ids))
+        bot.queries[query_id] = False
+        message = self._message_json(bot, chat, sent)
+        instance = str(bot.user["id"] * 7919 + chat.json["id"])
+        query = {"id": query_id, "from": _user(user_id), "message": message,
+                 "chat_instance": instance, "data": data}  # fmt: skip
+        self._queue(bot, {"callback_query": query})
+        return query_id
+
+    # -- reading -------------------------------------------------------------------------
+
+    def sent(self, token: str, chat_id: int | None = None) -> list[Sent]:
+        return [s for s in self._bots[token].sent if chat_id in (None, s.chat_id)]
+
+    def actions(self, token: str, chat_id: int | None = None) -> list[Action]:
+        return [a for a in self._bots[token].actions if chat_id in (None, a.chat_id)]
+
+    def callback_answers(self, token: str) -> list[Answer]:
+        return list(self._bots[token].answers)
+
+    def calls(self, method: str | None = None) -> list[Call]:
+        return [c for c in self._calls if method is None or c.method.lower() == method.lower()]
+
+    def pending(self, token: str) -> list[int]:
+        """Ids of the updates not confirmed yet."""
+        return [u["update_id"] for u in self._bots[token].updates]
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
+        """Wait until ``predicate()`` holds, checked at every call and injection."""
+        with anyio.fail_after(timeout_s):
+            while not predicate():
+                await self._next_change()
+
+    # -- HTTP ----------------------------------------------------------------------------
+
+    async def _endpoint(self, request: Request) -> Response:
+        token, method = request.path_params["token"], request.path_params["method"]
+        params = await _params(request)
+        self._calls.append(Call(method, token, params, self.clock()))
+        self._signal()
+        try:
+            bot, handler = self._bots.get(token), self._methods.get(method.lower())
+            if not TOKEN.fullmatch(token) or handler is None:
+                raise Refused(404, "Not Found")
+            if bot is None or bot.revoked:
+                raise Refused(401, "Unauthorized")
+            while method.lower() in self._held and not self._closed:
+                await self._next_change()
+            if fault := self._fault(method, token):
+                return fault
+            result = await handler(bot, params)
+        except Refused as refused:
+            return refused.response()
+        finally:
+            self._signal()
+        ids = [u["update_id"] for u in result] if method.lower() == "getupdates" else []
+        delivered = BackgroundTask(self._delivered, token, ids) if ids else None
+        return JSONResponse({"ok": True, "result": result}, background=delivered)
+
+    async def _control(self, request: Request) -> Response:
+        args: Body = dict(request.query_params)
+        if request.method == "POST":
+            args |= await request.json()
+        only = next(iter(self._bots)) if len(self._bots) == 1 else None
+        token = args.get("token") or only
+        if token not in self._bots:
+            return JSONResponse({"error": "unknown bot: pass its token"}, 404)
+        chat_id = int(args["chat_id"]) if args.get("chat_id") else None
+        try:
+            match request.path_params["action"]:
+                case "message":
+                    update = self.user_message(token, int(args["user_id"]), str(args["text"]),
+                                               chat_id=chat_id)  # fmt: skip
+                    return JSONResponse({"update_id": update})
+                case "tap":
+                    query = self.tap(token, int(args["user_id"]), int(args["message_id"]),
+                                     str(args["data"]), chat_id=chat_id)  # fmt: skip
+                    return JSONResponse({"callback_query_id": query})
+                case "sent":
+                    return JSONResponse([asdict(s) for s in self.sent(token, chat_id)])
+        except (KeyError, ValueError) as error:
+            return JSONResponse({"error": f"{type(error).__name__}: {error}"}, 400)
+        return JSONResponse({"error": "unknown control action"}, 404)
+
+    async def _delivered(self, token: str, ids: list[int]) -> None:
+        hook = self.after_updates_delivered
+        if hook is not None and (pending := hook(token, ids)) is not None:
+            await pending
+
+    # -- methods -------------------------------------------------------------------------
+
+    async def _get_me(self, bot: _Bot, params: Body) -> Body:
+        return bot.user | {"can_join_groups": True, "can_read_all_group_messages": False,
+                           "supports_inline_queries": False, "can_connect_to_business": False,
+                           "has_main_web_app": False}  # fmt: skip
+
+    async def _delete_webhook(self, bot: _Bot, params: Body) -> bool:
+        if _flag(params, "drop_pending_updates"):
+            bot.updates.clear()
+        return True
+
+    async def _get_updates(self, bot: _Bot, params: Body) -> list[Body]:
+        offset = _int(params, "offset") or 0
+        limit = min(max(_int(params, "limit") or 100, 1), 100)
+        timeout = max(float(params.get("timeout") or 0), 0.0)
+        if (allowed := _json(params, "allowed_updates")) is not None:
+            bot.allowed = list(allowed)
+        if offset < 0:
+            bot.updates = bot.updates[offset:]
+        elif offset:
+            bot.updates = [u for u in bot.updates if u["update_id"] >= offset]
+        me = object()
+        bot.poller = me  # the request in progress, if any, learns it lost at the signal below
+        self._signal()
+        try:
+            with anyio.move_on_after(timeout):
+                while bot.poller is me and not (bot.conflict or self._closed or _ready(bot)):
+                    await self._next_change()
+            if bot.poller is not me or bot.conflict:
+                raise Refused(409, CONFLICT)
+            return _ready(bot)[:limit]
+        finally:
+            if bot.poller is me:
+                bot.poller = None
+
+    async def _send_message(self, bot: _Bot, params: Body) -> Body:
+        text, entities, mode = _render(params)
+        chat = self._chat(bot, params)
+        markup = _markup(_json(params, "reply_markup"))
+        reply = _json(params, "reply_parameters") or {}
+        reply_to = reply.get("message_id")
+        if reply_to is not None and reply_to not in chat.messages:
+            if not reply.get("allow_sending_without_reply"):
+                raise bad("message to be replied not found")
+            reply_to = None
+        chat.last_message_id += 1
+        sent = Sent(chat.last_message_id, chat.json["id"], text, entities, mode, markup,
+                    _json(params, "link_preview_options"), reply_to, self.clock(),
+                    str(params["text"]))  # fmt: skip
+        chat.messages[sent.message_id] = sent
+        bot.sent.append(sent)
+        return self._message_json(bot, chat, sent)
+
+    async def _edit_message_text(self, bot: _Bot, params: Body) -> Body:
+        chat, sent = self._editable(bot, params)
+        text, entities, mode = _render(params)
+        return self._edit(bot, chat, sent, Edit(text, entities, mode,
+                          _markup(_json(params, "reply_markup")), self.clock()))  # fmt: skip
+
+    async def _edit_message_reply_markup(self, bot: _Bot, params: Body) -> Body:
+        chat, sent = self._editable(bot, params)
+        markup = _markup(_json(params, "reply_markup"))
+        edit = Edit(sent.text, sent.entities, sent.parse_mode, markup, self.clock())
+        return self._edit(bot, chat, sent, edit)
+
+    async def _answer_callback_query(self, bot: _Bot, params: Body) -> bool:
+        query_id = str(params.get("callback_query_id") or "")
+        if bot.queries.get(query_id) is not False:
+            raise bad(QUERY_INVALID)
+        text = params.get("text")
+        if text and len(text) > 200:
+            raise bad("MESSAGE_TOO_LONG")
+        bot.queries[query_id] = True
+        bot.answers.append(Answer(query_id, text, _flag(params, "show_alert"), self.clock()))
+        return True
+
+    async def _send_chat_action(self, bot: _Bot, params: Body) -> bool:
+        chat = self._chat(bot, params)
+        if params.get("action") not in ACTIONS:
+            raise bad("wrong parameter action in request")
+        bot.actions.append(Action(chat.json["id"], params["action"], self.clock()))
+        return True
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _chat(self, bot: _Bot, params: Body) -> _Chat:
+        if params.get("chat_id") in (None, ""):
+            raise bad("chat_id is empty")
+        chat_id = _int(params, "chat_id", bad("chat not found"))
+        if (chat := bot.chats.get(chat_id or 0)) is None:
+            raise bad("chat not found")
+        if chat_id in bot.blocked:
+            raise Refused(403, BLOCKED)
+        return chat
+
+    def _editable(self, bot: _Bot, params: Body) -> tuple[_Chat, Sent]:
+        chat = self._chat(bot, params)
+        message = chat.messages.get(_int(params, "message_id") or 0)
+        if message is None:
+            raise bad("message to edit not found")
+        if not isinstance(message, Sent):
+            raise bad("message can't be edited")
+        return chat, message
+
+    def _edit(self, bot: _Bot, chat: _Chat, sent: Sent, edit: Edit) -> Body:
+        if (edit.text, edit.entities, edit.reply_markup) == (
+            sent.text, sent.entities, sent.reply_markup,
+        ):  # fmt: skip
+            raise bad(NOT_MODIFIED)
+        sent.edits.append(edit)
+        sent.text, sent.entities, sent.parse_mode = edit.text, edit.entities, edit.parse_mode
+        sent.reply_markup = edit.reply_markup
+        return self._message_json(bot, chat, sent)
+
+    def _message_json(self, bot: _Bot, chat: _Chat, sent: Sent) -> Body:
+        message = {"message_id": sent.message_id, "from": bot.user, "chat": chat.json,
+                   "date": int(sent.time), "text": sent.text}  # fmt: skip
+        if sent.edits:
+            message["edit_date"] = int(sent.edits[-1].time)
+        if sent.entities:
+            message["entities"] = sent.entities
+        if sent.reply_markup and "inline_keyboard" in sent.reply_markup:
+            message["reply_markup"] = sent.reply_markup
+        if sent.reply_to is not None:
+            replied = chat.messages[sent.reply_to]
+            replied = (
+                replied if isinstance(replied, dict) else self._message_json(bot, chat, replied)
+            )
+            message["reply_to_message"] = replied
+        return message
+
+    def _incoming(self, token: str, user_id: int, chat_id: int | None, chat_type: str,
+                  fields: Body) -> int:  # fmt: skip
+        bot = self._bots[token]
+        chat_id = user_id if chat_id is None else chat_id
+        if (chat := bot.chats.get(chat_id)) is None:
+            chat_json = {"id": chat_id, "title": f"Group {chat_id}", "type": chat_type}
+            if chat_type == "private":
+                chat_json = {"id": chat_id, "first_name": _user(user_id)["first_name"],
+                             "type": "private"}  # fmt: skip
+            chat = bot.chats[chat_id] = _Chat(chat_json)
+        chat.last_message_id += 1
+        message = {"message_id": chat.last_message_id, "from": _user(user_id),
+                   "chat": chat.json, "date": int(self.clock())} | fields  # fmt: skip
+        chat.messages[chat.last_message_id] = message
+        return self._queue(bot, {"message": message})
+
+    def _queue(self, bot: _Bot, update: Body) -> int:
+        bot.last_update_id += 1
+        bot.updates.append({"update_id": bot.last_update_id} | update)
+        self._signal()
+        return bot.last_update_id
+
+    def _fault(self, method: str, token: str) -> Response | None:
+        for fault in self._faults:
+            if fault.method == method.lower() and fault.token in (None, token):
+                fault.times -= 1
+                if fault.times <= 0:
+                    self._faults.remove(fault)
+                if fault.status == 502:
+                    return Response(BAD_GATEWAY, 502, media_type="text/html")
+                raise Refused(fault.status, fault.description, fault.parameters)
+        return None
+
+    async def _next_change(self) -> None:
+        self._changed = self._changed or anyio.Event()
+        await self._changed.wait()
+
+    def _signal(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+
+async def _params(request: Request) -> Body:
+    params: Body = dict(request.query_params)
+    kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if kind == "application/json":
+        body = await request.json()
+        params |= body if isinstance(body, dict) else {}
+    elif kind == "multipart/form-data":
+        form = await request.form()
+        params |= {k: v for k, v in form.items() if isinstance(v, str)}
+    else:
+        params |= dict(parse_qsl((await request.body()).decode(), keep_blank_values=True))
+    return params
+
+
+def _json(params: Body, name: str) -> Any:
+    value = params.get(name)
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        raise bad(f"can't parse {name} JSON object") from None
+
+
+def _int(params: Body, name: str, refusal: Refused | None = None) -> int | None:
+    value = params.get(name)
+    try:
+        return None if value in (None, "") else int(value)
+    except (TypeError, ValueError):
+        raise refusal or bad(f"invalid {name} specified") from None
+
+
+def _flag(params: Body, name: str) -> bool:
+    return params.get(name) in (True, "true", "True", "1", 1)
+
+
+def _utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _user(user_id: int) -> Body:
+    return {"id": user_id, "is_bot": False, "first_name": f"User {user_id}", "language_code": "en"}
+
+
+def _ready(bot: _Bot) -> list[Body]:
+    if bot.allowed:  # updates of other kinds are never delivered, as if never created
+        bot.updates = [u for u in bot.updates if set(u) & set(bot.allowed)]
+    return list(bot.updates)
+
+
+def _markup(markup: Any) -> Body | None:
+    if markup is not None and not isinstance(markup, dict):
+        raise bad("can't parse reply keyboard markup JSON object")
+    if markup is None or "inline_keyboard" not in markup:
+        return markup
+    rows = markup["inline_keyboard"]
+    if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
+        raise bad('can\'t parse inline keyboard: field "inline_keyboard" must be an Array')
+    for button in (button for row in rows for button in row):
+        data = button.get("callback_data") if isinstance(button, dict) else None
+        if not isinstance(button, dict) or not isinstance(button.get("text"), str):
+            raise bad('can\'t parse inline keyboard button: Field "text" must be of type String')
+        if data is not None and not 1 <= len(str(data).encode()) <= 64:
+            raise bad("BUTTON_DATA_INVALID")
+        if data is None and not BUTTON_ACTIONS & set(button):
+            raise bad("can't parse inline keyboard button: Text buttons are unallowed in the "
+                      "inline keyboard")  # fmt: skip
+    return markup
+
+
+def _render(params: Body) -> tuple[str, list[Body], str | None]:
+    """The text a message shows and its entities, from text + entities or parse_mode."""
+    source, mode = str(params.get("text") or ""), params.get("parse_mode") or None
+    entities = _json(params, "entities")
+    if entities is not None:  # explicit entities win over parse_mode
+        text, entities = source, _check_entities(source, entities)
+    elif mode is None or mode == "Markdown":  # legacy Markdown is not checked
+        text, entities = source, []
+    elif mode.lower() in ("html", "markdownv2"):
+        parse = _parse_html if mode.lower() == "html" else _parse_markdown_v2
+        text, entities = parse(source)
+    else:
+        raise bad(f"unsupported parse_mode {mode!r}")
+    if not text.strip():
+        raise bad("message text is empty")
+    if _utf16(text) > MAX_TEXT:
+        raise bad("message is too long")
+    return text, entities, mode
+
+
+def _check_entities(text: str, entities: Any) -> list[Body]:
+    if not isinstance(entities, list):
+        raise bad("can't parse entities JSON object")
+    size = _utf16(text)
+    for n, entity in enumerate(entities):
+        kind = entity.get("type") if isinstance(entity, dict) else None
+        if kind not in ENTITY_TYPES or not isinstance(entity, dict):
+            raise bad(f"can't parse entities: entity {n}: unsupported type {kind!r}")
+        offset, length = entity.get("offset"), entity.get("length")
+        if not isinstance(offset, int) or not isinstance(length, int) or offset < 0 or length < 1:
+            raise bad(f"can't parse entities: entity {n} ({kind}): bad offset or length")
+        if offset + length > size:
+            raise bad(f"can't parse entities: entity {n} ({kind}) at {offset}+{length} ends "
+                      f"beyond the text ({size} UTF-16 units)")  # fmt: skip
+        if kind in ENTITY_NEEDS and not entity.get(ENTITY_NEEDS[kind]):
+            raise bad(f"can't parse entities: entity {n} ({kind}) needs {ENTITY_NEEDS[kind]}")
+    return sorted(entities, key=lambda e: (e["offset"], -e["length"]))
+
+
+class _Writer:
+    """The text a message shows, with entities at UTF-16 offsets."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.entities: list[Body] = []
+
+    def put(self, text: str) -> None:
+        self.parts.append(text)
+        self.size += _utf16(text)
+
+    def close(self, start: int, entity: Body | None) -> None:
+        if entity is not None and self.size > start:
+            self.entities.append(entity | {"offset": start, "length": self.size - start})
+
+    def result(self) -> tuple[str, list[Body]]:
+        return "".join(self.parts), sorted(self.entities, key=lambda e: (e["offset"], -e["length"]))
+
+
+def _markup_error(message: str) -> Refused:
+    return bad(f"can't parse entities: {message}")
+
+
+def _at(source: str, index: int) -> int:
+    return len(source[:index].encode())  # Telegram reports byte offsets
+
+
+def _parse_html(source: str) -> tuple[str, list[Body]]:
+    out, i = _Writer(), 0
+    opened: list[tuple[str, int, Body | None]] = []  # tag, start, entity
+    while i < len(source):
+        if source[i] == "&" and (ref := HTML_REF.match(source, i)):
+            out.put(html.unescape(ref[0]))
+            i = ref.end()
+            continue
+        if source[i] != "<":
+            out.put(source[i])
+            i += 1
+            continue
+        tag, at = HTML_TAG.match(source, i), _at(source, i)
+        assert tag is not None  # every "<" starts one
+        name, end = tag[2].lower(), source.find(">", tag.end())
+        if end < 0 and (tag[1] or tag.end() == len(source)):
+            raise _markup_error(f"Unclosed {'end' if tag[1] else 'start'} tag at byte offset {at}")
+        if not tag[1] and name not in HTML_TAGS:
+            raise _markup_error(f'Unsupported start tag "{name}" at byte offset {at}')
+        if end < 0:
+            raise _markup_error(f"Unclosed start tag at byte offset {at}")
+        rest, i = source[tag.end() : end], end + 1
+        if tag[1]:
+            if not opened:
+                raise _markup_error(f"Unexpected end tag at byte offset {at}")
+            if name and name != opened[-1][0]:
+                raise _markup_error(f'Unmatched end tag at byte offset {at}, expected '
+                                    f'"</{opened[-1][0]}>", found "</{name}>"')  # fmt: skip
+            out.close(*opened.pop()[1:])
+            continue
+        found = HTML_ATTR.finditer(rest)
+        attrs = {m[1].lower(): html.unescape(m[2] or m[3] or m[4]) for m in found}
+        entity: Body | None = {"type": HTML_TAGS[name]}
+        if name == "blockquote" and "expandable" in rest:
+            entity = {"type": "expandable_blockquote"}
+        elif name == "a":
+            entity = {"type": "text_link", "url": attrs["href"]} if attrs.get("href") else None
+        elif name == "span" and attrs.get("class") != "tg-spoiler":
+            raise _markup_error('Tag "span" must have class "tg-spoiler"')
+        elif name == "code" and opened and opened[-1][0] == "pre":
+            language = attrs.get("class", "").removeprefix("language-")
+            if language and (pre := opened[-1][2]) is not None:
+                pre["language"], entity = language, None
+        opened.append((name, out.size, entity))
+    if opened:
+        raise _markup_error(f'Can\'t find end tag corresponding to start tag "{opened[-1][0]}"')
+    return out.result()
+
+
+def _parse_markdown_v2(source: str) -> tuple[str, list[Body]]:
+    out, i = _Writer(), 0
+    opened: list[tuple[str, int, int, Body | None]] = []  # kind, start, source index, entity
+    while i < len(source):
+        c, inside = source[i], opened[-1][0] if opened else None
+        if c == "\\" and i + 1 < len(source) and 0 < ord(source[i + 1]) <= 126:
+            out.put(source[i + 1])
+            i += 2
+        elif c not in MD_RESERVED or (inside in ("code", "pre") and c != "`"):
+            out.put(c)
+            i += 1
+        elif c == ">" and not opened and (i == 0 or source[i - 1] == "\n"):
+            i += 1  # a quoted line: accepted, without a blockquote entity
+        elif (
+            inside
+            and source.startswith(MD_CLOSE[inside], i)
+            and not (inside == "italic" and source.startswith("__", i))
+        ):
+            kind, start, _, entity = opened.pop()
+            i += len(MD_CLOSE[kind])
+            if kind == "text_link":  # [text](url); without a URL no entity
+                entity = None
+                if source.startswith("(", i):
+                    end = _url_end(source, i + 1)
+                    if end < 0:
+                        at = _at(source, i)
+                        raise _markup_error(f"Can't find end of a URL at byte offset {at}")
+                    entity = {"type": kind, "url": re.sub(r"\\(.)", r"\1", source[i + 1 : end])}
+                    i = end + 1
+            out.close(start, entity)
+        else:
+            mark = next((m for m in ("```", "__", "||", "![") if source.startswith(m, i)), c)
+            if (opening := MD_OPEN.get(mark)) is None:
+                raise _markup_error(
+                    f"Character '{c}' is reserved and must be escaped with the preceding '\\'"
+                )
+            begin, i, started = i, i + len(mark), {"type": opening}
+            if opening == "pre" and (language := MD_LANGUAGE.match(source, i)):
+                started |= {"language": language[1]} if language[1] else {}
+                i = language.end()
+            opened.append((opening, out.size, begin, started))
+    if opened:
+        kind, _, begin, _ = opened[-1]
+        name = MD_NAMES.get(kind, kind.capitalize())
+        raise _markup_error(f"Can't find end of {name} entity at byte offset {_at(source, begin)}")
+    return out.result()
+
+
+def _url_end(source: str, i: int) -> int:
+    while i < len(source):
+        if source[i] == ")":
+            return i
+        i += 2 if source[i] == "\\" else 1
+    return -1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m fakes.telegram_api",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8443)
+    parser.add_argument("--token", action="append", required=True, help="a bot to serve")
+    args = parser.parse_args()
+    fake = FakeTelegram()
+    for token in args.token:
+        fake.add_bot(token)
+    uvicorn.run(fake.app, host=args.host, port=args.port, access_log=False)  # URLs hold tokens
+
+
+if __name__ == "__main__":
+    main()
