@@ -35,8 +35,8 @@ def message(update_id: int, text: str, *, user: int = 42, chat_type: str = "priv
     return json.dumps(body)
 
 
-def settings(tmp_path: Path, **overrides: object) -> TelegramIOSettings:
-    return TelegramIOSettings(data_dir=tmp_path, agents=tmp_path / "agents.yaml", **overrides)
+def settings(tmp_path: Path, lease_s: float = 120) -> TelegramIOSettings:
+    return TelegramIOSettings(data_dir=tmp_path, agents=tmp_path / "agents.yaml", lease_s=lease_s)
 
 
 async def test_a_batch_handed_over_twice_is_kept_once_with_the_offset_after_it(

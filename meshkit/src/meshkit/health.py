@@ -1,8 +1,9 @@
 """``GET /health``: unauthenticated liveness and readiness for container healthchecks.
 
 A check is an async callable that returns normally when healthy and raises when
-not. The answer is ``200 {"status": "ok", ...}`` or ``503`` naming each failing
-check. A check that hangs counts as failing after ``CHECK_TIMEOUT_S``.
+not; a ``CheckFailed`` has its message shown, any other error only its type. The
+answer is ``200 {"status": "ok", ...}`` or ``503`` naming each failing check. A check
+that hangs counts as failing after ``CHECK_TIMEOUT_S``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ Check = Callable[[], Awaitable[None]]
 CHECK_TIMEOUT_S = 2.0
 
 
+class CheckFailed(Exception):
+    """A failing check whose message is shown in the answer (write it without secrets)."""
+
+
 async def run_checks(checks: Mapping[str, Check]) -> dict[str, str]:
     results: dict[str, str] = {}
     for name, check in checks.items():
@@ -28,6 +33,8 @@ async def run_checks(checks: Mapping[str, Check]) -> dict[str, str]:
                 await check()
         except TimeoutError:
             results[name] = f"fail: no answer within {CHECK_TIMEOUT_S:g}s"
+        except CheckFailed as error:
+            results[name] = f"fail: {error}"
         except Exception as error:  # a check may fail in any way; report, never crash
             logger.warning("health check %s failed: %s", name, error)
             results[name] = f"fail: {type(error).__name__}"

@@ -181,7 +181,7 @@ class Sender:
                 chat_id,
             )
         except TelegramRefused as error:
-            if "message is not modified" in str(error):
+            if "message is not modified" in str(error).lower():
                 return Done(ok=True)  # it already shows exactly this
             raise
         return Done(ok=True)

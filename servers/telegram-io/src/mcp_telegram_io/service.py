@@ -20,6 +20,7 @@ from mcp_telegram_io.poller import FAILING, Poller
 from mcp_telegram_io.settings import TelegramIOSettings
 from mcp_telegram_io.store import InboxStore
 from meshkit.errors import ModelError
+from meshkit.health import CheckFailed
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ class Inbox:
             if p.status.state in FAILING
         ]
         if failing:
-            raise RuntimeError("; ".join(failing))
+            raise CheckFailed("; ".join(failing))
 
     async def prune_forever(self) -> None:
         while True:

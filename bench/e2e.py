@@ -1,0 +1,129 @@
+"""Through the real processes: from a Telegram update becoming available to the reply.
+
+uv run python -m bench.e2e [--iterations 100] [--warmup 10] [--rounds 5]
+
+telegram-io, memory and weather run as HTTP servers in their own processes, the
+orchestrator as ``python -m orchestrator``; fake Telegram, a zero-latency fake OpenAI
+and fake Open-Meteo are served in this process (tests/fakes/mesh.py). One sample:
+
+    the fake Telegram gets a user message (the update is available to getUpdates)
+    → telegram-io's long poll → inbox → the orchestrator's next_updates → the turn
+      (memory, the model, the weather tool over HTTP) → send_message → sendMessage
+    = the time of that sendMessage at the fake minus the time of the injection
+
+Per-chat pacing (about one message a second, a deliberate delay) is off here
+(TELEGRAM_PACE_S=0) so the figures are the mesh's own time. Scenarios interleave in
+rounds; figures are medians and 99th percentiles. Then the resident memory (VmRSS)
+of every process, after the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+from bench._fakes import Body, Step, call, calls, text
+from bench.turn import TEXT_ANSWER, TEXT_PROMPT, TOOL_ANSWER, TOOL_PROMPT, WEATHER_TOOL
+from fakes.mesh import TOKENS, USER, Mesh, running_mesh
+
+TOKEN = TOKENS["clawdia"]
+GOAL_P50_MS = {"text only": None, "one tool call": 30.0}
+GOAL_RSS_MB = 70.0
+
+
+def answer(body: Body) -> Step:
+    last = body["input"][-1]
+    if last.get("type") == "function_call_output":
+        output = str(last["output"])
+        return text(f"tool failed: {output}" if output.startswith('{"error"') else TOOL_ANSWER)
+    if last.get("content") == TOOL_PROMPT:
+        return calls(call(WEATHER_TOOL, location="Paris"))
+    return text(TEXT_ANSWER)
+
+
+async def one(mesh: Mesh, prompt: str, expected: str) -> float:
+    """Milliseconds from the injection of ``prompt`` to the reply's sendMessage."""
+    before = len(mesh.telegram.sent(TOKEN, USER))
+    injected = time.time()
+    mesh.telegram.user_message(TOKEN, USER, prompt)
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(TOKEN, USER)) > before, 30)
+    reply = mesh.telegram.sent(TOKEN, USER)[before]
+    if reply.text != expected:
+        raise RuntimeError(f"unexpected reply {reply.text[:300]!r}; expected {expected!r}")
+    return (reply.time - injected) * 1000
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def run(iterations: int, warmup: int, rounds: int) -> None:
+    scenarios = {
+        "text only": (TEXT_PROMPT, TEXT_ANSWER),
+        "one tool call": (TOOL_PROMPT, TOOL_ANSWER),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in scenarios}
+    with tempfile.TemporaryDirectory(prefix="clawmesh-bench-") as tmp:
+        async with running_mesh(Path(tmp), telegram_io_env={"TELEGRAM_PACE_S": "0"}) as mesh:
+            mesh.llm.default = answer
+            for _ in range(warmup):
+                for prompt, expected in scenarios.values():
+                    await one(mesh, prompt, expected)
+            began = time.perf_counter()
+            per_round = max(1, iterations // rounds)
+            for _ in range(rounds):
+                for name, (prompt, expected) in scenarios.items():
+                    for _ in range(per_round):
+                        samples[name].append(await one(mesh, prompt, expected))
+            elapsed = time.perf_counter() - began
+            rss = {name: rss_mb(service.pid) for name, service in mesh.services.items()}
+
+    print(
+        f"update available → reply at fake Telegram, real processes, zero-latency fake LLM: "
+        f"{per_round * rounds} per scenario after {warmup} warm-up, {rounds} interleaved "
+        f"rounds, {elapsed:.1f} s\n"
+    )
+    print(f"{'scenario':<16} | {'p50 ms':>7} | {'p99 ms':>7} | goal")
+    print(f"{'-' * 16}-+-{'-' * 7}-+-{'-' * 7}-+-{'-' * 22}")
+    for name, values in samples.items():
+        p50, p99 = statistics.median(values), percentile(values, 0.99)
+        target = GOAL_P50_MS[name]
+        met = target is not None and p50 < target
+        verdict = "" if target is None else f"p50 < {target:g} ms: {'met' if met else 'MISSED'}"
+        print(f"{name:<16} | {p50:7.2f} | {p99:7.2f} | {verdict}")
+    print(f"\n{'process':<16} | {'RSS MB':>7} | goal")
+    print(f"{'-' * 16}-+-{'-' * 7}-+-{'-' * 22}")
+    for name, mb in rss.items():
+        server = name != "orchestrator"
+        rss_goal = f"< {GOAL_RSS_MB:g} MB: {'met' if mb < GOAL_RSS_MB else 'MISSED'}"
+        print(f"{name:<16} | {mb:7.1f} | {rss_goal if server else ''}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.e2e",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--iterations", type=int, default=100, help="timed samples per scenario")
+    parser.add_argument("--warmup", type=int, default=10, help="untimed samples per scenario")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
+    args = parser.parse_args()
+    anyio.run(run, args.iterations, args.warmup, args.rounds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Telegram end to end: real processes (telegram-io, memory, weather over HTTP with a token,
+the orchestrator), fake Telegram, fake OpenAI and fake Open-Meteo in the test process."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from fakes.mesh import API_KEY, MESH_TOKEN, STRANGER, TOKENS, USER, Mesh, eventually, running_mesh
+from fakes.responses_api import HANG, call, calls, text
+from fakes.world import answer_from_output
+
+pytestmark = pytest.mark.anyio
+
+CLAWDIA = TOKENS["clawdia"]
+
+
+@pytest.fixture
+async def mesh(tmp_path: Path) -> AsyncIterator[Mesh]:
+    async with running_mesh(tmp_path) as mesh:
+        yield mesh
+
+
+async def test_a_message_gets_typing_a_tool_call_and_a_reply(mesh: Mesh) -> None:
+    mesh.llm.script(
+        calls(call("weather__get_current_weather", location="Paris")),
+        answer_from_output(lambda out: f"It is **{out['temperature']}** in Paris."),
+    )
+    mesh.telegram.user_message(CLAWDIA, USER, "weather in Paris?")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 60)
+    reply = mesh.telegram.sent(CLAWDIA, USER)[0]
+    assert reply.text.startswith("It is ")
+    assert reply.text.endswith(" in Paris.")
+    assert "**" not in reply.text
+    assert [e["type"] for e in reply.entities] == ["bold"]
+    assert mesh.telegram.actions(CLAWDIA, USER)[0].action == "typing"
+    assert mesh.telegram.actions(CLAWDIA, USER)[0].time <= reply.time
+    assert len(mesh.llm.requests) == 2
+
+
+async def test_strangers_and_group_chats_get_nothing(mesh: Mesh) -> None:
+    mesh.telegram.user_message(CLAWDIA, STRANGER, "hello?")
+    mesh.telegram.user_message(CLAWDIA, USER, "hello group", chat_id=-100123, chat_type="group")
+    mesh.llm.script(text("Hi!"))
+    mesh.telegram.user_message(CLAWDIA, USER, "hello")  # after both: answered last
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA)) >= 1, 60)
+    assert [(s.chat_id, s.text) for s in mesh.telegram.sent(CLAWDIA)] == [(USER, "Hi!")]
+    assert len(mesh.llm.requests) == 1
+    assert mesh.telegram.actions(CLAWDIA, STRANGER) == []
+
+
+async def test_a_6000_character_reply_arrives_as_ordered_parts(mesh: Mesh) -> None:
+    paragraphs = [f"Paragraph {n}: " + "word " * 58 for n in range(20)]  # ~300 chars each
+    mesh.llm.script(text("\n\n".join(paragraphs)))
+    mesh.telegram.user_message(CLAWDIA, USER, "tell me a lot")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 2, 60)
+    parts = mesh.telegram.sent(CLAWDIA, USER)
+    assert all(len(p.text) <= 4096 for p in parts)
+    assert parts[0].text.startswith("Paragraph 0:")
+    assert parts[1].text.startswith("Paragraph ")  # cut between paragraphs
+    joined = "\n\n".join(p.text for p in parts)
+    assert [line.split(":")[0] for line in joined.split("\n\n")] == [
+        f"Paragraph {n}" for n in range(20)
+    ]
+
+
+async def test_refused_formatting_falls_back_to_plain_text(mesh: Mesh) -> None:
+    mesh.telegram.fail_next(
+        "sendMessage", 400, description="Bad Request: can't parse entities: unexpected end tag"
+    )
+    mesh.llm.script(text("A **bold** claim."))
+    mesh.telegram.user_message(CLAWDIA, USER, "say something bold")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 60)
+    reply = mesh.telegram.sent(CLAWDIA, USER)[0]
+    assert reply.text == "A bold claim."
+    assert reply.entities == []
+    assert len(mesh.telegram.calls("sendMessage")) == 2
+
+
+async def test_a_429_is_waited_out_and_the_reply_delivered_once(mesh: Mesh) -> None:
+    mesh.telegram.fail_next("sendMessage", 429, retry_after=1)
+    mesh.llm.script(text("Patience pays."))
+    mesh.telegram.user_message(CLAWDIA, USER, "hello")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 60)
+    tries = mesh.telegram.calls("sendMessage")
+    assert len(tries) == 2
+    assert tries[1].time - tries[0].time >= 1.0
+    assert [s.text for s in mesh.telegram.sent(CLAWDIA, USER)] == ["Patience pays."]
+
+
+async def test_media_gets_a_short_reply_without_the_model(mesh: Mesh) -> None:
+    mesh.telegram.user_media(CLAWDIA, USER, "voice")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 60)
+    assert "only read text" in mesh.telegram.sent(CLAWDIA, USER)[0].text
+    assert mesh.llm.requests == []
+
+
+async def test_stop_cancels_a_long_turn(mesh: Mesh) -> None:
+    mesh.llm.script(HANG)
+    mesh.telegram.user_message(CLAWDIA, USER, "think hard about this")
+    await mesh.telegram.wait_for(lambda: len(mesh.llm.requests) == 1, 60)
+    mesh.telegram.user_message(CLAWDIA, USER, "/stop")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 30)
+    assert mesh.telegram.sent(CLAWDIA, USER)[0].text.startswith("Stopped")
+    mesh.llm.script(text("Fresh answer."))
+    mesh.telegram.user_message(CLAWDIA, USER, "hello again")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 2, 30)
+    assert [s.text for s in mesh.telegram.sent(CLAWDIA, USER)][1] == "Fresh answer."
+    # The stopped turn left nothing in the conversation.
+    sent_items = mesh.llm.requests[-1]["input"]
+    assert [i.get("content") for i in sent_items] == ["hello again"]
+
+
+async def test_409_makes_health_degraded_until_the_other_poller_leaves(mesh: Mesh) -> None:
+    telegram_io = mesh.services["telegram_io"]
+
+    async def health_is(code: int) -> bool:
+        return (await telegram_io.health()).status_code == code
+
+    mesh.telegram.conflict(CLAWDIA)
+    await eventually(lambda: health_is(503))
+    body = (await telegram_io.health()).json()
+    assert "clawdia: conflict" in json.dumps(body)
+    assert "409 CONFLICT" in telegram_io.log.read_text()
+    mesh.telegram.conflict(CLAWDIA, on=False)
+    await eventually(lambda: health_is(200))
+    mesh.llm.script(text("Back."))
+    mesh.telegram.user_message(CLAWDIA, USER, "still there?")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 30)
+
+
+async def test_no_token_or_key_reaches_any_log(mesh: Mesh) -> None:
+    mesh.llm.script(text("Hi."))
+    mesh.telegram.user_message(CLAWDIA, USER, "hi")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 60)
+    logs = mesh.logs()
+    assert "dispatch" in logs or "turn agent=clawdia" in logs
+    for secret in (CLAWDIA, API_KEY, MESH_TOKEN):
+        assert secret not in logs

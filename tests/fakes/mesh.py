@@ -1,0 +1,233 @@
+"""The whole mesh as real processes, for end-to-end tests and bench/e2e.py.
+
+    test process:  fake Telegram, fake OpenAI, fake Open-Meteo   (served on loopback)
+    processes:     python -m mcp_telegram_io, mcp_memory, mcp_weather  (HTTP, bearer token)
+                   python -m orchestrator                              (the Telegram channel)
+
+Each process writes its log to ``<tmp>/logs/<name>.log``. ``kill`` sends SIGKILL (a
+crash), ``start`` starts it again with the same data directory.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import httpx
+
+from fakes.open_meteo import FakeOpenMeteo
+from fakes.responses_api import FakeOpenAI
+from fakes.serving import free_port, serving
+from fakes.telegram_api import FakeTelegram
+
+ROOT = Path(__file__).resolve().parents[2]
+MESH_TOKEN = "mesh-token-e2e-0123456789abcdef"
+API_KEY = "sk-test-e2e-0123456789-not-a-key"
+USER = 4242  # the allowed Telegram user
+STRANGER = 777
+# Shaped like real tokens (digits ':' 35 characters), so log redaction recognises them.
+TOKENS = {
+    "clawdia": "7000000001:AAFakeTokenForClawdia0123456789abcde",
+    "bob": "7000000002:AAFakeTokenForBob000123456789abcdefg",
+}
+SERVERS = {"weather": "mcp_weather", "memory": "mcp_memory", "telegram_io": "mcp_telegram_io"}
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 30.0) -> None:
+    """Until ``check()`` holds: for state in another process, which offers no event."""
+    with anyio.fail_after(timeout_s):
+        while not await check():  # noqa: ASYNC110
+            await anyio.sleep(0.05)
+
+
+@dataclass
+class Service:
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    log: Path
+    health_url: str | None = None
+    process: anyio.abc.Process | None = None
+
+    async def start(self, timeout_s: float = 60.0) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("ab") as log:
+            self.process = await anyio.open_process(
+                self.argv, env=self.env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+            )
+        if self.health_url is not None:
+            await self.wait_healthy(timeout_s)
+
+    async def wait_healthy(self, timeout_s: float = 60.0) -> None:
+        assert self.health_url is not None
+        async with httpx.AsyncClient(timeout=2) as client:
+            with anyio.fail_after(timeout_s):
+                while True:
+                    if self.process is not None and self.process.returncode is not None:
+                        raise RuntimeError(f"{self.name} exited: {self.log.read_text()[-2000:]}")
+                    try:
+                        if (await client.get(self.health_url)).status_code in (200, 503):
+                            return
+                    except httpx.TransportError:
+                        pass
+                    await anyio.sleep(0.05)
+
+    async def health(self) -> httpx.Response:
+        assert self.health_url is not None
+        async with httpx.AsyncClient(timeout=2) as client:
+            return await client.get(self.health_url)
+
+    async def kill(self) -> None:
+        """SIGKILL: nothing is flushed, nothing is cleaned up."""
+        if self.process is not None and self.process.returncode is None:
+            self.process.send_signal(signal.SIGKILL)
+            await self.process.wait()
+
+    async def stop(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.terminate()
+            with anyio.move_on_after(10):
+                await self.process.wait()
+            await self.kill()
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+
+@dataclass
+class Mesh:
+    telegram: FakeTelegram
+    llm: FakeOpenAI
+    services: dict[str, Service]
+    tmp: Path
+    agents: list[str] = field(default_factory=list)
+
+    @property
+    def orchestrator(self) -> Service:
+        return self.services["orchestrator"]
+
+    def logs(self) -> str:
+        return "\n".join(s.log.read_text(errors="replace") for s in self.services.values())
+
+
+def _write_config(tmp: Path, agents: list[str], ports: dict[str, int]) -> tuple[Path, Path]:
+    config = tmp / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    registry = config / "servers.yaml"
+    registry.write_text(
+        "servers:\n"
+        + "".join(f"  {name}: {{url: 'http://127.0.0.1:{ports[name]}/mcp'}}\n" for name in SERVERS)
+    )
+    fleet = ["agents:"]
+    for agent in agents:
+        persona = ROOT / "agents" / "clawdia"
+        if agent != "clawdia":
+            persona = tmp / "agents" / agent
+            persona.mkdir(parents=True, exist_ok=True)
+            (persona / "IDENTITY.md").write_text(f"You are {agent.title()}, a terse assistant.\n")
+        fleet += [
+            f"  {agent}:",
+            f"    name: {agent.title()}",
+            f"    bot_token_env: {agent.upper()}_BOT_TOKEN",
+            f"    allowed_user_ids: ['{USER}']",
+            f"    persona: {persona}",
+            "    servers: [weather, memory]",
+            "    timezone: Europe/Paris",
+        ]
+    agents_file = config / "agents.yaml"
+    agents_file.write_text("\n".join(fleet) + "\n")
+    return registry, agents_file
+
+
+@asynccontextmanager
+async def running_mesh(
+    tmp: Path,
+    *,
+    agents: tuple[str, ...] = ("clawdia",),
+    lease_s: float = 120.0,
+    telegram_io_env: dict[str, str] | None = None,
+) -> AsyncIterator[Mesh]:
+    """Fakes in this process, the servers and the orchestrator as processes, all started."""
+    telegram, llm, open_meteo = FakeTelegram(), FakeOpenAI(), FakeOpenMeteo()
+    for agent in agents:
+        telegram.add_bot(TOKENS[agent], name=agent.title())
+    async with AsyncExitStack() as stack:
+        telegram_url = await stack.enter_async_context(telegram.serve())
+        llm_url = await stack.enter_async_context(llm.serve())
+        weather_api = await stack.enter_async_context(serving(open_meteo.app))
+        ports = {name: free_port() for name in SERVERS}
+        registry, agents_file = _write_config(tmp, list(agents), ports)
+        base = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TELEGRAM_"))},
+            "MESH_TOKEN": MESH_TOKEN,
+            "FASTMCP_SHOW_SERVER_BANNER": "false",
+            "FASTMCP_CHECK_FOR_UPDATES": "off",
+            "PTB_TIMEDELTA": "true",
+            "LOG_LEVEL": "INFO",
+            "CLAWMESH_AGENTS": str(agents_file),
+        }
+        tokens = {f"{a.upper()}_BOT_TOKEN": TOKENS[a] for a in agents}
+        extra = {
+            "weather": {
+                "WEATHER_FORECAST_URL": f"{weather_api}/v1/forecast",
+                "WEATHER_GEOCODING_URL": f"{weather_api}/v1/search",
+            },
+            "memory": {},
+            "telegram_io": {
+                **tokens,
+                "TELEGRAM_API_BASE": telegram_url,
+                "TELEGRAM_LEASE_S": str(lease_s),
+                "TELEGRAM_CONFLICT_BACKOFF_S": "0.5",
+                "TELEGRAM_BACKOFF_MAX_S": "1",
+                "TELEGRAM_POLL_TIMEOUT_S": "2",
+                **(telegram_io_env or {}),
+            },
+        }
+        services: dict[str, Service] = {}
+        for name, package in SERVERS.items():
+            services[name] = Service(
+                name,
+                [sys.executable, "-m", package],
+                {
+                    **base,
+                    **extra[name],
+                    "MCP_PORT": str(ports[name]),
+                    "DATA_DIR": str(tmp / "data" / name),
+                },
+                tmp / "logs" / f"{name}.log",
+                f"http://127.0.0.1:{ports[name]}/health",
+            )
+        services["orchestrator"] = Service(
+            "orchestrator",
+            [sys.executable, "-m", "orchestrator"],
+            {
+                **base,
+                "CLAWMESH_REGISTRY": str(registry),
+                "OPENAI_API_KEY": API_KEY,
+                "OPENAI_BASE_URL": llm_url,
+                "LLM_TIMEOUT_S": "30",
+            },
+            tmp / "logs" / "orchestrator.log",
+        )
+        mesh = Mesh(telegram, llm, services, tmp, list(agents))
+        try:
+            async with anyio.create_task_group() as starting:
+                for service in services.values():
+                    starting.start_soon(service.start)
+            yield mesh
+        finally:
+            with anyio.CancelScope(shield=True):
+                await services["orchestrator"].stop()  # first: it calls the others
+                async with anyio.create_task_group() as stopping:
+                    for service in services.values():
+                        stopping.start_soon(service.stop)
