@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -11,6 +12,8 @@ import pytest
 from fastmcp import Client, FastMCP
 
 from mcp_memory.server import build_server as build_memory
+from mcp_telegram_io.server import build_server as build_telegram_io
+from mcp_telegram_io.settings import TelegramIOSettings
 from mcp_memory.settings import MemorySettings
 from mcp_weather.server import build_server as build_weather
 from mcp_weather.settings import WeatherSettings
@@ -50,10 +53,16 @@ def tool_info(schema: dict[str, Any], name: str = "t") -> ToolInfo:
     )
 
 
-async def shipped_tools() -> list[tuple[str, mcp_types.Tool]]:
+async def shipped_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> list[tuple[str, mcp_types.Tool]]:
+    agents = tmp_path / "agents.yaml"
+    agents.write_text("agents:\n  a: {bot_token_env: A_TOKEN}\n")
+    monkeypatch.setenv("A_TOKEN", "123:abc")
     servers: list[FastMCP[Any]] = [
         build_weather(WeatherSettings()),
-        build_memory(MemorySettings(data_dir="unused-by-listing")),
+        build_memory(MemorySettings(data_dir=tmp_path)),
+        build_telegram_io(TelegramIOSettings(data_dir=tmp_path, agents=agents)),
     ]
     found = []
     for server in servers:
@@ -62,8 +71,10 @@ async def shipped_tools() -> list[tuple[str, mcp_types.Tool]]:
     return found
 
 
-async def test_every_tool_of_every_shipped_server_converts_to_strict() -> None:
-    tools = await shipped_tools()
+async def test_every_tool_of_every_shipped_server_converts_to_strict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools = await shipped_tools(tmp_path, monkeypatch)
     assert len(tools) >= 6
     for server, tool in tools:
         spec = to_tool_spec(tool_info(dict(tool.input_schema), tool.name))
@@ -75,8 +86,10 @@ async def test_every_tool_of_every_shipped_server_converts_to_strict() -> None:
             assert (server, tool.name) == ("memory", "append_items"), tool.name
 
 
-async def test_weather_tools_are_strict_with_optional_days_nullable() -> None:
-    tools = dict((tool.name, tool) for _, tool in await shipped_tools())
+async def test_weather_tools_are_strict_with_optional_days_nullable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools = dict((tool.name, tool) for _, tool in await shipped_tools(tmp_path, monkeypatch))
     spec = to_tool_spec(tool_info(dict(tools["get_forecast"].input_schema), "get_forecast"))
     assert spec.strict
     days = spec.parameters["properties"]["days"]

@@ -6,6 +6,8 @@ sees them. The pollers run in the server's lifespan, one per bot of the fleet.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -82,9 +84,7 @@ def build_server(
         conflict_backoff_s=settings.conflict_backoff_s,
     )
 
-    @asynccontextmanager
-    async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
-        await store.open()
+    async def run_pollers() -> None:
         async with anyio.create_task_group() as tasks:
             for agent, config in configs.items():
                 poller = Poller(
@@ -99,14 +99,22 @@ def build_server(
                 inbox.pollers[agent] = poller
                 tasks.start_soon(poller.run, name=f"poll:{agent}")
             tasks.start_soon(inbox.prune_forever, name="prune")
-            try:
-                yield
-            finally:
-                tasks.cancel_scope.cancel()
-        for bot in bots.values():
-            with anyio.CancelScope(shield=True):
+
+    @asynccontextmanager
+    async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
+        await store.open()
+        # A task of its own, not a task group around the yield: fastmcp closes lifespans
+        # inside a shielded cancel scope, which a task group opened here cannot exit from.
+        runner = asyncio.get_running_loop().create_task(run_pollers(), name="telegram-pollers")
+        try:
+            yield
+        finally:
+            runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+            for bot in bots.values():
                 await _shutdown(bot)
-        await store.aclose()
+            await store.aclose()
 
     mcp = create_server(
         "telegram-io",
