@@ -98,6 +98,8 @@ class Poller:
                     await self._bot.initialize()  # getMe: a revoked token shows here
                     await self._bot.delete_webhook(drop_pending_updates=False)
                     initialized = True
+                    logger.info("bot %s: polling getUpdates", agent)
+                    self._set("ok", None)
                 updates = await self._bot.get_updates(
                     offset=offset,
                     timeout=policy.timeout_s,
@@ -141,7 +143,7 @@ class Poller:
                 continue
             delay = policy.backoff_initial_s
             if self.status.state != "ok":
-                logger.info("bot %s: polling", agent)
+                logger.info("bot %s: polling again", agent)
             self._set("ok", None)
             if updates:
                 offset = await self._keep(updates)
