@@ -55,6 +55,7 @@ test: lint typecheck pytest
 bench: install
 	$(UV) run python -m bench.hop
 	$(UV) run python -m bench.turn
+	$(UV) run python -m bench.e2e
 
 # Every server in-process, SQLite under ./data; AGENT=<id> picks another agent.
 chat: install
