@@ -12,9 +12,9 @@ import pytest
 from fastmcp import Client, FastMCP
 
 from mcp_memory.server import build_server as build_memory
+from mcp_memory.settings import MemorySettings
 from mcp_telegram_io.server import build_server as build_telegram_io
 from mcp_telegram_io.settings import TelegramIOSettings
-from mcp_memory.settings import MemorySettings
 from mcp_weather.server import build_server as build_weather
 from mcp_weather.settings import WeatherSettings
 from orchestrator.bridge import prepare_arguments, render_result, strict_schema, to_tool_spec

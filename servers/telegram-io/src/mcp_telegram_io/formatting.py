@@ -14,8 +14,9 @@ Splitting rules:
   here is in those units; a part holds at most ``limit`` of them (4096 is Telegram's limit).
 - A cut goes at the last blank line that fits, else the last line break, else the last
   whitespace, else anywhere (never inside a surrogate pair).
-- A cut never falls inside an entity short enough to fit in a part. An entity longer than a
-  part (a huge code block) is cut like text, and each part carries its own clipped copy.
+- A cut never falls inside an entity short enough to fit in a part (unless entities cross, as
+  ``**a ||b** c||`` makes them, and leave no way around). An entity longer than a part (a
+  huge code block) is cut like text, and each part carries its own clipped copy.
 - Whitespace at a cut is dropped and no part is empty, except that a part starting inside a
   ``pre`` block keeps the indentation of its first line, as Telegram does.
 - ``render`` never raises on any text: if the converter fails, the input goes out as plain text.

@@ -82,14 +82,15 @@ class Poller:
     async def run(self) -> None:
         """Poll until cancelled, or until Telegram says the token is no longer valid."""
         policy = self._policy
-        agent = self.config.agent
         initialized = False
         delay = policy.backoff_initial_s
         offset = await self._store.offset(self.config.bot_id)
         while True:
             if self._kill_switch.exists():
                 if self.status.state != "parked":
-                    logger.warning("bot %s: parked (%s exists)", agent, self._kill_switch)
+                    logger.warning(
+                        "bot %s: parked (%s exists)", self.config.agent, self._kill_switch
+                    )
                 self._set("parked", f"{self._kill_switch.name} present")
                 await policy.sleep(policy.park_check_s)
                 continue
@@ -98,55 +99,60 @@ class Poller:
                     await self._bot.initialize()  # getMe: a revoked token shows here
                     await self._bot.delete_webhook(drop_pending_updates=False)
                     initialized = True
-                    logger.info("bot %s: polling getUpdates", agent)
+                    logger.info("bot %s: polling getUpdates", self.config.agent)
                     self._set("ok", None)
                 updates = await self._bot.get_updates(
                     offset=offset,
                     timeout=policy.timeout_s,
                     allowed_updates=list(ALLOWED_UPDATES),
                 )
-            except InvalidToken:
-                logger.error("bot %s: Telegram refused the token (401): this bot stops", agent)
-                self._set("unauthorized", "the token was refused (revoked?)")
-                return
-            except Forbidden:
-                logger.error("bot %s: Telegram answered 403 to polling: this bot stops", agent)
-                self._set("unauthorized", "forbidden")
-                return
-            except Conflict:
-                logger.error(
-                    "bot %s: 409 CONFLICT: another process is polling this bot's token (or a "
-                    "webhook is set); stop the other instance. Retrying in %g s",
-                    agent,
-                    policy.conflict_backoff_s,
-                )
-                self._set("conflict", "another poller or a webhook uses this token")
-                await policy.sleep(policy.conflict_backoff_s * random.uniform(1.0, 1.2))  # noqa: S311
-                continue
-            except RetryAfter as error:
-                wait = seconds(error.retry_after)
-                logger.warning("bot %s: getUpdates rate-limited; waiting %g s", agent, wait)
-                self._set("retrying", "rate limited")
+            except Exception as error:
+                wait = self._failed(error, delay)
+                if wait is None:
+                    return
                 await policy.sleep(wait)
-                continue
-            except Exception as error:  # network, 5xx, an answer PTB cannot read: back off
-                log = logger.warning if isinstance(error, TelegramError) else logger.exception
-                log(
-                    "bot %s: getUpdates failed (%s); retrying in %.1f s",
-                    agent,
-                    type(error).__name__,
-                    delay,
-                )
-                self._set("retrying", type(error).__name__)
-                await policy.sleep(delay * random.uniform(0.5, 1.0))  # noqa: S311 (jitter)
-                delay = min(delay * 2, policy.backoff_max_s)
+                if self.status.state == "retrying":
+                    delay = min(delay * 2, policy.backoff_max_s)
                 continue
             delay = policy.backoff_initial_s
             if self.status.state != "ok":
-                logger.info("bot %s: polling again", agent)
+                logger.info("bot %s: polling again", self.config.agent)
             self._set("ok", None)
             if updates:
                 offset = await self._keep(updates)
+
+    def _failed(self, error: Exception, delay: float) -> float | None:
+        """Log and record a failed call; the wait before the next one (None: stop for good).
+
+        The token's own text is never logged: PTB puts it in InvalidToken's message.
+        """
+        agent, policy = self.config.agent, self._policy
+        if isinstance(error, InvalidToken | Forbidden):
+            status = "401" if isinstance(error, InvalidToken) else "403"
+            logger.error("bot %s: Telegram refused the token (%s): this bot stops", agent, status)
+            self._set("unauthorized", f"the token was refused ({status}); revoked?")
+            return None
+        if isinstance(error, Conflict):
+            logger.error(
+                "bot %s: 409 CONFLICT: another process is polling this bot's token (or a "
+                "webhook is set); stop the other instance. Retrying in %g s",
+                agent,
+                policy.conflict_backoff_s,
+            )
+            self._set("conflict", "another poller or a webhook uses this token")
+            return policy.conflict_backoff_s * random.uniform(1.0, 1.2)  # noqa: S311 (jitter)
+        if isinstance(error, RetryAfter):
+            wait = seconds(error.retry_after)
+            logger.warning("bot %s: getUpdates rate-limited; waiting %g s", agent, wait)
+            self._set("retrying", "rate limited")
+            return wait
+        # Network trouble, 5xx, an answer PTB cannot read: back off. A bug is logged in full.
+        log = logger.warning if isinstance(error, TelegramError) else logger.exception
+        log(
+            "bot %s: getUpdates failed (%s); retrying in %.1f s", agent, type(error).__name__, delay
+        )
+        self._set("retrying", type(error).__name__)
+        return delay * random.uniform(0.5, 1.0)  # noqa: S311 (jitter)
 
     async def _keep(self, updates: tuple[Update, ...]) -> int:
         """Write the batch and the offset after it; the next getUpdates confirms them."""
