@@ -27,7 +27,6 @@ from openai.types.responses import (
     FunctionToolParam,
     Response,
     ResponseFunctionToolCall,
-    ResponseInputParam,
     ResponseOutputMessage,
     ResponseReasoningItem,
 )
@@ -130,12 +129,18 @@ class ResponsesLLM(_OpenAIModel):
     ) -> LLMReply:
         effort = cast(ReasoningEffort, self._effort)
 
+        # The history and the tools go as extra_body, sent as they are: they are plain JSON
+        # already, and the SDK's typed transform of them costs ~8 ms a request (20 items).
+        bulk: dict[str, Any] = {"input": list(items)}
+        if instructions:
+            bulk["instructions"] = instructions
+        if tools:
+            bulk["tools"] = [_function_tool(spec) for spec in tools]
+
         async def create() -> Response:
             return await self._client.responses.create(
                 model=self._model,
-                instructions=instructions or omit,
-                input=cast(ResponseInputParam, list(items)),
-                tools=[_function_tool(spec) for spec in tools] if tools else omit,
+                extra_body=bulk,
                 parallel_tool_calls=True if tools else omit,
                 store=False,
                 # Without storage, reasoning is carried back encrypted.
@@ -211,11 +216,16 @@ class ChatCompletionsLLM(_OpenAIModel):
     ) -> LLMReply:
         effort = cast(ReasoningEffort, self._effort)
 
+        # As for Responses: the bulk skips the SDK's typed transform (see ResponsesLLM).
+        bulk: dict[str, Any] = {"messages": _chat_messages(instructions, items)}
+        if tools:
+            bulk["tools"] = [_chat_tool(spec) for spec in tools]
+
         async def create() -> ChatCompletion:
             return await self._client.chat.completions.create(
                 model=self._model,
-                messages=_chat_messages(instructions, items),
-                tools=[_chat_tool(spec) for spec in tools] if tools else omit,
+                messages=[],  # replaced by extra_body's
+                extra_body=bulk,
                 reasoning_effort=effort if effort else omit,
             )
 
