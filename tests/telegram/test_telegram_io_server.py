@@ -1,0 +1,206 @@
+"""The telegram-io server through an in-memory MCP client, against the fake Bot API."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from fastmcp import Client
+from fastmcp.exceptions import ToolError
+
+from fakes.telegram_api import FakeTelegram
+from mcp_telegram_io.poller import PollPolicy
+from mcp_telegram_io.server import build_server
+from mcp_telegram_io.settings import TelegramIOSettings
+
+pytestmark = pytest.mark.anyio
+
+ADA = "7100000001:AAFakeTokenForAda00000123456789abcdef"
+BEN = "7100000002:AAFakeTokenForBen00000123456789abcdef"
+USER = 42
+
+
+@asynccontextmanager
+async def telegram_io(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **settings: Any
+) -> AsyncIterator[tuple[FakeTelegram, Client[Any], TelegramIOSettings]]:
+    fake = FakeTelegram()
+    fake.add_bot(ADA)
+    fake.add_bot(BEN)
+    agents = tmp_path / "agents.yaml"
+    agents.write_text(
+        "agents:\n  ada: {bot_token_env: ADA_TOKEN}\n  ben: {bot_token_env: BEN_TOKEN}\n"
+    )
+    monkeypatch.setenv("PTB_TIMEDELTA", "true")
+    monkeypatch.setenv("ADA_TOKEN", ADA)
+    monkeypatch.setenv("BEN_TOKEN", BEN)
+    async with fake.serve() as base:
+        settings.setdefault("pace_s", 0)
+        config = TelegramIOSettings(
+            api_base=base, agents=agents, data_dir=tmp_path / "data", **settings
+        )
+        policy = PollPolicy(timeout_s=1, backoff_initial_s=0.05, park_check_s=0.05)
+        async with Client(build_server(config, policy=policy)) as client:
+            yield fake, client, config
+
+
+async def call(client: Client[Any], tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def eventually(check: Callable[[], Awaitable[bool]]) -> None:
+    with anyio.fail_after(10):
+        while not await check():  # noqa: ASYNC110 (the pollers are tasks of the server)
+            await anyio.sleep(0.02)
+
+
+def states(status: dict[str, Any]) -> dict[str, str]:
+    return {bot["agent"]: bot["state"] for bot in status["bots"]}
+
+
+async def test_updates_are_leased_acked_and_normalized(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "hello")
+        fake.user_message(BEN, USER, "/start")
+        got = await call(client, "next_updates", max=10, wait_s=10)
+        updates = got["updates"]
+        while len(updates) < 2:
+            updates += (await call(client, "next_updates", max=10, wait_s=10))["updates"]
+        assert sorted((u["agent"], u["kind"], u["text"]) for u in updates) == [
+            ("ada", "text", "hello"),
+            ("ben", "text", "/start"),
+        ]
+        assert (await call(client, "ack", ids=[u["id"] for u in updates]))["acked"] == 2
+        assert (await call(client, "status"))["pending"] == 0
+
+
+async def test_a_revoked_token_stops_that_bot_and_the_other_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.revoke(BEN)
+
+        async def ben_stopped() -> bool:
+            return states(await call(client, "status")).get("ben") == "unauthorized"
+
+        await eventually(ben_stopped)
+        fake.user_message(ADA, USER, "still here")
+        got = await call(client, "next_updates", max=10, wait_s=10)
+        assert [u["text"] for u in got["updates"]] == ["still here"]
+        assert states(await call(client, "status"))["ada"] == "ok"
+
+
+async def test_the_kill_switch_parks_every_poller_until_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, config):
+        config.kill_switch.touch()
+
+        async def parked() -> bool:
+            status = await call(client, "status")
+            return bool(status["parked"]) and set(states(status).values()) == {"parked"}
+
+        await eventually(parked)
+        fake.user_message(ADA, USER, "anyone?")
+        assert (await call(client, "next_updates", max=10, wait_s=0.3))["updates"] == []
+        config.kill_switch.unlink()
+        got = await call(client, "next_updates", max=10, wait_s=10)
+        assert [u["text"] for u in got["updates"]] == ["anyone?"]
+
+
+async def test_a_send_with_the_same_key_is_delivered_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "hi")
+        send = {"agent": "ada", "chat_id": str(USER), "text": "Once.", "idempotency_key": "k1"}
+        first = await call(client, "send_message", **send)
+        again = await call(client, "send_message", **send)
+        assert (first["duplicate"], again["duplicate"]) == (False, True)
+        assert first["message_ids"] == again["message_ids"]
+        assert [s.text for s in fake.sent(ADA, USER)] == ["Once."]
+
+
+async def test_a_blocked_user_is_recorded_and_not_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "hi")
+        fake.block(ADA, USER)
+        with pytest.raises(ToolError, match="blocked this bot"):
+            await client.call_tool(
+                "send_message", {"agent": "ada", "chat_id": str(USER), "text": "a"}
+            )
+        tries = len(fake.calls("sendMessage"))
+        with pytest.raises(ToolError, match="blocked this bot"):
+            await client.call_tool(
+                "send_message", {"agent": "ada", "chat_id": str(USER), "text": "b"}
+            )
+        assert len(fake.calls("sendMessage")) == tries  # not sent again
+
+
+async def test_a_long_rate_limit_gives_up_and_says_how_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "hi")
+        fake.fail_next("sendMessage", 429, retry_after=120)
+        with pytest.raises(ToolError, match="rate-limits this chat for 120 s"):
+            await client.call_tool(
+                "send_message", {"agent": "ada", "chat_id": str(USER), "text": "a"}
+            )
+        assert fake.sent(ADA, USER) == []
+
+
+async def test_buttons_edits_and_callback_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "hi")
+        buttons = [[{"label": "✅ Yes", "data": "pa:c:act_0123456789ab"}]]
+        sent = await call(
+            client, "send_message", agent="ada", chat_id=str(USER), text="Sure?", buttons=buttons
+        )
+        message_id = sent["message_ids"][0]
+        markup = fake.sent(ADA, USER)[0].reply_markup
+        assert markup is not None
+        assert markup["inline_keyboard"][0][0]["callback_data"] == "pa:c:act_0123456789ab"
+        query = fake.tap(ADA, USER, message_id, "pa:c:act_0123456789ab")
+        answered = await call(client, "answer_callback", agent="ada", callback_id=query, text="Ok")
+        assert answered["ok"]
+        await call(
+            client, "edit_message", agent="ada", chat_id=str(USER), message_id=message_id,
+            text="✅ **Done**",
+        )  # fmt: skip
+        edited = fake.sent(ADA, USER)[0]
+        assert (edited.text, edited.reply_markup) == ("✅ Done", None)
+        too_long = [[{"label": "x", "data": "y" * 65}]]
+        with pytest.raises(ToolError, match="1-64 bytes"):
+            await client.call_tool(
+                "send_message",
+                {"agent": "ada", "chat_id": str(USER), "text": "t", "buttons": too_long},
+            )
+        with pytest.raises(ToolError, match="no bot for agent 'zed'"):
+            await client.call_tool("send_message", {"agent": "zed", "chat_id": "1", "text": "t"})
+
+
+async def test_sends_to_one_chat_are_paced_after_a_burst(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch, pace_s=0.25, pace_burst=2) as (fake, client, _):
+        fake.user_message(ADA, USER, "hi")
+        for n in range(4):
+            await call(client, "send_message", agent="ada", chat_id=str(USER), text=f"m{n}")
+        times = [s.time for s in fake.sent(ADA, USER)]
+        assert [s.text for s in fake.sent(ADA, USER)] == ["m0", "m1", "m2", "m3"]
+        assert times[1] - times[0] < 0.2  # the burst
+        assert times[2] - times[1] >= 0.2
+        assert times[3] - times[2] >= 0.2
