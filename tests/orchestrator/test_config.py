@@ -161,3 +161,45 @@ def test_an_in_process_server_that_cannot_be_imported_is_a_config_error(tmp_path
         f"configuration error: {path}: servers.weather.module: "
         "'no_such_package.server:build' cannot be loaded"
     )
+
+
+def test_telegram_refuses_to_start_an_agent_nobody_may_talk_to(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_USER_ID"}
+    result = subprocess.run(
+        [sys.executable, "-m", "orchestrator"],
+        env={**env, "OPENAI_API_KEY": "sk-test"},
+        cwd=ROOT,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "agents.clawdia.allowed_user_ids: empty" in result.stderr
+    assert "TELEGRAM_USER_ID" in result.stderr
+
+
+def test_make_run_without_a_bot_token_says_where_to_get_one(tmp_path: Path) -> None:
+    env = {
+        k: v for k, v in os.environ.items() if not k.endswith(("BOT_TOKEN", "TELEGRAM_USER_ID"))
+    }
+    env |= {
+        "OPENAI_API_KEY": "sk-test",
+        "TELEGRAM_USER_ID": "42",
+        "CLAWMESH_REGISTRY": "config/mcp_servers.local.yaml",
+        "DATA_DIR": str(tmp_path),
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "orchestrator"],
+        env=env,
+        cwd=ROOT,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "no agent has a bot token" in result.stderr
+    assert "@BotFather" in result.stderr
