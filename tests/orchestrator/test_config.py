@@ -181,9 +181,7 @@ def test_telegram_refuses_to_start_an_agent_nobody_may_talk_to(tmp_path: Path) -
 
 
 def test_make_run_without_a_bot_token_says_where_to_get_one(tmp_path: Path) -> None:
-    env = {
-        k: v for k, v in os.environ.items() if not k.endswith(("BOT_TOKEN", "TELEGRAM_USER_ID"))
-    }
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("BOT_TOKEN", "TELEGRAM_USER_ID"))}
     env |= {
         "OPENAI_API_KEY": "sk-test",
         "TELEGRAM_USER_ID": "42",
