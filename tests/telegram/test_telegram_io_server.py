@@ -134,6 +134,8 @@ async def test_a_blocked_user_is_recorded_and_not_tried_again(
 ) -> None:
     async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
         fake.user_message(ADA, USER, "hi")
+        # The message is in the inbox first: a message that arrives later unblocks the chat.
+        assert (await call(client, "next_updates", max=10, wait_s=10))["updates"]
         fake.block(ADA, USER)
         with pytest.raises(ToolError, match="blocked this bot"):
             await client.call_tool(
