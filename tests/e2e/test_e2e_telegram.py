@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fakes.mesh import API_KEY, MESH_TOKEN, STRANGER, TOKENS, USER, Mesh, eventually, running_mesh
-from fakes.responses_api import HANG, call, calls, text
+from fakes.responses_api import HANG, Slow, call, calls, text
 from fakes.world import answer_from_output
 
 pytestmark = pytest.mark.anyio
@@ -26,7 +26,7 @@ async def mesh(tmp_path: Path) -> AsyncIterator[Mesh]:
 
 async def test_a_message_gets_typing_a_tool_call_and_a_reply(mesh: Mesh) -> None:
     mesh.llm.script(
-        calls(call("weather__get_current_weather", location="Paris")),
+        Slow(1.0, calls(call("weather__get_current_weather", location="Paris"))),
         answer_from_output(lambda out: f"It is **{out['temperature']}** in Paris."),
     )
     mesh.telegram.user_message(CLAWDIA, USER, "weather in Paris?")
@@ -36,8 +36,9 @@ async def test_a_message_gets_typing_a_tool_call_and_a_reply(mesh: Mesh) -> None
     assert reply.text.endswith(" in Paris.")
     assert "**" not in reply.text
     assert [e["type"] for e in reply.entities] == ["bold"]
-    assert mesh.telegram.actions(CLAWDIA, USER)[0].action == "typing"
-    assert mesh.telegram.actions(CLAWDIA, USER)[0].time <= reply.time
+    typing = mesh.telegram.actions(CLAWDIA, USER)
+    assert [a.action for a in typing] == ["typing"]  # from 0.3 s into the turn, before the reply
+    assert typing[0].time <= reply.time
     assert len(mesh.llm.requests) == 2
 
 

@@ -5,7 +5,8 @@
 - The gate drops, silently and with a log line, anything not from an allowed user
   in a private chat (acked, so it is not handed over again).
 - Turns are serial within a chat and concurrent across chats and agents; ``/stop``
-  skips the queue and cancels the chat's running turn.
+  skips the queue and cancels the chat's running turn. "typing…" shows from 0.3 s
+  into a turn, refreshed every 4 s.
 - An update is acked only after its reply was sent. A crash before that means
   telegram-io hands it over again when its lease runs out; the reply's idempotency
   key (the update id) makes sure it is delivered once.
@@ -54,6 +55,7 @@ class TelegramChannel:
         *,
         batch: int = 20,
         wait_s: float = 20.0,
+        typing_after_s: float = 0.3,
         typing_every_s: float = 4.0,
         max_turns: int = 16,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
@@ -62,6 +64,7 @@ class TelegramChannel:
         self._registry = registry
         self._batch = batch
         self._wait_s = wait_s
+        self._typing_after_s = typing_after_s
         self._typing_every_s = typing_every_s
         self._turns = anyio.CapacityLimiter(max_turns)
         self._sleep = sleep
@@ -171,6 +174,12 @@ class TelegramChannel:
         return reply
 
     async def _keep_typing(self, agent: str, chat: str) -> None:
+        """ "typing…" from a moment into the turn until it ends (Telegram shows it ~5 s).
+
+        Not at once: an answer within ``typing_after_s`` (commands, a fast model) needs
+        no indicator, and each chat action is a Bot API call competing with the turn.
+        """
+        await self._sleep(self._typing_after_s)
         while True:
             await self._best_effort("send_chat_action", agent=agent, chat_id=chat)
             await self._sleep(self._typing_every_s)
