@@ -86,11 +86,29 @@ async def test_an_appended_turn_comes_back_in_the_next_window(
     clock.advance(60)
     window = await load(client)
 
-    assert appended.structured_content == {"stored": 4, "ignored": 1, "at": clock.now - 60}
+    assert appended.structured_content == {
+        "stored": 4,
+        "ignored": 1,
+        "at": clock.now - 60,
+        "duplicate": False,
+    }
     assert window["items"] == STORED
     assert window["dropped"] == 0
     assert window["last_activity"] == clock.now - 60
     assert window["token_estimate"] > 0
+
+
+async def test_a_turn_appended_again_with_its_id_is_stored_once(client: Client[Any]) -> None:
+    first = await client.call_tool("append_items", {**KEY, "items": TURN, "turn_id": "u:7"})
+    again = await client.call_tool("append_items", {**KEY, "items": TURN, "turn_id": "u:7"})
+    other = await client.call_tool("append_items", {**KEY, "items": TURN, "turn_id": "u:8"})
+    assert first.structured_content is not None
+    assert again.structured_content is not None
+    assert other.structured_content is not None
+    assert (first.structured_content["stored"], first.structured_content["duplicate"]) == (4, False)
+    assert (again.structured_content["stored"], again.structured_content["duplicate"]) == (0, True)
+    assert other.structured_content["stored"] == 4
+    assert (await load(client))["items"] == STORED + STORED
 
 
 async def test_limits_can_be_given_per_call(client: Client[Any]) -> None:

@@ -203,6 +203,17 @@ async def test_history_survives_an_orchestrator_restart(world: World) -> None:
     assert carried[1]["content"] == "Noted: you like tea."
 
 
+async def test_a_message_answered_again_after_a_crash_is_remembered_once(world: World) -> None:
+    world.llm.default = lambda body: text(f"{len(inputs(body))} items")
+    async with clawdia(world) as app:
+        first = await app.dispatcher.on_text("clawdia", "c", "hi", message_id="bot:1")
+        # The process died before the reply went out; the same message comes again.
+        again = await app.dispatcher.on_text("clawdia", "c", "hi", message_id="bot:1")
+        after = await app.dispatcher.on_text("clawdia", "c", "next", message_id="bot:2")
+    assert (first.text, again.text) == ("1 items", "3 items")
+    assert after.text == "3 items"  # "hi" and its answer once, then "next"
+
+
 async def test_new_forgets_and_chats_are_separate(world: World) -> None:
     world.llm.default = lambda body: text(f"{len(inputs(body))}")
     async with clawdia(world) as app:

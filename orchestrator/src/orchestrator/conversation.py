@@ -28,13 +28,16 @@ class Conversation:
         items = result.get("items") if result else None
         return list(items) if isinstance(items, list) else []
 
-    async def append(self, agent: str, chat_id: str, items: list[Item]) -> bool:
+    async def append(
+        self, agent: str, chat_id: str, items: list[Item], turn_id: str | None = None
+    ) -> bool:
+        """Store a turn; with ``turn_id``, a turn redone after a crash is stored once."""
         if not items:
             return True
-        return (
-            await self._call("append_items", {"agent": agent, "chat_id": chat_id, "items": items})
-            is not None
-        )
+        arguments: dict[str, Any] = {"agent": agent, "chat_id": chat_id, "items": items}
+        if turn_id is not None:
+            arguments["turn_id"] = turn_id
+        return await self._call("append_items", arguments) is not None
 
     async def reset(self, agent: str, chat_id: str) -> bool:
         return await self._call("reset", {"agent": agent, "chat_id": chat_id}) is not None

@@ -62,9 +62,18 @@ class Dispatcher:
         self.status_probes: list[StatusProbe] = []  # a channel's own lines for /status
 
     async def on_text(
-        self, agent_id: str, chat_id: str, text: str, observe: ToolObserver | None = None
+        self,
+        agent_id: str,
+        chat_id: str,
+        text: str,
+        observe: ToolObserver | None = None,
+        message_id: str | None = None,
     ) -> Reply:
-        """The answer to a message. A turn cancelled by ``/stop`` answers an empty Reply."""
+        """The answer to a message. A turn cancelled by ``/stop`` answers an empty Reply.
+
+        ``message_id`` identifies the message across redeliveries (a Telegram update id),
+        so a turn redone after a crash is remembered once.
+        """
         runtime = self.agents[agent_id]
         command = text.strip().split(maxsplit=1)[0].lower() if text.startswith("/") else ""
         command = command.split("@", 1)[0]  # "/help@ClawdiaBot" in Telegram
@@ -76,7 +85,7 @@ class Dispatcher:
             with anyio.CancelScope() as scope:
                 self._running[(agent_id, chat_id)] = scope
                 try:
-                    result = await self._engine.run(runtime, chat_id, text, observe)
+                    result = await self._engine.run(runtime, chat_id, text, observe, message_id)
                 finally:
                     del self._running[(agent_id, chat_id)]
             if scope.cancelled_caught:

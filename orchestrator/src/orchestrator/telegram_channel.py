@@ -169,7 +169,9 @@ class TelegramChannel:
             return None
         async with anyio.create_task_group() as typing:
             typing.start_soon(self._keep_typing, agent, chat)
-            reply = await self._dispatcher.on_text(agent, chat, str(update.get("text") or ""))
+            reply = await self._dispatcher.on_text(
+                agent, chat, str(update.get("text") or ""), message_id=str(update["id"])
+            )
             typing.cancel_scope.cancel()
         return reply
 

@@ -78,10 +78,16 @@ class TurnEngine:
         return self._registry.tools(runtime.agent.entry.servers)
 
     async def run(
-        self, runtime: AgentRuntime, chat_id: str, text: str, observe: ToolObserver | None = None
+        self,
+        runtime: AgentRuntime,
+        chat_id: str,
+        text: str,
+        observe: ToolObserver | None = None,
+        turn_id: str | None = None,
     ) -> TurnResult:
+        """One turn; ``turn_id`` (the message it answers) keeps a redone turn stored once."""
         started = time.perf_counter()
-        result = await self._run(runtime, chat_id, text, observe)
+        result = await self._run(runtime, chat_id, text, observe, turn_id)
         logger.info(
             "turn agent=%s chat=%s outcome=%s duration_ms=%.0f llm_calls=%d tool_calls=%d "
             "tokens_in=%d tokens_out=%d",
@@ -97,7 +103,12 @@ class TurnEngine:
         return result
 
     async def _run(
-        self, runtime: AgentRuntime, chat_id: str, text: str, observe: ToolObserver | None
+        self,
+        runtime: AgentRuntime,
+        chat_id: str,
+        text: str,
+        observe: ToolObserver | None,
+        turn_id: str | None,
     ) -> TurnResult:
         tools = {tool.qualified: tool for tool in self.visible_tools(runtime)}
         specs = [self._spec(tool) for tool in tools.values()]
@@ -136,7 +147,7 @@ class TurnEngine:
             result.outcome = "llm_error"
             result.text = error.user_message
             return result
-        await self._conversation.append(runtime.id, chat_id, result.new_items)
+        await self._conversation.append(runtime.id, chat_id, result.new_items, turn_id)
         return result
 
     async def _execute_all(

@@ -11,6 +11,9 @@ class AppendResult(BaseModel):
     stored: int = Field(description="Items stored (messages, function calls and their outputs)")
     ignored: int = Field(description="Items of other types (reasoning...), not stored")
     at: float = Field(description="Server time the items were stamped with (Unix seconds)")
+    duplicate: bool = Field(
+        default=False, description="This turn_id was appended before: nothing was stored"
+    )
 
 
 class Window(BaseModel):

@@ -82,12 +82,20 @@ def build_server(
                 max_length=MAX_APPEND_ITEMS,
             ),
         ],
+        turn_id: Annotated[
+            str | None,
+            Field(
+                max_length=200,
+                description="An id of this turn (e.g. the Telegram update it answers): a turn "
+                "appended again with the same id stores nothing",
+            ),
+        ] = None,
     ) -> AppendResult:
         """Append a turn's items to the chat's conversation, stamped with the server's time.
 
         All or nothing: one malformed item rejects the call and names its index.
         """
-        return await for_model(service.append(agent, chat_id, items))
+        return await for_model(service.append(agent, chat_id, items, turn_id))
 
     @mcp.tool(**internal(title="Load conversation window", read_only=True, idempotent=True))
     async def load_window(

@@ -41,8 +41,11 @@ class ConversationService:
         self._store = store
         self._clock = clock
 
-    async def append(self, agent: str, chat_id: str, items: Sequence[Item]) -> AppendResult:
-        """Store the kept items in order, all stamped now; a malformed item stores nothing."""
+    async def append(
+        self, agent: str, chat_id: str, items: Sequence[Item], turn_id: str | None = None
+    ) -> AppendResult:
+        """Store the kept items in order, all stamped now; a malformed item stores nothing,
+        and neither does a ``turn_id`` appended before (a turn redone after a crash)."""
         _check_key(agent, chat_id)
         bodies = []
         for index, item in enumerate(items):
@@ -56,9 +59,11 @@ class ConversationService:
             if kept is not None:
                 bodies.append(encode(kept))
         at = self._clock()
-        if bodies:
-            await self._store.append(agent, chat_id, at, bodies)
-        return AppendResult(stored=len(bodies), ignored=len(items) - len(bodies), at=at)
+        fresh = await self._store.append(agent, chat_id, at, bodies, turn_id)
+        stored = len(bodies) if fresh else 0
+        return AppendResult(
+            stored=stored, ignored=len(items) - len(bodies), at=at, duplicate=not fresh
+        )
 
     async def window(
         self,

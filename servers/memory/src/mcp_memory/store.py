@@ -4,6 +4,7 @@ Tables:
 
     items   (id, agent, chat_id, created_at, body)   every item ever appended, body = JSON text
     resets  (id, agent, chat_id, after_item_id, at)  a conversation starts after its last reset
+    turns   (agent, chat_id, turn_id, at)            turns appended with an id: never twice
 
 A reset keeps the old rows (a later summary reads them): it records the highest item
 id of the chat, and the current conversation is the chat's items above that id.
@@ -38,6 +39,13 @@ CREATE TABLE IF NOT EXISTS resets (
     at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS resets_by_chat ON resets (agent, chat_id, after_item_id);
+CREATE TABLE IF NOT EXISTS turns (
+    agent TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (agent, chat_id, turn_id)
+);
 """
 _START = "SELECT COALESCE(MAX(after_item_id), 0) FROM resets WHERE agent = ? AND chat_id = ?"
 
@@ -61,19 +69,34 @@ class ConversationStore(SQLiteStore):
     SCHEMA = SCHEMA
 
     async def append(
-        self, agent: str, chat_id: str, created_at: float, bodies: Sequence[str]
-    ) -> None:
-        """Store all the bodies, in order, or none of them."""
+        self,
+        agent: str,
+        chat_id: str,
+        created_at: float,
+        bodies: Sequence[str],
+        turn_id: str | None = None,
+    ) -> bool:
+        """Store all the bodies, in order, or none of them; False when ``turn_id`` was
+        appended before (then nothing is stored)."""
         rows = [(agent, chat_id, created_at, body) for body in bodies]
 
-        def write(db: sqlite3.Connection) -> None:
+        def write(db: sqlite3.Connection) -> bool:
             with _transaction(db, "IMMEDIATE"):
+                if turn_id is not None:
+                    new = db.execute(
+                        "INSERT OR IGNORE INTO turns (agent, chat_id, turn_id, at)"
+                        " VALUES (?, ?, ?, ?)",
+                        (agent, chat_id, turn_id, created_at),
+                    ).rowcount
+                    if not new:
+                        return False
                 db.executemany(
                     "INSERT INTO items (agent, chat_id, created_at, body) VALUES (?, ?, ?, ?)",
                     rows,
                 )
+            return True
 
-        await self._run(write)
+        return await self._run(write)
 
     async def tail(self, agent: str, chat_id: str, limit: int) -> Tail:
         def read(db: sqlite3.Connection) -> Tail:
