@@ -26,6 +26,20 @@ def persona(tmp_path: Path) -> None:
     (tmp_path / "agents" / "a" / "IDENTITY.md").write_text("I am A.")
 
 
+def orchestrator(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m orchestrator [args]`` with ``env`` and no input, as a user starts it."""
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        env=env,
+        cwd=ROOT,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def test_the_shipped_configuration_loads() -> None:
     for registry_file in ("mcp_servers.yaml", "mcp_servers.local.yaml"):
         registry = load_registry(ROOT / "config" / registry_file, environ={})
@@ -104,16 +118,7 @@ def test_fleet_mistakes_name_the_file_key_and_fix(tmp_path: Path, body: str, mes
 def test_a_config_error_exits_2_with_one_message(tmp_path: Path) -> None:
     path = write(tmp_path, "r.yaml", "servers:\n  w:\n    urll: http://x/mcp\n")
     env = {**os.environ, "CLAWMESH_REGISTRY": str(path), "OPENAI_API_KEY": "sk-test"}
-    result = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "chat"],
-        env=env,
-        cwd=ROOT,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = orchestrator(env, "chat")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         f"configuration error: {path}: servers.w.urll: unknown key; the keys are url, command, "
@@ -123,16 +128,7 @@ def test_a_config_error_exits_2_with_one_message(tmp_path: Path) -> None:
 
 def test_without_an_llm_chat_says_how_to_configure_one() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    result = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "chat"],
-        env=env,
-        cwd=ROOT,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = orchestrator(env, "chat")
     assert result.returncode == 2
     assert "export OPENAI_API_KEY=" in result.stderr
     assert "OPENAI_BASE_URL=http://localhost:11434/v1" in result.stderr
@@ -146,16 +142,7 @@ def test_an_in_process_server_that_cannot_be_imported_is_a_config_error(tmp_path
         "  memory:\n    module: mcp_memory.server:build_server\n",
     )
     env = {**os.environ, "CLAWMESH_REGISTRY": str(path), "OPENAI_API_KEY": "sk-test"}
-    result = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "chat"],
-        env=env,
-        cwd=ROOT,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = orchestrator(env, "chat")
     assert result.returncode == 2
     assert result.stderr.startswith(
         f"configuration error: {path}: servers.weather.module: "
@@ -165,16 +152,7 @@ def test_an_in_process_server_that_cannot_be_imported_is_a_config_error(tmp_path
 
 def test_telegram_refuses_to_start_an_agent_nobody_may_talk_to(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TELEGRAM_USER_ID"}
-    result = subprocess.run(
-        [sys.executable, "-m", "orchestrator"],
-        env={**env, "OPENAI_API_KEY": "sk-test"},
-        cwd=ROOT,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = orchestrator({**env, "OPENAI_API_KEY": "sk-test"})
     assert result.returncode == 2
     assert "agents.clawdia.allowed_user_ids: empty" in result.stderr
     assert "TELEGRAM_USER_ID" in result.stderr
@@ -188,16 +166,7 @@ def test_make_run_without_a_bot_token_says_where_to_get_one(tmp_path: Path) -> N
         "CLAWMESH_REGISTRY": "config/mcp_servers.local.yaml",
         "DATA_DIR": str(tmp_path),
     }
-    result = subprocess.run(
-        [sys.executable, "-m", "orchestrator"],
-        env=env,
-        cwd=ROOT,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = orchestrator(env)
     assert result.returncode == 2
     assert "no agent has a bot token" in result.stderr
     assert "@BotFather" in result.stderr
