@@ -39,11 +39,15 @@ DONE_MEMORY = 10_000  # update ids remembered as finished, to ack their redelive
 Update = dict[str, Any]
 
 
-class TelegramIOUnavailable(Exception):
+class TelegramIOFailed(Exception):
+    """A call to telegram-io did not succeed."""
+
+
+class TelegramIOUnavailable(TelegramIOFailed):
     """telegram-io did not answer (down, restarting, lost call): try again later."""
 
 
-class TelegramRefused(Exception):
+class TelegramRefused(TelegramIOFailed):
     """telegram-io answered with an error (blocked user, bad request): trying again won't help."""
 
 
@@ -83,7 +87,7 @@ class TelegramChannel:
                     updates = await self._call(
                         "next_updates", {"max": self._batch, "wait_s": self._wait_s}
                     )
-                except (TelegramIOUnavailable, TelegramRefused) as error:
+                except TelegramIOFailed as error:
                     logger.warning("telegram-io: next_updates failed (%s); retrying", error)
                     await self._sleep(delay)
                     delay = min(delay * 2, 10.0)
@@ -211,13 +215,13 @@ class TelegramChannel:
     async def _ack(self, uid: str) -> None:
         try:
             await self._call("ack", {"ids": [uid]})
-        except (TelegramIOUnavailable, TelegramRefused) as error:
+        except TelegramIOFailed as error:
             logger.warning("ack %s failed (%s); it will be handed over and acked again", uid, error)
 
     async def _status_lines(self) -> list[str]:
         try:
             status = await self._call("status", {})
-        except (TelegramIOUnavailable, TelegramRefused):
+        except TelegramIOFailed:
             return ["Telegram inbox: unavailable"]
         bots = ", ".join(f"{b['agent']} {b['state']}" for b in status.get("bots", []))
         parked = " · PARKED (kill switch)" if status.get("parked") else ""
@@ -226,7 +230,7 @@ class TelegramChannel:
     async def _best_effort(self, tool: str, **arguments: Any) -> None:
         try:
             await self._call(tool, arguments)
-        except (TelegramIOUnavailable, TelegramRefused) as error:
+        except TelegramIOFailed as error:
             logger.info("%s failed: %s", tool, error)
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from telegram import (
 )
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
 
-from mcp_telegram_io.formatting import check_callback_data, render
+from mcp_telegram_io.formatting import Part, check_callback_data, render
 from mcp_telegram_io.models import Done, Sent
 from mcp_telegram_io.poller import seconds
 from mcp_telegram_io.store import InboxStore
@@ -113,9 +113,7 @@ class Sender:
     ) -> Sent:
         bot = self._bot(agent)
         markup = keyboard(buttons)
-        parts = render(text)
-        if not parts:
-            raise TelegramRefused("the text is empty; send at least one visible character")
+        parts = _parts(text)
         if await self.store.is_blocked(agent, chat_id):
             raise TelegramRefused(
                 "the user has blocked this bot; nothing can be sent until they write again"
@@ -159,9 +157,7 @@ class Sender:
         buttons: Sequence[Sequence[ButtonSpec]] = (),
     ) -> Done:
         bot = self._bot(agent)
-        parts = render(text)
-        if not parts:
-            raise TelegramRefused("the text is empty; send at least one visible character")
+        parts = _parts(text)
         if len(parts) > 1:
             raise TelegramRefused("an edited message must fit in one message (4096 characters)")
         part = parts[0]
@@ -266,6 +262,13 @@ class Sender:
                 f"no bot for agent {agent!r}; the agents with a bot token are {sorted(self.bots)}"
             )
         return bot
+
+
+def _parts(text: str) -> list[Part]:
+    parts = render(text)
+    if not parts:
+        raise TelegramRefused("the text is empty; send at least one visible character")
+    return parts
 
 
 async def _send_part(
