@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -170,6 +170,4 @@ class Registry:
             output, ok = render_result(result)
             outcome = ToolOutcome(output, ok, result.structured_content)
         elapsed = (time.perf_counter() - started) * 1000
-        return ToolOutcome(
-            outcome.output, outcome.ok, outcome.structured, elapsed, outcome.answered
-        )
+        return replace(outcome, duration_ms=elapsed)
