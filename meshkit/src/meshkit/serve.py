@@ -9,16 +9,16 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import fastmcp
-import uvicorn
-from fastmcp import FastMCP
 from pydantic import SecretStr
 
-from meshkit.http import build_http_app
+from meshkit import lean
 from meshkit.logs import configure_logging
 from meshkit.settings import ServeSettings, fail, load_settings
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,17 @@ def serve(
     secrets: Iterable[SecretStr | None] = (),
     argv: Sequence[str] | None = None,
 ) -> None:
-    """Parse the command line, configure logging, build the server and run it."""
+    """Parse the command line, configure logging, build the server and run it.
+
+    fastmcp, uvicorn and the HTTP app are imported here, after the caller's
+    ``meshkit.lean.install()``.
+    """
+    import fastmcp  # noqa: PLC0415
+    from uvicorn.config import Config  # noqa: PLC0415
+    from uvicorn.server import Server  # noqa: PLC0415
+
+    from meshkit.http import build_http_app  # noqa: PLC0415
+
     parser = argparse.ArgumentParser(
         prog=f"python -m mcp_{name}",
         description=__doc__,
@@ -56,12 +66,15 @@ def serve(
     configure_logging(settings.log_level, secrets=known)
     if args.stdio:
         logger.info("serving %s over stdio", name)
-        build(settings).run("stdio", show_banner=False)
+        server = build(settings)
+        lean.evict_startup_only()
+        server.run("stdio", show_banner=False)
         return
     if settings.token is None:
         fail(HTTP_AUTH_HELP)
 
     server = build(settings)
+    lean.evict_startup_only()
     app = build_http_app(
         server,
         token=settings.token,
@@ -70,7 +83,9 @@ def serve(
     )
     port = settings.port or default_port
     logger.info("serving %s on http://%s:%d/mcp", name, settings.host, port)
-    uvicorn.run(
+    # uvicorn.run() minus reload/workers; ws="none": MCP over HTTP uses no WebSocket, and
+    # "auto" would import the websockets package because it is installed.
+    config = Config(
         app,
         host=settings.host,
         port=port,
@@ -79,4 +94,11 @@ def serve(
         access_log=False,
         server_header=False,
         timeout_graceful_shutdown=2,
+        loop="asyncio",
+        http="h11",
+        ws="none",
     )
+    server_ = Server(config)
+    server_.run()
+    if not server_.started:
+        raise SystemExit(3)

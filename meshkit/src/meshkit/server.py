@@ -7,8 +7,10 @@ from typing import Any
 
 from fastmcp import FastMCP
 from fastmcp.server.server import LifespanCallable
+from mcp.server.request_state import RequestStateSecurity
 
 from meshkit.health import Check, health_endpoint
+from meshkit.lean import LazyRequestStateCodec
 
 
 def create_server(
@@ -31,6 +33,9 @@ def create_server(
         instructions=instructions,
         lifespan=lifespan,
         mask_error_details=True,
+        # What fastmcp installs by default (RequestStateSecurity.ephemeral()), with the
+        # AES-GCM codec built at first use, so cryptography loads only if requestState does.
+        request_state_security=RequestStateSecurity(codec=LazyRequestStateCodec()),
     )
     server.custom_route("/health", methods=["GET"])(
         health_endpoint(name, version, dict(checks or {}))

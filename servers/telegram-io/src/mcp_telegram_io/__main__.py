@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import os
 
-from mcp_telegram_io.fleet import load_bots
-from mcp_telegram_io.server import build_server
 from mcp_telegram_io.settings import TelegramIOSettings
-from meshkit import load_settings, serve
+from meshkit import lean, load_settings, serve
 from meshkit.settings import fail
 from meshkit.yaml_config import ConfigError
 
@@ -15,6 +13,10 @@ DEFAULT_PORT = 8106
 
 
 def main() -> None:
+    lean.install()  # before fastmcp, mcp and uvicorn are imported
+    from mcp_telegram_io.fleet import load_bots  # noqa: PLC0415
+    from mcp_telegram_io.server import build_server  # noqa: PLC0415
+
     settings = load_settings(TelegramIOSettings)
     try:
         bots = load_bots(settings.agents, os.environ)

@@ -1,0 +1,186 @@
+"""meshkit.lean: a server process defers what it never uses, and everything still works.
+
+Each check runs in a fresh interpreter (``lean.install()`` must come before fastmcp, mcp
+and uvicorn are imported, which this test process has long done). These tests pin the
+import sites the stand-ins rely on, so a fastmcp, mcp, uvicorn or httpx upgrade that
+moves them fails here rather than in production.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+DEFERRED = [
+    "rich.console",
+    "rich.logging",
+    "click",
+    "pygments",
+    "yaml",
+    "joserfc.jws",
+    "uvicorn.main",
+    "mcp.client.session",
+    "mcp.server.mcpserver",
+    "cryptography.hazmat.primitives.ciphers.aead",
+]
+
+# Memory and weather: telegram-io also loads python-telegram-bot, which loads cryptography.
+BUILD_SERVERS = """
+import json, sys, types
+from meshkit import lean
+lean.install()
+from mcp_memory.server import build_server as memory
+from mcp_memory.settings import MemorySettings
+from mcp_weather.server import build_server as weather
+from mcp_weather.settings import WeatherSettings
+
+def real(name):
+    module = sys.modules.get(name)
+    return module is not None and type(module) is types.ModuleType and hasattr(module, "__file__")
+"""
+
+
+def probe(body: str, tmp_path: Any) -> Any:
+    """Run ``body`` after lean.install() and the servers' imports; it prints one JSON value."""
+    script = BUILD_SERVERS + textwrap.dedent(body)
+    env = {**os.environ, "DATA_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_built_server_has_not_loaded_what_it_never_uses(tmp_path: Any) -> None:
+    loaded = probe(
+        f"""
+        memory(MemorySettings()); weather(WeatherSettings())
+        print(json.dumps([name for name in {DEFERRED!r} if real(name)]))
+        """,
+        tmp_path,
+    )
+    assert loaded == []
+
+
+def test_every_deferred_name_still_works_on_first_use(tmp_path: Any) -> None:
+    works = probe(
+        """
+        out = {}
+        import mcp, mcp.server
+        out["mcp.Client"] = mcp.Client.__module__
+        out["mcp.server.MCPServer"] = mcp.server.MCPServer.__name__
+        import yaml
+        out["yaml"] = yaml.safe_load("a: [1, 2]")
+        import html
+        out["html"] = html.unescape("&lt;b&gt;")
+        from rich.console import Console
+        out["rich"] = type(Console(file=open("/dev/null", "w"))).__module__
+        import httpx  # python-telegram-bot's HTTP client
+        out["httpx.main"] = callable(httpx.main) and not real("click")
+        import importlib, uvicorn, uvicorn.server
+        main_module = importlib.import_module("uvicorn.main")
+        out["uvicorn.main.Server"] = main_module.Server is uvicorn.server.Server
+        out["uvicorn.run"] = uvicorn.run is main_module.run and uvicorn.main is main_module.main
+        from fastmcp.server.providers import FastMCPProvider
+        out["providers"] = FastMCPProvider.__name__
+        print(json.dumps(out))
+        """,
+        tmp_path,
+    )
+    assert works == {
+        "mcp.Client": "mcp.client.client",
+        "mcp.server.MCPServer": "MCPServer",
+        "yaml": {"a": [1, 2]},
+        "html": "<b>",
+        "rich": "rich.console",
+        "uvicorn.main.Server": True,
+        "uvicorn.run": True,
+        "httpx.main": True,
+        "providers": "FastMCPProvider",
+    }
+
+
+def test_request_state_is_sealed_with_the_real_aes_gcm_once_used(tmp_path: Any) -> None:
+    sealed = probe(
+        """
+        from meshkit.lean import LazyRequestStateCodec
+        codec = LazyRequestStateCodec()
+        before = real("cryptography.hazmat.primitives.ciphers.aead")
+        token = codec.seal(b"state")
+        other = LazyRequestStateCodec()
+        try:
+            other.unseal(token)
+            foreign = "accepted"
+        except Exception as error:
+            foreign = type(error).__name__
+        print(json.dumps({
+            "loaded_before": before,
+            "round_trip": codec.unseal(token).decode(),
+            "loaded_after": real("cryptography.hazmat.primitives.ciphers.aead"),
+            "other_key": foreign,
+        }))
+        """,
+        tmp_path,
+    )
+    assert sealed["loaded_before"] is False
+    assert sealed["round_trip"] == "state"
+    assert sealed["loaded_after"] is True
+    assert sealed["other_key"] != "accepted"
+
+
+def test_every_model_of_ours_builds_when_builds_are_deferred(tmp_path: Any) -> None:
+    failures = probe(
+        """
+        import importlib, pkgutil, pydantic
+        import orchestrator, mcp_memory, mcp_weather, mcp_telegram_io, meshkit
+        for package in (orchestrator, mcp_memory, mcp_weather, mcp_telegram_io, meshkit):
+            for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+                if not info.name.endswith("__main__"):
+                    importlib.import_module(info.name)
+        def subclasses(cls):
+            for sub in cls.__subclasses__():
+                yield sub
+                yield from subclasses(sub)
+        ours = ("orchestrator", "mcp_memory", "mcp_weather", "mcp_telegram_io", "meshkit")
+        failures, built = [], 0
+        for model in set(subclasses(pydantic.BaseModel)):
+            if model.__module__.split(".")[0] in ours:
+                try:
+                    model.model_json_schema()
+                    built += 1
+                except Exception as error:
+                    failures.append(f"{model.__module__}.{model.__qualname__}: {error}")
+        print(json.dumps({"built": built, "failures": failures}))
+        """,
+        tmp_path,
+    )
+    assert failures["failures"] == []
+    assert failures["built"] > 10
+
+
+def test_install_leaves_an_interpreter_that_already_imported_fastmcp_alone() -> None:
+    script = textwrap.dedent(
+        """
+        import json, sys, fastmcp, pydantic
+        from meshkit import lean
+        before = set(sys.modules)
+        lean.install()
+        print(json.dumps({
+            "new_modules": sorted(set(sys.modules) - before),
+            "defer_build": pydantic.BaseModel.model_config.get("defer_build", False),
+        }))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert json.loads(done.stdout) == {"new_modules": [], "defer_build": False}
