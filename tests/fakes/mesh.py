@@ -1,8 +1,9 @@
 """The whole mesh as real processes, for end-to-end tests and bench/e2e.py.
 
     test process:  fake Telegram, fake OpenAI, fake Open-Meteo   (served on loopback)
-    processes:     python -m mcp_telegram_io, mcp_memory, mcp_weather  (HTTP, bearer token)
-                   python -m orchestrator                              (the Telegram channel)
+    processes:     python -m mcp_telegram_io, mcp_memory, mcp_weather, mcp_shopping,
+                   mcp_pending_actions                  (HTTP, bearer token, one approval key)
+                   python -m orchestrator               (the Telegram channel)
 
 Each process writes its log to ``<tmp>/logs/<name>.log``. ``kill`` sends SIGKILL (a
 crash), ``start`` starts it again with the same data directory.
@@ -30,6 +31,7 @@ from fakes.telegram_api import FakeTelegram
 
 ROOT = Path(__file__).resolve().parents[2]
 MESH_TOKEN = "mesh-token-e2e-0123456789abcdef"
+APPROVAL_KEY = "approval-key-e2e-0123456789abcdefghijklmnop"
 API_KEY = "sk-test-e2e-0123456789-not-a-key"
 USER = 4242  # the allowed Telegram user
 STRANGER = 777
@@ -38,7 +40,13 @@ TOKENS = {
     "clawdia": "7000000001:AAFakeTokenForClawdia0123456789abcde",
     "bob": "7000000002:AAFakeTokenForBob000123456789abcdefg",
 }
-SERVERS = {"weather": "mcp_weather", "memory": "mcp_memory", "telegram_io": "mcp_telegram_io"}
+SERVERS = {
+    "weather": "mcp_weather",
+    "memory": "mcp_memory",
+    "telegram_io": "mcp_telegram_io",
+    "shopping": "mcp_shopping",
+    "pending_actions": "mcp_pending_actions",
+}
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 30.0) -> None:
@@ -141,12 +149,24 @@ def _write_config(tmp: Path, agents: list[str], ports: dict[str, int]) -> tuple[
             f"    bot_token_env: {agent.upper()}_BOT_TOKEN",
             f"    allowed_user_ids: ['{USER}']",
             f"    persona: {persona}",
-            "    servers: [weather, memory]",
+            "    servers: [weather, memory, shopping]",
             "    timezone: Europe/Paris",
         ]
     agents_file = config / "agents.yaml"
     agents_file.write_text("\n".join(fleet) + "\n")
     return registry, agents_file
+
+
+async def _import_orders(shopping: Service, path: Path, csv_text: str) -> None:
+    path.write_text(csv_text)
+    done = await anyio.run_process(
+        [sys.executable, "-m", "mcp_shopping", "import", str(path), "--agent", "clawdia"],
+        env=shopping.env,
+        cwd=ROOT,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"import failed: {done.stderr.decode()}{done.stdout.decode()}")
 
 
 @asynccontextmanager
@@ -156,8 +176,13 @@ async def running_mesh(
     agents: tuple[str, ...] = ("clawdia",),
     lease_s: float = 120.0,
     telegram_io_env: dict[str, str] | None = None,
+    pending_env: dict[str, str] | None = None,
+    orders_csv: str | None = None,
 ) -> AsyncIterator[Mesh]:
-    """Fakes in this process, the servers and the orchestrator as processes, all started."""
+    """Fakes in this process, the servers and the orchestrator as processes, all started.
+
+    ``orders_csv`` seeds clawdia's shopping history (``python -m mcp_shopping import``).
+    """
     telegram, llm, open_meteo = FakeTelegram(), FakeOpenAI(), FakeOpenMeteo()
     for agent in agents:
         telegram.add_bot(TOKENS[agent], name=agent.title())
@@ -170,6 +195,7 @@ async def running_mesh(
         base = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TELEGRAM_"))},
             "MESH_TOKEN": MESH_TOKEN,
+            "MESH_APPROVAL_KEY": APPROVAL_KEY,
             "FASTMCP_SHOW_SERVER_BANNER": "false",
             "FASTMCP_CHECK_FOR_UPDATES": "off",
             "PTB_TIMEDELTA": "true",
@@ -183,6 +209,8 @@ async def running_mesh(
                 "WEATHER_GEOCODING_URL": f"{weather_api}/v1/search",
             },
             "memory": {},
+            "shopping": {},
+            "pending_actions": pending_env or {},
             "telegram_io": {
                 **tokens,
                 "TELEGRAM_API_BASE": telegram_url,
@@ -219,6 +247,8 @@ async def running_mesh(
             },
             tmp / "logs" / "orchestrator.log",
         )
+        if orders_csv is not None:
+            await _import_orders(services["shopping"], tmp / "orders.csv", orders_csv)
         mesh = Mesh(telegram, llm, services, tmp, list(agents))
         try:
             async with anyio.create_task_group() as starting:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from fastmcp import Client
 
 from meshkit import create_server
-from meshkit.tool_classes import CLASSES, confirm, internal, producer, read
+from meshkit.tool_classes import CLASSES, ToolOptions, confirm, internal, producer, read
 
 pytestmark = pytest.mark.anyio
 
@@ -57,3 +59,50 @@ async def test_classes_reach_clients_as_tags_and_hints() -> None:
     assert hints("confirm_it") == (False, True, True)
     assert hints("plumbing") == (False, False, True)
     assert {t for name in tools for t in tags(name)} <= CLASSES
+
+
+@pytest.mark.parametrize("options", [read, producer])
+def test_context_arguments_are_marked_in_meta(options: Callable[..., ToolOptions]) -> None:
+    assert options(context=("agent",))["meta"] == {"clawmesh": {"context": ["agent"]}}
+
+
+@pytest.mark.parametrize("options", [read, producer])
+def test_without_context_no_meta_is_set(options: Callable[..., ToolOptions]) -> None:
+    assert "meta" not in options()
+
+
+@pytest.mark.parametrize("options", [read, producer])
+@pytest.mark.parametrize("context", [("user",), ("agent", "chat_id"), ("Agent",)])
+def test_an_unknown_context_argument_is_refused(
+    options: Callable[..., ToolOptions], context: tuple[str, ...]
+) -> None:
+    with pytest.raises(ValueError, match="unknown context"):
+        options(context=context)
+
+
+async def test_context_meta_reaches_clients_next_to_the_tag() -> None:
+    server = create_server("demo", version="0", instructions="demo")
+
+    @server.tool(**read(context=("agent",)))
+    async def recall(agent: str = "default") -> str:
+        """Recall."""
+        return agent
+
+    @server.tool(**producer(context=("agent",)))
+    async def propose(agent: str = "default") -> str:
+        """Propose."""
+        return agent
+
+    @server.tool(**read())
+    async def look() -> str:
+        """Look."""
+        return ""
+
+    async with Client(server) as client:
+        tools = {tool.name: tool for tool in await client.list_tools()}
+
+    for name, tag in (("recall", "read"), ("propose", "producer")):
+        meta = tools[name].meta or {}
+        assert meta["clawmesh"] == {"context": ["agent"]}
+        assert list(meta["fastmcp"]["tags"]) == [tag]
+    assert "clawmesh" not in (tools["look"].meta or {})

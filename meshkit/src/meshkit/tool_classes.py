@@ -2,11 +2,16 @@
 
 Use as ``@mcp.tool(**read(title="Forecast", open_world=True))``. The orchestrator
 reads the tag (``tool.meta["fastmcp"]["tags"]``) to decide who may call a tool.
+
+``context=("agent",)`` on a read or producer tool marks arguments the orchestrator
+fills in itself (``tool.meta["clawmesh"]["context"]``): the model never sees them, so
+it cannot read or change another agent's data. Other MCP clients see an ordinary
+argument (give it a default).
 """
 
 from __future__ import annotations
 
-from typing import Final, TypedDict
+from typing import Any, Final, NotRequired, TypedDict
 
 from mcp_types import ToolAnnotations
 
@@ -15,25 +20,31 @@ PRODUCER: Final = "producer"
 CONFIRM: Final = "confirm"
 INTERNAL: Final = "internal"
 CLASSES: Final = frozenset({READ, PRODUCER, CONFIRM, INTERNAL})
+CONTEXT_ARGUMENTS: Final = frozenset({"agent"})  # what the orchestrator can fill in
 
 
 class ToolOptions(TypedDict):
     annotations: ToolAnnotations
     tags: set[str]
+    meta: NotRequired[dict[str, Any]]
 
 
-def read(*, title: str | None = None, open_world: bool = False) -> ToolOptions:
+def read(
+    *, title: str | None = None, open_world: bool = False, context: tuple[str, ...] = ()
+) -> ToolOptions:
     """A tool the LLM may call that never changes state."""
-    return _options(
+    options = _options(
         READ, title, read_only=True, destructive=False, idempotent=True, open_world=open_world
     )
+    return _with_context(options, context)
 
 
-def producer(*, title: str | None = None) -> ToolOptions:
+def producer(*, title: str | None = None, context: tuple[str, ...] = ()) -> ToolOptions:
     """A tool the LLM may call that returns a Proposal and changes nothing."""
-    return _options(
+    options = _options(
         PRODUCER, title, read_only=True, destructive=False, idempotent=True, open_world=False
     )
+    return _with_context(options, context)
 
 
 def confirm(*, title: str | None = None, destructive: bool = False) -> ToolOptions:
@@ -58,6 +69,15 @@ def internal(
         idempotent=idempotent,
         open_world=False,
     )
+
+
+def _with_context(options: ToolOptions, context: tuple[str, ...]) -> ToolOptions:
+    unknown = set(context) - CONTEXT_ARGUMENTS
+    if unknown:
+        raise ValueError(f"unknown context arguments {sorted(unknown)}")
+    if context:
+        options["meta"] = {"clawmesh": {"context": sorted(set(context))}}
+    return options
 
 
 def _options(

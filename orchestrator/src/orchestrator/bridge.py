@@ -68,11 +68,24 @@ class NotStrict(Exception):
 
 
 def to_tool_spec(tool: ToolInfo) -> ToolSpec:
-    schema = tool.input_schema or {"type": "object", "properties": {}}
+    schema = without_context(tool.input_schema or {"type": "object", "properties": {}}, tool)
     try:
         return ToolSpec(tool.qualified, tool.description, strict_schema(schema), strict=True)
     except NotStrict:
         return ToolSpec(tool.qualified, tool.description, loose_schema(schema), strict=False)
+
+
+def without_context(schema: dict[str, Any], tool: ToolInfo) -> dict[str, Any]:
+    """The schema minus the arguments the orchestrator fills in: the model never sees them."""
+    if not tool.context:
+        return schema
+    properties = {
+        name: sub
+        for name, sub in (schema.get("properties") or {}).items()
+        if name not in tool.context
+    }
+    required = [name for name in schema.get("required", []) if name not in tool.context]
+    return {**schema, "properties": properties, "required": required}
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from fastmcp.client.transports import (
 )
 from mcp.shared.exceptions import MCPError
 
-from meshkit.tool_classes import CLASSES, READ
+from meshkit.tool_classes import CLASSES, CONTEXT_ARGUMENTS, READ
 from orchestrator.config import ServerEntry, qualified_name
 
 logger = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ class ToolInfo:
     input_schema: dict[str, Any]
     read_only: bool
     idempotent: bool
+    context: tuple[str, ...] = ()  # arguments the orchestrator fills in (``agent``)
 
     @property
     def retry_safe(self) -> bool:
@@ -74,6 +75,18 @@ def classify(tool: mcp_types.Tool) -> str:
     if not tags and tool.annotations is not None and tool.annotations.read_only_hint:
         return READ
     return UNCLASSIFIED
+
+
+def context_arguments(tool: mcp_types.Tool) -> tuple[str, ...]:
+    """The arguments a tool asks the orchestrator to fill in (``meta.clawmesh.context``),
+    among those the orchestrator knows and the tool's schema has."""
+    meta = tool.meta or {}
+    clawmesh = meta.get("clawmesh")
+    declared = clawmesh.get("context", []) if isinstance(clawmesh, dict) else []
+    properties = (tool.input_schema or {}).get("properties") or {}
+    if not isinstance(declared, list):
+        return ()
+    return tuple(name for name in declared if name in CONTEXT_ARGUMENTS and name in properties)
 
 
 class ServerConnection:
@@ -247,6 +260,7 @@ class ServerConnection:
                 input_schema=dict(tool.input_schema),
                 read_only=bool(hints and hints.read_only_hint),
                 idempotent=bool(hints and hints.idempotent_hint),
+                context=context_arguments(tool),
             )
         hidden = [t.name for t in tools.values() if t.tool_class == UNCLASSIFIED]
         if hidden:

@@ -19,6 +19,7 @@ from orchestrator.llm.base import FunctionCall
 from orchestrator.turn import arguments_preview
 
 CHAT_ID = "console"
+USER_ID = "console"
 DIM, RESET = "\033[2m", "\033[0m"
 
 
@@ -77,12 +78,19 @@ class Console:
     async def _handle(self, line: str) -> None:
         if self._choices and line.isdigit() and 1 <= int(line) <= len(self._choices):
             button = self._choices[int(line) - 1]
-            reply = await self._dispatcher.on_callback(self._agent_id, CHAT_ID, button.data)
-        else:
-            reply = await self._dispatcher.on_text(
-                self._agent_id, CHAT_ID, line, observe=self._show_tool
+            edited = await self._dispatcher.on_callback(
+                self._agent_id, CHAT_ID, USER_ID, button.data, self._notice
             )
+            if edited is not None:
+                self._show(edited)
+            return
+        reply = await self._dispatcher.on_text(
+            self._agent_id, CHAT_ID, line, observe=self._show_tool, user_id=USER_ID
+        )
         self._show(reply)
+
+    async def _notice(self, text: str) -> None:
+        self._write(f"{DIM}  ({text}){RESET}" if self._color else f"  ({text})")
 
     def _show(self, reply: Reply) -> None:
         self._write(reply.text)

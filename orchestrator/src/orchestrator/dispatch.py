@@ -10,25 +10,16 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 
 import anyio
 
+from orchestrator.actions import ActionDesk, Answer, proposals_of
 from orchestrator.conversation import Conversation
 from orchestrator.registry import Registry
+from orchestrator.replies import Button, Reply
 from orchestrator.turn import AgentRuntime, ToolObserver, TurnEngine
 
-
-@dataclass(frozen=True)
-class Button:
-    label: str
-    data: str  # callback data, ≤ 64 bytes (Telegram)
-
-
-@dataclass(frozen=True)
-class Reply:
-    text: str
-    buttons: list[list[Button]] = field(default_factory=list)  # rows
+__all__ = ["Button", "Dispatcher", "Reply"]
 
 
 StatusProbe = Callable[[], Awaitable[list[str]]]
@@ -56,6 +47,7 @@ class Dispatcher:
         self._engine = engine
         self._registry = registry
         self._conversation = conversation
+        self._desk = ActionDesk(registry, conversation)
         self._started = time.monotonic()
         self._locks: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
         self._running: dict[tuple[str, str], anyio.CancelScope] = {}
@@ -67,12 +59,15 @@ class Dispatcher:
         chat_id: str,
         text: str,
         observe: ToolObserver | None = None,
+        *,
         message_id: str | None = None,
+        user_id: str | None = None,
     ) -> Reply:
         """The answer to a message. A turn cancelled by ``/stop`` answers an empty Reply.
 
         ``message_id`` identifies the message across redeliveries (a Telegram update id),
-        so a turn redone after a crash is remembered once.
+        so a turn redone after a crash is remembered once. Changes the turn proposed are
+        staged for ``user_id`` to confirm: the reply carries their buttons.
         """
         runtime = self.agents[agent_id]
         command = text.strip().split(maxsplit=1)[0].lower() if text.startswith("/") else ""
@@ -90,6 +85,9 @@ class Dispatcher:
                     del self._running[(agent_id, chat_id)]
             if scope.cancelled_caught:
                 return Reply("")
+            proposals = proposals_of(result.outcomes)
+            if proposals:
+                return await self._desk.stage(agent_id, chat_id, user_id, result.text, proposals)
             return Reply(result.text)
 
     def stop(self, agent_id: str, chat_id: str) -> bool:
@@ -100,9 +98,12 @@ class Dispatcher:
         scope.cancel()
         return True
 
-    async def on_callback(self, agent_id: str, chat_id: str, data: str) -> Reply:
-        # Buttons arrive with pending actions and clarify; until then none is active.
-        return Reply("That button is no longer active.")
+    async def on_callback(
+        self, agent_id: str, chat_id: str, user_id: str, data: str, answer: Answer
+    ) -> Reply | None:
+        """A button tap, never seen by the model: ``answer`` is called with a short notice
+        once decided; the result is the tapped message's new content (None: unchanged)."""
+        return await self._desk.tap(agent_id, chat_id, user_id, data, answer)
 
     async def _command(self, runtime: AgentRuntime, chat_id: str, command: str) -> Reply:
         if command in ("/start", "/help"):

@@ -115,7 +115,11 @@ class TelegramChannel:
             await self._finish(uid)
             return
         chat = str(update["chat_id"])
-        if update.get("kind") == "text" and _command(update) == "/stop":
+        if update.get("kind") == "callback" or (
+            update.get("kind") == "text" and _command(update) == "/stop"
+        ):
+            # Not behind the chat's queue: /stop must reach the running turn, and a tap is
+            # answered at once even while a turn runs (pending-actions keeps taps atomic).
             tasks.start_soon(self._handle_now, runtime, update)
             return
         self._active.add(uid)
@@ -161,11 +165,7 @@ class TelegramChannel:
     async def _answer(self, runtime: AgentRuntime, update: Update) -> Reply | None:
         agent, chat, kind = runtime.id, str(update["chat_id"]), update.get("kind")
         if kind == "callback":
-            # Taps never reach the model: the answer is immediate, shown on the button.
-            tapped = await self._dispatcher.on_callback(agent, chat, str(update["callback_data"]))
-            await self._best_effort(
-                "answer_callback", agent=agent, callback_id=update["callback_id"], text=tapped.text
-            )
+            await self._tap(agent, chat, update)
             return None
         if kind == "media":
             return Reply(MEDIA_REPLY)
@@ -174,10 +174,44 @@ class TelegramChannel:
         async with anyio.create_task_group() as typing:
             typing.start_soon(self._keep_typing, agent, chat)
             reply = await self._dispatcher.on_text(
-                agent, chat, str(update.get("text") or ""), message_id=str(update["id"])
+                agent,
+                chat,
+                str(update.get("text") or ""),
+                message_id=str(update["id"]),
+                user_id=str(update.get("user_id")),
             )
             typing.cancel_scope.cancel()
         return reply
+
+    async def _tap(self, agent: str, chat: str, update: Update) -> None:
+        """A button tap never reaches the model: answered, done once, its message edited."""
+        answered = False
+
+        async def answer(text: str) -> None:
+            nonlocal answered
+            answered = True
+            await self._best_effort(
+                "answer_callback", agent=agent, callback_id=update["callback_id"], text=text
+            )
+
+        edited = await self._dispatcher.on_callback(
+            agent, chat, str(update.get("user_id")), str(update.get("callback_data") or ""), answer
+        )
+        if not answered:
+            await answer("")
+        message_id = update.get("message_id")
+        if edited is None or not edited.text or message_id is None:
+            return
+        buttons = [[{"label": b.label, "data": b.data} for b in row] for row in edited.buttons]
+        arguments: dict[str, Any] = {
+            "agent": agent,
+            "chat_id": chat,
+            "message_id": message_id,
+            "text": edited.text[:4096],
+        }
+        if buttons:
+            arguments["buttons"] = buttons
+        await self._call("edit_message", arguments)
 
     async def _keep_typing(self, agent: str, chat: str) -> None:
         """ "typing…" from a moment into the turn until it ends (Telegram shows it ~5 s).

@@ -127,7 +127,7 @@ class TurnEngine:
                 if not reply.calls:
                     result.text = reply.text.strip() or EMPTY_REPLY
                     break
-                outputs = await self._execute_all(reply.calls, tools, result, observe)
+                outputs = await self._execute_all(reply.calls, tools, result, observe, runtime)
                 items.extend(outputs)
                 result.new_items.extend(outputs)
             else:
@@ -156,6 +156,7 @@ class TurnEngine:
         tools: dict[str, ToolInfo],
         result: TurnResult,
         observe: ToolObserver | None,
+        runtime: AgentRuntime,
     ) -> list[Item]:
         outputs: list[Item] = [{} for _ in calls]
 
@@ -163,7 +164,7 @@ class TurnEngine:
             tool = tools.get(call.name)
             if observe is not None:
                 await observe(tool, call)
-            output = await self._execute(call, tool, result)
+            output = await self._execute(call, tool, result, runtime)
             outputs[index] = {
                 "type": "function_call_output",
                 "call_id": call.call_id,
@@ -176,7 +177,13 @@ class TurnEngine:
                 group.start_soon(execute, index, call)
         return outputs
 
-    async def _execute(self, call: FunctionCall, tool: ToolInfo | None, result: TurnResult) -> str:
+    async def _execute(
+        self,
+        call: FunctionCall,
+        tool: ToolInfo | None,
+        result: TurnResult,
+        runtime: AgentRuntime,
+    ) -> str:
         if tool is None:
             # Includes confirm and internal tools: they are not the model's to call.
             return error_output(
@@ -186,6 +193,9 @@ class TurnEngine:
             arguments = prepare_arguments(call.arguments, tool.input_schema)
         except ValueError as error:
             return error_output(f"{call.name}: {error}")
+        # Filled in here, over anything the model sent: it never acts as another agent.
+        context = {"agent": runtime.id}
+        arguments.update({name: context[name] for name in tool.context})
         try:
             outcome = await self._registry.call(tool, arguments)
         except Exception:  # a bug must not take the turn down: the model hears of a failure

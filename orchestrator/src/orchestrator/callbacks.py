@@ -1,0 +1,48 @@
+"""Button callback data: the one place that writes and reads it (Telegram allows 64 bytes).
+
+    pa:c:<action id>   confirm one action        pb:c:<batch id>   confirm all of a batch
+    pa:x:<action id>   cancel one action         pb:x:<batch id>   cancel all of a batch
+
+Anything else (an old button, forged data) decodes to None. The data only names what
+was tapped: whether it may happen is decided by pending-actions, for the tapping user.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+MAX_BYTES = 64
+_ACTION = re.compile(r"^act_[0-9a-f]{12}$")
+_BATCH = re.compile(r"^bat_[0-9a-f]{12}$")
+_VERBS = {"c": "confirm", "x": "cancel"}
+_SCOPES = {"pa": "action", "pb": "batch"}
+
+
+@dataclass(frozen=True)
+class Tap:
+    scope: Literal["action", "batch"]
+    verb: Literal["confirm", "cancel"]
+    target: str  # an action id or a batch id
+
+
+def encode(tap: Tap) -> str:
+    prefix = "pa" if tap.scope == "action" else "pb"
+    data = f"{prefix}:{tap.verb[0] if tap.verb == 'confirm' else 'x'}:{tap.target}"
+    if decode(data) != tap or len(data.encode()) > MAX_BYTES:
+        raise ValueError(f"cannot encode {tap}")
+    return data
+
+
+def decode(data: str) -> Tap | None:
+    parts = data.split(":")
+    if len(parts) != 3 or parts[0] not in _SCOPES or parts[1] not in _VERBS:
+        return None
+    prefix, verb, target = parts
+    pattern = _ACTION if prefix == "pa" else _BATCH
+    if not pattern.match(target):
+        return None
+    scope: Literal["action", "batch"] = "action" if prefix == "pa" else "batch"
+    kind: Literal["confirm", "cancel"] = "confirm" if verb == "c" else "cancel"
+    return Tap(scope, kind, target)
