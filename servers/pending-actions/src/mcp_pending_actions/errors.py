@@ -1,0 +1,36 @@
+"""Pending-actions errors, each written for the orchestrator that calls us.
+
+PendingActionsError (meshkit ModelError)
+ ├── InvalidRequest    a blank id, a bad server name, an oversized payload or result,
+ │                     a batch of another chat
+ ├── UnknownAction     no action with that id (complete, fail, history)
+ ├── UnknownBatch      no batch with that id (stage into it, get_batch)
+ └── WrongState        complete or fail on an action that is not executing
+
+approve and cancel never raise these for a refusal: a tap on a done, cancelled or
+expired action is an ordinary answer (``Decision.ok`` is false), not an error.
+"""
+
+from __future__ import annotations
+
+from meshkit.errors import ModelError
+
+
+class PendingActionsError(ModelError):
+    pass
+
+
+class InvalidRequest(PendingActionsError):
+    pass
+
+
+class UnknownAction(PendingActionsError):
+    pass
+
+
+class UnknownBatch(PendingActionsError):
+    pass
+
+
+class WrongState(PendingActionsError):
+    pass

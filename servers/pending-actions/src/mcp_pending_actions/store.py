@@ -1,0 +1,331 @@
+"""Batches, actions and their audit trail in SQLite: one file, one connection, WAL.
+
+Tables:
+
+    batches (batch_id, agent, chat_id, text, created_at)   one message's buttons
+    actions (action_id, batch_id, agent, chat_id, user_id, server, kind, summary, payload,
+             confirm_label, cancel_label, state, created_at, expires_at, updated_at,
+             result, error)                                payload and result are JSON text
+    events  (id, action_id, from_state, to_state, at, actor, detail)   every state change
+
+Nothing is ever deleted. A state change is one conditional UPDATE and its event, in one
+IMMEDIATE transaction: the UPDATE's rowcount says whether the change happened, so of two
+writers that race for the same change exactly one wins. The service decides which changes
+to ask for; this module only makes each one atomic.
+
+Connection handling is meshkit's (``meshkit.sqlite``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from mcp_pending_actions.models import State
+from meshkit.sqlite import SQLiteStore
+from meshkit.sqlite import transaction as _transaction
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS batches (
+    batch_id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    text TEXT,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS actions (
+    action_id TEXT PRIMARY KEY,
+    batch_id TEXT NOT NULL REFERENCES batches (batch_id),
+    agent TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    user_id TEXT,
+    server TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    confirm_label TEXT NOT NULL,
+    cancel_label TEXT NOT NULL,
+    state TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    result TEXT,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS actions_by_batch ON actions (batch_id);
+CREATE INDEX IF NOT EXISTS actions_by_chat ON actions (agent, chat_id, state);
+CREATE INDEX IF NOT EXISTS actions_by_expiry ON actions (state, expires_at);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    action_id TEXT NOT NULL REFERENCES actions (action_id),
+    from_state TEXT,
+    to_state TEXT NOT NULL,
+    at REAL NOT NULL,
+    actor TEXT,
+    detail TEXT
+);
+CREATE INDEX IF NOT EXISTS events_by_action ON events (action_id, id);
+"""
+_COLUMNS = (
+    "action_id, batch_id, agent, chat_id, user_id, server, kind, summary, payload,"
+    " confirm_label, cancel_label, state, created_at, expires_at, updated_at, result, error"
+)
+_NAMES = tuple(name.strip() for name in _COLUMNS.split(","))
+_INSERT_ACTION = (
+    f"INSERT INTO actions ({_COLUMNS}) VALUES ({', '.join(f':{name}' for name in _NAMES)})"  # noqa: S608
+)
+_EVENT = (
+    "INSERT INTO events (action_id, from_state, to_state, at, actor, detail)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+# Staging order, oldest first: rowids only grow, since nothing is deleted.
+_ORDER = "ORDER BY rowid"
+
+
+@dataclass(frozen=True)
+class BatchRow:
+    batch_id: str
+    agent: str
+    chat_id: str
+    text: str | None
+    created_at: float
+
+
+@dataclass(frozen=True)
+class ActionRow:
+    action_id: str
+    batch_id: str
+    agent: str
+    chat_id: str
+    user_id: str | None
+    server: str
+    kind: str
+    summary: str
+    payload: dict[str, Any]
+    confirm_label: str
+    cancel_label: str
+    state: State
+    created_at: float
+    expires_at: float
+    updated_at: float
+    result: dict[str, Any] | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class EventRow:
+    id: int
+    action_id: str
+    from_state: State | None
+    to_state: State
+    at: float
+    actor: str | None
+    detail: str | None
+
+
+@dataclass(frozen=True)
+class Change:
+    """One state change, made only while every condition given still holds."""
+
+    from_state: State
+    to_state: State
+    at: float
+    actor: str | None = None
+    detail: str | None = None
+    live_at: float | None = None  # only if expires_at > live_at (not expired yet)
+    due_at: float | None = None  # only if expires_at <= due_at (expired by then)
+    idle_since: float | None = None  # only if updated_at <= idle_since (lease ran out)
+    result: dict[str, Any] | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    changed: bool
+    row: ActionRow  # as it is after the attempt, read in the same transaction
+
+
+class PendingStore(SQLiteStore):
+    SCHEMA = SCHEMA
+
+    async def add(self, action: ActionRow, *, new_batch: BatchRow | None, text: str | None) -> None:
+        """Store a new action and its staging event, and its batch when ``new_batch`` is
+        given; ``text`` is kept as the batch's text unless it has one already."""
+
+        def write(db: sqlite3.Connection) -> None:
+            with _transaction(db, "IMMEDIATE"):
+                if new_batch is not None:
+                    db.execute(
+                        "INSERT INTO batches (batch_id, agent, chat_id, text, created_at)"
+                        " VALUES (?, ?, ?, ?, ?)",
+                        (
+                            new_batch.batch_id,
+                            new_batch.agent,
+                            new_batch.chat_id,
+                            text,
+                            new_batch.created_at,
+                        ),
+                    )
+                elif text is not None:
+                    db.execute(
+                        "UPDATE batches SET text = COALESCE(text, ?) WHERE batch_id = ?",
+                        (text, action.batch_id),
+                    )
+                db.execute(_INSERT_ACTION, _encoded(action))
+                db.execute(
+                    _EVENT,
+                    (action.action_id, None, action.state, action.created_at, action.agent, None),
+                )
+
+        await self._run(write)
+
+    async def change(self, action_id: str, change: Change) -> Outcome | None:
+        """Make ``change`` if the action is in its ``from_state`` and meets its conditions;
+        None when there is no such action."""
+        sets = ["state = ?", "updated_at = ?"]
+        values: list[Any] = [change.to_state, change.at]
+        if change.result is not None:
+            sets.append("result = ?")
+            values.append(_encode(change.result))
+        if change.error is not None:
+            sets.append("error = ?")
+            values.append(change.error)
+        where = ["action_id = ?", "state = ?"]
+        values += [action_id, change.from_state]
+        for condition, value in (
+            ("expires_at > ?", change.live_at),
+            ("expires_at <= ?", change.due_at),
+            ("updated_at <= ?", change.idle_since),
+        ):
+            if value is not None:
+                where.append(condition)
+                values.append(value)
+        update = f"UPDATE actions SET {', '.join(sets)} WHERE {' AND '.join(where)}"  # noqa: S608
+
+        def write(db: sqlite3.Connection) -> Outcome | None:
+            with _transaction(db, "IMMEDIATE"):
+                changed = db.execute(update, values).rowcount == 1
+                if changed:
+                    db.execute(
+                        _EVENT,
+                        (
+                            action_id,
+                            change.from_state,
+                            change.to_state,
+                            change.at,
+                            change.actor,
+                            change.detail,
+                        ),
+                    )
+                row = _select_action(db, action_id)
+            return None if row is None else Outcome(changed, row)
+
+        return await self._run(write)
+
+    async def expire_due(self, now: float, detail: str) -> int:
+        """Mark every pending action whose expiry has passed as expired, each with its event;
+        returns how many."""
+
+        def write(db: sqlite3.Connection) -> int:
+            due = (State.PENDING, now)
+            with _transaction(db, "IMMEDIATE"):
+                db.execute(
+                    "INSERT INTO events (action_id, from_state, to_state, at, actor, detail)"
+                    " SELECT action_id, state, ?, ?, NULL, ? FROM actions"
+                    " WHERE state = ? AND expires_at <= ? ORDER BY rowid",
+                    (State.EXPIRED, now, detail, *due),
+                )
+                expired: int = db.execute(
+                    "UPDATE actions SET state = ?, updated_at = ?"
+                    " WHERE state = ? AND expires_at <= ?",
+                    (State.EXPIRED, now, *due),
+                ).rowcount
+            return expired
+
+        return await self._run(write)
+
+    async def action(self, action_id: str) -> ActionRow | None:
+        return await self._run(lambda db: _select_action(db, action_id))
+
+    async def batch(self, batch_id: str) -> BatchRow | None:
+        def read(db: sqlite3.Connection) -> BatchRow | None:
+            row = db.execute(
+                "SELECT batch_id, agent, chat_id, text, created_at FROM batches WHERE batch_id = ?",
+                (batch_id,),
+            ).fetchone()
+            return None if row is None else BatchRow(*row)
+
+        return await self._run(read)
+
+    async def batch_actions(self, batch_id: str) -> list[ActionRow]:
+        """The batch's actions in staging order."""
+        return await self._run(
+            lambda db: _select_actions(db, f"batch_id = ? {_ORDER}", (batch_id,))
+        )
+
+    async def live(self, agent: str, chat_id: str, now: float) -> list[ActionRow]:
+        """The chat's pending actions that have not expired by ``now``, oldest first."""
+        return await self._run(
+            lambda db: _select_actions(
+                db,
+                f"agent = ? AND chat_id = ? AND state = ? AND expires_at > ? {_ORDER}",
+                (agent, chat_id, State.PENDING, now),
+            )
+        )
+
+    async def events(self, action_id: str) -> list[EventRow]:
+        """The action's events, oldest first."""
+
+        def read(db: sqlite3.Connection) -> list[EventRow]:
+            rows = db.execute(
+                "SELECT id, action_id, from_state, to_state, at, actor, detail FROM events"
+                " WHERE action_id = ? ORDER BY id",
+                (action_id,),
+            ).fetchall()
+            return [
+                EventRow(
+                    id=id_,
+                    action_id=action,
+                    from_state=None if from_state is None else State(from_state),
+                    to_state=State(to_state),
+                    at=at,
+                    actor=actor,
+                    detail=detail,
+                )
+                for id_, action, from_state, to_state, at, actor, detail in rows
+            ]
+
+        return await self._run(read)
+
+
+def _select_action(db: sqlite3.Connection, action_id: str) -> ActionRow | None:
+    found = _select_actions(db, "action_id = ?", (action_id,))
+    return found[0] if found else None
+
+
+def _select_actions(db: sqlite3.Connection, where: str, values: tuple[Any, ...]) -> list[ActionRow]:
+    rows = db.execute(f"SELECT {_COLUMNS} FROM actions WHERE {where}", values).fetchall()  # noqa: S608
+    return [_action(row) for row in rows]
+
+
+def _action(row: tuple[Any, ...]) -> ActionRow:
+    fields = dict(zip(_NAMES, row, strict=True))
+    fields["payload"] = json.loads(fields["payload"])
+    fields["state"] = State(fields["state"])
+    if fields["result"] is not None:
+        fields["result"] = json.loads(fields["result"])
+    return ActionRow(**fields)
+
+
+def _encoded(action: ActionRow) -> dict[str, Any]:
+    """The row's values by column name, JSON columns as text."""
+    values = asdict(action)
+    values["payload"] = _encode(action.payload)
+    values["result"] = None if action.result is None else _encode(action.result)
+    return values
+
+
+def _encode(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

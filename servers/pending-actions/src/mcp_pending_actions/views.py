@@ -1,0 +1,44 @@
+"""How stored actions are shown: views, and decisions in words a user can read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_pending_actions.models import UNKNOWN, ActionView, Decision, State
+from mcp_pending_actions.store import ActionRow
+
+NOT_FOUND = "not found"  # an unknown id, and an action of another chat or user alike
+REASONS = {
+    State.PENDING: "still waiting for a decision",
+    State.EXECUTING: "being done right now",
+    State.DONE: "already done",
+    State.FAILED: "already tried, and it failed",
+    State.CANCELLED: "cancelled",
+    State.EXPIRED: "expired",
+}
+
+
+def refused(row: ActionRow) -> Decision:
+    return decision(row, ok=False, reason=REASONS[row.state])
+
+
+def decision(row: ActionRow, *, ok: bool, reason: str | None = None, **extra: Any) -> Decision:
+    return Decision(
+        ok=ok,
+        action_id=row.action_id,
+        batch_id=row.batch_id,
+        state=row.state,
+        summary=row.summary,
+        reason=reason,
+        server=row.server,
+        kind=row.kind,
+        **extra,
+    )
+
+
+def not_found(action_id: str) -> Decision:
+    return Decision(ok=False, action_id=action_id, state=UNKNOWN, reason=NOT_FOUND)
+
+
+def view(row: ActionRow) -> ActionView:
+    return ActionView.model_validate(row, from_attributes=True)

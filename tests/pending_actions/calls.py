@@ -1,0 +1,70 @@
+"""Tool calls and proposals the pending-actions tests share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastmcp import Client
+from fastmcp.client.client import CallToolResult
+from mcp_types import TextContent
+
+KEY = "pending-actions-test-approval-key-4f1c9e2a7b"  # MESH_APPROVAL_KEY in every test
+AGENT = "clawdia"
+CHAT = "42"
+USER = "7001"
+MILK: dict[str, Any] = {
+    "kind": "add_item",
+    "summary": "Add milk to the shopping list",
+    "payload": {"list": "groceries", "item": "milk", "quantity": 2},
+}
+EGGS: dict[str, Any] = {
+    "kind": "add_item",
+    "summary": "Add eggs to the shopping list",
+    "payload": {"list": "groceries", "item": "eggs"},
+}
+
+
+async def call(client: Client[Any], tool: str, **arguments: Any) -> dict[str, Any]:
+    """The structured result of a tool call that must succeed."""
+    result = await client.call_tool(tool, arguments)
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def call_error(client: Client[Any], tool: str, **arguments: Any) -> str:
+    """The message of a tool call that must fail."""
+    result = await client.call_tool(tool, arguments, raise_on_error=False)
+    assert result.is_error
+    return text_of(result)
+
+
+def text_of(result: CallToolResult) -> str:
+    [content] = result.content
+    assert isinstance(content, TextContent)
+    return content.text
+
+
+async def stage(
+    client: Client[Any], proposal: dict[str, Any] | None = None, **arguments: Any
+) -> dict[str, Any]:
+    """Stage ``proposal`` (MILK by default) from the shopping server in AGENT's CHAT."""
+    defaults = {"agent": AGENT, "chat_id": CHAT, "server": "shopping", "proposal": proposal or MILK}
+    return await call(client, "stage", **{**defaults, **arguments})
+
+
+async def approve(client: Client[Any], action_id: str, **arguments: Any) -> dict[str, Any]:
+    return await call(
+        client, "approve", **{"action_id": action_id, "user_id": USER, "chat_id": CHAT, **arguments}
+    )
+
+
+async def cancel(client: Client[Any], action_id: str, **arguments: Any) -> dict[str, Any]:
+    return await call(
+        client, "cancel", **{"action_id": action_id, "user_id": USER, "chat_id": CHAT, **arguments}
+    )
+
+
+async def transitions(client: Client[Any], action_id: str) -> list[tuple[str | None, str]]:
+    """The action's history as (from_state, to_state) pairs."""
+    history = await call(client, "history", action_id=action_id)
+    return [(event["from_state"], event["to_state"]) for event in history["events"]]

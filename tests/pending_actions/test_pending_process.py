@@ -1,0 +1,116 @@
+"""`python -m mcp_pending_actions` as a real process over HTTP, with the official SDK client."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from fakes.serving import free_port
+from meshkit.proposals import Approvals
+from pending_actions.calls import AGENT, CHAT, KEY, MILK, USER
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "pending-actions-process-test-token-3"
+
+
+class ServerProcess:
+    """A server started at once and waited for only when a test needs it."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {
+            **os.environ,
+            "DATA_DIR": str(data_dir),
+            "MESH_TOKEN": TOKEN,
+            "MESH_APPROVAL_KEY": KEY,
+            "MCP_PORT": str(self.port),
+            "LOG_LEVEL": "DEBUG",
+            "FASTMCP_CHECK_FOR_UPDATES": "off",
+        }
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mcp_pending_actions"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def ready(self, timeout_s: float = 30) -> str:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"mcp_pending_actions exited: {self.stop()}")
+            try:
+                if httpx2.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return self.url
+            except httpx2.TransportError:
+                pass
+            time.sleep(0.05)
+        raise TimeoutError("mcp_pending_actions did not become healthy")
+
+    def stop(self) -> str:
+        self.process.terminate()
+        _, stderr = self.process.communicate(timeout=10)
+        return stderr
+
+
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    server = ServerProcess(tmp_path_factory.mktemp("pending-http"))
+    try:
+        yield server
+    finally:
+        log = server.stop()
+        assert TOKEN not in log, "the bearer token leaked into the server's log"
+        assert KEY not in log, "the approval key leaked into the server's log"
+
+
+async def test_a_proposal_is_staged_and_approved_over_http_with_the_token(
+    http_server: ServerProcess,
+) -> None:
+    url = http_server.ready()
+    health = httpx2.get(f"{url}/health")
+    refused = httpx2.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+    async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+        tools = (await client.list_tools()).tools
+        staged = await client.call_tool(
+            "stage", {"agent": AGENT, "chat_id": CHAT, "server": "shopping", "proposal": MILK}
+        )
+        assert staged.structured_content is not None
+        action_id = staged.structured_content["action_id"]
+        approved = await client.call_tool(
+            "approve", {"action_id": action_id, "user_id": USER, "chat_id": CHAT}
+        )
+        again = await client.call_tool(
+            "approve", {"action_id": action_id, "user_id": USER, "chat_id": CHAT}
+        )
+
+    assert (health.status_code, health.json()["checks"]) == (200, {"database": "ok"})
+    assert health.json()["server"] == "pending-actions"
+    assert refused.status_code == 401
+    assert all(
+        tool.meta is not None and tool.meta["fastmcp"]["tags"] == ["internal"] for tool in tools
+    )
+    assert approved.structured_content is not None
+    assert approved.structured_content["ok"] is True
+    Approvals(KEY.encode()).check(
+        approved.structured_content["approval"], "shopping", "add_item", MILK["payload"]
+    )
+    assert again.structured_content is not None
+    assert (again.structured_content["ok"], again.structured_content["state"]) == (
+        False,
+        "executing",
+    )
