@@ -11,6 +11,14 @@ and fake Open-Meteo are served in this process (tests/fakes/mesh.py). One sample
       (memory, the model, the weather tool over HTTP) → send_message → sendMessage
     = the time of that sendMessage at the fake minus the time of the injection
 
+The tap path: the model proposes adding an item to the shopping list (a reply with
+buttons, untimed), then
+
+    the fake Telegram gets a tap on "➕ Add" → telegram-io → the orchestrator's
+      next_updates → answerCallbackQuery → pending-actions approve → shopping's
+      confirm_add_to_list → pending-actions complete → get_batch → editMessageText
+    = the time of that editMessageText at the fake minus the time of the tap
+
 Per-chat pacing (about one message a second, a deliberate delay) is off here
 (TELEGRAM_PACE_S=0) so the figures are the mesh's own time. Scenarios interleave in
 rounds; figures are medians and 99th percentiles. Then the resident memory (VmRSS)
@@ -32,7 +40,9 @@ from bench.turn import TEXT_ANSWER, TEXT_PROMPT, TOOL_ANSWER, TOOL_PROMPT, WEATH
 from fakes.mesh import TOKENS, USER, Mesh, running_mesh
 
 TOKEN = TOKENS["clawdia"]
-GOAL_P50_MS = {"text only": None, "one tool call": 30.0}
+GOAL_P50_MS = {"text only": None, "one tool call": 30.0, "tap → edit": 20.0}
+TAP_PROMPT = "put this on the list:"
+TAP_ANSWER = "Shall I add it?"
 GOAL_RSS_MB = 70.0
 
 
@@ -40,9 +50,14 @@ def answer(body: Body) -> Step:
     last = body["input"][-1]
     if last.get("type") == "function_call_output":
         output = str(last["output"])
-        return text(f"tool failed: {output}" if output.startswith('{"error"') else TOOL_ANSWER)
+        if output.startswith('{"error"'):
+            return text(f"tool failed: {output}")
+        return text(TAP_ANSWER if '"kind":"add_to_list"' in output else TOOL_ANSWER)
     if last.get("content") == TOOL_PROMPT:
         return calls(call(WEATHER_TOOL, location="Paris"))
+    if str(last.get("content")).startswith(TAP_PROMPT):
+        item = str(last["content"]).removeprefix(TAP_PROMPT).strip()
+        return calls(call("shopping__propose_add_to_list", name=item))
     return text(TEXT_ANSWER)
 
 
@@ -56,6 +71,23 @@ async def one(mesh: Mesh, prompt: str, expected: str) -> float:
     if reply.text != expected:
         raise RuntimeError(f"unexpected reply {reply.text[:300]!r}; expected {expected!r}")
     return (reply.time - injected) * 1000
+
+
+async def one_tap(mesh: Mesh, prompt: str, expected: str) -> float:
+    """Milliseconds from a tap on a proposal's confirm button to the edited message."""
+    before = len(mesh.telegram.sent(TOKEN, USER))
+    mesh.telegram.user_message(TOKEN, USER, prompt)
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(TOKEN, USER)) > before, 30)
+    message = mesh.telegram.sent(TOKEN, USER)[before]
+    if not message.text.startswith(expected):
+        raise RuntimeError(f"unexpected reply {message.text[:300]!r}; expected {expected!r}")
+    rows = (message.reply_markup or {})["inline_keyboard"]
+    tapped = time.time()
+    mesh.telegram.tap(TOKEN, USER, message.message_id, rows[0][0]["callback_data"])
+    await mesh.telegram.wait_for(lambda: bool(message.edits), 30)
+    if "✅" not in message.edits[0].text:
+        raise RuntimeError(f"unexpected edit {message.edits[0].text[:300]!r}")
+    return (message.edits[0].time - tapped) * 1000
 
 
 def rss_mb(pid: int) -> float:
@@ -74,20 +106,28 @@ async def run(iterations: int, warmup: int, rounds: int) -> None:
     scenarios = {
         "text only": (TEXT_PROMPT, TEXT_ANSWER),
         "one tool call": (TOOL_PROMPT, TOOL_ANSWER),
+        "tap → edit": (TAP_PROMPT, TAP_ANSWER),
     }
+    serial = iter(range(1_000_000))
+
+    async def sample(name: str, prompt: str, expected: str) -> float:
+        if name == "tap → edit":
+            return await one_tap(mesh, f"{prompt} item {next(serial)}", expected)
+        return await one(mesh, prompt, expected)
+
     samples: dict[str, list[float]] = {name: [] for name in scenarios}
     with tempfile.TemporaryDirectory(prefix="clawmesh-bench-") as tmp:
         async with running_mesh(Path(tmp), telegram_io_env={"TELEGRAM_PACE_S": "0"}) as mesh:
             mesh.llm.default = answer
             for _ in range(warmup):
-                for prompt, expected in scenarios.values():
-                    await one(mesh, prompt, expected)
+                for name, (prompt, expected) in scenarios.items():
+                    await sample(name, prompt, expected)
             began = time.perf_counter()
             per_round = max(1, iterations // rounds)
             for _ in range(rounds):
                 for name, (prompt, expected) in scenarios.items():
                     for _ in range(per_round):
-                        samples[name].append(await one(mesh, prompt, expected))
+                        samples[name].append(await sample(name, prompt, expected))
             elapsed = time.perf_counter() - began
             rss = {name: rss_mb(service.pid) for name, service in mesh.services.items()}
 

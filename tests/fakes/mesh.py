@@ -158,7 +158,7 @@ def _write_config(tmp: Path, agents: list[str], ports: dict[str, int]) -> tuple[
 
 
 async def _import_orders(shopping: Service, path: Path, csv_text: str) -> None:
-    path.write_text(csv_text)
+    await anyio.Path(path).write_text(csv_text)
     done = await anyio.run_process(
         [sys.executable, "-m", "mcp_shopping", "import", str(path), "--agent", "clawdia"],
         env=shopping.env,

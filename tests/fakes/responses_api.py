@@ -104,7 +104,7 @@ def text(value: str, *, usage: tuple[int, int] | None = None) -> Reply:
     return Reply(value, usage=usage)
 
 
-def call(name: str, **arguments: Any) -> Call:
+def call(name: str, /, **arguments: Any) -> Call:
     return Call(name, arguments)
 
 

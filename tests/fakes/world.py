@@ -48,6 +48,8 @@ def write_config(
         "  weather: {module: 'mcp_weather.server:build_server'}\n"
         "  memory: {module: 'mcp_memory.server:build_server'}\n"
         "  toys: {module: 'fakes.mcp_toys:build_toys', timeout_s: 1}\n"
+        "  shopping: {module: 'mcp_shopping.server:build_server'}\n"
+        "  pending_actions: {module: 'fakes.clocked:pending_actions'}\n"
     )
     agents = config / "agents.yaml"
     agents.write_text(
@@ -55,7 +57,7 @@ def write_config(
         "  clawdia:\n"
         "    name: Clawdia\n"
         f"    persona: {ROOT / 'agents' / 'clawdia'}\n"
-        "    servers: [weather, memory, toys]\n"
+        "    servers: [weather, memory, toys, shopping]\n"
         "    timezone: Europe/Paris\n"
         f"    api: {api}\n"
         f"    max_rounds: {max_rounds}\n"
@@ -90,7 +92,7 @@ async def clawdia(
 
 
 async def say(app: App, message: str, chat: str = "chat-1") -> str:
-    return (await app.dispatcher.on_text("clawdia", chat, message)).text
+    return (await app.dispatcher.on_text("clawdia", chat, message, user_id=chat)).text
 
 
 def inputs(body: Body) -> list[Body]:

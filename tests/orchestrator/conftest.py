@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from fakes.clocked import CLOCK
 from fakes.open_meteo import FakeOpenMeteo
 from fakes.responses_api import FakeOpenAI
 from fakes.serving import serving
@@ -22,6 +23,8 @@ async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
         monkeypatch.setenv("WEATHER_FORECAST_URL", f"{open_meteo}/v1/forecast")
         monkeypatch.setenv("WEATHER_GEOCODING_URL", f"{open_meteo}/v1/search")
         monkeypatch.setenv("DATA_DIR", str(tmp_path / "data"))
+        monkeypatch.delenv("MESH_APPROVAL_KEY", raising=False)  # one key file in DATA_DIR
+        CLOCK.offset = 0.0
         registry, agents = write_config(tmp_path)
         settings = OrchestratorSettings(
             registry=registry,
@@ -36,5 +39,7 @@ async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
         # DESIGN.md: no request to the LLM ever lists a confirm or internal tool.
         names = world.requested_tool_names()
         assert all(
-            not name.startswith(("toys__bump", "toys__confirm", "memory__")) for name in names
+            not name.startswith(("toys__bump", "toys__confirm", "memory__", "pending_actions__"))
+            and "__confirm_" not in name
+            for name in names
         ), names

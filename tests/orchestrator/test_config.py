@@ -139,7 +139,8 @@ def test_an_in_process_server_that_cannot_be_imported_is_a_config_error(tmp_path
         tmp_path,
         "r.yaml",
         "servers:\n  weather:\n    module: no_such_package.server:build\n"
-        "  memory:\n    module: mcp_memory.server:build_server\n",
+        "  memory:\n    module: mcp_memory.server:build_server\n"
+        "  shopping:\n    module: mcp_shopping.server:build_server\n",
     )
     env = {**os.environ, "CLAWMESH_REGISTRY": str(path), "OPENAI_API_KEY": "sk-test"}
     result = orchestrator(env, "chat")

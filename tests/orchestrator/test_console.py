@@ -112,3 +112,29 @@ async def test_ctrl_c_leaves_the_chat_at_once_while_it_waits_for_input(
         with anyio.fail_after(10):
             code = await process.wait()
     assert code == 0
+
+
+async def test_the_console_offers_a_proposal_as_numbered_choices(world: World) -> None:
+    world.llm.script(
+        calls(call("shopping__propose_add_to_list", name="milk", quantity=2)),
+        text("Shall I add milk?"),
+        text("One what?"),
+    )
+    written: list[str] = []
+    async with clawdia(world) as app:
+        console = Console(app.dispatcher, "clawdia", write=written.append, color=False)
+        await console.run(lines("add two milk", "1", "1"))
+        listing = await app.registry.call(
+            app.registry.find("shopping", "get_list") or pytest.fail("no get_list"),
+            {"agent": "clawdia"},
+        )
+    output = "\n".join(written)
+    assert "Shall I add milk?\n\n• Add 2 milk to groceries" in output
+    assert "  [1] ➕ Add\n  [2] Skip" in output
+    assert "  (Confirmed: on it.)" in output
+    assert "✅ Add 2 milk to groceries — Added 2 milk to groceries" in output
+    # The second "1" came after the buttons were gone: an ordinary message, not a tap.
+    assert "One what?" in output
+    assert len(world.llm.requests) == 3
+    items = (listing.structured or {})["lists"][0]["items"]
+    assert [(i["name"], i["quantity"]) for i in items] == [("milk", 2)]

@@ -47,8 +47,8 @@ MIN_KEY_CHARS = 32
 TOKEN_VERSION = "v1"  # noqa: S105 (a format version, not a secret)
 APPROVAL_TTL_S = 300  # how long a minted token may take to reach the confirm tool
 NOT_DONE_NOTE = (
-    "Nothing has changed yet: the user sees this with Confirm and Cancel buttons under "
-    "your reply and decides. Do not say it is done."
+    "Nothing has changed yet: the user sees this under your reply, with buttons to "
+    "confirm or cancel it, and decides. Do not say it is done."
 )
 
 

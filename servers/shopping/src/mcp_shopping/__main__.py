@@ -1,0 +1,50 @@
+"""Serve the shopping tools, or import order history.
+
+    python -m mcp_shopping                     Streamable HTTP at /mcp on $MCP_PORT (default
+                                               8103; needs MESH_TOKEN)
+    python -m mcp_shopping --stdio             stdio, for local MCP clients
+    python -m mcp_shopping import FILE [--agent NAME]
+                                               load a CSV of orders (date,item,store,quantity,
+                                               price) into NAME's history (default "default");
+                                               see `python -m mcp_shopping import --help`
+
+Data lives in $DATA_DIR/shopping.sqlite3. Approval tokens are checked with
+MESH_APPROVAL_KEY, else with the key in $DATA_DIR/approval_key.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from mcp_shopping.settings import ShoppingSettings
+from meshkit import lean, load_settings, serve
+from meshkit.settings import fail
+
+DEFAULT_PORT = 8103
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    lean.install()  # before fastmcp, mcp and uvicorn are imported
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["import"]:
+        from mcp_shopping import importer  # noqa: PLC0415
+
+        raise SystemExit(importer.main(args[1:]))
+    if {"-h", "--help"} & set(args):
+        print(__doc__)
+        return
+    from mcp_shopping.server import build_server  # noqa: PLC0415
+    from meshkit.proposals import load_approval_key  # noqa: PLC0415
+
+    shopping = load_settings(ShoppingSettings)
+    try:
+        load_approval_key(shopping.data_dir)  # a short key stops startup, with what to do
+    except ValueError as error:
+        fail(str(error))
+
+    serve(lambda _: build_server(shopping), name="shopping", default_port=DEFAULT_PORT, argv=args)
+
+
+if __name__ == "__main__":
+    main()

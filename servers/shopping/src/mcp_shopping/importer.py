@@ -1,0 +1,195 @@
+"""``python -m mcp_shopping import FILE [--agent NAME]``: load order history from a CSV file.
+
+The file is UTF-8 CSV. Its first row names the columns, in any order:
+
+    date,item,store,quantity,price
+    2026-10-02,Kirkland Signature Purified Water 40pk,Costco,1,4.99
+    2026-10-05,Bananas,Trader Joe's,6,
+    2026-10-05,"Milk, whole 1 gal",Trader Joe's,,3.49
+
+    date      YYYY-MM-DD                                        required
+    item      the product's name                                required
+    store     where it was bought                               required
+    quantity  a positive number (2, 0.5); empty means 1         optional column
+    price     a decimal number without currency sign (4.99);    optional column
+              empty means unknown
+
+Any other column is refused. Every row is checked first: when one is wrong, each
+problem is printed with its line number ("line 7: date '2026-13-01' is not
+YYYY-MM-DD"), nothing is imported and the exit code is 2. Otherwise all rows go in
+one transaction. A row identical to an order already stored (same item, store, date,
+quantity and price) is skipped and counted, so importing a file again adds nothing.
+
+The orders belong to one agent (--agent, default "default"), in $DATA_DIR/shopping.sqlite3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from datetime import date
+from pathlib import Path
+
+import anyio
+
+from mcp_shopping.settings import ShoppingSettings
+from mcp_shopping.store import Imported, NewOrder, ShoppingStore
+from meshkit.settings import load_settings
+
+COLUMNS = ("date", "item", "store", "quantity", "price")
+REQUIRED = ("date", "item", "store")
+BAD_FILE_EXIT = 2
+MAX_NAME = 200
+MAX_STORE = 100
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_NUMBER = re.compile(r"^(\d+(\.\d*)?|\.\d+)$")
+
+
+class BadFile(Exception):
+    """The file cannot be imported: one line per problem, each with its line number."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def read_orders(lines: Iterable[str]) -> list[NewOrder]:
+    """Every order of the file, or BadFile naming every problem found."""
+    reader = csv.reader(lines)
+    problems: list[str] = []
+    orders: list[NewOrder] = []
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise BadFile([f"line 1: the file is empty; it must start with {','.join(COLUMNS)}"])
+        columns = [name.strip().casefold() for name in header]
+        problems.extend(_header_problems(columns))
+        if problems:
+            raise BadFile(problems)
+        for row in reader:
+            if not any(cell.strip() for cell in row):
+                continue  # a blank line
+            line = reader.line_num
+            if len(row) != len(columns):
+                problems.append(
+                    f"line {line}: {len(row)} fields, but the header names {len(columns)}"
+                )
+                continue
+            order = _order(line, dict(zip(columns, row, strict=True)), problems)
+            if order is not None:
+                orders.append(order)
+    except csv.Error as error:
+        problems.append(f"line {reader.line_num}: not valid CSV ({error})")
+    if problems:
+        raise BadFile(problems)
+    return orders
+
+
+async def import_orders(
+    db_path: Path, agent: str, orders: Sequence[NewOrder], at: float
+) -> Imported:
+    store = ShoppingStore(db_path)
+    try:
+        return await store.import_orders(agent, orders, at)
+    finally:
+        await store.aclose()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``import`` command; returns the exit code."""
+    parser = argparse.ArgumentParser(
+        prog="python -m mcp_shopping import",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("file", type=Path, help="the CSV file of orders")
+    parser.add_argument(
+        "--agent", default="default", help="the agent whose history it is (default: default)"
+    )
+    args = parser.parse_args(argv)
+    agent = args.agent.strip()
+    if not agent:
+        parser.error("--agent must not be empty")
+    settings = load_settings(ShoppingSettings)
+    try:
+        with args.file.open(encoding="utf-8-sig", newline="") as lines:
+            orders = read_orders(lines)
+    except OSError as error:
+        return _refuse([f"cannot read {args.file}: {error.strerror}"])
+    except UnicodeDecodeError:
+        return _refuse([f"{args.file} is not UTF-8 text"])
+    except BadFile as bad:
+        return _refuse([*bad.problems, f"nothing was imported from {args.file}"])
+    done = anyio.run(import_orders, settings.db_path, agent, orders, time.time())
+    print(f"imported {done.added} orders ({done.present} already present) for agent {agent}")
+    return 0
+
+
+def _refuse(lines: list[str]) -> int:
+    for line in lines:
+        print(line, file=sys.stderr)
+    return BAD_FILE_EXIT
+
+
+def _header_problems(columns: list[str]) -> list[str]:
+    expected = ",".join(COLUMNS)
+    problems = [
+        f"line 1: unknown column {name!r}; the columns are {expected}"
+        for name in columns
+        if name not in COLUMNS
+    ]
+    problems += [
+        f"line 1: column {name!r} appears more than once"
+        for name in COLUMNS
+        if columns.count(name) > 1
+    ]
+    problems += [f"line 1: no {name!r} column" for name in REQUIRED if name not in columns]
+    return problems
+
+
+def _order(line: int, cells: dict[str, str], problems: list[str]) -> NewOrder | None:
+    """The row's order; None when a problem was added to ``problems``."""
+    found = len(problems)
+    day = cells["date"].strip()
+    if not _DATE.match(day) or not _is_date(day):
+        problems.append(f"line {line}: date {day!r} is not YYYY-MM-DD")
+    item = _text(line, "item", cells["item"], MAX_NAME, problems)
+    store = _text(line, "store", cells["store"], MAX_STORE, problems)
+    quantity = cells.get("quantity", "").strip()
+    if quantity and (not _NUMBER.match(quantity) or float(quantity) == 0):
+        problems.append(f"line {line}: quantity {quantity!r} is not a positive number")
+    price = cells.get("price", "").strip()
+    if price and not _NUMBER.match(price):
+        problems.append(
+            f"line {line}: price {price!r} is not a decimal number like 4.99 (no currency sign)"
+        )
+    if len(problems) > found:
+        return None
+    return NewOrder(
+        item=item,
+        store=store,
+        date=day,
+        quantity=float(quantity) if quantity else 1.0,
+        price=float(price) if price else None,
+    )
+
+
+def _text(line: int, column: str, value: str, limit: int, problems: list[str]) -> str:
+    text = " ".join(value.split())
+    if not text:
+        problems.append(f"line {line}: {column} is empty")
+    elif len(text) > limit:
+        problems.append(f"line {line}: {column} is longer than {limit} characters")
+    return text
+
+
+def _is_date(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True

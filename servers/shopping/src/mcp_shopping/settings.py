@@ -1,0 +1,36 @@
+"""Shopping server settings (env prefix ``SHOPPING_``, plus ``DATA_DIR`` shared by every server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DB_FILE = "shopping.sqlite3"
+MAX_LIST_NAME = 60
+
+
+class ShoppingSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SHOPPING_", extra="ignore")
+
+    default_list: str = Field(
+        default="groceries",
+        min_length=1,
+        max_length=MAX_LIST_NAME,
+        description="The list the tools use when none is named.",
+    )
+    currency: str = Field(
+        default="$",
+        max_length=5,
+        description="Shown before prices in proposals ('$4.99'); prices are stored as numbers.",
+    )
+    # "data_dir" as a second choice lets code pass data_dir=...; env names are case-insensitive,
+    # so only DATA_DIR is read from the environment.
+    data_dir: Path = Field(
+        default=Path("data"), validation_alias=AliasChoices("DATA_DIR", "data_dir")
+    )
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / DB_FILE

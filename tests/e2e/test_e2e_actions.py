@@ -1,0 +1,236 @@
+"""Pending actions end to end: real processes (telegram-io, memory, weather, shopping,
+pending-actions over HTTP with a token, the orchestrator), fake Telegram and fake OpenAI.
+
+A proposal arrives with buttons; only a tap performs it, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from fakes.mesh import MESH_TOKEN, STRANGER, TOKENS, USER, Mesh, running_mesh
+from fakes.responses_api import call, calls, text
+from fakes.telegram_api import Sent
+
+pytestmark = pytest.mark.anyio
+
+CLAWDIA = TOKENS["clawdia"]
+WATER = "Kirkland Signature Purified Water 40pk"
+ORDERS = (
+    "date,item,store,quantity,price\n"
+    f"2026-10-02,{WATER},Costco,1,4.99\n"
+    f"2026-09-12,{WATER},Costco,2,4.89\n"
+    "2026-10-20,Oat milk 1L,Lidl,4,1.19\n"
+)
+
+
+@asynccontextmanager
+async def mcp_client(mesh: Mesh, server: str) -> AsyncIterator[Client]:
+    """The official SDK client on a server of the mesh, as any MCP client could connect."""
+    url = f"http://127.0.0.1:{mesh.services[server].env['MCP_PORT']}/mcp"
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {MESH_TOKEN}"})
+    async with http, Client(streamable_http_client(url, http_client=http)) as client:
+        yield client
+
+
+async def shopping(mesh: Mesh, tool: str, **arguments: Any) -> dict[str, Any]:
+    async with mcp_client(mesh, "shopping") as client:
+        result = await client.call_tool(tool, {"agent": "clawdia", **arguments})
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return dict(result.structured_content)
+
+
+async def on_list(mesh: Mesh, list_name: str = "groceries") -> list[str]:
+    listing = await shopping(mesh, "get_list", list_name=list_name)
+    return [
+        i["name"]
+        for found in listing["lists"]
+        if found["name"] == list_name
+        for i in found["items"]
+    ]
+
+
+async def order_count(mesh: Mesh) -> int:
+    return len((await shopping(mesh, "get_recent_orders", limit=100))["orders"])
+
+
+async def proposal_message(mesh: Mesh, prompt: str) -> Sent:
+    """The user asks; the bot's message with buttons."""
+    before = len(mesh.telegram.sent(CLAWDIA, USER))
+    mesh.telegram.user_message(CLAWDIA, USER, prompt)
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) > before, 60)
+    return mesh.telegram.sent(CLAWDIA, USER)[before]
+
+
+def data_of(message: Sent, label: str) -> str:
+    for row in (message.reply_markup or {}).get("inline_keyboard", []):
+        for button in row:
+            if label in button["text"]:
+                return str(button["callback_data"])
+    raise AssertionError(f"no button {label!r} on {message.reply_markup}")
+
+
+def labels(message: Sent) -> list[list[str]]:
+    rows = (message.reply_markup or {}).get("inline_keyboard", [])
+    return [[button["text"] for button in row] for row in rows]
+
+
+async def edited(mesh: Mesh, message: Sent, edits: int = 1) -> Sent:
+    await mesh.telegram.wait_for(lambda: len(message.edits) >= edits, 30)
+    return message
+
+
+async def answered(mesh: Mesh, count: int) -> list[str | None]:
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.callback_answers(CLAWDIA)) >= count, 30)
+    return [a.text for a in mesh.telegram.callback_answers(CLAWDIA)]
+
+
+def reorder(mesh: Mesh) -> None:
+    mesh.llm.script(
+        calls(call("shopping__propose_reorder", item="the Kirkland water")),
+        text("Shall I reorder the Kirkland water?"),
+    )
+
+
+@pytest.fixture
+async def mesh(tmp_path: Path) -> AsyncIterator[Mesh]:
+    async with running_mesh(tmp_path, orders_csv=ORDERS) as mesh:
+        yield mesh
+
+
+async def test_reorder_the_kirkland_water_takes_one_tap_and_records_one_order(
+    mesh: Mesh,
+) -> None:
+    before = await order_count(mesh)
+    reorder(mesh)
+    message = await proposal_message(mesh, "reorder the Kirkland water")
+    assert message.text.startswith("Shall I reorder the Kirkland water?")
+    assert f"Reorder 1 × {WATER} at Costco" in message.text
+    assert labels(message) == [["🛒 Add to cart", "Skip"]]
+    assert await order_count(mesh) == before  # nothing happened before the tap
+
+    mesh.telegram.tap(CLAWDIA, USER, message.message_id, data_of(message, "Add to cart"))
+    await edited(mesh, message)
+    assert await answered(mesh, 1) == ["Confirmed: on it."]
+    assert mesh.telegram.callback_answers(CLAWDIA)[0].time <= message.edits[0].time
+    assert "✅ Reorder 1 × " in message.text
+    assert message.reply_markup in (None, {}, {"inline_keyboard": []})
+    assert await order_count(mesh) == before + 1
+    assert await on_list(mesh, "cart:costco") == [WATER]
+    assert len(mesh.llm.requests) == 2  # the tap never reached the model
+
+
+async def test_two_taps_at_once_execute_once_and_both_are_answered(mesh: Mesh) -> None:
+    before = await order_count(mesh)
+    reorder(mesh)
+    message = await proposal_message(mesh, "reorder the Kirkland water")
+    data = data_of(message, "Add to cart")
+    mesh.telegram.tap(CLAWDIA, USER, message.message_id, data)
+    mesh.telegram.tap(CLAWDIA, USER, message.message_id, data)
+    notices = await answered(mesh, 2)
+    assert "Confirmed: on it." in notices
+    assert all(notices)
+    await edited(mesh, message)
+    await anyio.sleep(0.5)  # room for a second execution, were there one
+    assert await order_count(mesh) == before + 1
+
+
+async def test_cancel_changes_nothing(mesh: Mesh) -> None:
+    before = await order_count(mesh)
+    reorder(mesh)
+    message = await proposal_message(mesh, "reorder the Kirkland water")
+    mesh.telegram.tap(CLAWDIA, USER, message.message_id, data_of(message, "Skip"))
+    await edited(mesh, message)
+    assert await answered(mesh, 1) == ["Cancelled: nothing will change."]
+    assert "❌ Reorder" in message.text
+    assert await order_count(mesh) == before
+
+
+async def test_a_batch_of_two_with_confirm_all(mesh: Mesh) -> None:
+    mesh.llm.script(
+        calls(
+            call("shopping__propose_add_to_list", name="apples", quantity=2, unit="kg"),
+            call("shopping__propose_add_to_list", name="bread"),
+        ),
+        text("Two things for the list."),
+    )
+    message = await proposal_message(mesh, "add apples and bread")
+    assert labels(message)[-1] == ["✅ Confirm all 2", "❌ Cancel all"]
+    mesh.telegram.tap(CLAWDIA, USER, message.message_id, data_of(message, "Confirm all"))
+    await edited(mesh, message)
+    assert message.text.count("✅") == 2
+    assert sorted(await on_list(mesh)) == ["apples", "bread"]
+
+
+async def test_a_failing_confirm_shows_the_failure(mesh: Mesh) -> None:
+    mesh.llm.script(calls(call("shopping__propose_add_to_list", name="milk")), text("Milk?"))
+    added = await proposal_message(mesh, "add milk")
+    mesh.telegram.tap(CLAWDIA, USER, added.message_id, data_of(added, "Add"))
+    await edited(mesh, added)
+    mesh.llm.script(
+        calls(
+            call("shopping__propose_remove_from_list", name="milk"),
+            call("shopping__propose_remove_from_list", name="milk"),
+        ),
+        text("Removing the milk."),
+    )
+    message = await proposal_message(mesh, "remove the milk")
+    confirm_all = data_of(message, "Confirm all")  # pb:c:<batch id>
+    mesh.telegram.tap(CLAWDIA, USER, message.message_id, confirm_all)
+    await edited(mesh, message)
+    assert "✅ 1. Remove" in message.text
+    assert "⚠️ 2. Remove" in message.text
+    assert "failed:" in message.text
+    async with mcp_client(mesh, "pending_actions") as client:
+        result = await client.call_tool("get_batch", {"batch_id": confirm_all.split(":")[2]})
+    states = [a["state"] for a in (result.structured_content or {})["actions"]]
+    assert states == ["done", "failed"]
+
+
+async def test_pending_actions_restarted_between_proposal_and_tap(mesh: Mesh) -> None:
+    before = await order_count(mesh)
+    reorder(mesh)
+    message = await proposal_message(mesh, "reorder the Kirkland water")
+    pending = mesh.services["pending_actions"]
+    await pending.kill()
+    await pending.start()
+    mesh.telegram.tap(CLAWDIA, USER, message.message_id, data_of(message, "Add to cart"))
+    await edited(mesh, message)
+    assert "✅ Reorder" in message.text
+    assert await order_count(mesh) == before + 1
+
+
+async def test_a_strangers_tap_does_nothing(mesh: Mesh) -> None:
+    before = await order_count(mesh)
+    reorder(mesh)
+    message = await proposal_message(mesh, "reorder the Kirkland water")
+    mesh.telegram.tap(
+        CLAWDIA, STRANGER, message.message_id, data_of(message, "Add to cart"), chat_id=USER
+    )
+    mesh.telegram.user_message(CLAWDIA, USER, "/help")  # after the tap: handled after it
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 2, 60)
+    assert message.edits == []
+    assert await order_count(mesh) == before
+
+
+async def test_another_mcp_client_cannot_confirm_without_a_tap(mesh: Mesh) -> None:
+    before = await order_count(mesh)
+    payload = {"agent": "clawdia", "item": WATER, "store": "Costco", "quantity": 1}
+    async with mcp_client(mesh, "shopping") as client:
+        for approval in ["", "v1.act_0123456789ab.9999999999.AAAA", "please"]:
+            result = await client.call_tool(
+                "confirm_reorder", {"payload": payload, "approval": approval}
+            )
+            assert result.is_error
+            assert "Nothing was changed" in str(result.content[0])
+    assert await order_count(mesh) == before

@@ -1,0 +1,34 @@
+"""Servers with a clock tests can move: module factories for the registry's ``module:``.
+
+``fakes.clocked:pending_actions`` is pending-actions in embedded mode on ``CLOCK``, so a
+test can let proposals expire without waiting (``CLOCK.advance(5 * 3600)``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastmcp import FastMCP
+
+from mcp_pending_actions.server import build_server
+
+
+class Clock:
+    """Real time plus an offset the test moves forward."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += seconds
+
+
+CLOCK = Clock()
+
+
+def pending_actions() -> FastMCP[Any]:
+    return build_server(clock=CLOCK)

@@ -1,0 +1,116 @@
+"""What the shopping tests share: the key, a clock, tool calls, tokens and a look at the DB."""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from contextlib import closing
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from fastmcp import Client
+from fastmcp.client.client import CallToolResult
+from mcp_types import TextContent
+
+from meshkit.proposals import Approvals, Proposal
+
+KEY = "shopping-test-approval-key-9d2f61c0a4b7e8"  # MESH_APPROVAL_KEY in every test
+ACTION = "act_0123456789ab"
+AGENT = "clawdia"
+TODAY = date(2026, 10, 20)
+START = datetime(2026, 10, 20, 12, tzinfo=UTC).timestamp()
+WATER = "Kirkland Signature Purified Water 40pk"
+ORDERS_CSV = """\
+date,item,store,quantity,price
+2026-08-14,Kirkland Signature Purified Water 40pk,Costco,1,4.99
+2026-08-14,Kirkland Signature Paper Towels 12 rolls,Costco,1,22.99
+2026-08-21,Oat Milk Barista Edition,Trader Joe's,2,3.99
+2026-09-03,Kirkland Signature Purified Water 40pk,Costco,2,9.98
+2026-09-11,Sparkling Water Lemon 12pk,Safeway,1,5.49
+2026-09-11,Whole Milk 1 gal,Safeway,1,4.29
+2026-10-02,Kirkland Signature Purified Water 40pk,Costco,1,4.99
+2026-10-02,Avocados 5ct bag,Costco,1,
+"""
+
+
+class Clock:
+    """Stands still until a test moves it (Unix seconds, like time.time)."""
+
+    def __init__(self, now: float = START) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def mint(
+    clock: Clock,
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    action_id: str = ACTION,
+    key: str = KEY,
+) -> str:
+    """An approval token, as pending-actions mints it when the user taps Confirm."""
+    return Approvals(key.encode(), clock=clock).mint(action_id, "shopping", kind, payload)
+
+
+async def call(client: Client[Any], tool: str, **arguments: Any) -> dict[str, Any]:
+    """The structured result of a tool call that must succeed."""
+    result = await client.call_tool(tool, arguments)
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def call_error(client: Client[Any], tool: str, **arguments: Any) -> str:
+    """The message of a tool call that must fail."""
+    result = await client.call_tool(tool, arguments, raise_on_error=False)
+    assert result.is_error
+    return text_of(result)
+
+
+def text_of(result: CallToolResult) -> str:
+    [content] = result.content
+    assert isinstance(content, TextContent)
+    return content.text
+
+
+def action_id() -> str:
+    """A fresh pending-actions id."""
+    return f"act_{secrets.token_hex(6)}"
+
+
+async def propose(client: Client[Any], tool: str, **arguments: Any) -> dict[str, Any]:
+    """A proposal, checked against meshkit's model."""
+    proposal = await call(client, tool, **arguments)
+    Proposal.model_validate(proposal)
+    return proposal
+
+
+async def approve(
+    client: Client[Any], clock: Clock, proposal: dict[str, Any], *, action: str | None = None
+) -> dict[str, Any]:
+    """What the orchestrator does after the tap: confirm_<kind> with a fresh token."""
+    token = mint(clock, proposal["kind"], proposal["payload"], action_id=action or action_id())
+    return await call(
+        client, f"confirm_{proposal['kind']}", payload=proposal["payload"], approval=token
+    )
+
+
+async def add(client: Client[Any], clock: Clock, name: str, **arguments: Any) -> dict[str, Any]:
+    """Put an item on a list the way a user does: propose, then tap Add."""
+    proposal = await propose(client, "propose_add_to_list", name=name, **arguments)
+    return await approve(client, clock, proposal)
+
+
+def snapshot(db_path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table, to show that a call changed nothing."""
+    with closing(sqlite3.connect(db_path)) as db:
+        return {
+            table: db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+            for table in ("list_items", "orders", "confirmations")
+        }

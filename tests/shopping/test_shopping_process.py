@@ -1,0 +1,133 @@
+"""`python -m mcp_shopping` as a real process: the import command, then the server over HTTP
+with the official SDK client."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from fakes.serving import free_port
+from shopping.calls import WATER
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "shopping-process-test-token-3"
+EXAMPLE = Path(__file__).parents[2] / "servers" / "shopping" / "examples" / "orders.csv"
+TOOLS = {
+    "get_list",
+    "find_item",
+    "get_recent_orders",
+    "propose_add_to_list",
+    "propose_remove_from_list",
+    "propose_reorder",
+    "confirm_add_to_list",
+    "confirm_remove_from_list",
+    "confirm_reorder",
+}
+
+
+class ServerProcess:
+    """The example orders imported for clawdia, then the server started on them."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {
+            **os.environ,
+            "DATA_DIR": str(data_dir),
+            "MESH_TOKEN": TOKEN,
+            "MCP_PORT": str(self.port),
+            "FASTMCP_CHECK_FOR_UPDATES": "off",
+        }
+        env.pop("MESH_APPROVAL_KEY", None)  # the key file in DATA_DIR is made and used
+        self.imported = subprocess.run(
+            [sys.executable, "-m", "mcp_shopping", "import", str(EXAMPLE), "--agent", "clawdia"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mcp_shopping"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def ready(self, timeout_s: float = 30) -> str:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"mcp_shopping exited: {self.stop()}")
+            try:
+                if httpx2.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return self.url
+            except httpx2.TransportError:
+                pass
+            time.sleep(0.05)
+        raise TimeoutError("mcp_shopping did not become healthy")
+
+    def stop(self) -> str:
+        self.process.terminate()
+        _, stderr = self.process.communicate(timeout=10)
+        return stderr
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("shopping-http")
+
+
+@pytest.fixture(scope="module")
+def server(data_dir: Path) -> Iterator[ServerProcess]:
+    server = ServerProcess(data_dir)
+    try:
+        yield server
+    finally:
+        assert TOKEN not in server.stop(), "the bearer token leaked into the server's log"
+
+
+def test_the_import_command_loads_the_example_file(server: ServerProcess, data_dir: Path) -> None:
+    assert server.imported.returncode == 0, server.imported.stderr
+    assert server.imported.stdout == "imported 10 orders (0 already present) for agent clawdia\n"
+    assert (data_dir / "shopping.sqlite3").is_file()
+
+
+async def test_the_official_sdk_client_finds_an_item_over_http_with_the_token(
+    server: ServerProcess, data_dir: Path
+) -> None:
+    url = server.ready()
+    health = httpx2.get(f"{url}/health")
+    refused = httpx2.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+    async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+        tools = (await client.list_tools()).tools
+        found = await client.call_tool(
+            "find_item", {"query": "the Kirkland water", "agent": "clawdia"}
+        )
+        unsigned = await client.call_tool(
+            "confirm_reorder",
+            {"payload": {"agent": "clawdia", "item": WATER, "store": "Costco", "quantity": 1}},
+        )
+
+    assert (health.status_code, health.json()["checks"]) == (200, {"database": "ok"})
+    assert health.json()["server"] == "shopping"
+    assert refused.status_code == 401
+    assert {tool.name for tool in tools} == TOOLS
+    assert found.structured_content is not None
+    best = found.structured_content["matches"][0]
+    assert (best["name"], best["last_store"], best["last_price"]) == (WATER, "Costco", 4.99)
+    assert unsigned.is_error
+    assert (data_dir / "approval_key").is_file()
