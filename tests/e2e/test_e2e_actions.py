@@ -234,3 +234,13 @@ async def test_another_mcp_client_cannot_confirm_without_a_tap(mesh: Mesh) -> No
             assert result.is_error
             assert "Nothing was changed" in str(result.content[0])
     assert await order_count(mesh) == before
+
+
+async def test_every_server_process_leaves_out_what_it_never_uses(mesh: Mesh) -> None:
+    # meshkit.lean defers these; an import before lean.install() would bring them back.
+    # telegram-io is the exception: python-telegram-bot loads cryptography itself.
+    never = ("_rust.abi3.so", "_yaml.", "_rust_notify.")
+    for name in ("weather", "memory", "shopping", "pending_actions"):
+        maps = await anyio.Path(f"/proc/{mesh.services[name].pid}/maps").read_text()
+        loaded = [library for library in never if library in maps]
+        assert loaded == [], f"{name} loaded {loaded}"

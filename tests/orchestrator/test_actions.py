@@ -83,10 +83,18 @@ class Taps:
         self.notices: list[str] = []
 
     async def tap(self, data: str) -> Reply | None:
+        """The tapped message's new content, None when it was left alone."""
+        edits: list[Reply] = []
+
         async def answer(notice: str) -> None:
             self.notices.append(notice)
 
-        return await self.app.dispatcher.on_callback("clawdia", CHAT, self.user, data, answer)
+        async def edit(reply: Reply) -> None:
+            edits.append(reply)
+
+        await self.app.dispatcher.on_callback("clawdia", CHAT, self.user, data, answer, edit)
+        assert len(edits) <= 1
+        return edits[0] if edits else None
 
 
 async def ask(app: App, message: str) -> Reply:

@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from fastmcp.exceptions import ToolError
-
 T = TypeVar("T")
 
 
@@ -25,6 +23,9 @@ class ModelError(Exception):
 
 async def for_model(call: Awaitable[T]) -> T:
     """Await a service call, turning a ModelError into a tool error the client can read."""
+    # Imported here: settings modules import meshkit (ModelError) before lean.install().
+    from fastmcp.exceptions import ToolError  # noqa: PLC0415
+
     try:
         return await call
     except ModelError as error:

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+import anyio.abc
 from pydantic import ValidationError
 
 from meshkit.proposals import Proposal
@@ -50,7 +52,8 @@ MARKS = {
 }
 OPEN = frozenset({"pending", "executing"})
 
-Answer = Callable[[str], Awaitable[None]]
+Answer = Callable[[str], Coroutine[Any, Any, None]]
+Edit = Callable[[Reply], Coroutine[Any, Any, None]]
 Record = dict[str, Any]
 
 
@@ -94,6 +97,29 @@ class Decision:
             payload=dict(record.get("payload") or {}),
             approval=str(record.get("approval") or ""),
         )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How an approved action went, known before pending-actions has recorded it."""
+
+    action_id: str
+    state: str  # done | failed | executing (no answer: left to resume)
+    fields: Record  # result or error, as in pending-actions' view
+    note: str  # for the conversation ("" = nothing to tell)
+    record: tuple[str, Record] | None = None  # the pending-actions call that records it
+
+
+def _overlay(views: list[Record], outcomes: list[Outcome]) -> list[Record]:
+    """The batch as fetched, with the outcomes that may not be recorded yet."""
+    known = {o.action_id: o for o in outcomes}
+    merged = []
+    for view in views:
+        outcome = known.get(str(view.get("action_id")))
+        merged.append(
+            view if outcome is None else {**view, "state": outcome.state, **outcome.fields}
+        )
+    return merged
 
 
 class ActionDesk:
@@ -141,38 +167,61 @@ class ActionDesk:
         assert batch_id is not None
         return render(text, batch_id, views)
 
-    async def tap(
-        self, agent: str, chat_id: str, user_id: str, data: str, answer: Answer
-    ) -> Reply | None:
-        """Do what a button says, once; the message's new content (None: leave it as is).
+    async def tap(  # noqa: PLR0917 (who, what, and the two ways back)
+        self, agent: str, chat_id: str, user_id: str, data: str, answer: Answer, edit: Edit
+    ) -> None:
+        """Do what a button says, once.
 
-        ``answer`` stops the button's spinner with a short notice; it is called as soon
-        as pending-actions has decided, before a confirm tool runs.
+        ``answer`` stops the button's spinner with a short notice, as soon as
+        pending-actions has decided; ``edit`` gets the tapped message's new content (not
+        called when the tap concerns nothing of this chat's). Only approve, the confirm
+        tool and the edit wait for each other: answering and fetching the batch run
+        beside them; recording the outcomes and telling the conversation follow the edit.
+        (A crash before they are recorded leaves the actions executing: a later tap
+        resumes them, and the confirm tool, which performs an action id once, answers
+        with its first result.)
         """
         tap = decode(data)
         if tap is None:
             await answer(NO_LONGER_ACTIVE)
-            return None
+            return
         decisions = await self._decide(tap, user_id, chat_id)
         if decisions is None:
             await answer(UNAVAILABLE)
-            return None
-        approved = [d for d in decisions if d.ok and tap.verb == "confirm"]
-        await answer(notice(tap, decisions))
-        if not any(d.ok for d in decisions) and all(d.state == "unknown" for d in decisions):
-            return None  # nothing of this chat's (or nothing at all): leave the message alone
-        outcomes = [await self._execute(decision) for decision in approved]
-        told = [line for line in outcomes if line] + [
-            f"The user cancelled: {d.summary}" for d in decisions if d.ok and tap.verb == "cancel"
-        ]
-        if told:
-            note = {"type": "message", "role": "developer", "content": "\n".join(told)}
-            await self._conversation.append(agent, chat_id, [note])
-        batch_id = tap.target if tap.scope == "batch" else decisions[0].batch_id
-        batch = await self._call("get_batch", {"batch_id": batch_id}) if batch_id else None
-        if batch is None:
-            return None
-        return render(str(batch.get("text") or ""), batch_id, list(batch["actions"]))
+            return
+        async with anyio.create_task_group() as beside:
+            beside.start_soon(answer, notice(tap, decisions))
+            if not any(d.ok for d in decisions) and all(d.state == "unknown" for d in decisions):
+                return  # nothing of this chat's (or nothing at all): leave the message alone
+            batch_id = tap.target if tap.scope == "batch" else decisions[0].batch_id
+            batch: list[Record | None] = [None]
+            outcomes: list[Outcome] = []
+
+            async def fetch_batch() -> None:
+                batch[0] = await self._call("get_batch", {"batch_id": batch_id})
+
+            async def confirm_approved() -> None:
+                for decision in decisions:
+                    if decision.ok and tap.verb == "confirm":
+                        outcomes.append(await self._execute(decision))
+
+            async with anyio.create_task_group() as now:
+                now.start_soon(fetch_batch)
+                now.start_soon(confirm_approved)
+            told = [o.note for o in outcomes if o.note] + [
+                f"The user cancelled: {d.summary}"
+                for d in decisions
+                if d.ok and tap.verb == "cancel"
+            ]
+            if batch[0] is not None:
+                views = _overlay(list(batch[0]["actions"]), outcomes)
+                await edit(render(str(batch[0].get("text") or ""), batch_id, views))
+            for outcome in outcomes:
+                if outcome.record is not None:
+                    beside.start_soon(self._call, *outcome.record)
+            if told:
+                note = {"type": "message", "role": "developer", "content": "\n".join(told)}
+                beside.start_soon(self._conversation.append, agent, chat_id, [note])
 
     async def _decide(self, tap: Tap, user_id: str, chat_id: str) -> list[Decision] | None:
         who = {"user_id": user_id, "chat_id": chat_id}
@@ -186,42 +235,43 @@ class ActionDesk:
             return None
         return [Decision.of(item) for item in record.get("decisions", [])]
 
-    async def _execute(self, decision: Decision) -> str:
-        """Run the approved action's confirm tool and record how it went; a line for the model."""
+    async def _execute(self, decision: Decision) -> Outcome:
+        """Run the approved action's confirm tool; how it went, to be recorded."""
         name = f"confirm_{decision.kind}"
         tool = self._registry.find(decision.server, name)
-        action = {"action_id": decision.action_id}
+        action = decision.action_id
+        if tool is None and self._registry.has_server(decision.server):
+            # Down, or no such tool yet: left executing, a later tap resumes it.
+            logger.warning(
+                "%s.%s unavailable; action %s left to resume", decision.server, name, action
+            )
+            return Outcome(action, "executing", {}, "")
         if tool is None or tool.tool_class != CONFIRM:
-            if tool is None and not self._registry.has_server(decision.server):
-                error = f"the {decision.server} server is not configured"
-            elif tool is None:
-                # Down, or no such tool: left executing, a later tap resumes it.
-                logger.warning(
-                    "%s.%s unavailable; action %s left to resume",
-                    decision.server,
-                    name,
-                    decision.action_id,
-                )
-                return ""
-            else:
-                error = f"{decision.server}.{name} is not a confirm tool"
-            await self._call("fail", {**action, "error": error})
-            return f"Failed: {decision.summary} ({error})"
+            error = (
+                f"the {decision.server} server is not configured"
+                if tool is None
+                else f"{decision.server}.{name} is not a confirm tool"
+            )
+            note = f"Failed: {decision.summary} ({error})"
+            failed = ("fail", {"action_id": action, "error": error})
+            return Outcome(action, "failed", {"error": error}, note, failed)
         outcome = await self._registry.call(
             tool, {"payload": decision.payload, "approval": decision.approval}
         )
         if outcome.ok:
             result = outcome.structured or {"message": outcome.output}
-            await self._call("complete", {**action, "result": result})
-            return f"The user confirmed and it is done: {decision.summary} ({message_of(result)})"
+            note = f"The user confirmed and it is done: {decision.summary} ({message_of(result)})"
+            done = ("complete", {"action_id": action, "result": result})
+            return Outcome(action, "done", {"result": result}, note, done)
         if not outcome.answered:
             # It may or may not have happened: left executing; a later tap resumes it and
             # the confirm tool, which performs an action id once, settles it.
-            logger.warning("action %s: %s got no answer; left to resume", decision.action_id, name)
-            return ""
+            logger.warning("action %s: %s got no answer; left to resume", action, name)
+            return Outcome(action, "executing", {}, "")
         error = error_of(outcome.output)
-        await self._call("fail", {**action, "error": error})
-        return f"The user confirmed but it failed: {decision.summary} ({error})"
+        note = f"The user confirmed but it failed: {decision.summary} ({error})"
+        failed = ("fail", {"action_id": action, "error": error})
+        return Outcome(action, "failed", {"error": error}, note, failed)
 
     async def _call(self, name: str, arguments: Record) -> Record | None:
         tool = self._registry.find(PENDING_ACTIONS, name)

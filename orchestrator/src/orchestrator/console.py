@@ -78,15 +78,16 @@ class Console:
     async def _handle(self, line: str) -> None:
         if self._choices and line.isdigit() and 1 <= int(line) <= len(self._choices):
             button = self._choices[int(line) - 1]
-            edited = await self._dispatcher.on_callback(
-                self._agent_id, CHAT_ID, USER_ID, button.data, self._notice
+            await self._dispatcher.on_callback(
+                self._agent_id, CHAT_ID, USER_ID, button.data, self._notice, self._edited
             )
-            if edited is not None:
-                self._show(edited)
             return
         reply = await self._dispatcher.on_text(
             self._agent_id, CHAT_ID, line, observe=self._show_tool, user_id=USER_ID
         )
+        self._show(reply)
+
+    async def _edited(self, reply: Reply) -> None:
         self._show(reply)
 
     async def _notice(self, text: str) -> None:

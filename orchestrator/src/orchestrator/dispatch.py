@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from orchestrator.actions import ActionDesk, Answer, proposals_of
+from orchestrator.actions import ActionDesk, Answer, Edit, proposals_of
 from orchestrator.conversation import Conversation
 from orchestrator.registry import Registry
 from orchestrator.replies import Button, Reply
@@ -98,12 +98,12 @@ class Dispatcher:
         scope.cancel()
         return True
 
-    async def on_callback(
-        self, agent_id: str, chat_id: str, user_id: str, data: str, answer: Answer
-    ) -> Reply | None:
-        """A button tap, never seen by the model: ``answer`` is called with a short notice
-        once decided; the result is the tapped message's new content (None: unchanged)."""
-        return await self._desk.tap(agent_id, chat_id, user_id, data, answer)
+    async def on_callback(  # noqa: PLR0917
+        self, agent_id: str, chat_id: str, user_id: str, data: str, answer: Answer, edit: Edit
+    ) -> None:
+        """A button tap, never seen by the model: ``answer`` gets a short notice once it is
+        decided, ``edit`` the tapped message's new content (see ActionDesk.tap)."""
+        await self._desk.tap(agent_id, chat_id, user_id, data, answer, edit)
 
     async def _command(self, runtime: AgentRuntime, chat_id: str, command: str) -> Reply:
         if command in ("/start", "/help"):

@@ -194,24 +194,29 @@ class TelegramChannel:
                 "answer_callback", agent=agent, callback_id=update["callback_id"], text=text
             )
 
-        edited = await self._dispatcher.on_callback(
-            agent, chat, str(update.get("user_id")), str(update.get("callback_data") or ""), answer
-        )
+        async def edit(reply: Reply) -> None:
+            message_id = update.get("message_id")
+            if not reply.text or message_id is None:
+                return
+            rows = [[{"label": b.label, "data": b.data} for b in row] for row in reply.buttons]
+            arguments: dict[str, Any] = {
+                "agent": agent,
+                "chat_id": chat,
+                "message_id": message_id,
+                "text": reply.text[:4096],
+            }
+            if rows:
+                arguments["buttons"] = rows
+            try:
+                await self._call("edit_message", arguments)
+            except TelegramIOFailed as error:  # done is done: the notice told the user
+                logger.warning("update %s: the message could not be edited (%s)", uid, error)
+
+        uid = update["id"]
+        user, data = str(update.get("user_id")), str(update.get("callback_data") or "")
+        await self._dispatcher.on_callback(agent, chat, user, data, answer, edit)
         if not answered:
             await answer("")
-        message_id = update.get("message_id")
-        if edited is None or not edited.text or message_id is None:
-            return
-        buttons = [[{"label": b.label, "data": b.data} for b in row] for row in edited.buttons]
-        arguments: dict[str, Any] = {
-            "agent": agent,
-            "chat_id": chat,
-            "message_id": message_id,
-            "text": edited.text[:4096],
-        }
-        if buttons:
-            arguments["buttons"] = buttons
-        await self._call("edit_message", arguments)
 
     async def _keep_typing(self, agent: str, chat: str) -> None:
         """ "typing…" from a moment into the turn until it ends (Telegram shows it ~5 s).
