@@ -128,6 +128,9 @@ async def test_reorder_the_kirkland_water_takes_one_tap_and_records_one_order(
     assert await order_count(mesh) == before + 1
     assert await on_list(mesh, "cart:costco") == [WATER]
     assert len(mesh.llm.requests) == 2  # the tap never reached the model
+    offered = {tool["name"] for request in mesh.llm.requests for tool in request["tools"]}
+    assert "shopping__propose_reorder" in offered
+    assert not [name for name in offered if "confirm" in name or name.startswith("pending")]
 
 
 async def test_two_taps_at_once_execute_once_and_both_are_answered(mesh: Mesh) -> None:
@@ -154,6 +157,23 @@ async def test_cancel_changes_nothing(mesh: Mesh) -> None:
     assert await answered(mesh, 1) == ["Cancelled: nothing will change."]
     assert "❌ Reorder" in message.text
     assert await order_count(mesh) == before
+
+
+async def test_a_proposal_expires(tmp_path: Path) -> None:
+    # Real processes keep real time: proposals here live at most 1 s (the in-process
+    # tests move pending-actions' clock instead, tests/orchestrator/test_actions.py).
+    async with running_mesh(
+        tmp_path, orders_csv=ORDERS, pending_env={"PENDING_MAX_TTL_S": "1"}
+    ) as mesh:
+        before = await order_count(mesh)
+        reorder(mesh)
+        message = await proposal_message(mesh, "reorder the Kirkland water")
+        await anyio.sleep(1.5)
+        mesh.telegram.tap(CLAWDIA, USER, message.message_id, data_of(message, "Add to cart"))
+        await edited(mesh, message)
+        assert "expired" in str((await answered(mesh, 1))[0]).lower()
+        assert "⌛ Reorder" in message.text
+        assert await order_count(mesh) == before
 
 
 async def test_a_batch_of_two_with_confirm_all(mesh: Mesh) -> None:
@@ -244,3 +264,22 @@ async def test_every_server_process_leaves_out_what_it_never_uses(mesh: Mesh) ->
         maps = await anyio.Path(f"/proc/{mesh.services[name].pid}/maps").read_text()
         loaded = [library for library in never if library in maps]
         assert loaded == [], f"{name} loaded {loaded}"
+
+
+async def test_stopping_telegram_io_answers_an_open_long_poll_at_once(mesh: Mesh) -> None:
+    await mesh.orchestrator.stop()
+    answers = []
+    async with mcp_client(mesh, "telegram_io") as client:
+
+        async def poll() -> None:
+            answers.append(await client.call_tool("next_updates", {"max": 5, "wait_s": 20}))
+
+        async with anyio.create_task_group() as polling:
+            polling.start_soon(poll)
+            await anyio.sleep(0.5)  # the call is waiting in telegram-io
+            process = mesh.services["telegram_io"].process
+            assert process is not None
+            process.terminate()
+    # Answered (with nothing new), not cut off by uvicorn's graceful-shutdown timeout.
+    assert not answers[0].is_error
+    assert (answers[0].structured_content or {}).get("updates") == []

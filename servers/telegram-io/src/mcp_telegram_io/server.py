@@ -31,6 +31,7 @@ from mcp_telegram_io.settings import TelegramIOSettings
 from mcp_telegram_io.store import InboxStore
 from meshkit import create_server, load_settings
 from meshkit.errors import for_model
+from meshkit.serve import on_shutdown
 from meshkit.tool_classes import internal
 from meshkit.yaml_config import ConfigError
 
@@ -70,6 +71,7 @@ def build_server(
         raise ConfigError(no_bots_help(settings.agents))
     store = InboxStore(settings.db_path)
     inbox = Inbox(settings, store, clock=clock)
+    on_shutdown(inbox.stop_waiting)
     bots = {agent: _bot(config, settings) for agent, config in configs.items()}
     sender = Sender(
         bots,

@@ -44,6 +44,13 @@ class Inbox:
         self._store = store
         self._clock = clock
         self._arrived = anyio.Event()
+        self._closing = False
+
+    def stop_waiting(self) -> None:
+        """The server is stopping: waiting ``next_updates`` calls answer now (with nothing
+        new), so the shutdown does not wait for their long polls."""
+        self._closing = True
+        self._arrived.set()
 
     async def arrived(self, agent: str, updates: Sequence[Update]) -> None:
         """Wake the waiting ``next_updates``; a chat that writes again has unblocked the bot."""
@@ -65,7 +72,7 @@ class Inbox:
                     ]
                 )
             remaining = deadline - anyio.current_time()
-            if remaining <= 0:
+            if remaining <= 0 or self._closing:
                 return Updates(updates=[])
             expiry = await self._store.next_lease_expiry()
             if expiry is not None:
