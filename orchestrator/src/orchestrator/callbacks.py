@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 MAX_BYTES = 64
-_ACTION = re.compile(r"^act_[0-9a-f]{12}$")
-_BATCH = re.compile(r"^bat_[0-9a-f]{12}$")
+_ACTION = re.compile(r"act_[0-9a-f]{12}")
+_BATCH = re.compile(r"bat_[0-9a-f]{12}")
 _VERBS = {"c": "confirm", "x": "cancel"}
 _SCOPES = {"pa": "action", "pb": "batch"}
 
@@ -29,7 +29,7 @@ class Tap:
 
 def encode(tap: Tap) -> str:
     prefix = "pa" if tap.scope == "action" else "pb"
-    data = f"{prefix}:{tap.verb[0] if tap.verb == 'confirm' else 'x'}:{tap.target}"
+    data = f"{prefix}:{'c' if tap.verb == 'confirm' else 'x'}:{tap.target}"
     if decode(data) != tap or len(data.encode()) > MAX_BYTES:
         raise ValueError(f"cannot encode {tap}")
     return data
@@ -41,7 +41,7 @@ def decode(data: str) -> Tap | None:
         return None
     prefix, verb, target = parts
     pattern = _ACTION if prefix == "pa" else _BATCH
-    if not pattern.match(target):
+    if not pattern.fullmatch(target):
         return None
     scope: Literal["action", "batch"] = "action" if prefix == "pa" else "batch"
     kind: Literal["confirm", "cancel"] = "confirm" if verb == "c" else "cancel"

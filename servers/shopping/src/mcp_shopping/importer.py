@@ -45,8 +45,8 @@ REQUIRED = ("date", "item", "store")
 BAD_FILE_EXIT = 2
 MAX_NAME = 200
 MAX_STORE = 100
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_NUMBER = re.compile(r"^(\d+(\.\d*)?|\.\d+)$")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_NUMBER = re.compile(r"\d+(\.\d*)?|\.\d+")
 
 
 class BadFile(Exception):
@@ -155,15 +155,15 @@ def _order(line: int, cells: dict[str, str], problems: list[str]) -> NewOrder | 
     """The row's order; None when a problem was added to ``problems``."""
     found = len(problems)
     day = cells["date"].strip()
-    if not _DATE.match(day) or not _is_date(day):
+    if not _DATE.fullmatch(day) or not _is_date(day):
         problems.append(f"line {line}: date {day!r} is not YYYY-MM-DD")
     item = _text(line, "item", cells["item"], MAX_NAME, problems)
     store = _text(line, "store", cells["store"], MAX_STORE, problems)
     quantity = cells.get("quantity", "").strip()
-    if quantity and (not _NUMBER.match(quantity) or float(quantity) == 0):
+    if quantity and (not _NUMBER.fullmatch(quantity) or float(quantity) == 0):
         problems.append(f"line {line}: quantity {quantity!r} is not a positive number")
     price = cells.get("price", "").strip()
-    if price and not _NUMBER.match(price):
+    if price and not _NUMBER.fullmatch(price):
         problems.append(
             f"line {line}: price {price!r} is not a decimal number like 4.99 (no currency sign)"
         )

@@ -1,0 +1,48 @@
+"""Callback data: what a button carries, and what a forged or old one decodes to."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.callbacks import MAX_BYTES, Tap, decode, encode
+
+
+@pytest.mark.parametrize(
+    ("tap", "data"),
+    [
+        (Tap("action", "confirm", "act_0123456789ab"), "pa:c:act_0123456789ab"),
+        (Tap("action", "cancel", "act_0123456789ab"), "pa:x:act_0123456789ab"),
+        (Tap("batch", "confirm", "bat_ffffffffffff"), "pb:c:bat_ffffffffffff"),
+        (Tap("batch", "cancel", "bat_ffffffffffff"), "pb:x:bat_ffffffffffff"),
+    ],
+)
+def test_a_tap_round_trips_within_telegrams_64_bytes(tap: Tap, data: str) -> None:
+    assert encode(tap) == data
+    assert decode(data) == tap
+    assert len(data.encode()) <= MAX_BYTES
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "",
+        "zz",
+        "pa:c",
+        "pa:c:act_0123456789ab:extra",
+        "pa:y:act_0123456789ab",
+        "px:c:act_0123456789ab",
+        "pa:c:bat_0123456789ab",  # a batch id where an action id belongs
+        "pb:c:act_0123456789ab",
+        "pa:c:act_0123456789AB",
+        "pa:c:act_0123456789ab\n",
+        "pa:c:../../etc/passwd",
+        "cl:act_0123456789ab:1",
+    ],
+)
+def test_anything_else_decodes_to_nothing(data: str) -> None:
+    assert decode(data) is None
+
+
+def test_a_tap_that_cannot_be_decoded_is_not_encoded() -> None:
+    with pytest.raises(ValueError, match="cannot encode"):
+        encode(Tap("action", "confirm", "bat_0123456789ab"))
