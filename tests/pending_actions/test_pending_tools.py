@@ -113,6 +113,25 @@ async def test_a_completed_action_shows_its_result_in_its_batch(client: Client[A
     assert (await call(client, "list_pending", agent=AGENT, chat_id=CHAT))["actions"] == []
 
 
+async def test_a_decision_carries_its_batch_as_it_stands_after_it(client: Client[Any]) -> None:
+    first = await stage(client, MILK, batch_text="Two things?")
+    second = await stage(client, EGGS, batch_id=first["batch_id"])
+
+    approved = await approve(client, first["action_id"])
+    batch = approved["batch"]
+    assert batch["batch_id"] == first["batch_id"]
+    assert batch["text"] == "Two things?"
+    assert [(a["action_id"], a["state"]) for a in batch["actions"]] == [
+        (first["action_id"], "executing"),
+        (second["action_id"], "pending"),
+    ]
+    cancelled = await call(
+        client, "cancel_batch", batch_id=first["batch_id"], user_id=USER, chat_id=CHAT
+    )
+    assert [a["state"] for a in cancelled["batch"]["actions"]] == ["executing", "cancelled"]
+    assert all(d.get("batch") is None for d in cancelled["decisions"])
+
+
 async def test_complete_twice_keeps_the_first_result(client: Client[Any]) -> None:
     staged = await stage(client)
     action_id = staged["action_id"]
@@ -264,6 +283,7 @@ async def test_an_action_of_another_chat_or_user_is_not_found_and_unchanged(
             "payload": None,
             "approval": None,
             "resumed": False,
+            "batch": None,  # nothing of another chat's batch either
         }
     assert await transitions(client, action_id) == [(None, "pending")]
     assert (await approve(client, action_id))["ok"] is True  # the right chat and user

@@ -180,7 +180,9 @@ async def test_a_blocked_chat_is_recorded_until_the_user_writes_again(tmp_path: 
     await store.block("clawdia", "42", 1.0)
     assert await store.is_blocked("clawdia", "42")
     assert not await store.is_blocked("other", "42")
-    await store.unblock("clawdia", "42")
+    await store.record(BOT, "clawdia", [(1, message(1, "sorry"))], 2, 2.0, writers=["7"])
+    assert await store.is_blocked("clawdia", "42")  # another chat wrote
+    await store.record(BOT, "clawdia", [(2, message(2, "back"))], 3, 3.0, writers=["42"])
     assert not await store.is_blocked("clawdia", "42")
     await store.aclose()
 

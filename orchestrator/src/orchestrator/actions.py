@@ -174,8 +174,8 @@ class ActionDesk:
 
         ``answer`` stops the button's spinner with a short notice, as soon as
         pending-actions has decided; ``edit`` gets the tapped message's new content (not
-        called when the tap concerns nothing of this chat's). Only approve, the confirm
-        tool and the edit wait for each other: answering and fetching the batch run
+        called when the tap concerns nothing of this chat's). Only approve (which answers
+        with the batch), the confirm tool and the edit wait for each other: answering runs
         beside them; recording the outcomes and telling the conversation follow the edit.
         (A crash before they are recorded leaves the actions executing: a later tap
         resumes them, and the confirm tool, which performs an action id once, answers
@@ -185,55 +185,48 @@ class ActionDesk:
         if tap is None:
             await answer(NO_LONGER_ACTIVE)
             return
-        decisions = await self._decide(tap, user_id, chat_id)
-        if decisions is None:
+        decided = await self._decide(tap, user_id, chat_id)
+        if decided is None:
             await answer(UNAVAILABLE)
             return
+        decisions, batch = decided
         async with anyio.create_task_group() as beside:
             beside.start_soon(answer, notice(tap, decisions))
-            if not any(d.ok for d in decisions) and all(d.state == "unknown" for d in decisions):
+            if batch is None:
                 return  # nothing of this chat's (or nothing at all): leave the message alone
-            batch_id = tap.target if tap.scope == "batch" else decisions[0].batch_id
-            batch: list[Record | None] = [None]
-            outcomes: list[Outcome] = []
-
-            async def fetch_batch() -> None:
-                batch[0] = await self._call("get_batch", {"batch_id": batch_id})
-
-            async def confirm_approved() -> None:
-                for decision in decisions:
-                    if decision.ok and tap.verb == "confirm":
-                        outcomes.append(await self._execute(decision))
-
-            async with anyio.create_task_group() as now:
-                now.start_soon(fetch_batch)
-                now.start_soon(confirm_approved)
+            outcomes = [
+                await self._execute(decision)
+                for decision in decisions
+                if decision.ok and tap.verb == "confirm"
+            ]
+            views = _overlay(list(batch["actions"]), outcomes)
+            await edit(render(str(batch.get("text") or ""), str(batch["batch_id"]), views))
+            for outcome in outcomes:
+                if outcome.record is not None:
+                    beside.start_soon(self._call, *outcome.record)
             told = [o.note for o in outcomes if o.note] + [
                 f"The user cancelled: {d.summary}"
                 for d in decisions
                 if d.ok and tap.verb == "cancel"
             ]
-            if batch[0] is not None:
-                views = _overlay(list(batch[0]["actions"]), outcomes)
-                await edit(render(str(batch[0].get("text") or ""), batch_id, views))
-            for outcome in outcomes:
-                if outcome.record is not None:
-                    beside.start_soon(self._call, *outcome.record)
             if told:
                 note = {"type": "message", "role": "developer", "content": "\n".join(told)}
                 beside.start_soon(self._conversation.append, agent, chat_id, [note])
 
-    async def _decide(self, tap: Tap, user_id: str, chat_id: str) -> list[Decision] | None:
+    async def _decide(
+        self, tap: Tap, user_id: str, chat_id: str
+    ) -> tuple[list[Decision], Record | None] | None:
+        """The decisions, and the batch as it stands after them (None: nothing found)."""
         who = {"user_id": user_id, "chat_id": chat_id}
         if tap.scope == "action":
             tool = "approve" if tap.verb == "confirm" else "cancel"
             record = await self._call(tool, {"action_id": tap.target, **who})
-            return None if record is None else [Decision.of(record)]
+            return None if record is None else ([Decision.of(record)], record.get("batch"))
         tool = "approve_batch" if tap.verb == "confirm" else "cancel_batch"
         record = await self._call(tool, {"batch_id": tap.target, **who})
         if record is None:
             return None
-        return [Decision.of(item) for item in record.get("decisions", [])]
+        return [Decision.of(item) for item in record.get("decisions", [])], record.get("batch")
 
     async def _execute(self, decision: Decision) -> Outcome:
         """Run the approved action's confirm tool; how it went, to be recorded."""

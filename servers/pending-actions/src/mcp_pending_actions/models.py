@@ -85,12 +85,20 @@ class Decision(BaseModel):
         description="Approved again after the executing lease ran out (an earlier confirm "
         "may or may not have run; the confirm tool dedupes by action id)",
     )
+    batch: BatchView | None = Field(
+        default=None,
+        description="The action's batch after this call, to redraw the tapped message; null "
+        "when not found (and inside a batch's decisions)",
+    )
 
 
 class BatchDecisions(BaseModel):
     batch_id: str
     decisions: list[Decision] = Field(
         description="One per action in staging order; empty when no such batch is in this chat"
+    )
+    batch: BatchView | None = Field(
+        default=None, description="The batch after the decisions; null when not found"
     )
 
 

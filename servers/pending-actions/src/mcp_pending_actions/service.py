@@ -24,7 +24,7 @@ import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp_pending_actions import views
 from mcp_pending_actions.errors import InvalidRequest, UnknownAction, UnknownBatch, WrongState
@@ -44,6 +44,7 @@ from mcp_pending_actions.store import ActionRow, BatchRow, Change, PendingStore
 from meshkit.proposals import ACTION_ID, KIND_PATTERN, Approvals, Proposal
 
 BATCH_ID = re.compile(r"bat_[0-9a-f]{12}")
+DecidedT = TypeVar("DecidedT", Decision, BatchDecisions)
 SERVER_NAME = re.compile(KIND_PATTERN)
 MAX_JSON_CHARS = 64_000  # a payload or a result, encoded
 EXPIRY_DETAIL = "its time to decide ran out"
@@ -128,21 +129,37 @@ class PendingActions:
 
     async def approve(self, action_id: str, user_id: str, chat_id: str) -> Decision:
         """pending → executing, with an approval token for the confirm tool."""
-        return await self._decide(self._approve, action_id, user_id, chat_id)
+        decision = await self._decide(self._approve, action_id, user_id, chat_id)
+        return await self._with_batch(decision)
 
     async def cancel(self, action_id: str, user_id: str, chat_id: str | None = None) -> Decision:
         """pending → cancelled."""
-        return await self._decide(self._cancel, action_id, user_id, chat_id)
+        decision = await self._decide(self._cancel, action_id, user_id, chat_id)
+        return await self._with_batch(decision)
 
     async def approve_batch(self, batch_id: str, user_id: str, chat_id: str) -> BatchDecisions:
         """Approve each pending action of the batch, each on its own."""
-        return await self._decide_batch(self._approve, batch_id, user_id, chat_id)
+        decisions = await self._decide_batch(self._approve, batch_id, user_id, chat_id)
+        return await self._with_batch(decisions)
 
     async def cancel_batch(
         self, batch_id: str, user_id: str, chat_id: str | None = None
     ) -> BatchDecisions:
         """Cancel each pending action of the batch, each on its own."""
-        return await self._decide_batch(self._cancel, batch_id, user_id, chat_id)
+        decisions = await self._decide_batch(self._cancel, batch_id, user_id, chat_id)
+        return await self._with_batch(decisions)
+
+    async def _with_batch(self, decided: DecidedT) -> DecidedT:
+        """The decision with its batch as it stands now, so the tapped message can be
+        redrawn without another call; nothing for an action or batch not found."""
+        found = decided.decisions if isinstance(decided, BatchDecisions) else decided.batch_id
+        if not found or decided.batch_id is None:
+            return decided
+        batch = await self._store.batch(decided.batch_id)
+        if batch is None:
+            return decided
+        rows = await self._store.batch_actions(decided.batch_id)
+        return decided.model_copy(update={"batch": views.batch(batch, rows)})
 
     async def complete(self, action_id: str, result: dict[str, Any]) -> ActionView:
         """executing → done, keeping what the confirm tool returned."""
@@ -171,13 +188,7 @@ class PendingActions:
         if batch is None:
             raise UnknownBatch(f"There is no batch {batch_id!r}.")
         rows = await self._store.batch_actions(batch_id)
-        return BatchView(
-            batch_id=batch.batch_id,
-            agent=batch.agent,
-            chat_id=batch.chat_id,
-            text=batch.text,
-            actions=[views.view(row) for row in rows],
-        )
+        return views.batch(batch, rows)
 
     async def history(self, action_id: str) -> History:
         """Every state change of the action, oldest first."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_pending_actions.models import UNKNOWN, ActionView, Decision, State
-from mcp_pending_actions.store import ActionRow
+from mcp_pending_actions.models import UNKNOWN, ActionView, BatchView, Decision, State
+from mcp_pending_actions.store import ActionRow, BatchRow
 
 NOT_FOUND = "not found"  # an unknown id, and an action of another chat or user alike
 REASONS = {
@@ -42,3 +42,13 @@ def not_found(action_id: str) -> Decision:
 
 def view(row: ActionRow) -> ActionView:
     return ActionView.model_validate(row, from_attributes=True)
+
+
+def batch(found: BatchRow, rows: list[ActionRow]) -> BatchView:
+    return BatchView(
+        batch_id=found.batch_id,
+        agent=found.agent,
+        chat_id=found.chat_id,
+        text=found.text,
+        actions=[view(row) for row in rows],
+    )

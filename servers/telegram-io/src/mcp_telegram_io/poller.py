@@ -158,8 +158,9 @@ class Poller:
         """Write the batch and the offset after it; the next getUpdates confirms them."""
         next_offset = max(u.update_id for u in updates) + 1
         rows = [(u.update_id, json.dumps(u.to_dict(), ensure_ascii=False)) for u in updates]
+        writers = sorted({str(u.message.chat.id) for u in updates if u.message is not None})
         new = await self._store.record(
-            self.config.bot_id, self.config.agent, rows, next_offset, self._clock()
+            self.config.bot_id, self.config.agent, rows, next_offset, self._clock(), writers
         )
         logger.info("bot %s: %d updates in (%d new)", self.config.agent, len(updates), new)
         await self._on_arrival(self.config.agent, list(updates))

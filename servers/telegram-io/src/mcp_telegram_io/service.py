@@ -53,9 +53,7 @@ class Inbox:
         self._arrived.set()
 
     async def arrived(self, agent: str, updates: Sequence[Update]) -> None:
-        """Wake the waiting ``next_updates``; a chat that writes again has unblocked the bot."""
-        for chat in {u.message.chat.id for u in updates if u.message is not None}:
-            await self._store.unblock(agent, str(chat))
+        """Wake the waiting ``next_updates`` (the poller has stored the updates)."""
         self._arrived.set()
         self._arrived = anyio.Event()
 

@@ -70,10 +70,19 @@ class InboxStore(SQLiteStore):
 
         return await self._run(read)
 
-    async def record(
-        self, bot: str, agent: str, updates: Sequence[tuple[int, str]], next_offset: int, now: float
+    async def record(  # noqa: PLR0917
+        self,
+        bot: str,
+        agent: str,
+        updates: Sequence[tuple[int, str]],
+        next_offset: int,
+        now: float,
+        writers: Sequence[str] = (),
     ) -> int:
-        """Store the updates (once each) and the offset after them; returns how many were new."""
+        """Store the updates (once each) and the offset after them; returns how many were new.
+
+        ``writers``: the chats that wrote, which have unblocked the bot if they had blocked it.
+        """
         rows = [(bot, update_id, agent, now, body) for update_id, body in updates]
 
         def write(db: sqlite3.Connection) -> int:
@@ -89,6 +98,10 @@ class InboxStore(SQLiteStore):
                     "INSERT INTO offsets (bot, next_offset) VALUES (?, ?) ON CONFLICT (bot)"
                     " DO UPDATE SET next_offset = MAX(next_offset, excluded.next_offset)",
                     (bot, next_offset),
+                )
+                db.executemany(
+                    "DELETE FROM blocked WHERE agent = ? AND chat_id = ?",
+                    [(agent, chat) for chat in writers],
                 )
             return new
 
@@ -182,13 +195,6 @@ class InboxStore(SQLiteStore):
             lambda db: db.execute(
                 "INSERT OR REPLACE INTO blocked (agent, chat_id, at) VALUES (?, ?, ?)",
                 (agent, chat_id, now),
-            )
-        )
-
-    async def unblock(self, agent: str, chat_id: str) -> None:
-        await self._run(
-            lambda db: db.execute(
-                "DELETE FROM blocked WHERE agent = ? AND chat_id = ?", (agent, chat_id)
             )
         )
 
