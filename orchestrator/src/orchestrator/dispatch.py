@@ -23,6 +23,7 @@ __all__ = ["Button", "Dispatcher", "Reply"]
 
 
 StatusProbe = Callable[[], Awaitable[list[str]]]
+Deliver = Callable[[Reply], Awaitable[None]]
 STOPPED = "Stopped: I dropped that request. What next?"
 NOTHING_TO_STOP = "Nothing is running right now."
 
@@ -62,33 +63,42 @@ class Dispatcher:
         *,
         message_id: str | None = None,
         user_id: str | None = None,
+        deliver: Deliver | None = None,
     ) -> Reply:
         """The answer to a message. A turn cancelled by ``/stop`` answers an empty Reply.
 
         ``message_id`` identifies the message across redeliveries (a Telegram update id),
         so a turn redone after a crash is remembered once. Changes the turn proposed are
-        staged for ``user_id`` to confirm: the reply carries their buttons.
+        staged for ``user_id`` to confirm: the reply carries their buttons. ``deliver``
+        sends a non-empty reply before the turn is stored, which then costs the user no
+        time (a crash in between redoes the turn; the channel delivers a reply once).
         """
         runtime = self.agents[agent_id]
         command = text.strip().split(maxsplit=1)[0].lower() if text.startswith("/") else ""
         command = command.split("@", 1)[0]  # "/help@ClawdiaBot" in Telegram
         if command == "/stop":  # not behind the chat's lock: it must reach the running turn
-            return Reply(STOPPED if self.stop(agent_id, chat_id) else NOTHING_TO_STOP)
+            stopped = Reply(STOPPED if self.stop(agent_id, chat_id) else NOTHING_TO_STOP)
+            return await _delivered(stopped, deliver)
         async with self._locks[(agent_id, chat_id)]:
             if command:
-                return await self._command(runtime, chat_id, command)
+                return await _delivered(await self._command(runtime, chat_id, command), deliver)
             with anyio.CancelScope() as scope:
                 self._running[(agent_id, chat_id)] = scope
                 try:
-                    result = await self._engine.run(runtime, chat_id, text, observe, message_id)
+                    result = await self._engine.run(
+                        runtime, chat_id, text, observe, message_id, remember=False
+                    )
                 finally:
                     del self._running[(agent_id, chat_id)]
             if scope.cancelled_caught:
                 return Reply("")
             proposals = proposals_of(result.outcomes)
+            reply = Reply(result.text)
             if proposals:
-                return await self._desk.stage(agent_id, chat_id, user_id, result.text, proposals)
-            return Reply(result.text)
+                reply = await self._desk.stage(agent_id, chat_id, user_id, result.text, proposals)
+            await _delivered(reply, deliver)
+            await self._engine.remember(runtime, chat_id, result, message_id)
+            return reply
 
     def stop(self, agent_id: str, chat_id: str) -> bool:
         """Cancel the chat's running turn (it stores nothing); whether one was running."""
@@ -161,3 +171,9 @@ class Dispatcher:
     @staticmethod
     def _commands_line() -> str:
         return "Commands: " + ", ".join(f"{c} ({d})" for c, d in COMMANDS.items())
+
+
+async def _delivered(reply: Reply, deliver: Deliver | None) -> Reply:
+    if deliver is not None and reply.text:
+        await deliver(reply)
+    return reply

@@ -171,17 +171,35 @@ class TelegramChannel:
             return Reply(MEDIA_REPLY)
         if kind != "text":
             return None
-        async with anyio.create_task_group() as typing:
-            typing.start_soon(self._keep_typing, agent, chat)
-            reply = await self._dispatcher.on_text(
-                agent,
-                chat,
-                str(update.get("text") or ""),
-                message_id=str(update["id"]),
-                user_id=str(update.get("user_id")),
-            )
-            typing.cancel_scope.cancel()
-        return reply
+        typing = anyio.CancelScope()
+
+        async def keep_typing() -> None:
+            with typing:
+                await self._keep_typing(agent, chat)
+
+        async def deliver(reply: Reply) -> None:
+            typing.cancel()  # the answer is here: no more "typing…"
+            await self._send(agent, update, reply)
+
+        failed: TelegramIOFailed | None = None
+        async with anyio.create_task_group() as turn:
+            turn.start_soon(keep_typing)
+            try:
+                await self._dispatcher.on_text(
+                    agent,
+                    chat,
+                    str(update.get("text") or ""),
+                    message_id=str(update["id"]),
+                    user_id=str(update.get("user_id")),
+                    deliver=deliver,
+                )
+            except TelegramIOFailed as error:
+                failed = error  # raised below, as itself rather than in an exception group
+            finally:
+                typing.cancel()
+        if failed is not None:
+            raise failed
+        return None  # delivered already
 
     async def _tap(self, agent: str, chat: str, update: Update) -> None:
         """A button tap never reaches the model: answered, done once, its message edited."""

@@ -84,10 +84,18 @@ class TurnEngine:
         text: str,
         observe: ToolObserver | None = None,
         turn_id: str | None = None,
+        *,
+        remember: bool = True,
     ) -> TurnResult:
-        """One turn; ``turn_id`` (the message it answers) keeps a redone turn stored once."""
+        """One turn; ``turn_id`` (the message it answers) keeps a redone turn stored once.
+
+        ``remember=False`` leaves storing it to the caller (:meth:`remember`), who can
+        deliver the answer first.
+        """
         started = time.perf_counter()
-        result = await self._run(runtime, chat_id, text, observe, turn_id)
+        result = await self._run(runtime, chat_id, text, observe)
+        if remember:
+            await self.remember(runtime, chat_id, result, turn_id)
         logger.info(
             "turn agent=%s chat=%s outcome=%s duration_ms=%.0f llm_calls=%d tool_calls=%d "
             "tokens_in=%d tokens_out=%d",
@@ -108,7 +116,6 @@ class TurnEngine:
         chat_id: str,
         text: str,
         observe: ToolObserver | None,
-        turn_id: str | None,
     ) -> TurnResult:
         tools = {tool.qualified: tool for tool in self.visible_tools(runtime)}
         specs = [self._spec(tool) for tool in tools.values()]
@@ -146,9 +153,15 @@ class TurnEngine:
             )
             result.outcome = "llm_error"
             result.text = error.user_message
-            return result
-        await self._conversation.append(runtime.id, chat_id, result.new_items, turn_id)
         return result
+
+    async def remember(
+        self, runtime: AgentRuntime, chat_id: str, result: TurnResult, turn_id: str | None
+    ) -> None:
+        """Store a turn in the conversation; one whose model call failed stores nothing, so
+        the next attempt starts from the same history."""
+        if result.outcome != "llm_error":
+            await self._conversation.append(runtime.id, chat_id, result.new_items, turn_id)
 
     async def _execute_all(
         self,
