@@ -21,7 +21,10 @@ buttons, untimed), then
 
 Per-chat pacing (about one message a second, a deliberate delay) is off here
 (TELEGRAM_PACE_S=0) so the figures are the mesh's own time. Scenarios interleave in
-rounds; figures are medians and 99th percentiles. Then the resident memory (VmRSS)
+rounds; figures are medians and 99th percentiles. Each sample starts 50 ms after the
+previous reply (--gap-ms), as a user's next message would: what follows a reply (the ack,
+storing the turn, recording a tap's outcome) does not run into the next sample. With
+--gap-ms 0 the figures include that overlap. Then the resident memory (VmRSS)
 of every process, after the run.
 """
 
@@ -73,8 +76,9 @@ async def one(mesh: Mesh, prompt: str, expected: str) -> float:
     return (reply.time - injected) * 1000
 
 
-async def one_tap(mesh: Mesh, prompt: str, expected: str) -> float:
-    """Milliseconds from a tap on a proposal's confirm button to the edited message."""
+async def one_tap(mesh: Mesh, prompt: str, expected: str, gap_s: float) -> float:
+    """Milliseconds from a tap on a proposal's confirm button to the edited message
+    (the tap comes ``gap_s`` after the proposal, as the user reads it first)."""
     before = len(mesh.telegram.sent(TOKEN, USER))
     mesh.telegram.user_message(TOKEN, USER, prompt)
     await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(TOKEN, USER)) > before, 30)
@@ -82,6 +86,7 @@ async def one_tap(mesh: Mesh, prompt: str, expected: str) -> float:
     if not message.text.startswith(expected):
         raise RuntimeError(f"unexpected reply {message.text[:300]!r}; expected {expected!r}")
     rows = (message.reply_markup or {})["inline_keyboard"]
+    await anyio.sleep(gap_s)
     tapped = time.time()
     mesh.telegram.tap(TOKEN, USER, message.message_id, rows[0][0]["callback_data"])
     await mesh.telegram.wait_for(lambda: bool(message.edits), 30)
@@ -102,7 +107,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def run(iterations: int, warmup: int, rounds: int) -> None:
+async def run(iterations: int, warmup: int, rounds: int, gap_s: float) -> None:
     scenarios = {
         "text only": (TEXT_PROMPT, TEXT_ANSWER),
         "one tool call": (TOOL_PROMPT, TOOL_ANSWER),
@@ -112,7 +117,7 @@ async def run(iterations: int, warmup: int, rounds: int) -> None:
 
     async def sample(name: str, prompt: str, expected: str) -> float:
         if name == "tap → edit":
-            return await one_tap(mesh, f"{prompt} item {next(serial)}", expected)
+            return await one_tap(mesh, f"{prompt} item {next(serial)}", expected, gap_s)
         return await one(mesh, prompt, expected)
 
     samples: dict[str, list[float]] = {name: [] for name in scenarios}
@@ -127,6 +132,7 @@ async def run(iterations: int, warmup: int, rounds: int) -> None:
             for _ in range(rounds):
                 for name, (prompt, expected) in scenarios.items():
                     for _ in range(per_round):
+                        await anyio.sleep(gap_s)
                         samples[name].append(await sample(name, prompt, expected))
             elapsed = time.perf_counter() - began
             rss = {name: rss_mb(service.pid) for name, service in mesh.services.items()}
@@ -161,8 +167,11 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=100, help="timed samples per scenario")
     parser.add_argument("--warmup", type=int, default=10, help="untimed samples per scenario")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
+    parser.add_argument(
+        "--gap-ms", type=float, default=50, help="pause before each sample (a user's think time)"
+    )
     args = parser.parse_args()
-    anyio.run(run, args.iterations, args.warmup, args.rounds)
+    anyio.run(run, args.iterations, args.warmup, args.rounds, args.gap_ms / 1000)
 
 
 if __name__ == "__main__":

@@ -118,7 +118,7 @@ def serve(
         server_header=False,
         timeout_graceful_shutdown=2,
         loop="asyncio",
-        http="h11",
+        http="httptools",
         ws="none",
     )
 

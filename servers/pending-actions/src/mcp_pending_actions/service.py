@@ -155,11 +155,10 @@ class PendingActions:
         found = decided.decisions if isinstance(decided, BatchDecisions) else decided.batch_id
         if not found or decided.batch_id is None:
             return decided
-        batch = await self._store.batch(decided.batch_id)
-        if batch is None:
+        found_batch = await self._store.batch_with_actions(decided.batch_id)
+        if found_batch is None:
             return decided
-        rows = await self._store.batch_actions(decided.batch_id)
-        return decided.model_copy(update={"batch": views.batch(batch, rows)})
+        return decided.model_copy(update={"batch": views.batch(*found_batch)})
 
     async def complete(self, action_id: str, result: dict[str, Any]) -> ActionView:
         """executing → done, keeping what the confirm tool returned."""
@@ -184,11 +183,12 @@ class PendingActions:
     async def get_batch(self, batch_id: str) -> BatchView:
         """The batch and its actions in staging order, to render the message from."""
         await self._store.expire_due(self._clock(), EXPIRY_DETAIL)
-        batch = await self._store.batch(batch_id) if BATCH_ID.fullmatch(batch_id) else None
-        if batch is None:
+        found = (
+            await self._store.batch_with_actions(batch_id) if BATCH_ID.fullmatch(batch_id) else None
+        )
+        if found is None:
             raise UnknownBatch(f"There is no batch {batch_id!r}.")
-        rows = await self._store.batch_actions(batch_id)
-        return views.batch(batch, rows)
+        return views.batch(*found)
 
     async def history(self, action_id: str) -> History:
         """Every state change of the action, oldest first."""

@@ -259,6 +259,22 @@ class PendingStore(SQLiteStore):
 
         return await self._run(read)
 
+    async def batch_with_actions(self, batch_id: str) -> tuple[BatchRow, list[ActionRow]] | None:
+        """The batch and its actions in staging order, read at once."""
+
+        def read(db: sqlite3.Connection) -> tuple[BatchRow, list[ActionRow]] | None:
+            with _transaction(db, "DEFERRED"):  # one snapshot for both
+                row = db.execute(
+                    "SELECT batch_id, agent, chat_id, text, created_at FROM batches"
+                    " WHERE batch_id = ?",
+                    (batch_id,),
+                ).fetchone()
+                if row is None:
+                    return None
+                return BatchRow(*row), _select_actions(db, f"batch_id = ? {_ORDER}", (batch_id,))
+
+        return await self._run(read)
+
     async def batch_actions(self, batch_id: str) -> list[ActionRow]:
         """The batch's actions in staging order."""
         return await self._run(
