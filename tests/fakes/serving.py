@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 
 import anyio
+import httpx2
 import uvicorn
 from starlette.types import ASGIApp
 
@@ -62,3 +67,48 @@ def serving_in_thread(app: ASGIApp, *, start_timeout_s: float = 10.0) -> Iterato
         server.should_exit = True
         thread.join(timeout=5)
         sock.close()
+
+
+class ServerProcess:
+    """``python -m <module>`` over HTTP, started at once and waited for only when a test
+    needs it (so its start overlaps the tests that come before)."""
+
+    def __init__(self, module: str, data_dir: Path, token: str, **env: str) -> None:
+        self.module = module
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "DATA_DIR": str(data_dir),
+            "MESH_TOKEN": token,
+            "MCP_PORT": str(self.port),
+            "FASTMCP_CHECK_FOR_UPDATES": "off",
+            **env,
+        }
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", module],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def ready(self, timeout_s: float = 30) -> str:
+        """The base URL once ``/health`` answers 200."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.module} exited: {self.stop()}")
+            try:
+                if httpx2.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return self.url
+            except httpx2.TransportError:
+                pass
+            time.sleep(0.05)
+        raise TimeoutError(f"{self.module} did not become healthy")
+
+    def stop(self) -> str:
+        """Stop it (SIGTERM); what it wrote to stderr (its log)."""
+        self.process.terminate()
+        _, stderr = self.process.communicate(timeout=10)
+        return stderr

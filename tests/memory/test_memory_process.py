@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +13,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from fakes.serving import free_port
+from fakes.serving import ServerProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -29,50 +26,9 @@ TURN = [
 ]
 
 
-class ServerProcess:
-    """A server started at once and waited for only when a test needs it, so its start
-    overlaps the tests that come before."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {
-            **os.environ,
-            "DATA_DIR": str(data_dir),
-            "MESH_TOKEN": TOKEN,
-            "MCP_PORT": str(self.port),
-            "FASTMCP_CHECK_FOR_UPDATES": "off",
-        }
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "mcp_memory"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    def ready(self, timeout_s: float = 30) -> str:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"mcp_memory exited: {self.stop()}")
-            try:
-                if httpx2.get(f"{self.url}/health", timeout=1).status_code == 200:
-                    return self.url
-            except httpx2.TransportError:
-                pass
-            time.sleep(0.05)
-        raise TimeoutError("mcp_memory did not become healthy")
-
-    def stop(self) -> str:
-        self.process.terminate()
-        _, stderr = self.process.communicate(timeout=10)
-        return stderr
-
-
 @pytest.fixture(scope="module")
 def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    server = ServerProcess(tmp_path_factory.mktemp("memory-http"))
+    server = ServerProcess("mcp_memory", tmp_path_factory.mktemp("memory-http"), TOKEN)
     try:
         yield server
     finally:

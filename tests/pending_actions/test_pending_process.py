@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from fakes.serving import free_port
+from fakes.serving import ServerProcess
 from meshkit.proposals import Approvals
 from pending_actions.calls import AGENT, CHAT, KEY, MILK, USER
 
@@ -23,51 +18,15 @@ pytestmark = pytest.mark.anyio
 TOKEN = "pending-actions-process-test-token-3"
 
 
-class ServerProcess:
-    """A server started at once and waited for only when a test needs it."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {
-            **os.environ,
-            "DATA_DIR": str(data_dir),
-            "MESH_TOKEN": TOKEN,
-            "MESH_APPROVAL_KEY": KEY,
-            "MCP_PORT": str(self.port),
-            "LOG_LEVEL": "DEBUG",
-            "FASTMCP_CHECK_FOR_UPDATES": "off",
-        }
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "mcp_pending_actions"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    def ready(self, timeout_s: float = 30) -> str:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"mcp_pending_actions exited: {self.stop()}")
-            try:
-                if httpx2.get(f"{self.url}/health", timeout=1).status_code == 200:
-                    return self.url
-            except httpx2.TransportError:
-                pass
-            time.sleep(0.05)
-        raise TimeoutError("mcp_pending_actions did not become healthy")
-
-    def stop(self) -> str:
-        self.process.terminate()
-        _, stderr = self.process.communicate(timeout=10)
-        return stderr
-
-
 @pytest.fixture(scope="module")
 def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    server = ServerProcess(tmp_path_factory.mktemp("pending-http"))
+    server = ServerProcess(
+        "mcp_pending_actions",
+        tmp_path_factory.mktemp("pending-http"),
+        TOKEN,
+        MESH_APPROVAL_KEY=KEY,
+        LOG_LEVEL="DEBUG",
+    )
     try:
         yield server
     finally:

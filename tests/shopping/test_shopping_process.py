@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from fakes.serving import free_port
+from fakes.serving import ServerProcess
 from shopping.calls import WATER
 
 pytestmark = pytest.mark.anyio
@@ -35,72 +34,38 @@ TOOLS = {
 }
 
 
-class ServerProcess:
-    """The example orders imported for clawdia, then the server started on them."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {
-            **os.environ,
-            "DATA_DIR": str(data_dir),
-            "MESH_TOKEN": TOKEN,
-            "MCP_PORT": str(self.port),
-            "FASTMCP_CHECK_FOR_UPDATES": "off",
-        }
-        env.pop("MESH_APPROVAL_KEY", None)  # the key file in DATA_DIR is made and used
-        self.imported = subprocess.run(
-            [sys.executable, "-m", "mcp_shopping", "import", str(EXAMPLE), "--agent", "clawdia"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "mcp_shopping"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    def ready(self, timeout_s: float = 30) -> str:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"mcp_shopping exited: {self.stop()}")
-            try:
-                if httpx2.get(f"{self.url}/health", timeout=1).status_code == 200:
-                    return self.url
-            except httpx2.TransportError:
-                pass
-            time.sleep(0.05)
-        raise TimeoutError("mcp_shopping did not become healthy")
-
-    def stop(self) -> str:
-        self.process.terminate()
-        _, stderr = self.process.communicate(timeout=10)
-        return stderr
-
-
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("shopping-http")
 
 
 @pytest.fixture(scope="module")
-def server(data_dir: Path) -> Iterator[ServerProcess]:
-    server = ServerProcess(data_dir)
+def imported(data_dir: Path) -> subprocess.CompletedProcess[str]:
+    """The example orders imported for clawdia (the key file in DATA_DIR is made and used)."""
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_shopping", "import", str(EXAMPLE), "--agent", "clawdia"],
+        env={**os.environ, "DATA_DIR": str(data_dir), "MESH_APPROVAL_KEY": ""},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def server(data_dir: Path, imported: subprocess.CompletedProcess[str]) -> Iterator[ServerProcess]:
+    server = ServerProcess("mcp_shopping", data_dir, TOKEN, MESH_APPROVAL_KEY="")
     try:
         yield server
     finally:
         assert TOKEN not in server.stop(), "the bearer token leaked into the server's log"
 
 
-def test_the_import_command_loads_the_example_file(server: ServerProcess, data_dir: Path) -> None:
-    assert server.imported.returncode == 0, server.imported.stderr
-    assert server.imported.stdout == "imported 10 orders (0 already present) for agent clawdia\n"
+def test_the_import_command_loads_the_example_file(
+    imported: subprocess.CompletedProcess[str], data_dir: Path
+) -> None:
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout == "imported 10 orders (0 already present) for agent clawdia\n"
     assert (data_dir / "shopping.sqlite3").is_file()
 
 
