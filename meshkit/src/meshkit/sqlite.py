@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import ClassVar, Literal, TypeVar
 
@@ -34,6 +34,16 @@ class SQLiteStore:
 
     async def open(self) -> None:
         await self._run(lambda db: None)
+
+    @asynccontextmanager
+    async def lifespan(self, _server: object = None) -> AsyncIterator[None]:
+        """A server's lifespan (``create_server(lifespan=store.lifespan)``): opened at start,
+        so a bad ``DATA_DIR`` fails then rather than at the first call; closed at the end."""
+        await self.open()
+        try:
+            yield
+        finally:
+            await self.aclose()
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self._close)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from importlib.metadata import version
 from typing import Annotated, Any
 
@@ -54,19 +53,11 @@ def build_server(
     store = ConversationStore(settings.db_path)
     service = ConversationService(settings, store, clock=clock)
 
-    @asynccontextmanager
-    async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
-        await store.open()  # a bad DATA_DIR fails at startup, not at the first turn
-        try:
-            yield
-        finally:
-            await store.aclose()
-
     mcp = create_server(
         "memory",
         version=version("mcp-memory"),
         instructions=INSTRUCTIONS,
-        lifespan=lifespan,
+        lifespan=store.lifespan,
         checks={"database": service.check},
     )
 

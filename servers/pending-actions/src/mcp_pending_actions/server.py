@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Any
@@ -90,19 +89,11 @@ def build_server(
     store = PendingStore(settings.db_path)
     service = PendingActions(settings, store, approvals, clock=clock)
 
-    @asynccontextmanager
-    async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
-        await store.open()  # a bad DATA_DIR fails at startup, not at the first tap
-        try:
-            yield
-        finally:
-            await store.aclose()
-
     mcp = create_server(
         "pending-actions",
         version=version("mcp-pending-actions"),
         instructions=INSTRUCTIONS,
-        lifespan=lifespan,
+        lifespan=store.lifespan,
         checks={"database": service.check},
     )
 

@@ -4,8 +4,7 @@ Confirmations."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from datetime import date
 from importlib.metadata import version
 from typing import Annotated, Any
@@ -80,19 +79,11 @@ def build_server(
     confirmations = Confirmations(store, approvals, clock=clock, today=today)
     default_list = list_key(settings.default_list)
 
-    @asynccontextmanager
-    async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
-        await store.open()  # a bad DATA_DIR fails at startup, not at the first call
-        try:
-            yield
-        finally:
-            await store.aclose()
-
     mcp = create_server(
         "shopping",
         version=version("mcp-shopping"),
         instructions=INSTRUCTIONS,
-        lifespan=lifespan,
+        lifespan=store.lifespan,
         checks={"database": service.check},
     )
 
