@@ -1,24 +1,40 @@
 """SQLite for servers: one file, one connection, WAL, work off the event loop.
 
 SQLite calls block. They run in a worker thread (``anyio.to_thread``), one at a
-time behind a lock, so a slow disk (an SD card on a Pi, a WAL checkpoint) stalls
-one request and never the event loop. A store subclasses :class:`SQLiteStore`
-with its ``SCHEMA`` (idempotent ``CREATE ... IF NOT EXISTS``) and version, and
-writes its queries as functions of the connection passed to ``_run``.
+time behind a lock, so a slow disk (an SD card on a Pi) stalls one request and
+never the event loop. A store subclasses :class:`SQLiteStore` with its ``SCHEMA``
+(idempotent ``CREATE ... IF NOT EXISTS``) and version, and writes its queries as
+functions of the connection passed to ``_run``.
+
+Checkpoints (copying the WAL into the database file, with an fsync) would otherwise
+run inside whichever commit crosses 1000 pages, stalling that request for the
+length of an fsync (tens of ms here, far more on an SD card). While a server runs
+(:meth:`SQLiteStore.lifespan`), a background task checkpoints on a connection of its
+own, every few seconds, in a quiet moment (no request for a second; a minute late at
+most under constant load); the commit-time checkpoint stays as a backstop for a WAL
+that grows past ``BACKSTOP_PAGES``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import ClassVar, Literal, TypeVar
 
+import anyio
 import anyio.to_thread
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
+
+BACKSTOP_PAGES = 10_000  # ~40 MB of WAL before a commit checkpoints by itself
 
 
 class SQLiteStore:
@@ -26,11 +42,16 @@ class SQLiteStore:
 
     SCHEMA: ClassVar[str] = ""
     SCHEMA_VERSION: ClassVar[int] = 1
+    checkpoint_every_s: float = 5.0
+    checkpoint_quiet_s: float = 1.0  # no request for this long: a quiet moment
+    checkpoint_late_s: float = 60.0  # under constant load, checkpoint anyway after this
 
     def __init__(self, path: Path) -> None:
         self._path = path
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        self._checkpointer: sqlite3.Connection | None = None
+        self._used_at = 0.0  # time.monotonic() of the last request
 
     async def open(self) -> None:
         await self._run(lambda db: None)
@@ -38,12 +59,46 @@ class SQLiteStore:
     @asynccontextmanager
     async def lifespan(self, _server: object = None) -> AsyncIterator[None]:
         """A server's lifespan (``create_server(lifespan=store.lifespan)``): opened at start,
-        so a bad ``DATA_DIR`` fails then rather than at the first call; closed at the end."""
+        so a bad ``DATA_DIR`` fails then rather than at the first call; checkpointed in the
+        background while it runs; closed at the end."""
         await self.open()
+        # A task of its own, not a task group around the yield: fastmcp closes lifespans
+        # inside a shielded cancel scope, which a task group opened here cannot exit from.
+        task = asyncio.get_running_loop().create_task(self._checkpoints(), name="checkpoints")
         try:
             yield
         finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
             await self.aclose()
+
+    async def checkpoint(self) -> None:
+        """Copy what the WAL holds into the database file, on a connection of its own
+        (PASSIVE: requests go on meanwhile; what they hold back waits for the next one)."""
+        await anyio.to_thread.run_sync(self._checkpoint)
+
+    async def _checkpoints(self) -> None:
+        while True:
+            await anyio.sleep(self.checkpoint_every_s)
+            late = time.monotonic() + self.checkpoint_late_s
+            while self._busy() and time.monotonic() < late:  # noqa: ASYNC110 (polled: a request sets no event)
+                await anyio.sleep(self.checkpoint_quiet_s)
+            try:
+                await self.checkpoint()
+            except sqlite3.Error as error:  # the next round, or the backstop, tries again
+                logger.warning("%s: checkpoint failed: %s", self._path.name, error)
+
+    def _busy(self) -> bool:
+        return time.monotonic() - self._used_at < self.checkpoint_quiet_s
+
+    def _checkpoint(self) -> None:
+        if self._checkpointer is None:
+            self._checkpointer = sqlite3.connect(
+                self._path, isolation_level=None, check_same_thread=False
+            )
+            self._checkpointer.execute("PRAGMA busy_timeout = 5000")
+        self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self._close)
@@ -55,6 +110,7 @@ class SQLiteStore:
         return await anyio.to_thread.run_sync(self._locked, work)
 
     def _locked(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        self._used_at = time.monotonic()
         with self._lock:
             if self._db is None:
                 self._db = self._connect()
@@ -65,6 +121,9 @@ class SQLiteStore:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+        if self._checkpointer is not None:
+            self._checkpointer.close()
+            self._checkpointer = None
 
     def _connect(self) -> sqlite3.Connection:
         self._path.parent.mkdir(parents=True, exist_ok=True)
@@ -76,6 +135,7 @@ class SQLiteStore:
             # NORMAL in WAL mode never corrupts; a power cut may lose the last commits only.
             db.execute("PRAGMA synchronous = NORMAL")
             db.execute("PRAGMA busy_timeout = 5000")
+            db.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
             (found,) = db.execute("PRAGMA user_version").fetchone()
             if found > self.SCHEMA_VERSION:
                 raise RuntimeError(f"{self._path} has schema {found}, newer than this server's")

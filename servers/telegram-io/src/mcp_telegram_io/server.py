@@ -104,19 +104,19 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
-        await store.open()
-        # A task of its own, not a task group around the yield: fastmcp closes lifespans
-        # inside a shielded cancel scope, which a task group opened here cannot exit from.
-        runner = asyncio.get_running_loop().create_task(run_pollers(), name="telegram-pollers")
-        try:
-            yield
-        finally:
-            runner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await runner
-            for bot in bots.values():
-                await _shutdown(bot)
-            await store.aclose()
+        async with store.lifespan():
+            # A task of its own, not a task group around the yield: fastmcp closes lifespans
+            # inside a shielded cancel scope, which a task group opened here cannot exit from.
+            loop = asyncio.get_running_loop()
+            runner = loop.create_task(run_pollers(), name="telegram-pollers")
+            try:
+                yield
+            finally:
+                runner.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await runner
+                for bot in bots.values():
+                    await _shutdown(bot)
 
     mcp = create_server(
         "telegram-io",
