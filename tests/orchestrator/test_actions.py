@@ -151,13 +151,22 @@ async def test_two_taps_at_once_execute_once_and_both_are_answered(world: World)
         reply = await ask(app, "reorder the Kirkland water")
         data = button(reply, "Add to cart")
         taps = Taps(app)
+        edits: list[Reply | None] = []
+
+        async def tap() -> None:
+            edits.append(await taps.tap(data))
+
         async with anyio.create_task_group() as both:
-            both.start_soon(taps.tap, data)
-            both.start_soon(taps.tap, data)
+            both.start_soon(tap)
+            both.start_soon(tap)
         assert len(await orders(app)) == before + 1
         assert len(taps.notices) == 2
         assert "Confirmed: on it." in taps.notices
         assert all(notice for notice in taps.notices)
+        # The message never ends up showing the action half done, whichever edit lands last.
+        shown = [edit.text for edit in edits if edit is not None]
+        assert shown
+        assert all("✅ Reorder" in text and "⏳" not in text for text in shown)
 
 
 async def test_cancel_changes_nothing_and_a_later_confirm_is_refused(world: World) -> None:

@@ -194,6 +194,10 @@ class ActionDesk:
             beside.start_soon(answer, notice(tap, decisions))
             if batch is None:
                 return  # nothing of this chat's (or nothing at all): leave the message alone
+            if not any(d.ok for d in decisions) and any(
+                a.get("state") == "executing" for a in batch["actions"]
+            ):
+                return  # another tap is at work on it: its edit shows how it ends
             outcomes = [
                 await self._execute(decision)
                 for decision in decisions
