@@ -171,19 +171,19 @@ async def test_old_acked_updates_and_sends_are_pruned_but_waiting_ones_kept(tmp_
     await store.record_part("reply:x", 0, 99, 20.0)
     assert await store.prune(before=30.0) == 1
     assert await store.pending() == 1
-    assert await store.sent_parts("reply:x") == {}
+    assert await store.before_send("clawdia", "42", "reply:x") == (False, {})
     await store.aclose()
 
 
 async def test_a_blocked_chat_is_recorded_until_the_user_writes_again(tmp_path: Path) -> None:
     store = InboxStore(tmp_path / "inbox.sqlite3")
     await store.block("clawdia", "42", 1.0)
-    assert await store.is_blocked("clawdia", "42")
-    assert not await store.is_blocked("other", "42")
+    assert (await store.before_send("clawdia", "42", None))[0]
+    assert not (await store.before_send("other", "42", None))[0]
     await store.record(BOT, "clawdia", [(1, message(1, "sorry"))], 2, 2.0, writers=["7"])
-    assert await store.is_blocked("clawdia", "42")  # another chat wrote
+    assert (await store.before_send("clawdia", "42", None))[0]  # another chat wrote
     await store.record(BOT, "clawdia", [(2, message(2, "back"))], 3, 3.0, writers=["42"])
-    assert not await store.is_blocked("clawdia", "42")
+    assert not (await store.before_send("clawdia", "42", None))[0]
     await store.aclose()
 
 

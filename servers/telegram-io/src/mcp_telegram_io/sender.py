@@ -114,13 +114,13 @@ class Sender:
         bot = self._bot(agent)
         markup = keyboard(buttons)
         parts = _parts(text)
-        if await self.store.is_blocked(agent, chat_id):
-            raise TelegramRefused(
-                "the user has blocked this bot; nothing can be sent until they write again"
-            )
         reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
         async with self._chat_locks[(agent, chat_id)]:
-            done = await self.store.sent_parts(key) if key else {}
+            blocked, done = await self.store.before_send(agent, chat_id, key)
+            if blocked:
+                raise TelegramRefused(
+                    "the user has blocked this bot; nothing can be sent until they write again"
+                )
             ids: list[int] = []
             plain = False
             for number, part in enumerate(parts):

@@ -173,12 +173,17 @@ class InboxStore(SQLiteStore):
 
         return await self._run(write)
 
-    async def sent_parts(self, key: str) -> dict[int, int]:
-        """Part number → message id, for the parts of ``key`` already delivered."""
+    async def before_send(
+        self, agent: str, chat_id: str, key: str | None
+    ) -> tuple[bool, dict[int, int]]:
+        """Whether the chat blocked the bot, and the parts of ``key`` already delivered:
+        what a send needs to know first, in one read."""
 
-        def read(db: sqlite3.Connection) -> dict[int, int]:
-            found = db.execute("SELECT part, message_id FROM sends WHERE key = ?", (key,))
-            return {int(part): int(message_id) for part, message_id in found}
+        def read(db: sqlite3.Connection) -> tuple[bool, dict[int, int]]:
+            blocked = db.execute(
+                "SELECT 1 FROM blocked WHERE agent = ? AND chat_id = ?", (agent, chat_id)
+            ).fetchone()
+            return blocked is not None, _sent_parts(db, key) if key else {}
 
         return await self._run(read)
 
@@ -198,11 +203,8 @@ class InboxStore(SQLiteStore):
             )
         )
 
-    async def is_blocked(self, agent: str, chat_id: str) -> bool:
-        def read(db: sqlite3.Connection) -> bool:
-            found = db.execute(
-                "SELECT 1 FROM blocked WHERE agent = ? AND chat_id = ?", (agent, chat_id)
-            ).fetchone()
-            return found is not None
 
-        return await self._run(read)
+def _sent_parts(db: sqlite3.Connection, key: str) -> dict[int, int]:
+    """Part number → message id, for the parts of ``key`` already delivered."""
+    found = db.execute("SELECT part, message_id FROM sends WHERE key = ?", (key,))
+    return {int(part): int(message_id) for part, message_id in found}
