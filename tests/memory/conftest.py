@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
+from fakes.clock import Clock
 from mcp_memory.service import ConversationService
 from mcp_memory.settings import MemorySettings
 from mcp_memory.store import ConversationStore
-from memory.clock import Clock
 
 
 @pytest.fixture

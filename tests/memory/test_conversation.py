@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from fakes.clock import Clock
 from mcp_memory.errors import InvalidItem, InvalidRequest
 from mcp_memory.service import ConversationService
 from mcp_memory.settings import MemorySettings
 from mcp_memory.tokens import encode, estimate
-from memory.clock import Clock
 
 pytestmark = pytest.mark.anyio
 

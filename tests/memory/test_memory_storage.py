@@ -9,10 +9,10 @@ from typing import Any
 import anyio
 import pytest
 
+from fakes.clock import Clock
 from mcp_memory.service import ConversationService
 from mcp_memory.settings import MemorySettings
 from mcp_memory.store import ConversationStore
-from memory.clock import Clock
 
 pytestmark = pytest.mark.anyio
 

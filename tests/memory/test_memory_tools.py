@@ -6,12 +6,11 @@ from typing import Any
 
 import pytest
 from fastmcp import Client
-from fastmcp.client.client import CallToolResult
-from mcp_types import TextContent
 
+from fakes.clock import Clock
+from fakes.tool_calls import text_of
 from mcp_memory.server import build_server
 from mcp_memory.settings import MemorySettings
-from memory.clock import Clock
 
 pytestmark = pytest.mark.anyio
 
@@ -30,12 +29,6 @@ STORED = [{"type": "message", **TURN[0]}, *TURN[1:]]
 async def client(settings: MemorySettings, clock: Clock) -> AsyncIterator[Client[Any]]:
     async with Client(build_server(settings, clock=clock)) as client:
         yield client
-
-
-def text_of(result: CallToolResult) -> str:
-    [content] = result.content
-    assert isinstance(content, TextContent)
-    return content.text
 
 
 async def load(client: Client[Any], **arguments: Any) -> dict[str, Any]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from fastmcp import Client
-from fastmcp.client.client import CallToolResult
-from mcp_types import TextContent
+
+from fakes.tool_calls import call
 
 KEY = "pending-actions-test-approval-key-4f1c9e2a7b"  # MESH_APPROVAL_KEY in every test
 AGENT = "clawdia"
@@ -22,26 +22,6 @@ EGGS: dict[str, Any] = {
     "summary": "Add eggs to the shopping list",
     "payload": {"list": "groceries", "item": "eggs"},
 }
-
-
-async def call(client: Client[Any], tool: str, **arguments: Any) -> dict[str, Any]:
-    """The structured result of a tool call that must succeed."""
-    result = await client.call_tool(tool, arguments)
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def call_error(client: Client[Any], tool: str, **arguments: Any) -> str:
-    """The message of a tool call that must fail."""
-    result = await client.call_tool(tool, arguments, raise_on_error=False)
-    assert result.is_error
-    return text_of(result)
-
-
-def text_of(result: CallToolResult) -> str:
-    [content] = result.content
-    assert isinstance(content, TextContent)
-    return content.text
 
 
 async def stage(

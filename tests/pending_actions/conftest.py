@@ -5,11 +5,11 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from fakes.clock import Clock
 from mcp_pending_actions.server import build_server
 from mcp_pending_actions.settings import PendingSettings
 from meshkit.proposals import KEY_ENV, Approvals
 from pending_actions.calls import KEY
-from pending_actions.clock import Clock
 
 
 @pytest.fixture(autouse=True)

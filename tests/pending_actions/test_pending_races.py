@@ -6,11 +6,12 @@ import anyio
 import pytest
 from fastmcp import Client
 
+from fakes.clock import Clock
+from fakes.tool_calls import call
 from mcp_pending_actions.server import build_server
 from mcp_pending_actions.settings import PendingSettings
 from meshkit.proposals import Approvals
-from pending_actions.calls import MILK, USER, approve, call, cancel, stage, transitions
-from pending_actions.clock import Clock
+from pending_actions.calls import MILK, USER, approve, cancel, stage, transitions
 
 pytestmark = pytest.mark.anyio
 

@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from fakes.clock import START, Clock
+from fakes.tool_calls import call
 from mcp_pending_actions.models import State
 from mcp_pending_actions.server import build_server
 from mcp_pending_actions.settings import PendingSettings
 from mcp_pending_actions.store import ActionRow, BatchRow, Change, PendingStore
 from meshkit.proposals import KEY_ENV, KEY_FILE, Approvals, load_approval_key
-from pending_actions.calls import AGENT, CHAT, MILK, approve, call, cancel, stage
-from pending_actions.clock import START, Clock
+from pending_actions.calls import AGENT, CHAT, MILK, approve, cancel, stage
 
 pytestmark = pytest.mark.anyio
 

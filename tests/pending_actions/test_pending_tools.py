@@ -5,21 +5,10 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from fakes.clock import Clock
+from fakes.tool_calls import call, call_error
 from meshkit.proposals import ApprovalRefused, Approvals
-from pending_actions.calls import (
-    AGENT,
-    CHAT,
-    EGGS,
-    MILK,
-    USER,
-    approve,
-    call,
-    call_error,
-    cancel,
-    stage,
-    transitions,
-)
-from pending_actions.clock import Clock
+from pending_actions.calls import AGENT, CHAT, EGGS, MILK, USER, approve, cancel, stage, transitions
 
 pytestmark = pytest.mark.anyio
 

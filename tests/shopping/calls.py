@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from fastmcp import Client
-from fastmcp.client.client import CallToolResult
-from mcp_types import TextContent
 
+from fakes.tool_calls import call
 from meshkit.proposals import Approvals, Proposal
 
 KEY = "shopping-test-approval-key-9d2f61c0a4b7e8"  # MESH_APPROVAL_KEY in every test
@@ -57,26 +56,6 @@ def mint(
 ) -> str:
     """An approval token, as pending-actions mints it when the user taps Confirm."""
     return Approvals(key.encode(), clock=clock).mint(action_id, "shopping", kind, payload)
-
-
-async def call(client: Client[Any], tool: str, **arguments: Any) -> dict[str, Any]:
-    """The structured result of a tool call that must succeed."""
-    result = await client.call_tool(tool, arguments)
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def call_error(client: Client[Any], tool: str, **arguments: Any) -> str:
-    """The message of a tool call that must fail."""
-    result = await client.call_tool(tool, arguments, raise_on_error=False)
-    assert result.is_error
-    return text_of(result)
-
-
-def text_of(result: CallToolResult) -> str:
-    [content] = result.content
-    assert isinstance(content, TextContent)
-    return content.text
 
 
 def action_id() -> str:

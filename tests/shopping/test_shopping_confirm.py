@@ -5,21 +5,9 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from fakes.tool_calls import call, call_error
 from mcp_shopping.settings import ShoppingSettings
-from shopping.calls import (
-    ACTION,
-    KEY,
-    TODAY,
-    WATER,
-    Clock,
-    add,
-    approve,
-    call,
-    call_error,
-    mint,
-    propose,
-    snapshot,
-)
+from shopping.calls import ACTION, KEY, TODAY, WATER, Clock, add, approve, mint, propose, snapshot
 
 pytestmark = pytest.mark.anyio
 

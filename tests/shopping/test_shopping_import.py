@@ -10,10 +10,11 @@ import anyio.to_thread
 import pytest
 from fastmcp import Client
 
+from fakes.tool_calls import call
 from mcp_shopping import importer
 from mcp_shopping.__main__ import main as shopping_main
 from mcp_shopping.settings import ShoppingSettings
-from shopping.calls import ORDERS_CSV, WATER, call, snapshot
+from shopping.calls import ORDERS_CSV, WATER, snapshot
 
 pytestmark = pytest.mark.anyio
 

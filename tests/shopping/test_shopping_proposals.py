@@ -5,8 +5,9 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from fakes.tool_calls import call, call_error
 from mcp_shopping.settings import ShoppingSettings
-from shopping.calls import WATER, Clock, add, call, call_error, propose, snapshot
+from shopping.calls import WATER, Clock, add, propose, snapshot
 
 pytestmark = pytest.mark.anyio
 

@@ -6,9 +6,10 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from fakes.tool_calls import call
 from mcp_shopping.server import build_server
 from mcp_shopping.settings import ShoppingSettings
-from shopping.calls import WATER, Clock, add, call
+from shopping.calls import WATER, Clock, add
 
 pytestmark = pytest.mark.anyio
 

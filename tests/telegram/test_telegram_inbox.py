@@ -8,11 +8,11 @@ from pathlib import Path
 import anyio
 import pytest
 
+from fakes.clock import Clock
 from mcp_telegram_io.fleet import load_bots
 from mcp_telegram_io.service import BadUpdateId, Inbox
 from mcp_telegram_io.settings import TelegramIOSettings
 from mcp_telegram_io.store import InboxStore
-from memory.clock import Clock
 from meshkit.yaml_config import ConfigError
 
 pytestmark = pytest.mark.anyio

@@ -13,6 +13,7 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
 from fakes.telegram_api import FakeTelegram
+from fakes.tool_calls import call
 from mcp_telegram_io.poller import PollPolicy
 from mcp_telegram_io.server import build_server
 from mcp_telegram_io.settings import TelegramIOSettings
@@ -46,12 +47,6 @@ async def telegram_io(
         policy = PollPolicy(timeout_s=1, backoff_initial_s=0.05, park_check_s=0.05)
         async with Client(build_server(config, policy=policy)) as client:
             yield fake, client, config
-
-
-async def call(client: Client[Any], tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    assert result.structured_content is not None
-    return result.structured_content
 
 
 async def eventually(check: Callable[[], Awaitable[bool]]) -> None:

@@ -8,10 +8,9 @@ from typing import Any
 import httpx2
 import pytest
 from fastmcp import Client
-from fastmcp.client.client import CallToolResult
-from mcp_types import TextContent
 
 from fakes.open_meteo import FakeOpenMeteo, Fault
+from fakes.tool_calls import text_of
 from mcp_weather.server import build_server
 from mcp_weather.settings import WeatherSettings
 from mcp_weather.wmo import WMO_CODES
@@ -35,12 +34,6 @@ async def connect(
 async def client(fake: FakeOpenMeteo, settings: WeatherSettings) -> AsyncIterator[Client[Any]]:
     async with connect(settings, fake.transport()) as client:
         yield client
-
-
-def text_of(result: CallToolResult) -> str:
-    [content] = result.content
-    assert isinstance(content, TextContent)
-    return content.text
 
 
 # The tool list

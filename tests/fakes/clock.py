@@ -1,4 +1,4 @@
-"""An injected clock for the memory tests (Unix seconds, like time.time)."""
+"""An injected clock for tests (Unix seconds, like time.time): it stands still until moved."""
 
 START = 1_800_000_000.0  # an arbitrary time: tests never read the real clock
 
