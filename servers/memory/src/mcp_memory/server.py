@@ -16,6 +16,7 @@ from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS, MemorySetti
 from mcp_memory.store import ConversationStore
 from meshkit import create_server, load_settings
 from meshkit.errors import for_model
+from meshkit.params import Agent, ChatId
 from meshkit.tool_classes import internal
 
 INSTRUCTIONS = (
@@ -24,23 +25,6 @@ INSTRUCTIONS = (
     "before the next turn, reset to start over."
 )
 MAX_APPEND_ITEMS = 1000
-
-Agent = Annotated[
-    str,
-    Field(
-        description="Agent id (one per Telegram bot), e.g. 'clawdia'",
-        min_length=1,
-        max_length=200,
-    ),
-]
-ChatId = Annotated[
-    str,
-    Field(
-        description="Chat id, as a string (Telegram chat ids are numbers)",
-        min_length=1,
-        max_length=200,
-    ),
-]
 
 
 def build_server(

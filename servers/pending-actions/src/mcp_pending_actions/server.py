@@ -25,6 +25,7 @@ from mcp_pending_actions.settings import PendingSettings
 from mcp_pending_actions.store import PendingStore
 from meshkit import create_server, load_settings
 from meshkit.errors import for_model
+from meshkit.params import Agent, ChatId
 from meshkit.proposals import (
     KEY_ENV,
     KEY_FILE,
@@ -44,22 +45,6 @@ INSTRUCTIONS = (
 )
 MAX_TEXT = 4096  # a Telegram message
 
-Agent = Annotated[
-    str,
-    Field(
-        description="Agent id (one per Telegram bot), e.g. 'clawdia'",
-        min_length=1,
-        max_length=200,
-    ),
-]
-ChatId = Annotated[
-    str,
-    Field(
-        description="Chat id, as a string (Telegram chat ids are numbers)",
-        min_length=1,
-        max_length=200,
-    ),
-]
 UserId = Annotated[
     str,
     Field(
