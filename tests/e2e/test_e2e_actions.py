@@ -270,6 +270,9 @@ async def test_stopping_telegram_io_answers_an_open_long_poll_at_once(mesh: Mesh
     await mesh.orchestrator.stop()
     answers = []
     async with mcp_client(mesh, "telegram_io") as client:
+        # The SDK checks a result against the tool's listed output schema, listing the
+        # tools first if it has not: list them now, not after the server has gone.
+        await client.list_tools()
 
         async def poll() -> None:
             answers.append(await client.call_tool("next_updates", {"max": 5, "wait_s": 20}))

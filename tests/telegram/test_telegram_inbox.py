@@ -108,6 +108,38 @@ async def test_next_updates_waits_for_an_arrival_and_wakes_at_once(tmp_path: Pat
     await store.aclose()
 
 
+async def test_a_poller_lets_the_waiting_reader_take_new_updates_before_it_goes_on(
+    tmp_path: Path,
+) -> None:
+    store = InboxStore(tmp_path / "inbox.sqlite3")
+    inbox = Inbox(settings(tmp_path), store)
+    order: list[str] = []
+
+    async def read() -> None:
+        updates = (await inbox.next_updates(10, 30)).updates
+        order.append(f"handed over {[u.id for u in updates]}")
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(read)
+            await anyio.wait_all_tasks_blocked()
+            await store.record(BOT, "clawdia", [(1, message(1, "hi"))], 2, 1.0)
+            await inbox.arrived("clawdia", [])
+            order.append("poller goes on")
+    assert order == [f"handed over ['{BOT}:1']", "poller goes on"]
+    await store.aclose()
+
+
+async def test_with_no_reader_a_poller_goes_on_after_a_moment(tmp_path: Path) -> None:
+    store = InboxStore(tmp_path / "inbox.sqlite3")
+    inbox = Inbox(settings(tmp_path), store)
+    await store.record(BOT, "clawdia", [(1, message(1, "hi"))], 2, 1.0)
+    with anyio.fail_after(5):
+        await inbox.arrived("clawdia", [])  # nobody reads: it does not wait for one
+    assert await store.pending() == 1
+    await store.aclose()
+
+
 async def test_an_empty_long_poll_returns_nothing_after_its_wait(tmp_path: Path) -> None:
     store = InboxStore(tmp_path / "inbox.sqlite3")
     inbox = Inbox(settings(tmp_path), store)

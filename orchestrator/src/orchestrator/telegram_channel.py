@@ -12,6 +12,11 @@
   key (the update id) makes sure it is delivered once.
 - An update handed over again while this process still works on it is ignored;
   one it has finished is acked again.
+- After a batch, the next long poll waits until the batch is handled, or
+  ``repoll_after_s`` (50 ms) at the latest. Updates come at human pace, so it rarely
+  has anything to fetch that soon; on a small machine its work (here and in
+  telegram-io) would otherwise compete for the CPU with the replies and taps just
+  started. A turn that runs longer (a model thinking) does not hold it back.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ class TelegramChannel:
         wait_s: float = 20.0,
         typing_after_s: float = 0.3,
         typing_every_s: float = 4.0,
+        repoll_after_s: float = 0.05,
         max_turns: int = 16,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     ) -> None:
@@ -70,10 +76,12 @@ class TelegramChannel:
         self._wait_s = wait_s
         self._typing_after_s = typing_after_s
         self._typing_every_s = typing_every_s
+        self._repoll_after_s = repoll_after_s
         self._turns = anyio.CapacityLimiter(max_turns)
         self._sleep = sleep
         self._queues: dict[tuple[str, str], deque[Update]] = {}
         self._active: set[str] = set()
+        self._finished = anyio.Event()  # set (and replaced) whenever an update is let go
         self._done: OrderedDict[str, None] = OrderedDict()
 
     async def run(self) -> None:
@@ -93,8 +101,17 @@ class TelegramChannel:
                     delay = min(delay * 2, 10.0)
                     continue
                 delay = 0.5
-                for update in updates.get("updates", []):
+                batch = updates.get("updates", [])
+                for update in batch:
                     await self._accept(update, tasks)
+                if batch:
+                    await self._settle({str(u.get("id")) for u in batch})
+
+    async def _settle(self, uids: set[str]) -> None:
+        """Until none of ``uids`` is being handled, ``repoll_after_s`` at the latest."""
+        with anyio.move_on_after(self._repoll_after_s):
+            while not uids.isdisjoint(self._active):
+                await self._finished.wait()
 
     async def _accept(self, update: Update, tasks: anyio.abc.TaskGroup) -> None:
         uid = str(update.get("id"))
@@ -120,6 +137,7 @@ class TelegramChannel:
         ):
             # Not behind the chat's queue: /stop must reach the running turn, and a tap is
             # answered at once even while a turn runs (pending-actions keeps taps atomic).
+            self._active.add(uid)
             tasks.start_soon(self._handle_now, runtime, update)
             return
         self._active.add(uid)
@@ -161,6 +179,8 @@ class TelegramChannel:
             await self._finish(uid)
         finally:
             self._active.discard(uid)
+            self._finished.set()
+            self._finished = anyio.Event()
 
     async def _answer(self, runtime: AgentRuntime, update: Update) -> Reply | None:
         agent, chat, kind = runtime.id, str(update["chat_id"]), update.get("kind")

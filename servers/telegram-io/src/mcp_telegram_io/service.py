@@ -25,6 +25,7 @@ from meshkit.health import CheckFailed
 logger = logging.getLogger(__name__)
 
 PRUNE_EVERY_S = 3600.0
+HAND_OVER_S = 0.05  # how long a poller lets a waiting reader go first
 
 
 class BadUpdateId(ModelError):
@@ -44,6 +45,7 @@ class Inbox:
         self._store = store
         self._clock = clock
         self._arrived = anyio.Event()
+        self._handed = anyio.Event()  # set (and replaced) whenever next_updates hands some out
         self._closing = False
 
     def stop_waiting(self) -> None:
@@ -53,9 +55,14 @@ class Inbox:
         self._arrived.set()
 
     async def arrived(self, agent: str, updates: Sequence[Update]) -> None:
-        """Wake the waiting ``next_updates`` (the poller has stored the updates)."""
+        """Wake the waiting ``next_updates`` (the poller has stored the updates), and let
+        it hand them over before the poller calls Telegram again (``HAND_OVER_S`` at most):
+        the user waits on the first, nobody on the second."""
+        handed = self._handed
         self._arrived.set()
         self._arrived = anyio.Event()
+        with anyio.move_on_after(HAND_OVER_S):
+            await handed.wait()
 
     async def next_updates(self, limit: int, wait_s: float) -> Updates:
         deadline = anyio.current_time() + wait_s
@@ -63,6 +70,8 @@ class Inbox:
             event = self._arrived
             found = await self._store.lease(limit, self._clock(), self._settings.lease_s)
             if found:
+                self._handed.set()
+                self._handed = anyio.Event()
                 return Updates(
                     updates=[
                         _normalized(u.agent, u.bot, u.update_id, u.body, u.deliveries)
