@@ -8,6 +8,7 @@ moves them fails here rather than in production.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -28,7 +29,7 @@ DEFERRED = [
     "cryptography.hazmat.primitives.ciphers.aead",
 ]
 
-# Memory and weather: telegram-io also loads python-telegram-bot, which loads cryptography.
+# Memory and weather built, and telegram-io's modules (python-telegram-bot included) imported.
 BUILD_SERVERS = """
 import json, sys, types
 from meshkit import lean
@@ -37,6 +38,8 @@ from mcp_memory.server import build_server as memory
 from mcp_memory.settings import MemorySettings
 from mcp_weather.server import build_server as weather
 from mcp_weather.settings import WeatherSettings
+import telegram
+from mcp_telegram_io.server import build_server as telegram_io
 
 def real(name):
     module = sys.modules.get(name)
@@ -135,6 +138,62 @@ def test_request_state_is_sealed_with_the_real_aes_gcm_once_used(tmp_path: Any) 
     assert sealed["round_trip"] == "state"
     assert sealed["loaded_after"] is True
     assert sealed["other_key"] != "accepted"
+
+
+def test_telegram_passport_still_decrypts_with_the_real_cryptography(tmp_path: Any) -> None:
+    """python-telegram-bot imports cryptography for Passport; lean loads it on first use."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    payload = b'{"document_no": "X1"}'
+    padding = 32 + (16 - (32 + len(payload)) % 16) % 16  # Telegram: 32-255 bytes, to 16
+    data = bytes([padding]) + os.urandom(padding - 1) + payload
+    data_hash = hashlib.sha256(data).digest()
+    secret = os.urandom(32)
+    key_iv = hashlib.sha512(secret + data_hash).digest()
+    encryptor = Cipher(algorithms.AES(key_iv[:32]), modes.CBC(key_iv[32:48])).encryptor()
+    encrypted = encryptor.update(data) + encryptor.finalize()
+    pem = (
+        rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        .private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        .decode()
+    )
+    found = probe(
+        f"""
+        from telegram._passport.credentials import decrypt
+        before = real("cryptography.hazmat.primitives.ciphers")
+        secret = bytes.fromhex("{secret.hex()}")
+        digest = bytes.fromhex("{data_hash.hex()}")
+        encrypted = bytes.fromhex("{encrypted.hex()}")
+        plain = decrypt(secret, digest, encrypted)
+        try:
+            decrypt(bytes(32), digest, encrypted)
+            wrong_secret = "accepted"
+        except Exception as error:
+            wrong_secret = type(error).__name__
+        bot = telegram.Bot("123456:" + "a" * 35, private_key={pem.encode()!r})
+        print(json.dumps({{
+            "loaded_before": before,
+            "plain": plain.decode(),
+            "wrong_secret": wrong_secret,
+            "key": type(bot.private_key).__module__.split(".")[0],
+            "key_size": bot.private_key.key_size,
+        }}))
+        """,
+        tmp_path,
+    )
+    assert found == {
+        "loaded_before": False,
+        "plain": payload.decode(),
+        "wrong_secret": "PassportDecryptionError",
+        "key": "cryptography",
+        "key_size": 2048,
+    }
 
 
 def test_every_model_of_ours_builds_when_builds_are_deferred(tmp_path: Any) -> None:

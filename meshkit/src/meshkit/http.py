@@ -24,6 +24,7 @@ from fastmcp import FastMCP
 from pydantic import SecretStr
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from meshkit import memory
 from meshkit.tool_schemas import ToolSchemaSnapshot
 
 MCP_PATH = "/mcp"
@@ -71,6 +72,7 @@ class MeshGuard:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
+        memory.request_seen()
         headers = _headers(scope)
         if not self._host_allowed(headers.get(b"host", b"").decode("latin-1")):
             await _reject(send, 421, "misdirected request: Host not allowed (MESH_ALLOWED_HOSTS)")

@@ -20,8 +20,10 @@ What it defers, and the import that would otherwise pull it in:
 - httpx's command line (click, rich, pygments): ``httpx/__init__.py`` (python-telegram-bot
   uses httpx; its ``main`` loads the real module when called).
 - ``html.entities``: ``starlette/middleware/errors.py`` (debug error page only).
-- cryptography: ``mcp/server/request_state.py`` (AES-GCM for SEP-2322 ``requestState``);
-  loaded at the first seal/unseal, with ``LazyRequestStateCodec`` as the codec.
+- cryptography: ``mcp/server/request_state.py`` (AES-GCM for SEP-2322 ``requestState``),
+  loaded at the first seal/unseal, with ``LazyRequestStateCodec`` as the codec; and
+  python-telegram-bot's Telegram Passport decryption (``telegram/_passport/credentials.py``,
+  ``telegram/_bot.py``), loaded when a Bot gets a private key or decrypts Passport data.
 - pydantic model builds: models defined after ``mcp_types`` (fastmcp's, the SDK's,
   the 2025-11-25/2026-07-28 wire shapes, ours) are built on first use (``defer_build``).
 """
@@ -268,15 +270,32 @@ def _lazy_module(modname: str, preset: dict[str, Any] | None = None) -> None:
     sys.modules[modname] = stand_in
 
 
-# --- cryptography, for mcp/server/request_state.py:22-25 only ------------------------------
+# --- cryptography, for the import sites below only -----------------------------------------
 
-_CRYPTO = {
-    "cryptography.exceptions": "InvalidTag",
-    "cryptography.hazmat.primitives.ciphers.aead": "AESGCM",
-    "cryptography.hazmat.primitives.hashes": "SHA256",
-    "cryptography.hazmat.primitives.kdf.hkdf": "HKDF",
+# Importer: {cryptography module: the names it imports}. Each importer gets placeholders
+# that load cryptography when called; once loaded, the importer's names are the real ones.
+_CRYPTO_SITES: dict[str, dict[str, tuple[str, ...]]] = {
+    # mcp/server/request_state.py:22-25: AES-GCM for requestState.
+    "mcp.server.request_state": {
+        "cryptography.exceptions": ("InvalidTag",),
+        "cryptography.hazmat.primitives.ciphers.aead": ("AESGCM",),
+        "cryptography.hazmat.primitives.hashes": ("SHA256",),
+        "cryptography.hazmat.primitives.kdf.hkdf": ("HKDF",),
+    },
+    # python-telegram-bot: Telegram Passport decryption (never used by telegram-io).
+    "telegram._passport.credentials": {
+        "cryptography.hazmat.backends": ("default_backend",),
+        "cryptography.hazmat.primitives.asymmetric.padding": ("MGF1", "OAEP"),
+        "cryptography.hazmat.primitives.ciphers": ("Cipher",),
+        "cryptography.hazmat.primitives.ciphers.algorithms": ("AES",),
+        "cryptography.hazmat.primitives.ciphers.modes": ("CBC",),
+        "cryptography.hazmat.primitives.hashes": ("SHA1", "SHA256", "SHA512", "Hash"),
+    },
+    "telegram._bot": {  # Bot(private_key=...), for Passport
+        "cryptography.hazmat.backends": ("default_backend",),
+        "cryptography.hazmat.primitives": ("serialization",),
+    },
 }
-_REQUEST_STATE = "mcp.server.request_state"
 _crypto_loaded = False
 
 
@@ -290,14 +309,19 @@ def _load_cryptography() -> None:
         return
     _crypto_loaded = True
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _CryptoFinder)]
-    for name in _CRYPTO:
+    for name in {mod for site in _CRYPTO_SITES.values() for mod in site}:
         if isinstance(sys.modules.get(name), _CryptoStandIn):
             del sys.modules[name]
-    real = {attr: getattr(importlib.import_module(mod), attr) for mod, attr in _CRYPTO.items()}
-    request_state = sys.modules.get(_REQUEST_STATE)
-    if request_state is not None:
-        for attr, value in real.items():
-            setattr(request_state, attr, value)
+    for importer, site in _CRYPTO_SITES.items():
+        module = sys.modules.get(importer)
+        for modname, names in site.items():
+            real = importlib.import_module(modname)
+            for attr in names:
+                value = getattr(real, attr, None)
+                if value is None:  # a submodule (``from package import module``)
+                    value = importlib.import_module(f"{modname}.{attr}")
+                if module is not None:
+                    setattr(module, attr, value)
 
 
 class _CryptoFinder(importlib.abc.MetaPathFinder):
@@ -308,23 +332,36 @@ class _CryptoFinder(importlib.abc.MetaPathFinder):
             _load_cryptography()
 
 
+class _LazyCryptoModule:
+    """A placeholder for a cryptography module imported by name: its attributes load it."""
+
+    def __init__(self, modname: str) -> None:
+        self._modname = modname
+
+    def __getattr__(self, name: str) -> Any:
+        _load_cryptography()
+        return getattr(importlib.import_module(self._modname), name)
+
+
 class _CryptoStandIn(types.ModuleType):
-    """Placeholders for request_state's own import; the real module for anyone else."""
+    """Placeholders for the known importers' own imports; the real module for anyone else."""
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
-        if sys._getframe(1).f_globals.get("__name__") == _REQUEST_STATE and name == _CRYPTO.get(
-            self.__name__
-        ):
+        importer = sys._getframe(1).f_globals.get("__name__")
+        if name in _CRYPTO_SITES.get(str(importer), {}).get(self.__name__, ()):
             if name == "InvalidTag":
                 return _NotYetInvalidTag
+            if name == "serialization":
+                return _LazyCryptoModule(f"{self.__name__}.{name}")
             modname = self.__name__
 
             def proxy(*args: Any, **kwargs: Any) -> Any:
                 _load_cryptography()
-                return getattr(sys.modules[modname], name)(*args, **kwargs)
+                return getattr(importlib.import_module(modname), name)(*args, **kwargs)
 
+            proxy.__name__ = proxy.__qualname__ = name
             return proxy
         _load_cryptography()
         return getattr(importlib.import_module(self.__name__), name)
@@ -333,6 +370,6 @@ class _CryptoStandIn(types.ModuleType):
 def _lazy_cryptography() -> None:
     if any(m == "cryptography" or m.startswith("cryptography.") for m in sys.modules):
         return
-    for name in _CRYPTO:
+    for name in {mod for site in _CRYPTO_SITES.values() for mod in site}:
         sys.modules[name] = _CryptoStandIn(name)
     sys.meta_path.insert(0, _CryptoFinder())

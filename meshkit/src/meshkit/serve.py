@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import logging
 import os
+import socket
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from types import FrameType
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
-from meshkit import lean
+from meshkit import lean, memory
 from meshkit.logs import configure_logging
 from meshkit.proposals import KEY_ENV
 from meshkit.settings import ServeSettings, fail, load_settings
@@ -91,6 +92,7 @@ def serve(
         logger.info("serving %s over stdio", name)
         server = build(settings)
         lean.evict_startup_only()
+        memory.trim()
         server.run("stdio", show_banner=False)
         return
     if settings.token is None:
@@ -123,6 +125,12 @@ def serve(
     )
 
     class _Server(Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            # Started: what building the server freed goes back to the system, and so
+            # does what requests free, from time to time (meshkit.memory).
+            self._trimmer = asyncio.get_running_loop().create_task(memory.keep_trimmed())
+
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             super().handle_exit(sig, frame)
             try:
