@@ -27,6 +27,7 @@ DEFERRED = [
     "mcp.client.session",
     "mcp.server.mcpserver",
     "cryptography.hazmat.primitives.ciphers.aead",
+    "httpx",  # python-telegram-bot's default backend: telegram-io's bots use httpx2
 ]
 
 # Memory and weather built, and telegram-io's modules (python-telegram-bot included) imported.
@@ -67,6 +68,13 @@ def test_a_built_server_has_not_loaded_what_it_never_uses(tmp_path: Any) -> None
     loaded = probe(
         f"""
         memory(MemorySettings()); weather(WeatherSettings())
+        from mcp_telegram_io.request import Httpx2Request, SharedClient
+        shared = SharedClient(connections=2)
+        bot = telegram.Bot(  # as telegram-io builds its bots (Bot checks the backend's type)
+            "123456:" + "a" * 35,
+            request=Httpx2Request(shared),
+            get_updates_request=Httpx2Request(shared),
+        )
         print(json.dumps([name for name in {DEFERRED!r} if real(name)]))
         """,
         tmp_path,
@@ -87,7 +95,12 @@ def test_every_deferred_name_still_works_on_first_use(tmp_path: Any) -> None:
         out["html"] = html.unescape("&lt;b&gt;")
         from rich.console import Console
         out["rich"] = type(Console(file=open("/dev/null", "w"))).__module__
-        import httpx  # python-telegram-bot's HTTP client
+        from telegram.request import HTTPXRequest
+        default_backend = HTTPXRequest()
+        out["HTTPXRequest"] = [
+            type(default_backend).__module__, isinstance(default_backend, HTTPXRequest)
+        ]
+        import httpx
         out["httpx.main"] = callable(httpx.main) and not real("click")
         import importlib, uvicorn, uvicorn.server
         main_module = importlib.import_module("uvicorn.main")
@@ -108,6 +121,7 @@ def test_every_deferred_name_still_works_on_first_use(tmp_path: Any) -> None:
         "uvicorn.main.Server": True,
         "uvicorn.run": True,
         "httpx.main": True,
+        "HTTPXRequest": ["telegram.request._httpxrequest", True],
         "providers": "FastMCPProvider",
     }
 

@@ -17,8 +17,12 @@ What it defers, and the import that would otherwise pull it in:
 - rich: ``fastmcp/utilities/logging.py`` (only for fastmcp's own log handler, which
   ``meshkit.logs`` replaces; ``FASTMCP_LOG_ENABLED=false`` skips building it).
 - joserfc: ``fastmcp/server/auth/auth.py`` (JWT client assertions; not used here).
-- httpx's command line (click, rich, pygments): ``httpx/__init__.py`` (python-telegram-bot
-  uses httpx; its ``main`` loads the real module when called).
+- httpx's command line (click, rich, pygments): ``httpx/__init__.py`` (its ``main`` loads
+  the real module when called).
+- httpx itself, for python-telegram-bot: ``telegram/_bot.py`` and ``telegram/request``
+  import ``HTTPXRequest``, its default backend; telegram-io gives its bots an httpx2 one
+  (``mcp_telegram_io.request``), so a ``HTTPXRequest`` is only built (and httpx loaded)
+  by whoever asks for one.
 - ``html.entities``: ``starlette/middleware/errors.py`` (debug error page only).
 - cryptography: ``mcp/server/request_state.py`` (AES-GCM for SEP-2322 ``requestState``),
   loaded at the first seal/unseal, with ``LazyRequestStateCodec`` as the codec; and
@@ -52,6 +56,7 @@ def install() -> None:
     _lazy_callables("rich.logging", ["RichHandler"])
     _lazy_callables("joserfc.jws", ["extract_compact"])
     _lazy_callables("httpx._main", ["main"])
+    _lazy_callables("telegram.request._httpxrequest", ["HTTPXRequest"], ("HTTPXRequest",))
     _lazy_module("html")
     _lazy_module("yaml")
     _lazy_init("mcp")
@@ -205,9 +210,10 @@ def _lazy_init(pkg: str) -> None:  # noqa: PLR0915
 # --- stand-in modules -------------------------------------------------------------------
 
 
-def _lazy_callables(modname: str, names: list[str]) -> None:
-    """``names`` are callables that import the real module when called; anything else
-    imports it at once."""
+def _lazy_callables(modname: str, names: list[str], classes: tuple[str, ...] = ()) -> None:
+    """``names`` are callables that import the real module when called; ``classes`` also
+    answer ``isinstance`` (False until the module is loaded: nothing can be an instance
+    before). Anything else imports the module at once."""
     if modname in sys.modules:
         return
     stand_in = types.ModuleType(modname)
@@ -217,7 +223,27 @@ def _lazy_callables(modname: str, names: list[str]) -> None:
             del sys.modules[modname]
         return importlib.import_module(modname)
 
+    def loaded(name: str) -> Any:
+        module = sys.modules.get(modname)
+        return None if module is None or module is stand_in else getattr(module, name)
+
     def make(name: str) -> Any:
+        if name in classes:
+
+            class Deferred(type):
+                def __instancecheck__(cls, instance: Any) -> bool:
+                    target = loaded(name)
+                    return target is not None and isinstance(instance, target)
+
+                def __subclasscheck__(cls, subclass: type) -> bool:
+                    target = loaded(name)
+                    return target is not None and issubclass(subclass, target)
+
+                def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+                    return getattr(real(), name)(*args, **kwargs)
+
+            return Deferred(name, (), {"__module__": modname, "__qualname__": name})
+
         def proxy(*args: Any, **kwargs: Any) -> Any:
             return getattr(real(), name)(*args, **kwargs)
 

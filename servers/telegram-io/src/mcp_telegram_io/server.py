@@ -20,11 +20,11 @@ import anyio
 from fastmcp import FastMCP
 from pydantic import Field
 from telegram import Bot
-from telegram.request import HTTPXRequest
 
 from mcp_telegram_io.fleet import BotConfig, load_bots
 from mcp_telegram_io.models import Acked, Button, Done, Sent, Status, Updates
 from mcp_telegram_io.poller import Poller, PollPolicy
+from mcp_telegram_io.request import Httpx2Request, SharedClient
 from mcp_telegram_io.sender import ButtonSpec, Pacer, Sender
 from mcp_telegram_io.service import Inbox
 from mcp_telegram_io.settings import TelegramIOSettings
@@ -37,6 +37,7 @@ from meshkit.yaml_config import ConfigError
 
 logger = logging.getLogger(__name__)
 
+SEND_CONNECTIONS = 16
 INSTRUCTIONS = (
     "Telegram I/O for the clawmesh orchestrator: a durable inbox of the bots' updates "
     "(next_updates leases them, ack after the reply is sent) and sending with Telegram "
@@ -72,7 +73,9 @@ def build_server(
     store = InboxStore(settings.db_path)
     inbox = Inbox(settings, store, clock=clock)
     on_shutdown(inbox.stop_waiting)
-    bots = {agent: _bot(config, settings) for agent, config in configs.items()}
+    # One HTTP client for the fleet: a connection for each bot's long poll, 16 for sends.
+    client = SharedClient(connections=SEND_CONNECTIONS + len(configs))
+    bots = {agent: _bot(config, settings, client) for agent, config in configs.items()}
     sender = Sender(
         bots,
         store,
@@ -211,14 +214,14 @@ def build_server(
     return mcp
 
 
-def _bot(config: BotConfig, settings: TelegramIOSettings) -> Bot:
+def _bot(config: BotConfig, settings: TelegramIOSettings, client: SharedClient) -> Bot:
     token = config.token.get_secret_value()
     return Bot(
         token,
         base_url=f"{settings.api_base.rstrip('/')}/bot",
-        request=HTTPXRequest(connection_pool_size=16, read_timeout=15, write_timeout=15),
-        # Its own connection: the long poll must never hold up a send.
-        get_updates_request=HTTPXRequest(connection_pool_size=1, read_timeout=10),
+        request=Httpx2Request(client, read_timeout=15, write_timeout=15),
+        # Its own request object (PTB adds the long poll's timeout to its read timeout).
+        get_updates_request=Httpx2Request(client, read_timeout=10),
     )
 
 
