@@ -56,7 +56,7 @@ def install() -> None:
     _lazy_callables("rich.logging", ["RichHandler"])
     _lazy_callables("joserfc.jws", ["extract_compact"])
     _lazy_callables("httpx._main", ["main"])
-    _lazy_callables("telegram.request._httpxrequest", ["HTTPXRequest"], ("HTTPXRequest",))
+    _lazy_callables("telegram.request._httpxrequest", [], classes=("HTTPXRequest",))
     _lazy_module("html")
     _lazy_module("yaml")
     _lazy_init("mcp")
@@ -211,9 +211,9 @@ def _lazy_init(pkg: str) -> None:  # noqa: PLR0915
 
 
 def _lazy_callables(modname: str, names: list[str], classes: tuple[str, ...] = ()) -> None:
-    """``names`` are callables that import the real module when called; ``classes`` also
-    answer ``isinstance`` (False until the module is loaded: nothing can be an instance
-    before). Anything else imports the module at once."""
+    """``names`` are callables that import the real module when called; ``classes`` too,
+    and they answer ``isinstance`` (False until the module is loaded: nothing can be an
+    instance before). Anything else imports the module at once."""
     if modname in sys.modules:
         return
     stand_in = types.ModuleType(modname)
@@ -255,7 +255,7 @@ def _lazy_callables(modname: str, names: list[str], classes: tuple[str, ...] = (
             raise AttributeError(name)
         return getattr(real(), name)
 
-    for name in names:
+    for name in [*names, *classes]:
         setattr(stand_in, name, make(name))
     stand_in.__getattr__ = __getattr__  # type: ignore[method-assign]
     sys.modules[modname] = stand_in
@@ -322,6 +322,7 @@ _CRYPTO_SITES: dict[str, dict[str, tuple[str, ...]]] = {
         "cryptography.hazmat.primitives": ("serialization",),
     },
 }
+_CRYPTO_MODULES = frozenset(mod for site in _CRYPTO_SITES.values() for mod in site)
 _crypto_loaded = False
 
 
@@ -335,7 +336,7 @@ def _load_cryptography() -> None:
         return
     _crypto_loaded = True
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _CryptoFinder)]
-    for name in {mod for site in _CRYPTO_SITES.values() for mod in site}:
+    for name in _CRYPTO_MODULES:
         if isinstance(sys.modules.get(name), _CryptoStandIn):
             del sys.modules[name]
     for importer, site in _CRYPTO_SITES.items():
@@ -396,6 +397,6 @@ class _CryptoStandIn(types.ModuleType):
 def _lazy_cryptography() -> None:
     if any(m == "cryptography" or m.startswith("cryptography.") for m in sys.modules):
         return
-    for name in {mod for site in _CRYPTO_SITES.values() for mod in site}:
+    for name in _CRYPTO_MODULES:
         sys.modules[name] = _CryptoStandIn(name)
     sys.meta_path.insert(0, _CryptoFinder())

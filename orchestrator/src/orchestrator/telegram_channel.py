@@ -132,15 +132,14 @@ class TelegramChannel:
             await self._finish(uid)
             return
         chat = str(update["chat_id"])
+        self._active.add(uid)
         if update.get("kind") == "callback" or (
             update.get("kind") == "text" and _command(update) == "/stop"
         ):
             # Not behind the chat's queue: /stop must reach the running turn, and a tap is
             # answered at once even while a turn runs (pending-actions keeps taps atomic).
-            self._active.add(uid)
             tasks.start_soon(self._handle_now, runtime, update)
             return
-        self._active.add(uid)
         key = (runtime.id, chat)
         queue = self._queues.get(key)
         if queue is not None:
@@ -161,8 +160,8 @@ class TelegramChannel:
             del self._queues[key]
 
     async def _handle_now(self, runtime: AgentRuntime, update: Update) -> None:
+        """Answer an accepted update (in ``_active`` since ``_accept``), then let it go."""
         uid = str(update["id"])
-        self._active.add(uid)
         try:
             reply = await self._answer(runtime, update)
             if reply is not None and reply.text:
