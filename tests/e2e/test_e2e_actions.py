@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import pytest
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from fakes.mesh import MESH_TOKEN, STRANGER, TOKENS, USER, Mesh, running_mesh
 from fakes.responses_api import call, calls, text
+from fakes.serving import sdk_client
 from fakes.telegram_api import Sent
 
 pytestmark = pytest.mark.anyio
@@ -37,8 +36,7 @@ ORDERS = (
 async def mcp_client(mesh: Mesh, server: str) -> AsyncIterator[Client]:
     """The official SDK client on a server of the mesh, as any MCP client could connect."""
     url = f"http://127.0.0.1:{mesh.services[server].env['MCP_PORT']}/mcp"
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {MESH_TOKEN}"})
-    async with http, Client(streamable_http_client(url, http_client=http)) as client:
+    async with sdk_client(url, MESH_TOKEN) as client:
         yield client
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 import anyio
 import httpx2
 import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from starlette.types import ASGIApp
 
 
@@ -23,6 +25,15 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+@asynccontextmanager
+async def sdk_client(url: str, token: str) -> AsyncIterator[Client]:
+    """The official SDK client on ``url`` (``.../mcp``) over Streamable HTTP with the bearer
+    token, as any MCP client would connect."""
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+    async with http, Client(streamable_http_client(url, http_client=http)) as client:
+        yield client
 
 
 @asynccontextmanager

@@ -6,10 +6,8 @@ from collections.abc import Iterator
 
 import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
-from fakes.serving import ServerProcess
+from fakes.serving import ServerProcess, sdk_client
 from meshkit.proposals import Approvals
 from pending_actions.calls import AGENT, CHAT, KEY, MILK, USER
 
@@ -42,8 +40,7 @@ async def test_a_proposal_is_staged_and_approved_over_http_with_the_token(
     health = httpx2.get(f"{url}/health")
     refused = httpx2.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
 
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
-    async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+    async with sdk_client(f"{url}/mcp", TOKEN) as client:
         tools = (await client.list_tools()).tools
         staged = await client.call_tool(
             "stage", {"agent": AGENT, "chat_id": CHAT, "server": "shopping", "proposal": MILK}

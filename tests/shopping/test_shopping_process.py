@@ -11,10 +11,8 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
-from fakes.serving import ServerProcess
+from fakes.serving import ServerProcess, sdk_client
 from shopping.calls import WATER
 
 pytestmark = pytest.mark.anyio
@@ -76,8 +74,7 @@ async def test_the_official_sdk_client_finds_an_item_over_http_with_the_token(
     health = httpx2.get(f"{url}/health")
     refused = httpx2.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
 
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
-    async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+    async with sdk_client(f"{url}/mcp", TOKEN) as client:
         tools = (await client.list_tools()).tools
         found = await client.call_tool(
             "find_item", {"query": "the Kirkland water", "agent": "clawdia"}

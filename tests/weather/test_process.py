@@ -13,10 +13,9 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
 
 from fakes.open_meteo import FakeOpenMeteo
-from fakes.serving import free_port, serving_in_thread
+from fakes.serving import free_port, sdk_client, serving_in_thread
 
 pytestmark = pytest.mark.anyio
 
@@ -145,11 +144,7 @@ async def call_all(client: Client) -> None:
 
 
 async def test_the_official_sdk_client_lists_and_calls_over_http(weather_url: str) -> None:
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
-    async with (
-        http,
-        Client(streamable_http_client(f"{weather_url}/mcp", http_client=http)) as client,
-    ):
+    async with sdk_client(f"{weather_url}/mcp", TOKEN) as client:
         check_tools((await client.list_tools()).tools)
         await call_all(client)
 
