@@ -1,11 +1,13 @@
 """Confirm tools: the change happens once, and only with a token for exactly that change."""
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastmcp import Client
 
 from fakes.tool_calls import call, call_error
+from mcp_shopping.server import build_server
 from mcp_shopping.settings import ShoppingSettings
 from shopping.calls import ACTION, KEY, TODAY, WATER, Clock, add, approve, mint, propose, snapshot
 
@@ -247,3 +249,34 @@ async def test_an_approved_payload_that_is_not_a_change_is_refused(
 
     assert message.startswith("The approved payload is not a remove_from_list payload")
     assert snapshot(settings.db_path) == before
+
+
+# Startup
+
+
+async def test_a_short_approval_key_stops_startup_naming_the_variable(
+    settings: ShoppingSettings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MESH_APPROVAL_KEY", "short-secret-value")
+
+    with pytest.raises(SystemExit) as stopped:
+        build_server(settings)
+
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2
+    assert err.startswith("configuration error: MESH_APPROVAL_KEY is too short")
+    assert "short-secret-value" not in err
+
+
+async def test_a_data_dir_that_cannot_hold_the_key_stops_startup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("MESH_APPROVAL_KEY")
+    (tmp_path / "file").write_text("not a directory")
+
+    with pytest.raises(SystemExit):
+        build_server(ShoppingSettings(data_dir=tmp_path / "file" / "data"))
+
+    err = capsys.readouterr().err
+    assert "cannot read or create the approval key" in err
+    assert "set MESH_APPROVAL_KEY" in err

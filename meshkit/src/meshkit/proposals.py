@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel, Field, StrictInt, field_validator
 
 from meshkit.errors import ModelError
+from meshkit.settings import fail
 
 DEFAULT_TTL_S = 4 * 3600
 MAX_TTL_S = 7 * 24 * 3600
@@ -195,6 +196,20 @@ def load_approval_key(data_dir: Path, env: dict[str, str] | None = None) -> byte
     if len(key) < MIN_KEY_CHARS:
         raise ValueError(f"{path} holds no usable key: delete it and start again")
     return key.encode()
+
+
+def approval_key(data_dir: Path) -> bytes:
+    """``load_approval_key`` for a server starting: a bad key or an unwritable ``DATA_DIR``
+    stops startup with what to do (``meshkit.settings.fail``)."""
+    try:
+        return load_approval_key(data_dir)
+    except ValueError as error:
+        fail(str(error))
+    except OSError as error:
+        fail(
+            f"cannot read or create the approval key {data_dir / KEY_FILE} ({error.strerror}): "
+            f"make DATA_DIR writable, or set {KEY_ENV} (the same value for every server)"
+        )
 
 
 # --- confirm once ------------------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from importlib.metadata import version
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastmcp import FastMCP
@@ -26,15 +25,7 @@ from mcp_pending_actions.store import PendingStore
 from meshkit import create_server, load_settings
 from meshkit.errors import for_model
 from meshkit.params import Agent, ChatId
-from meshkit.proposals import (
-    KEY_ENV,
-    KEY_FILE,
-    KIND_PATTERN,
-    Approvals,
-    Proposal,
-    load_approval_key,
-)
-from meshkit.settings import fail
+from meshkit.proposals import KIND_PATTERN, Approvals, Proposal, approval_key
 from meshkit.tool_classes import internal
 
 INSTRUCTIONS = (
@@ -70,7 +61,7 @@ def build_server(
 ) -> FastMCP[Any]:
     """The pending-actions server; ``settings`` default to the environment (embedded mode)."""
     settings = settings or load_settings(PendingSettings)
-    approvals = Approvals(_approval_key(settings.data_dir), clock=clock)
+    approvals = Approvals(approval_key(settings.data_dir), clock=clock)
     store = PendingStore(settings.db_path)
     service = PendingActions(settings, store, approvals, clock=clock)
 
@@ -217,15 +208,3 @@ def build_server(
         return await for_model(service.history(action_id))
 
     return mcp
-
-
-def _approval_key(data_dir: Path) -> bytes:
-    try:
-        return load_approval_key(data_dir)
-    except ValueError as error:
-        fail(str(error))
-    except OSError as error:
-        fail(
-            f"cannot read or create the approval key {data_dir / KEY_FILE} ({error.strerror}): "
-            f"make DATA_DIR writable, or set {KEY_ENV} (the same value for every server)"
-        )

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 
 from mcp_shopping.settings import ShoppingSettings
 from meshkit import lean, load_settings, serve
-from meshkit.settings import fail
 
 DEFAULT_PORT = 8103
 
@@ -35,14 +34,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(__doc__)
         return
     from mcp_shopping.server import build_server  # noqa: PLC0415
-    from meshkit.proposals import load_approval_key  # noqa: PLC0415
 
     shopping = load_settings(ShoppingSettings)
-    try:
-        load_approval_key(shopping.data_dir)  # a short key stops startup, with what to do
-    except ValueError as error:
-        fail(str(error))
-
     serve(lambda _: build_server(shopping), name="shopping", default_port=DEFAULT_PORT, argv=args)
 
 

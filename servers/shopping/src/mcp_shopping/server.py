@@ -26,7 +26,7 @@ from mcp_shopping.settings import MAX_LIST_NAME, ShoppingSettings
 from mcp_shopping.store import ShoppingStore
 from meshkit import create_server, load_settings
 from meshkit.errors import for_model
-from meshkit.proposals import Approvals, Proposal, load_approval_key
+from meshkit.proposals import Approvals, Proposal, approval_key
 from meshkit.tool_classes import confirm, producer, read
 
 INSTRUCTIONS = (
@@ -75,7 +75,7 @@ def build_server(
     settings = settings or load_settings(ShoppingSettings)
     store = ShoppingStore(settings.db_path)
     service = ShoppingService(settings, store)
-    approvals = Approvals(load_approval_key(settings.data_dir), clock=clock)
+    approvals = Approvals(approval_key(settings.data_dir), clock=clock)
     confirmations = Confirmations(store, approvals, clock=clock, today=today)
     default_list = list_key(settings.default_list)
 
