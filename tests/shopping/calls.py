@@ -11,6 +11,7 @@ from typing import Any
 
 from fastmcp import Client
 
+from fakes.clock import Clock
 from fakes.tool_calls import call
 from meshkit.proposals import Approvals, Proposal
 
@@ -31,19 +32,6 @@ date,item,store,quantity,price
 2026-10-02,Kirkland Signature Purified Water 40pk,Costco,1,4.99
 2026-10-02,Avocados 5ct bag,Costco,1,
 """
-
-
-class Clock:
-    """Stands still until a test moves it (Unix seconds, like time.time)."""
-
-    def __init__(self, now: float = START) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def mint(

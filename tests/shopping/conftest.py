@@ -5,10 +5,11 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from fakes.clock import Clock
 from mcp_shopping.importer import import_orders, read_orders
 from mcp_shopping.server import build_server
 from mcp_shopping.settings import ShoppingSettings
-from shopping.calls import KEY, ORDERS_CSV, START, TODAY, Clock
+from shopping.calls import KEY, ORDERS_CSV, START, TODAY
 
 
 @pytest.fixture(autouse=True)
@@ -19,7 +20,7 @@ def approval_key(monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(START)  # the day TODAY names, at noon UTC
 
 
 @pytest.fixture

@@ -6,10 +6,11 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
 from mcp_shopping.server import build_server
 from mcp_shopping.settings import ShoppingSettings
-from shopping.calls import ACTION, KEY, TODAY, WATER, Clock, add, approve, mint, propose, snapshot
+from shopping.calls import ACTION, KEY, TODAY, WATER, add, approve, mint, propose, snapshot
 
 pytestmark = pytest.mark.anyio
 

@@ -5,9 +5,10 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
 from mcp_shopping.settings import ShoppingSettings
-from shopping.calls import WATER, Clock, add, propose, snapshot
+from shopping.calls import WATER, add, propose, snapshot
 
 pytestmark = pytest.mark.anyio
 

@@ -6,10 +6,11 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from fakes.clock import Clock
 from fakes.tool_calls import call
 from mcp_shopping.server import build_server
 from mcp_shopping.settings import ShoppingSettings
-from shopping.calls import WATER, Clock, add
+from shopping.calls import WATER, add
 
 pytestmark = pytest.mark.anyio
 
