@@ -1,7 +1,9 @@
 """Pending actions end to end: real processes (telegram-io, memory, weather, shopping,
 pending-actions over HTTP with a token, the orchestrator), fake Telegram and fake OpenAI.
 
-A proposal arrives with buttons; only a tap performs it, once.
+A proposal arrives with buttons; only a tap performs it, once. The tests share one mesh;
+each writes as a user of its own (``user``). Tests that need other settings or stop
+processes start their own.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from fakes.mesh import MESH_TOKEN, STRANGER, TOKENS, USER, Mesh, running_mesh
+from fakes.mesh import MESH_TOKEN, STRANGER, TOKENS, USER, Mesh, eventually, running_mesh
 from fakes.responses_api import call, calls, text
 from fakes.serving import sdk_client
 from fakes.telegram_api import Sent
@@ -62,12 +64,12 @@ async def order_count(mesh: Mesh) -> int:
     return len((await shopping(mesh, "get_recent_orders", limit=100))["orders"])
 
 
-async def proposal_message(mesh: Mesh, prompt: str) -> Sent:
+async def proposal_message(mesh: Mesh, prompt: str, user: int = USER) -> Sent:
     """The user asks; the bot's message with buttons."""
-    before = len(mesh.telegram.sent(CLAWDIA, USER))
-    mesh.telegram.user_message(CLAWDIA, USER, prompt)
-    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) > before, 60)
-    return mesh.telegram.sent(CLAWDIA, USER)[before]
+    before = len(mesh.telegram.sent(CLAWDIA, user))
+    mesh.telegram.user_message(CLAWDIA, user, prompt)
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, user)) > before, 60)
+    return mesh.telegram.sent(CLAWDIA, user)[before]
 
 
 def data_of(message: Sent, label: str) -> str:
@@ -100,57 +102,84 @@ def reorder(mesh: Mesh) -> None:
     )
 
 
-@pytest.fixture
-async def mesh(tmp_path: Path) -> AsyncIterator[Mesh]:
-    async with running_mesh(tmp_path, orders_csv=ORDERS) as mesh:
+async def inbox_empty(mesh: Mesh) -> bool:
+    """Whether telegram-io holds no update that is not acked (every one fully handled)."""
+    async with mcp_client(mesh, "telegram_io") as client:
+        status = await client.call_tool("status", {})
+    return (status.structured_content or {}).get("pending") == 0
+
+
+async def batch_states(mesh: Mesh, batch_id: str) -> list[str]:
+    """The states of a batch's actions, as pending-actions reports them."""
+    async with mcp_client(mesh, "pending_actions") as client:
+        result = await client.call_tool("get_batch", {"batch_id": batch_id})
+    return [a["state"] for a in (result.structured_content or {})["actions"]]
+
+
+async def action_is(mesh: Mesh, action_id: str, state: str) -> bool:
+    """Whether pending-actions reports the action in ``state`` (asking settles expiry)."""
+    async with mcp_client(mesh, "pending_actions") as client:
+        result = await client.call_tool("history", {"action_id": action_id})
+    return bool((result.structured_content or {})["events"][-1]["to_state"] == state)
+
+
+@pytest.fixture(scope="module")
+async def mesh(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Mesh]:
+    async with running_mesh(tmp_path_factory.mktemp("mesh"), orders_csv=ORDERS) as mesh:
         yield mesh
 
 
+@pytest.fixture
+def user(mesh: Mesh) -> int:
+    return mesh.new_user()
+
+
 async def test_reorder_the_kirkland_water_takes_one_tap_and_records_one_order(
-    mesh: Mesh,
+    mesh: Mesh, user: int
 ) -> None:
     before = await order_count(mesh)
+    cart = await on_list(mesh, "cart:costco")
     reorder(mesh)
-    message = await proposal_message(mesh, "reorder the Kirkland water")
+    message = await proposal_message(mesh, "reorder the Kirkland water", user)
     assert message.text.startswith("Shall I reorder the Kirkland water?")
     assert f"Reorder 1 × {WATER} at Costco" in message.text
     assert labels(message) == [["🛒 Add to cart", "Skip"]]
     assert await order_count(mesh) == before  # nothing happened before the tap
 
-    mesh.telegram.tap(CLAWDIA, USER, message.message_id, data_of(message, "Add to cart"))
+    mesh.telegram.tap(CLAWDIA, user, message.message_id, data_of(message, "Add to cart"))
     await edited(mesh, message)
     assert await answered(mesh, 1) == ["Confirmed: on it."]
     assert mesh.telegram.callback_answers(CLAWDIA)[0].time <= message.edits[0].time
     assert "✅ Reorder 1 × " in message.text
     assert message.reply_markup in (None, {}, {"inline_keyboard": []})
     assert await order_count(mesh) == before + 1
-    assert await on_list(mesh, "cart:costco") == [WATER]
+    assert await on_list(mesh, "cart:costco") == (cart if WATER in cart else [*cart, WATER])
     assert len(mesh.llm.requests) == 2  # the tap never reached the model
     offered = {tool["name"] for request in mesh.llm.requests for tool in request["tools"]}
     assert "shopping__propose_reorder" in offered
     assert not [name for name in offered if "confirm" in name or name.startswith("pending")]
 
 
-async def test_two_taps_at_once_execute_once_and_both_are_answered(mesh: Mesh) -> None:
+async def test_two_taps_at_once_execute_once_and_both_are_answered(mesh: Mesh, user: int) -> None:
     before = await order_count(mesh)
     reorder(mesh)
-    message = await proposal_message(mesh, "reorder the Kirkland water")
+    message = await proposal_message(mesh, "reorder the Kirkland water", user)
     data = data_of(message, "Add to cart")
-    mesh.telegram.tap(CLAWDIA, USER, message.message_id, data)
-    mesh.telegram.tap(CLAWDIA, USER, message.message_id, data)
+    mesh.telegram.tap(CLAWDIA, user, message.message_id, data)
+    mesh.telegram.tap(CLAWDIA, user, message.message_id, data)
     notices = await answered(mesh, 2)
     assert "Confirmed: on it." in notices
     assert all(notices)
     await edited(mesh, message)
-    await anyio.sleep(0.5)  # room for a second execution, were there one
+    await eventually(lambda: inbox_empty(mesh))  # both taps handled to the end
     assert await order_count(mesh) == before + 1
 
 
-async def test_cancel_changes_nothing(mesh: Mesh) -> None:
+async def test_cancel_changes_nothing(mesh: Mesh, user: int) -> None:
     before = await order_count(mesh)
     reorder(mesh)
-    message = await proposal_message(mesh, "reorder the Kirkland water")
-    mesh.telegram.tap(CLAWDIA, USER, message.message_id, data_of(message, "Skip"))
+    message = await proposal_message(mesh, "reorder the Kirkland water", user)
+    mesh.telegram.tap(CLAWDIA, user, message.message_id, data_of(message, "Skip"))
     await edited(mesh, message)
     assert await answered(mesh, 1) == ["Cancelled: nothing will change."]
     assert "❌ Reorder" in message.text
@@ -166,15 +195,17 @@ async def test_a_proposal_expires(tmp_path: Path) -> None:
         before = await order_count(mesh)
         reorder(mesh)
         message = await proposal_message(mesh, "reorder the Kirkland water")
-        await anyio.sleep(1.5)
-        mesh.telegram.tap(CLAWDIA, USER, message.message_id, data_of(message, "Add to cart"))
+        confirm = data_of(message, "Add to cart")  # pa:c:<action id>
+        await eventually(lambda: action_is(mesh, confirm.split(":")[2], "expired"))
+        mesh.telegram.tap(CLAWDIA, USER, message.message_id, confirm)
         await edited(mesh, message)
         assert "expired" in str((await answered(mesh, 1))[0]).lower()
         assert "⌛ Reorder" in message.text
         assert await order_count(mesh) == before
 
 
-async def test_a_batch_of_two_with_confirm_all(mesh: Mesh) -> None:
+async def test_a_batch_of_two_with_confirm_all(mesh: Mesh, user: int) -> None:
+    groceries = await on_list(mesh)
     mesh.llm.script(
         calls(
             call("shopping__propose_add_to_list", name="apples", quantity=2, unit="kg"),
@@ -182,18 +213,18 @@ async def test_a_batch_of_two_with_confirm_all(mesh: Mesh) -> None:
         ),
         text("Two things for the list."),
     )
-    message = await proposal_message(mesh, "add apples and bread")
+    message = await proposal_message(mesh, "add apples and bread", user)
     assert labels(message)[-1] == ["✅ Confirm all 2", "❌ Cancel all"]
-    mesh.telegram.tap(CLAWDIA, USER, message.message_id, data_of(message, "Confirm all"))
+    mesh.telegram.tap(CLAWDIA, user, message.message_id, data_of(message, "Confirm all"))
     await edited(mesh, message)
     assert message.text.count("✅") == 2
-    assert sorted(await on_list(mesh)) == ["apples", "bread"]
+    assert sorted(await on_list(mesh)) == sorted([*groceries, "apples", "bread"])
 
 
-async def test_a_failing_confirm_shows_the_failure(mesh: Mesh) -> None:
+async def test_a_failing_confirm_shows_the_failure(mesh: Mesh, user: int) -> None:
     mesh.llm.script(calls(call("shopping__propose_add_to_list", name="milk")), text("Milk?"))
-    added = await proposal_message(mesh, "add milk")
-    mesh.telegram.tap(CLAWDIA, USER, added.message_id, data_of(added, "Add"))
+    added = await proposal_message(mesh, "add milk", user)
+    mesh.telegram.tap(CLAWDIA, user, added.message_id, data_of(added, "Add"))
     await edited(mesh, added)
     mesh.llm.script(
         calls(
@@ -202,41 +233,38 @@ async def test_a_failing_confirm_shows_the_failure(mesh: Mesh) -> None:
         ),
         text("Removing the milk."),
     )
-    message = await proposal_message(mesh, "remove the milk")
+    message = await proposal_message(mesh, "remove the milk", user)
     confirm_all = data_of(message, "Confirm all")  # pb:c:<batch id>
-    mesh.telegram.tap(CLAWDIA, USER, message.message_id, confirm_all)
+    mesh.telegram.tap(CLAWDIA, user, message.message_id, confirm_all)
     await edited(mesh, message)
     assert "✅ 1. Remove" in message.text
     assert "⚠️ 2. Remove" in message.text
     assert "failed:" in message.text
-    async with mcp_client(mesh, "pending_actions") as client:
-        result = await client.call_tool("get_batch", {"batch_id": confirm_all.split(":")[2]})
-    states = [a["state"] for a in (result.structured_content or {})["actions"]]
-    assert states == ["done", "failed"]
+    assert await batch_states(mesh, confirm_all.split(":")[2]) == ["done", "failed"]
 
 
-async def test_pending_actions_restarted_between_proposal_and_tap(mesh: Mesh) -> None:
+async def test_pending_actions_restarted_between_proposal_and_tap(mesh: Mesh, user: int) -> None:
     before = await order_count(mesh)
     reorder(mesh)
-    message = await proposal_message(mesh, "reorder the Kirkland water")
+    message = await proposal_message(mesh, "reorder the Kirkland water", user)
     pending = mesh.services["pending_actions"]
     await pending.kill()
     await pending.start()
-    mesh.telegram.tap(CLAWDIA, USER, message.message_id, data_of(message, "Add to cart"))
+    mesh.telegram.tap(CLAWDIA, user, message.message_id, data_of(message, "Add to cart"))
     await edited(mesh, message)
     assert "✅ Reorder" in message.text
     assert await order_count(mesh) == before + 1
 
 
-async def test_a_strangers_tap_does_nothing(mesh: Mesh) -> None:
+async def test_a_strangers_tap_does_nothing(mesh: Mesh, user: int) -> None:
     before = await order_count(mesh)
     reorder(mesh)
-    message = await proposal_message(mesh, "reorder the Kirkland water")
+    message = await proposal_message(mesh, "reorder the Kirkland water", user)
     mesh.telegram.tap(
-        CLAWDIA, STRANGER, message.message_id, data_of(message, "Add to cart"), chat_id=USER
+        CLAWDIA, STRANGER, message.message_id, data_of(message, "Add to cart"), chat_id=user
     )
-    mesh.telegram.user_message(CLAWDIA, USER, "/help")  # after the tap: handled after it
-    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 2, 60)
+    mesh.telegram.user_message(CLAWDIA, user, "/help")  # after the tap: handled after it
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, user)) == 2, 60)
     assert message.edits == []
     assert await order_count(mesh) == before
 
@@ -254,33 +282,24 @@ async def test_another_mcp_client_cannot_confirm_without_a_tap(mesh: Mesh) -> No
     assert await order_count(mesh) == before
 
 
-async def test_every_server_process_leaves_out_what_it_never_uses(mesh: Mesh) -> None:
-    # meshkit.lean defers these (cryptography, PyYAML, watchfiles); an import before
-    # lean.install() would bring them back. telegram-io reads agents.yaml: PyYAML it uses.
-    for name in ("weather", "memory", "shopping", "pending_actions", "telegram_io"):
-        never = ("_rust.abi3.so", "_rust_notify.") + (("_yaml.",) if name != "telegram_io" else ())
-        maps = await anyio.Path(f"/proc/{mesh.services[name].pid}/maps").read_text()
-        loaded = [library for library in never if library in maps]
-        assert loaded == [], f"{name} loaded {loaded}"
+async def test_stopping_telegram_io_answers_an_open_long_poll_at_once(tmp_path: Path) -> None:
+    async with running_mesh(tmp_path) as mesh:  # its own: it stops processes
+        await mesh.orchestrator.stop()
+        answers = []
+        async with mcp_client(mesh, "telegram_io") as client:
+            # The SDK checks a result against the tool's listed output schema, listing the
+            # tools first if it has not: list them now, not after the server has gone.
+            await client.list_tools()
 
+            async def poll() -> None:
+                answers.append(await client.call_tool("next_updates", {"max": 5, "wait_s": 20}))
 
-async def test_stopping_telegram_io_answers_an_open_long_poll_at_once(mesh: Mesh) -> None:
-    await mesh.orchestrator.stop()
-    answers = []
-    async with mcp_client(mesh, "telegram_io") as client:
-        # The SDK checks a result against the tool's listed output schema, listing the
-        # tools first if it has not: list them now, not after the server has gone.
-        await client.list_tools()
-
-        async def poll() -> None:
-            answers.append(await client.call_tool("next_updates", {"max": 5, "wait_s": 20}))
-
-        async with anyio.create_task_group() as polling:
-            polling.start_soon(poll)
-            await anyio.sleep(0.5)  # the call is waiting in telegram-io
-            process = mesh.services["telegram_io"].process
-            assert process is not None
-            process.terminate()
+            async with anyio.create_task_group() as polling:
+                polling.start_soon(poll)
+                await anyio.sleep(0.5)  # the call is waiting in telegram-io
+                process = mesh.services["telegram_io"].process
+                assert process is not None
+                process.terminate()
     # Answered (with nothing new), not cut off by uvicorn's graceful-shutdown timeout.
     assert not answers[0].is_error
     assert (answers[0].structured_content or {}).get("updates") == []

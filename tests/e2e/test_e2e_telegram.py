@@ -1,5 +1,8 @@
 """Telegram end to end: real processes (telegram-io, memory, weather over HTTP with a token,
-the orchestrator), fake Telegram, fake OpenAI and fake Open-Meteo in the test process."""
+the orchestrator), fake Telegram, fake OpenAI and fake Open-Meteo in the test process.
+
+The tests share one mesh; each writes as a user of its own (``user``). A test that
+changes the mesh itself (a 409 from Telegram) starts its own."""
 
 from __future__ import annotations
 
@@ -18,47 +21,52 @@ pytestmark = pytest.mark.anyio
 CLAWDIA = TOKENS["clawdia"]
 
 
-@pytest.fixture
-async def mesh(tmp_path: Path) -> AsyncIterator[Mesh]:
-    async with running_mesh(tmp_path) as mesh:
+@pytest.fixture(scope="module")
+async def mesh(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Mesh]:
+    async with running_mesh(tmp_path_factory.mktemp("mesh")) as mesh:
         yield mesh
 
 
-async def test_a_message_gets_typing_a_tool_call_and_a_reply(mesh: Mesh) -> None:
+@pytest.fixture
+def user(mesh: Mesh) -> int:
+    return mesh.new_user()
+
+
+async def test_a_message_gets_typing_a_tool_call_and_a_reply(mesh: Mesh, user: int) -> None:
     mesh.llm.script(
         Slow(1.0, calls(call("weather__get_current_weather", location="Paris"))),
         answer_from_output(lambda out: f"It is **{out['temperature']}** in Paris."),
     )
-    mesh.telegram.user_message(CLAWDIA, USER, "weather in Paris?")
-    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 60)
-    reply = mesh.telegram.sent(CLAWDIA, USER)[0]
+    mesh.telegram.user_message(CLAWDIA, user, "weather in Paris?")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, user)) == 1, 60)
+    reply = mesh.telegram.sent(CLAWDIA, user)[0]
     assert reply.text.startswith("It is ")
     assert reply.text.endswith(" in Paris.")
     assert "**" not in reply.text
     assert [e["type"] for e in reply.entities] == ["bold"]
-    typing = mesh.telegram.actions(CLAWDIA, USER)
+    typing = mesh.telegram.actions(CLAWDIA, user)
     assert [a.action for a in typing] == ["typing"]  # from 0.3 s into the turn, before the reply
     assert typing[0].time <= reply.time
     assert len(mesh.llm.requests) == 2
 
 
-async def test_strangers_and_group_chats_get_nothing(mesh: Mesh) -> None:
+async def test_strangers_and_group_chats_get_nothing(mesh: Mesh, user: int) -> None:
     mesh.telegram.user_message(CLAWDIA, STRANGER, "hello?")
-    mesh.telegram.user_message(CLAWDIA, USER, "hello group", chat_id=-100123, chat_type="group")
+    mesh.telegram.user_message(CLAWDIA, user, "hello group", chat_id=-100123, chat_type="group")
     mesh.llm.script(text("Hi!"))
-    mesh.telegram.user_message(CLAWDIA, USER, "hello")  # after both: answered last
+    mesh.telegram.user_message(CLAWDIA, user, "hello")  # after both: answered last
     await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA)) >= 1, 60)
-    assert [(s.chat_id, s.text) for s in mesh.telegram.sent(CLAWDIA)] == [(USER, "Hi!")]
+    assert [(s.chat_id, s.text) for s in mesh.telegram.sent(CLAWDIA)] == [(user, "Hi!")]
     assert len(mesh.llm.requests) == 1
     assert mesh.telegram.actions(CLAWDIA, STRANGER) == []
 
 
-async def test_a_6000_character_reply_arrives_as_ordered_parts(mesh: Mesh) -> None:
+async def test_a_6000_character_reply_arrives_as_ordered_parts(mesh: Mesh, user: int) -> None:
     paragraphs = [f"Paragraph {n}: " + "word " * 58 for n in range(20)]  # ~300 chars each
     mesh.llm.script(text("\n\n".join(paragraphs)))
-    mesh.telegram.user_message(CLAWDIA, USER, "tell me a lot")
-    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 2, 60)
-    parts = mesh.telegram.sent(CLAWDIA, USER)
+    mesh.telegram.user_message(CLAWDIA, user, "tell me a lot")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, user)) == 2, 60)
+    parts = mesh.telegram.sent(CLAWDIA, user)
     assert all(len(p.text) <= 4096 for p in parts)
     assert parts[0].text.startswith("Paragraph 0:")
     assert parts[1].text.startswith("Paragraph ")  # cut between paragraphs
@@ -68,75 +76,76 @@ async def test_a_6000_character_reply_arrives_as_ordered_parts(mesh: Mesh) -> No
     ]
 
 
-async def test_refused_formatting_falls_back_to_plain_text(mesh: Mesh) -> None:
+async def test_refused_formatting_falls_back_to_plain_text(mesh: Mesh, user: int) -> None:
     mesh.telegram.fail_next(
         "sendMessage", 400, description="Bad Request: can't parse entities: unexpected end tag"
     )
     mesh.llm.script(text("A **bold** claim."))
-    mesh.telegram.user_message(CLAWDIA, USER, "say something bold")
-    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 60)
-    reply = mesh.telegram.sent(CLAWDIA, USER)[0]
+    mesh.telegram.user_message(CLAWDIA, user, "say something bold")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, user)) == 1, 60)
+    reply = mesh.telegram.sent(CLAWDIA, user)[0]
     assert reply.text == "A bold claim."
     assert reply.entities == []
     assert len(mesh.telegram.calls("sendMessage")) == 2
 
 
-async def test_a_429_is_waited_out_and_the_reply_delivered_once(mesh: Mesh) -> None:
+async def test_a_429_is_waited_out_and_the_reply_delivered_once(mesh: Mesh, user: int) -> None:
     mesh.telegram.fail_next("sendMessage", 429, retry_after=1)
     mesh.llm.script(text("Patience pays."))
-    mesh.telegram.user_message(CLAWDIA, USER, "hello")
-    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 60)
+    mesh.telegram.user_message(CLAWDIA, user, "hello")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, user)) == 1, 60)
     tries = mesh.telegram.calls("sendMessage")
     assert len(tries) == 2
     assert tries[1].time - tries[0].time >= 1.0
-    assert [s.text for s in mesh.telegram.sent(CLAWDIA, USER)] == ["Patience pays."]
+    assert [s.text for s in mesh.telegram.sent(CLAWDIA, user)] == ["Patience pays."]
 
 
-async def test_media_gets_a_short_reply_without_the_model(mesh: Mesh) -> None:
-    mesh.telegram.user_media(CLAWDIA, USER, "voice")
-    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 60)
-    assert "only read text" in mesh.telegram.sent(CLAWDIA, USER)[0].text
+async def test_media_gets_a_short_reply_without_the_model(mesh: Mesh, user: int) -> None:
+    mesh.telegram.user_media(CLAWDIA, user, "voice")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, user)) == 1, 60)
+    assert "only read text" in mesh.telegram.sent(CLAWDIA, user)[0].text
     assert mesh.llm.requests == []
 
 
-async def test_stop_cancels_a_long_turn(mesh: Mesh) -> None:
+async def test_stop_cancels_a_long_turn(mesh: Mesh, user: int) -> None:
     mesh.llm.script(HANG)
-    mesh.telegram.user_message(CLAWDIA, USER, "think hard about this")
+    mesh.telegram.user_message(CLAWDIA, user, "think hard about this")
     await mesh.telegram.wait_for(lambda: len(mesh.llm.requests) == 1, 60)
-    mesh.telegram.user_message(CLAWDIA, USER, "/stop")
-    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 30)
-    assert mesh.telegram.sent(CLAWDIA, USER)[0].text.startswith("Stopped")
+    mesh.telegram.user_message(CLAWDIA, user, "/stop")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, user)) == 1, 30)
+    assert mesh.telegram.sent(CLAWDIA, user)[0].text.startswith("Stopped")
     mesh.llm.script(text("Fresh answer."))
-    mesh.telegram.user_message(CLAWDIA, USER, "hello again")
-    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 2, 30)
-    assert [s.text for s in mesh.telegram.sent(CLAWDIA, USER)][1] == "Fresh answer."
+    mesh.telegram.user_message(CLAWDIA, user, "hello again")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, user)) == 2, 30)
+    assert [s.text for s in mesh.telegram.sent(CLAWDIA, user)][1] == "Fresh answer."
     # The stopped turn left nothing in the conversation.
     sent_items = mesh.llm.requests[-1]["input"]
     assert [i.get("content") for i in sent_items] == ["hello again"]
 
 
-async def test_409_makes_health_degraded_until_the_other_poller_leaves(mesh: Mesh) -> None:
-    telegram_io = mesh.services["telegram_io"]
+async def test_409_makes_health_degraded_until_the_other_poller_leaves(tmp_path: Path) -> None:
+    async with running_mesh(tmp_path) as mesh:  # its own: it changes telegram-io's state
+        telegram_io = mesh.services["telegram_io"]
 
-    async def health_is(code: int) -> bool:
-        return (await telegram_io.health()).status_code == code
+        async def health_is(code: int) -> bool:
+            return (await telegram_io.health()).status_code == code
 
-    mesh.telegram.conflict(CLAWDIA)
-    await eventually(lambda: health_is(503))
-    body = (await telegram_io.health()).json()
-    assert "clawdia: conflict" in json.dumps(body)
-    assert "409 CONFLICT" in telegram_io.log.read_text()
-    mesh.telegram.conflict(CLAWDIA, on=False)
-    await eventually(lambda: health_is(200))
-    mesh.llm.script(text("Back."))
-    mesh.telegram.user_message(CLAWDIA, USER, "still there?")
-    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 30)
+        mesh.telegram.conflict(CLAWDIA)
+        await eventually(lambda: health_is(503))
+        body = (await telegram_io.health()).json()
+        assert "clawdia: conflict" in json.dumps(body)
+        assert "409 CONFLICT" in telegram_io.log.read_text()
+        mesh.telegram.conflict(CLAWDIA, on=False)
+        await eventually(lambda: health_is(200))
+        mesh.llm.script(text("Back."))
+        mesh.telegram.user_message(CLAWDIA, USER, "still there?")
+        await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 30)
 
 
-async def test_no_token_or_key_reaches_any_log(mesh: Mesh) -> None:
+async def test_no_token_or_key_reaches_any_log(mesh: Mesh, user: int) -> None:
     mesh.llm.script(text("Hi."))
-    mesh.telegram.user_message(CLAWDIA, USER, "hi")
-    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 60)
+    mesh.telegram.user_message(CLAWDIA, user, "hi")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, user)) == 1, 60)
     logs = mesh.logs()
     assert "dispatch" in logs or "turn agent=clawdia" in logs
     for secret in (CLAWDIA, API_KEY, MESH_TOKEN):

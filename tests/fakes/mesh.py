@@ -34,6 +34,9 @@ MESH_TOKEN = "mesh-token-e2e-0123456789abcdef"
 APPROVAL_KEY = "approval-key-e2e-0123456789abcdefghijklmnop"
 API_KEY = "sk-test-e2e-0123456789-not-a-key"
 USER = 4242  # the allowed Telegram user
+# Also allowed: a test on a mesh shared with other tests takes one of these (Mesh.new_user),
+# so its chat, conversation and messages are its own.
+MORE_USERS = tuple(range(5001, 5041))
 STRANGER = 777
 # Shaped like real tokens (digits ':' 35 characters), so log redaction recognises them.
 TOKENS = {
@@ -119,10 +122,18 @@ class Mesh:
     services: dict[str, Service]
     tmp: Path
     agents: list[str] = field(default_factory=list)
+    _users: list[int] = field(default_factory=lambda: list(MORE_USERS))
 
     @property
     def orchestrator(self) -> Service:
         return self.services["orchestrator"]
+
+    def new_user(self) -> int:
+        """For the next test on a shared mesh: an allowed user who has not written yet, with
+        the fakes' records and scripts cleared (the servers' data stays)."""
+        self.telegram.forget()
+        self.llm.reset()
+        return self._users.pop(0)
 
     def logs(self) -> str:
         return "\n".join(s.log.read_text(errors="replace") for s in self.services.values())
@@ -147,7 +158,7 @@ def _write_config(tmp: Path, agents: list[str], ports: dict[str, int]) -> tuple[
             f"  {agent}:",
             f"    name: {agent.title()}",
             f"    bot_token_env: {agent.upper()}_BOT_TOKEN",
-            f"    allowed_user_ids: ['{USER}']",
+            f"    allowed_user_ids: {[str(user) for user in (USER, *MORE_USERS)]}",
             f"    persona: {persona}",
             "    servers: [weather, memory, shopping]",
             "    timezone: Europe/Paris",

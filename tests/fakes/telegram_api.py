@@ -256,6 +256,17 @@ class FakeTelegram:
         self._held.difference_update([method.lower()] if method else list(self._held))
         self._signal()
 
+    def forget(self) -> None:
+        """Clear what was recorded (messages sent, chat actions, answers, calls), the faults
+        and the holds; bots, chats and updates not yet confirmed stay."""
+        for bot in self._bots.values():
+            bot.sent.clear()
+            bot.actions.clear()
+            bot.answers.clear()
+        self._calls.clear()
+        self._faults.clear()
+        self.release()
+
     def close(self) -> None:
         """End long polls and holds, so that the server can stop."""
         self._closed = True
