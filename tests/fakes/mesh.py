@@ -5,6 +5,9 @@
                    mcp_pending_actions                  (HTTP, bearer token, one approval key)
                    python -m orchestrator               (the Telegram channel)
 
+``running_embedded`` is ``make run``'s shape instead: one ``python -m orchestrator``
+with every server in-process (config/mcp_servers.local.yaml), against the same fakes.
+
 Each process writes its log to ``<tmp>/logs/<name>.log``. ``kill`` sends SIGKILL (a
 crash), ``start`` starts it again with the same data directory.
 """
@@ -272,3 +275,47 @@ async def running_mesh(
                 async with anyio.create_task_group() as stopping:
                     for service in services.values():
                         stopping.start_soon(service.stop)
+
+
+@asynccontextmanager
+async def running_embedded(
+    tmp: Path, *, agents: tuple[str, ...] = ("clawdia",)
+) -> AsyncIterator[Mesh]:
+    """``make run``: one orchestrator process, every server in it, against the fakes."""
+    telegram, llm, open_meteo = FakeTelegram(), FakeOpenAI(), FakeOpenMeteo()
+    for agent in agents:
+        telegram.add_bot(TOKENS[agent], name=agent.title())
+    async with AsyncExitStack() as stack:
+        telegram_url = await stack.enter_async_context(telegram.serve())
+        llm_url = await stack.enter_async_context(llm.serve())
+        weather_api = await stack.enter_async_context(serving(open_meteo.app))
+        _, agents_file = _write_config(tmp, list(agents), {name: 0 for name in SERVERS})
+        environment = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TELEGRAM_"))},
+            "FASTMCP_SHOW_SERVER_BANNER": "false",
+            "FASTMCP_CHECK_FOR_UPDATES": "off",
+            "PTB_TIMEDELTA": "true",
+            "LOG_LEVEL": "INFO",
+            "CLAWMESH_AGENTS": str(agents_file),
+            "CLAWMESH_REGISTRY": str(ROOT / "config" / "mcp_servers.local.yaml"),
+            "DATA_DIR": str(tmp / "data"),
+            "OPENAI_API_KEY": API_KEY,
+            "OPENAI_BASE_URL": llm_url,
+            "TELEGRAM_API_BASE": telegram_url,
+            "WEATHER_FORECAST_URL": f"{weather_api}/v1/forecast",
+            "WEATHER_GEOCODING_URL": f"{weather_api}/v1/search",
+            **{f"{a.upper()}_BOT_TOKEN": TOKENS[a] for a in agents},
+        }
+        orchestrator = Service(
+            "orchestrator",
+            [sys.executable, "-m", "orchestrator"],
+            environment,
+            tmp / "logs" / "orchestrator.log",
+        )
+        mesh = Mesh(telegram, llm, {"orchestrator": orchestrator}, tmp, list(agents))
+        try:
+            await orchestrator.start()
+            yield mesh
+        finally:
+            with anyio.CancelScope(shield=True):
+                await orchestrator.stop()
