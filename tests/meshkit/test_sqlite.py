@@ -50,8 +50,7 @@ async def test_commits_alone_leave_the_database_file_to_the_checkpointer(tmp_pat
     store = Notes(path)
     await store.open()
     before = path.stat().st_size
-    await store.add(200)
-    await anyio.sleep(0.2)
+    await store.add(200)  # the commits return after any checkpoint they would run
     assert path.stat().st_size == before  # in the WAL: no commit paid for a checkpoint
     await store.checkpoint()
     assert path.stat().st_size > before
