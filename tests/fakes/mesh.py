@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -142,14 +142,19 @@ class Mesh:
         return "\n".join(s.log.read_text(errors="replace") for s in self.services.values())
 
 
-def _write_config(tmp: Path, agents: list[str], ports: dict[str, int]) -> tuple[Path, Path]:
-    config = tmp / "config"
-    config.mkdir(parents=True, exist_ok=True)
-    registry = config / "servers.yaml"
+def _write_registry(tmp: Path, ports: dict[str, int]) -> Path:
+    registry = tmp / "config" / "servers.yaml"
+    registry.parent.mkdir(parents=True, exist_ok=True)
     registry.write_text(
         "servers:\n"
         + "".join(f"  {name}: {{url: 'http://127.0.0.1:{ports[name]}/mcp'}}\n" for name in SERVERS)
     )
+    return registry
+
+
+def _write_fleet(tmp: Path, agents: list[str]) -> Path:
+    config = tmp / "config"
+    config.mkdir(parents=True, exist_ok=True)
     fleet = ["agents:"]
     for agent in agents:
         persona = ROOT / "agents" / "clawdia"
@@ -168,7 +173,7 @@ def _write_config(tmp: Path, agents: list[str], ports: dict[str, int]) -> tuple[
         ]
     agents_file = config / "agents.yaml"
     agents_file.write_text("\n".join(fleet) + "\n")
-    return registry, agents_file
+    return agents_file
 
 
 async def _import_orders(shopping: Service, path: Path, csv_text: str) -> None:
@@ -197,24 +202,15 @@ async def running_mesh(
 
     ``orders_csv`` seeds clawdia's shopping history (``python -m mcp_shopping import``).
     """
-    telegram, llm, open_meteo = FakeTelegram(), FakeOpenAI(), FakeOpenMeteo()
-    for agent in agents:
-        telegram.add_bot(TOKENS[agent], name=agent.title())
-    async with AsyncExitStack() as stack:
-        telegram_url = await stack.enter_async_context(telegram.serve())
-        llm_url = await stack.enter_async_context(llm.serve())
-        weather_api = await stack.enter_async_context(serving(open_meteo.app))
+    async with _serving_fakes(agents) as fakes:
+        telegram, llm = fakes.telegram, fakes.llm
+        telegram_url, llm_url, weather_api = fakes.telegram_url, fakes.llm_url, fakes.weather_api
         ports = {name: free_port() for name in SERVERS}
-        registry, agents_file = _write_config(tmp, list(agents), ports)
+        registry, agents_file = _write_registry(tmp, ports), _write_fleet(tmp, list(agents))
         base = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TELEGRAM_"))},
+            **_base_env(agents_file),
             "MESH_TOKEN": MESH_TOKEN,
             "MESH_APPROVAL_KEY": APPROVAL_KEY,
-            "FASTMCP_SHOW_SERVER_BANNER": "false",
-            "FASTMCP_CHECK_FOR_UPDATES": "off",
-            "PTB_TIMEDELTA": "true",
-            "LOG_LEVEL": "INFO",
-            "CLAWMESH_AGENTS": str(agents_file),
         }
         tokens = {f"{a.upper()}_BOT_TOKEN": TOKENS[a] for a in agents}
         extra = {
@@ -277,33 +273,57 @@ async def running_mesh(
                         stopping.start_soon(service.stop)
 
 
+@dataclass
+class _Fakes:
+    telegram: FakeTelegram
+    llm: FakeOpenAI
+    telegram_url: str
+    llm_url: str
+    weather_api: str  # fake Open-Meteo's root
+
+
+@asynccontextmanager
+async def _serving_fakes(agents: tuple[str, ...]) -> AsyncIterator[_Fakes]:
+    """Fake Telegram (a bot per agent), fake OpenAI and fake Open-Meteo, served on loopback."""
+    telegram, llm, open_meteo = FakeTelegram(), FakeOpenAI(), FakeOpenMeteo()
+    for agent in agents:
+        telegram.add_bot(TOKENS[agent], name=agent.title())
+    async with (
+        telegram.serve() as telegram_url,
+        llm.serve() as llm_url,
+        serving(open_meteo.app) as weather_api,
+    ):
+        yield _Fakes(telegram, llm, telegram_url, llm_url, weather_api)
+
+
+def _base_env(agents_file: Path) -> dict[str, str]:
+    """What every process gets: this environment without real credentials, quiet fastmcp."""
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TELEGRAM_"))},
+        "FASTMCP_SHOW_SERVER_BANNER": "false",
+        "FASTMCP_CHECK_FOR_UPDATES": "off",
+        "PTB_TIMEDELTA": "true",
+        "LOG_LEVEL": "INFO",
+        "CLAWMESH_AGENTS": str(agents_file),
+    }
+
+
 @asynccontextmanager
 async def running_embedded(
     tmp: Path, *, agents: tuple[str, ...] = ("clawdia",)
 ) -> AsyncIterator[Mesh]:
     """``make run``: one orchestrator process, every server in it, against the fakes."""
-    telegram, llm, open_meteo = FakeTelegram(), FakeOpenAI(), FakeOpenMeteo()
-    for agent in agents:
-        telegram.add_bot(TOKENS[agent], name=agent.title())
-    async with AsyncExitStack() as stack:
-        telegram_url = await stack.enter_async_context(telegram.serve())
-        llm_url = await stack.enter_async_context(llm.serve())
-        weather_api = await stack.enter_async_context(serving(open_meteo.app))
-        _, agents_file = _write_config(tmp, list(agents), {name: 0 for name in SERVERS})
+    async with _serving_fakes(agents) as fakes:
+        agents_file = _write_fleet(tmp, list(agents))
         environment = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TELEGRAM_"))},
-            "FASTMCP_SHOW_SERVER_BANNER": "false",
-            "FASTMCP_CHECK_FOR_UPDATES": "off",
-            "PTB_TIMEDELTA": "true",
-            "LOG_LEVEL": "INFO",
-            "CLAWMESH_AGENTS": str(agents_file),
+            **_base_env(agents_file),
             "CLAWMESH_REGISTRY": str(ROOT / "config" / "mcp_servers.local.yaml"),
             "DATA_DIR": str(tmp / "data"),
             "OPENAI_API_KEY": API_KEY,
-            "OPENAI_BASE_URL": llm_url,
-            "TELEGRAM_API_BASE": telegram_url,
-            "WEATHER_FORECAST_URL": f"{weather_api}/v1/forecast",
-            "WEATHER_GEOCODING_URL": f"{weather_api}/v1/search",
+            "OPENAI_BASE_URL": fakes.llm_url,
+            "TELEGRAM_API_BASE": fakes.telegram_url,
+            "WEATHER_FORECAST_URL": f"{fakes.weather_api}/v1/forecast",
+            "WEATHER_GEOCODING_URL": f"{fakes.weather_api}/v1/search",
             **{f"{a.upper()}_BOT_TOKEN": TOKENS[a] for a in agents},
         }
         orchestrator = Service(
@@ -312,7 +332,7 @@ async def running_embedded(
             environment,
             tmp / "logs" / "orchestrator.log",
         )
-        mesh = Mesh(telegram, llm, {"orchestrator": orchestrator}, tmp, list(agents))
+        mesh = Mesh(fakes.telegram, fakes.llm, {"orchestrator": orchestrator}, tmp, list(agents))
         try:
             await orchestrator.start()
             yield mesh
