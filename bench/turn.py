@@ -300,12 +300,16 @@ async def run(iterations: int, warmup: int, rounds: int) -> None:
             tmp / "in-process" / "config",
             {
                 "weather": {"module": "mcp_weather.server:build_server"},
-                "memory": {"module": "mcp_memory.server:build_server"},
+                "memory": {"module": "mcp_memory.server:build_server", "role": "memory"},
             },
         )
         over_http = write_config(
             tmp / "http" / "config",
-            {name: {"url": f"http://127.0.0.1:{port}/mcp"} for name, port in ports.items()},
+            {
+                name: {"url": f"http://127.0.0.1:{port}/mcp"}
+                | ({"role": "memory"} if name == "memory" else {})
+                for name, port in ports.items()
+            },
         )
         scenarios: list[Scenario] = []
         for transport, config in (("in-process", in_process), ("HTTP", over_http)):

@@ -104,21 +104,21 @@ def reorder(mesh: Mesh) -> None:
 
 async def inbox_empty(mesh: Mesh) -> bool:
     """Whether telegram-io holds no update that is not acked (every one fully handled)."""
-    async with mcp_client(mesh, "telegram_io") as client:
+    async with mcp_client(mesh, "telegram-io") as client:
         status = await client.call_tool("status", {})
     return (status.structured_content or {}).get("pending") == 0
 
 
 async def batch_states(mesh: Mesh, batch_id: str) -> list[str]:
     """The states of a batch's actions, as pending-actions reports them."""
-    async with mcp_client(mesh, "pending_actions") as client:
+    async with mcp_client(mesh, "pending-actions") as client:
         result = await client.call_tool("get_batch", {"batch_id": batch_id})
     return [a["state"] for a in (result.structured_content or {})["actions"]]
 
 
 async def action_is(mesh: Mesh, action_id: str, state: str) -> bool:
     """Whether pending-actions reports the action in ``state`` (asking settles expiry)."""
-    async with mcp_client(mesh, "pending_actions") as client:
+    async with mcp_client(mesh, "pending-actions") as client:
         result = await client.call_tool("history", {"action_id": action_id})
     return bool((result.structured_content or {})["events"][-1]["to_state"] == state)
 
@@ -247,7 +247,7 @@ async def test_pending_actions_restarted_between_proposal_and_tap(mesh: Mesh, us
     before = await order_count(mesh)
     reorder(mesh)
     message = await proposal_message(mesh, "reorder the Kirkland water", user)
-    pending = mesh.services["pending_actions"]
+    pending = mesh.services["pending-actions"]
     await pending.kill()
     await pending.start()
     mesh.telegram.tap(CLAWDIA, user, message.message_id, data_of(message, "Add to cart"))
@@ -286,7 +286,7 @@ async def test_stopping_telegram_io_answers_an_open_long_poll_at_once(tmp_path: 
     async with running_mesh(tmp_path) as mesh:  # its own: it stops processes
         await mesh.orchestrator.stop()
         answers = []
-        async with mcp_client(mesh, "telegram_io") as client:
+        async with mcp_client(mesh, "telegram-io") as client:
             # The SDK checks a result against the tool's listed output schema, listing the
             # tools first if it has not: list them now, not after the server has gone.
             await client.list_tools()
@@ -297,7 +297,7 @@ async def test_stopping_telegram_io_answers_an_open_long_poll_at_once(tmp_path: 
             async with anyio.create_task_group() as polling:
                 polling.start_soon(poll)
                 await anyio.sleep(0.5)  # the call is waiting in telegram-io
-                process = mesh.services["telegram_io"].process
+                process = mesh.services["telegram-io"].process
                 assert process is not None
                 process.terminate()
     # Answered (with nothing new), not cut off by uvicorn's graceful-shutdown timeout.

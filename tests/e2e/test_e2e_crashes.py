@@ -17,7 +17,7 @@ CLAWDIA, BOB = TOKENS["clawdia"], TOKENS["bob"]
 
 
 async def inbox_status(mesh: Mesh) -> dict[str, Any]:
-    port = mesh.services["telegram_io"].env["MCP_PORT"]
+    port = mesh.services["telegram-io"].env["MCP_PORT"]
     async with Client(f"http://127.0.0.1:{port}/mcp", auth=MESH_TOKEN) as client:
         result = await client.call_tool("status", {})
     status: dict[str, Any] | None = result.structured_content
@@ -34,7 +34,7 @@ async def wait_inbox_empty(mesh: Mesh) -> None:
 
 async def test_telegram_io_killed_as_updates_arrive_answers_exactly_once(tmp_path: Path) -> None:
     async with running_mesh(tmp_path) as mesh:
-        telegram_io = mesh.services["telegram_io"]
+        telegram_io = mesh.services["telegram-io"]
         killed: list[list[int]] = []
 
         async def crash(token: str, ids: list[int]) -> None:

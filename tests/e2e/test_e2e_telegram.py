@@ -125,7 +125,7 @@ async def test_stop_cancels_a_long_turn(mesh: Mesh, user: int) -> None:
 
 async def test_409_makes_health_degraded_until_the_other_poller_leaves(tmp_path: Path) -> None:
     async with running_mesh(tmp_path) as mesh:  # its own: it changes telegram-io's state
-        telegram_io = mesh.services["telegram_io"]
+        telegram_io = mesh.services["telegram-io"]
 
         async def health_is(code: int) -> bool:
             return (await telegram_io.health()).status_code == code

@@ -49,10 +49,11 @@ TOKENS = {
 SERVERS = {
     "weather": "mcp_weather",
     "memory": "mcp_memory",
-    "telegram_io": "mcp_telegram_io",
+    "telegram-io": "mcp_telegram_io",
     "shopping": "mcp_shopping",
-    "pending_actions": "mcp_pending_actions",
+    "pending-actions": "mcp_pending_actions",
 }
+ROLES = {"memory", "telegram-io", "pending-actions"}  # the servers' names are their roles
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 30.0) -> None:
@@ -147,7 +148,12 @@ def _write_registry(tmp: Path, ports: dict[str, int]) -> Path:
     registry.parent.mkdir(parents=True, exist_ok=True)
     registry.write_text(
         "servers:\n"
-        + "".join(f"  {name}: {{url: 'http://127.0.0.1:{ports[name]}/mcp'}}\n" for name in SERVERS)
+        + "".join(
+            f"  {name}: {{url: 'http://127.0.0.1:{ports[name]}/mcp'"
+            + (f", role: {name}" if name in ROLES else "")
+            + "}\n"
+            for name in SERVERS
+        )
     )
     return registry
 
@@ -220,8 +226,8 @@ async def running_mesh(
             },
             "memory": {},
             "shopping": {},
-            "pending_actions": pending_env or {},
-            "telegram_io": {
+            "pending-actions": pending_env or {},
+            "telegram-io": {
                 **tokens,
                 "TELEGRAM_API_BASE": telegram_url,
                 "TELEGRAM_LEASE_S": str(lease_s),

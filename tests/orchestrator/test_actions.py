@@ -20,7 +20,7 @@ from fakes.clocked import CLOCK
 from fakes.responses_api import call, calls, text
 from fakes.world import World, clawdia
 from orchestrator.app import App
-from orchestrator.replies import Reply
+from orchestrator.core.replies import Reply
 
 pytestmark = pytest.mark.anyio
 
@@ -56,9 +56,9 @@ async def shop(world: World) -> AsyncIterator[App]:
 async def tool(app: App, server: str, name: str, **arguments: Any) -> dict[str, Any]:
     found = app.registry.find(server, name)
     assert found is not None, f"{server}.{name} missing"
-    outcome = await app.registry.call(found, arguments)
-    assert outcome.ok, outcome.output
-    return outcome.structured or {}
+    result = await app.registry.call(found, arguments)
+    assert result.structured is not None, result.text
+    return result.structured
 
 
 async def orders(app: App) -> list[dict[str, Any]]:
@@ -274,7 +274,7 @@ async def test_a_failing_confirm_shows_the_failure_and_is_marked_failed(world: W
         assert "failed:" in edited.text
         assert await on_list(app) == []
         batch_id = button(reply, "Confirm all").split(":")[2]
-        batch = await tool(app, "pending_actions", "get_batch", batch_id=batch_id)
+        batch = await tool(app, "pending-actions", "get_batch", batch_id=batch_id)
         assert [a["state"] for a in batch["actions"]] == ["done", "failed"]
 
 

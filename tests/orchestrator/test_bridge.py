@@ -17,8 +17,16 @@ from mcp_telegram_io.server import build_server as build_telegram_io
 from mcp_telegram_io.settings import TelegramIOSettings
 from mcp_weather.server import build_server as build_weather
 from mcp_weather.settings import WeatherSettings
-from orchestrator.bridge import prepare_arguments, render_result, strict_schema, to_tool_spec
-from orchestrator.connection import ToolInfo
+from orchestrator.mesh.bridge import (
+    output_of,
+    output_of_error,
+    prepare_arguments,
+    strict_schema,
+    to_tool_spec,
+)
+from orchestrator.mesh.errors import ToolFailed
+from orchestrator.mesh.registry import ToolResult
+from orchestrator.mesh.tools import ToolInfo
 
 pytestmark = pytest.mark.anyio
 
@@ -171,18 +179,10 @@ def test_enums_and_refs_become_nullable_when_optional() -> None:
     jsonschema.validate({"unit": None, "where": {"name": "Paris"}}, strict)
 
 
-def text_result(text: str, *, error: bool = False) -> mcp_types.CallToolResult:
-    return mcp_types.CallToolResult(
-        content=[mcp_types.TextContent(type="text", text=text)], is_error=error
-    )
-
-
 def test_results_render_structured_as_json_text_as_text_and_errors_marked() -> None:
-    structured = mcp_types.CallToolResult(
-        content=[], structured_content={"temp": 21.5, "n": "Zürich"}
-    )
-    assert render_result(structured) == ('{"temp":21.5,"n":"Zürich"}', True)
-    assert render_result(text_result("plain words")) == ("plain words", True)
-    output, ok = render_result(text_result("No place called 'X'", error=True))
-    assert not ok
-    assert json.loads(output) == {"error": "No place called 'X'"}
+    structured = ToolResult({"temp": 21.5, "n": "Zürich"}, "")
+    assert output_of(structured) == '{"temp":21.5,"n":"Zürich"}'
+    assert output_of(ToolResult(None, "plain words")) == "plain words"
+    assert output_of(ToolResult({"result": "bare"}, "bare", wrapped=True)) == "bare"
+    failed = ToolFailed("s__t", "No place called 'X'")
+    assert json.loads(output_of_error(failed, tool_info({}))) == {"error": "No place called 'X'"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.callbacks import MAX_BYTES, Tap, decode, encode
+from orchestrator.core.callbacks import MAX_BYTES, Tap, decode, encode
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,7 @@ def test_the_shipped_configuration_loads() -> None:
         fleet = load_fleet(ROOT / "config" / "agents.yaml", registry, environ={})
         clawdia = fleet["clawdia"]
         assert clawdia.entry.name == "Clawdia"
-        assert "weather" in clawdia.entry.servers
+        assert "weather" in clawdia.servers
         assert "Clawdia" in clawdia.persona.text()
         assert clawdia.entry.allowed_user_ids == []  # ${TELEGRAM_USER_ID} unset
 
@@ -122,7 +122,7 @@ def test_a_config_error_exits_2_with_one_message(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         f"configuration error: {path}: servers.w.urll: unknown key; the keys are url, command, "
-        "module, description, token, headers, env, timeout_s"
+        "module, description, token, headers, env, timeout_s, role"
     ]
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from fakes.responses_api import call, calls, text
 from fakes.world import API_KEY, ROOT, World, answer_from_output, clawdia
-from orchestrator.console import Console
+from orchestrator.channels.console import Console
 
 pytestmark = pytest.mark.anyio
 

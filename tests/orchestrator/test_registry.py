@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import pytest
@@ -14,9 +15,18 @@ from pydantic import SecretStr
 from fakes.mcp_toys import CALLS, build_toys
 from fakes.serving import free_port, serving
 from meshkit import build_http_app
+from meshkit.tool_classes import read
 from orchestrator.config import ServerEntry
-from orchestrator.connection import ToolInfo
-from orchestrator.registry import Registry
+from orchestrator.mesh.bridge import output_of, output_of_error
+from orchestrator.mesh.errors import (
+    CallLost,
+    CallTimedOut,
+    ServerUnavailable,
+    ToolCallError,
+    ToolFailed,
+)
+from orchestrator.mesh.registry import Registry, ToolResult
+from orchestrator.mesh.tools import ToolInfo
 
 pytestmark = pytest.mark.anyio
 
@@ -25,6 +35,24 @@ TOKEN = "registry-test-token"
 
 def toys_entry(**extra: float) -> dict[str, ServerEntry]:
     return {"toys": ServerEntry(module="fakes.mcp_toys:build_toys", **extra)}
+
+
+def tool_named(name: str, *, idempotent: bool = True) -> ToolInfo:
+    """A tool of the toys server as the registry would know it, for calls while it is down."""
+    return ToolInfo("toys", name, f"toys__{name}", "read", name, "", {}, idempotent, idempotent)
+
+
+def child_executables() -> list[str]:
+    """The programs this process's children run, resolved (Linux /proc)."""
+    found = []
+    for task in Path("/proc/self/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            found.append(str(Path(f"/proc/{pid}/exe").resolve()))
+    return found
+
+
+def this_interpreter() -> str:
+    return str(Path(sys.executable).resolve())
 
 
 def tool(registry: Registry, name: str) -> ToolInfo:
@@ -66,22 +94,26 @@ async def test_classes_and_names_come_from_the_server_tags() -> None:
     assert {"toys__bump", "toys__confirm_thing"} <= everything
 
 
-async def test_calls_return_outputs_and_tool_errors_are_marked() -> None:
+async def test_calls_return_results_and_tool_errors_raise_with_the_servers_words() -> None:
     async with Registry(toys_entry(), token=None).running() as registry:
         ok = await registry.call(tool(registry, "echo"), {"text": "hi", "times": 2})
-        failed = await registry.call(tool(registry, "fail"), {"reason": "the test said so"})
-    assert ok.ok
-    assert json.loads(ok.output) == {"echo": "hi hi"}
-    assert not failed.ok
-    assert json.loads(failed.output) == {"error": "failed because the test said so"}
+        with pytest.raises(ToolFailed) as failed:
+            await registry.call(tool(registry, "fail"), {"reason": "the test said so"})
+    assert ok.structured == {"echo": "hi hi"}
+    assert json.loads(output_of(ok)) == {"echo": "hi hi"}
+    assert failed.value.message == "failed because the test said so"
+    assert failed.value.answered
+    output = output_of_error(failed.value, tool_named("fail"))
+    assert json.loads(output) == {"error": "failed because the test said so"}
 
 
-async def test_a_call_that_hangs_times_out_as_an_output() -> None:
+async def test_a_call_that_hangs_times_out() -> None:
     async with Registry(toys_entry(timeout_s=0.3), token=None).running() as registry:
-        with anyio.fail_after(5):
-            outcome = await registry.call(tool(registry, "slow"), {})
-    assert not outcome.ok
-    assert "did not answer within 0.3 s" in outcome.output
+        with anyio.fail_after(5), pytest.raises(CallTimedOut) as timed_out:
+            await registry.call(tool(registry, "slow"), {})
+    assert timed_out.value.timeout_s == 0.3
+    assert not timed_out.value.answered
+    assert "did not answer within 0.3 s" in output_of_error(timed_out.value, tool_named("slow"))
 
 
 async def test_a_third_party_stdio_server_works_and_read_only_tools_are_shown() -> None:
@@ -89,10 +121,11 @@ async def test_a_third_party_stdio_server_works_and_read_only_tools_are_shown() 
     async with Registry(entries, token=None).running() as registry:
         tools = {t.qualified: t for t in registry.tools()}
         assert set(tools) == {"time__get_current_time", "time__convert_time"}
-        outcome = await registry.call(tools["time__get_current_time"], {"timezone": "Asia/Tokyo"})
-    assert outcome.ok
-    assert json.loads(outcome.output)["timezone"] == "Asia/Tokyo"
-    assert sys.executable  # the registry ran "python" as this interpreter
+        result = await registry.call(tools["time__get_current_time"], {"timezone": "Asia/Tokyo"})
+        children = child_executables()
+    assert json.loads(output_of(result))["timezone"] == "Asia/Tokyo"
+    # "python" in the registry ran as this interpreter (the one whose venv has the server).
+    assert this_interpreter() in children
 
 
 async def test_a_server_down_at_start_appears_when_it_comes_up() -> None:
@@ -104,17 +137,14 @@ async def test_a_server_down_at_start_appears_when_it_comes_up() -> None:
     async with registry.running():
         assert registry.tools() == []
         assert [s.up for s in registry.status()] == [False]
-        down = await registry.call(
-            ToolInfo("toys", "echo", "toys__echo", "read", "Echo", "", {}, True, True),
-            {"text": "x"},
-        )
-        assert not down.ok
-        assert "unavailable right now" in down.output
+        with pytest.raises(ServerUnavailable) as down:
+            await registry.call(tool_named("echo"), {"text": "x"})
+        assert "unavailable right now" in output_of_error(down.value, tool_named("echo"))
         async with toys_over_http(port):
             assert await registry.wait_up("toys", 10)
             assert "toys__echo" in {t.qualified for t in registry.tools()}
-            outcome = await registry.call(tool(registry, "echo"), {"text": "up"})
-    assert json.loads(outcome.output) == {"echo": "up"}
+            result = await registry.call(tool(registry, "echo"), {"text": "up"})
+    assert result.structured == {"echo": "up"}
 
 
 async def test_a_wrong_token_keeps_the_server_down() -> None:
@@ -133,7 +163,7 @@ async def test_a_wrong_token_keeps_the_server_down() -> None:
     assert "wrong" not in status.error
 
 
-async def restart_during_call(tool_name: str) -> tuple[bool, str, int]:
+async def restart_during_call(tool_name: str) -> tuple[ToolResult | ToolCallError, int]:
     """Stop the HTTP server, call, bring it back while the call waits; return the outcome."""
     port = free_port()
     entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp")}
@@ -145,37 +175,52 @@ async def restart_during_call(tool_name: str) -> tuple[bool, str, int]:
             assert await registry.wait_up("toys", 10)
             info = tool(registry, tool_name)
         before = CALLS.get(tool_name, 0)
-        results = []
+        results: list[ToolResult | ToolCallError] = []
         async with anyio.create_task_group() as tasks:
 
             async def call() -> None:
-                results.append(
-                    await registry.call(info, {"text": "again"} if tool_name == "echo" else {})
-                )
+                try:
+                    arguments = {"text": "again"} if tool_name == "echo" else {}
+                    results.append(await registry.call(info, arguments))
+                except ToolCallError as error:
+                    results.append(error)
 
             tasks.start_soon(call)
             await wait_until(lambda: not registry.status()[0].up)
             async with toys_over_http(port):
                 await wait_until(lambda: bool(results))
-        return results[0].ok, results[0].output, CALLS.get(tool_name, 0) - before
+        return results[0], CALLS.get(tool_name, 0) - before
 
 
 async def test_a_read_only_call_lost_in_transport_is_retried_once_after_reconnecting() -> None:
-    ok, output, calls = await restart_during_call("echo")
-    assert ok, output
-    assert json.loads(output) == {"echo": "again"}
+    result, calls = await restart_during_call("echo")
+    assert isinstance(result, ToolResult), result
+    assert result.structured == {"echo": "again"}
     assert calls == 1
 
 
 async def test_a_non_idempotent_call_lost_in_transport_is_not_retried() -> None:
-    ok, output, calls = await restart_during_call("bump")
-    assert not ok
-    assert "was not retried" in output
+    lost, calls = await restart_during_call("bump")
+    assert isinstance(lost, CallLost), lost
+    assert "was not retried" in output_of_error(lost, tool_named("bump", idempotent=False))
     assert calls == 0
 
 
-async def test_reload_rediscovers_tools() -> None:
-    async with Registry(toys_entry(), token=None).running() as registry:
+async def test_reload_rediscovers_tools_a_server_added_since_it_connected() -> None:
+    port = free_port()
+    server = build_toys()
+    app = build_http_app(server, token=SecretStr(TOKEN), allowed_hosts=[], max_body_bytes=1 << 20)
+    entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp")}
+    async with serving(app, port=port), Registry(entries, token=TOKEN).running() as registry:
         before = {t.qualified for t in registry.tools()}
+        assert "toys__late" not in before
+
+        @server.tool(**read(title="Late"))
+        async def late() -> str:
+            """Added after the registry connected."""
+            return "here"
+
+        assert {t.qualified for t in registry.tools()} == before  # not seen until a reload
         await registry.reload()
-        assert {t.qualified for t in registry.tools()} == before
+        assert {t.qualified for t in registry.tools()} == before | {"toys__late"}
+        assert output_of(await registry.call(tool(registry, "late"), {})) == "here"

@@ -15,10 +15,10 @@ import fastmcp
 from meshkit.logs import configure_logging
 from meshkit.settings import fail, load_settings
 from orchestrator.app import open_app
+from orchestrator.channels.console import Console, stdin_lines
+from orchestrator.channels.telegram import TelegramChannel
 from orchestrator.config import ConfigError, load_fleet, load_registry
-from orchestrator.console import Console, stdin_lines
 from orchestrator.settings import NO_LLM_HELP, OrchestratorSettings
-from orchestrator.telegram_channel import TELEGRAM_IO, TelegramChannel
 
 logger = logging.getLogger("orchestrator")
 
@@ -53,12 +53,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 async def _telegram(settings: OrchestratorSettings) -> None:
     entries = load_registry(settings.registry)
-    if TELEGRAM_IO not in entries:
+    if not any(entry.role == "telegram-io" for entry in entries.values()):
         raise ConfigError(
-            f"{settings.registry}: servers: no '{TELEGRAM_IO}' server; add it (see the shipped "
-            "config/mcp_servers.yaml), or use `python -m orchestrator chat` for the console"
+            f"{settings.registry}: servers: no server with 'role: telegram-io'; add it (see the "
+            "shipped config/mcp_servers.yaml), or use `python -m orchestrator chat` for the console"
         )
-    for agent in load_fleet(settings.agents, entries).values():
+    for agent in load_fleet(settings.agents, entries, root=settings.root).values():
         if not agent.entry.allowed_user_ids:
             raise ConfigError(
                 f"{settings.agents}: agents.{agent.id}.allowed_user_ids: empty, so nobody may "
@@ -71,7 +71,7 @@ async def _telegram(settings: OrchestratorSettings) -> None:
 
 
 async def _chat(settings: OrchestratorSettings, agent_id: str | None) -> None:
-    async with open_app(settings, without=frozenset({TELEGRAM_IO})) as app:
+    async with open_app(settings, without=frozenset({"telegram-io"})) as app:
         agents = app.dispatcher.agents
         chosen = agent_id or next(iter(agents))
         if chosen not in agents:

@@ -6,15 +6,15 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from orchestrator.config import Agent, ConfigError, load_fleet, load_registry
-from orchestrator.connection import ModuleNotLoadable
-from orchestrator.conversation import Conversation
-from orchestrator.dispatch import Dispatcher
+from orchestrator.config import Agent, ConfigError, Role, load_fleet, load_registry
+from orchestrator.core.conversation import Conversation
+from orchestrator.core.dispatch import Dispatcher
+from orchestrator.core.turn import AgentRuntime, TurnEngine, TurnLimits
 from orchestrator.llm.base import LLM
 from orchestrator.llm.openai_api import build_llm
-from orchestrator.registry import Registry
+from orchestrator.mesh.registry import Registry
+from orchestrator.mesh.transports import ModuleNotLoadable
 from orchestrator.settings import OrchestratorSettings
-from orchestrator.turn import AgentRuntime, TurnEngine
 
 LLMFactory = Callable[[Agent, OrchestratorSettings], LLM]
 
@@ -41,21 +41,30 @@ def llm_for(agent: Agent, settings: OrchestratorSettings) -> LLM:
     )
 
 
+def limits(agent: Agent, settings: OrchestratorSettings) -> TurnLimits:
+    """The agent's turn bounds: its own in agents.yaml, else the environment's."""
+    return TurnLimits(
+        max_rounds=agent.entry.max_rounds or settings.max_rounds,
+        max_tool_calls=agent.entry.max_tool_calls or settings.max_tool_calls,
+        timeout_s=settings.turn_timeout_s,
+    )
+
+
 @asynccontextmanager
 async def open_app(
     settings: OrchestratorSettings,
     *,
     llm_factory: LLMFactory = llm_for,
-    without: frozenset[str] = frozenset(),
+    without: frozenset[Role] = frozenset(),
 ) -> AsyncIterator[App]:
-    """Load the configuration (ConfigError on mistakes) and connect every server
-    but those ``without`` (the console does not poll Telegram)."""
+    """Load the configuration (ConfigError on mistakes) and connect every server but
+    those whose role is in ``without`` (the console does not poll Telegram)."""
     entries = {
         name: entry
         for name, entry in load_registry(settings.registry).items()
-        if name not in without
+        if entry.role is None or entry.role not in without
     }
-    fleet = load_fleet(settings.agents, entries)
+    fleet = load_fleet(settings.agents, entries, root=settings.root)
     token = settings.mesh_token.get_secret_value() if settings.mesh_token else None
     try:
         registry = Registry(entries, token=token, default_timeout_s=settings.tool_timeout_s)
@@ -67,9 +76,7 @@ async def open_app(
         conversation = Conversation(registry)
         engine = TurnEngine(registry, conversation)
         runtimes = {
-            agent_id: AgentRuntime(
-                agent, llm_factory(agent, settings), agent.entry.max_rounds or settings.max_rounds
-            )
+            agent_id: AgentRuntime(agent, llm_factory(agent, settings), limits(agent, settings))
             for agent_id, agent in fleet.items()
         }
         try:

@@ -22,6 +22,7 @@ __all__ = [
     "AgentEntry",
     "ConfigError",
     "Persona",
+    "Role",
     "ServerEntry",
     "check_server_name",
     "load_fleet",
@@ -33,6 +34,8 @@ PERSONA_FILES = ("IDENTITY.md", "SOUL.md", "USER.md")
 _NAME = re.compile(r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$")  # no "__", no leading/trailing "_"
 MAX_TOOL_NAME = 64
 M = TypeVar("M", bound=BaseModel)
+# The infrastructure the orchestrator itself calls, found by role rather than by name.
+Role = Literal["telegram-io", "pending-actions", "memory"]
 
 
 class ServerEntry(BaseModel):
@@ -48,6 +51,9 @@ class ServerEntry(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict, description="extra env for a command")
     timeout_s: float | None = Field(default=None, gt=0, description="per-call timeout")
+    role: Role | None = Field(
+        default=None, description="what the orchestrator uses it for, if infrastructure"
+    )
 
     @model_validator(mode="after")
     def _exactly_one_way(self) -> ServerEntry:
@@ -68,7 +74,7 @@ class AgentEntry(BaseModel):
 
     name: str
     persona: Path
-    servers: list[str] = Field(default_factory=list)
+    servers: list[str] | None = None  # None: every server of the registry
     timezone: str = "UTC"
     bot_token_env: list[str] = Field(default_factory=list)
     allowed_user_ids: list[str] = Field(default_factory=list)
@@ -76,6 +82,7 @@ class AgentEntry(BaseModel):
     model: str | None = None
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
     max_rounds: int | None = Field(default=None, ge=1, le=50)
+    max_tool_calls: int | None = Field(default=None, ge=1, le=500)
 
     @field_validator("bot_token_env", mode="before")
     @classmethod
@@ -117,6 +124,7 @@ class Agent:
     id: str
     entry: AgentEntry
     persona: Persona
+    servers: tuple[str, ...]  # whose tools the model may use (``entry.servers`` resolved)
 
 
 def load_registry(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, ServerEntry]:
@@ -128,15 +136,30 @@ def load_registry(path: Path, environ: Mapping[str, str] | None = None) -> dict[
             "(see config/mcp_servers.yaml in the repository for the shape)"
         )
     entries: dict[str, ServerEntry] = {}
+    roles: dict[str, str] = {}
     for name, body in servers.items():
         check_server_name(str(name), path)
-        entries[str(name)] = _validate(ServerEntry, body or {}, path, f"servers.{name}")
+        entry = _validate(ServerEntry, body or {}, path, f"servers.{name}")
+        if entry.role is not None and entry.role in roles:
+            raise ConfigError(
+                f"{path}: servers.{name}.role: {roles[entry.role]!r} is the {entry.role} "
+                "server already; give the role to one server only"
+            )
+        if entry.role is not None:
+            roles[entry.role] = str(name)
+        entries[str(name)] = entry
     return entries
 
 
 def load_fleet(
-    path: Path, registry: Mapping[str, ServerEntry], environ: Mapping[str, str] | None = None
+    path: Path,
+    registry: Mapping[str, ServerEntry],
+    environ: Mapping[str, str] | None = None,
+    *,
+    root: Path | None = None,
 ) -> dict[str, Agent]:
+    """The agents of ``path``; relative persona paths are read under ``root`` (the project
+    root, default: the current directory), whatever directory the file itself is in."""
     raw = load_yaml(path, environ)
     agents = raw.get("agents")
     if not isinstance(agents, dict) or not agents:
@@ -144,21 +167,21 @@ def load_fleet(
             f"{path}: agents: expected at least one agent (see the shipped "
             "config/agents.yaml for the shape)"
         )
-    base = path.resolve().parent.parent
+    base = (root or Path.cwd()).resolve()
     fleet: dict[str, Agent] = {}
     for agent_id, body in agents.items():
         key = f"agents.{agent_id}"
         entry = _validate(AgentEntry, body or {}, path, key)
-        for server in entry.servers:
+        for server in entry.servers or ():
             if server not in registry:
                 raise ConfigError(
                     f"{path}: {key}.servers: {server!r} is not in the registry; "
                     f"add it to the registry or use one of {sorted(registry)}"
                 )
         persona_dir = entry.persona if entry.persona.is_absolute() else base / entry.persona
-        fleet[str(agent_id)] = Agent(
-            str(agent_id), entry, _read_persona(persona_dir, path, f"{key}.persona")
-        )
+        persona = _read_persona(persona_dir, path, f"{key}.persona")
+        servers = tuple(registry if entry.servers is None else entry.servers)
+        fleet[str(agent_id)] = Agent(str(agent_id), entry, persona, servers)
     return fleet
 
 

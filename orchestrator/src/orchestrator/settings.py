@@ -23,6 +23,10 @@ class OrchestratorSettings(BaseSettings):
     agents: Path = Field(
         default=Path("config/agents.yaml"), description="CLAWMESH_AGENTS: the fleet"
     )
+    root: Path = Field(
+        default=Path(),
+        description="CLAWMESH_ROOT: the project root, which relative persona paths start from",
+    )
 
     openai_api_key: SecretStr | None = Field(default=None, validation_alias=_env("OPENAI_API_KEY"))
     openai_base_url: str | None = Field(default=None, validation_alias=_env("OPENAI_BASE_URL"))
@@ -38,6 +42,8 @@ class OrchestratorSettings(BaseSettings):
     mesh_token: SecretStr | None = Field(default=None, validation_alias=_env("MESH_TOKEN"))
     tool_timeout_s: float = Field(default=30, gt=0, validation_alias=_env("TOOL_TIMEOUT_S"))
     max_rounds: int = Field(default=6, ge=1, le=50, validation_alias=_env("MAX_ROUNDS"))
+    max_tool_calls: int = Field(default=24, ge=1, le=500, validation_alias=_env("MAX_TOOL_CALLS"))
+    turn_timeout_s: float = Field(default=180, gt=0, validation_alias=_env("TURN_TIMEOUT_S"))
     log_level: str = Field(default="INFO", validation_alias=_env("LOG_LEVEL"))
 
     @property

@@ -1,39 +1,43 @@
 """The registry: every configured MCP server, its tools, and calls by qualified name.
 
-Tool calls never raise: each becomes a :class:`ToolOutcome` whose ``output`` is
-the ``function_call_output`` string the model reads, errors included.
+A call returns the tool's :class:`ToolResult` or raises a
+:class:`~orchestrator.mesh.errors.ToolCallError` saying why there is none. Internal
+callers read results into the wire models they share with the servers (``call_as``);
+the model's view of either is written by :mod:`orchestrator.mesh.bridge` alone.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import anyio
-from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, ValidationError
 
 from meshkit.tool_classes import PRODUCER, READ
-from orchestrator.bridge import render_result
-from orchestrator.config import ServerEntry
-from orchestrator.connection import ServerConnection, ServerDown, ToolInfo, TransportFailure
+from orchestrator.config import Role, ServerEntry
+from orchestrator.mesh.connection import ServerConnection
+from orchestrator.mesh.errors import BrokenContract, ServerUnavailable, ToolFailed
+from orchestrator.mesh.tools import ToolInfo
 
 logger = logging.getLogger(__name__)
 
 LLM_CLASSES = frozenset({READ, PRODUCER})
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
-class ToolOutcome:
-    output: str  # what the model reads
-    ok: bool
-    structured: dict[str, Any] | None = None
+class ToolResult:
+    """A tool's successful answer: its structured content (if any) and its text."""
+
+    structured: dict[str, Any] | None
+    text: str
+    wrapped: bool = False  # fastmcp wrapped a bare return value as {"result": value}
     duration_ms: float = 0.0
-    answered: bool = True  # False: no answer (down, lost, timed out); it may work later
 
 
 @dataclass(frozen=True)
@@ -43,10 +47,6 @@ class ServerStatus:
     up: bool
     tools: int
     error: str | None
-
-
-def error_output(message: str) -> str:
-    return json.dumps({"error": message}, ensure_ascii=False)
 
 
 class Registry:
@@ -71,6 +71,7 @@ class Registry:
             )
             for name, entry in entries.items()
         }
+        self._roles = {entry.role: name for name, entry in entries.items() if entry.role}
         self._connect_wait_s = connect_wait_s
 
     @asynccontextmanager
@@ -102,6 +103,10 @@ class Registry:
         """Whether ``server`` is connected, waiting up to ``timeout_s`` for it."""
         return await self._connections[server].wait_up(timeout_s)
 
+    def server_for(self, role: Role) -> str | None:
+        """The name of the server that plays ``role`` (telegram-io, pending-actions, memory)."""
+        return self._roles.get(role)
+
     def status(self) -> list[ServerStatus]:
         return [
             ServerStatus(c.name, c.entry.transport, c.is_up, len(c.tools), c.last_error)
@@ -129,45 +134,41 @@ class Registry:
     def has_server(self, server: str) -> bool:
         return server in self._connections
 
-    async def call(self, tool: ToolInfo, arguments: dict[str, Any]) -> ToolOutcome:
-        connection = self._connections[tool.server]
+    async def call(self, tool: ToolInfo, arguments: dict[str, Any]) -> ToolResult:
+        """The tool's result; a ToolCallError when there is none."""
         started = time.perf_counter()
-        try:
-            result = await connection.call(tool, arguments)
-        except TimeoutError:
-            outcome = ToolOutcome(
-                error_output(
-                    f"{tool.qualified} did not answer within {connection.timeout_s:g} s; "
-                    "it may still complete. Do not assume it worked."
-                ),
-                ok=False,
-                answered=False,
-            )
-        except ServerDown:
-            outcome = ToolOutcome(
-                error_output(
-                    f"The {tool.server} server is unavailable right now; tell the user and "
-                    "suggest trying again shortly."
-                ),
-                ok=False,
-                answered=False,
-            )
-        except TransportFailure:
-            logger.warning("call %s lost in transport", tool.qualified)
-            outcome = ToolOutcome(
-                error_output(
-                    f"The call to {tool.qualified} failed in transport and was not retried because "
-                    "it may change something. Tell the user it may not have happened."
-                ),
-                ok=False,
-                answered=False,
-            )
-        except MCPError as error:
-            outcome = ToolOutcome(
-                error_output(f"{tool.qualified} refused the call: {error.error.message}"), ok=False
-            )
-        else:
-            output, ok = render_result(result)
-            outcome = ToolOutcome(output, ok, result.structured_content)
+        result = await self._connections[tool.server].call(tool, arguments)
+        text = "\n".join(_block_text(block) for block in result.content).strip()
+        if result.is_error:
+            raise ToolFailed(tool.qualified, text or "the tool failed")
+        meta = result.meta or {}
+        structured = result.structured_content
+        wrapped = bool(meta.get("fastmcp", {}).get("wrap_result")) and (
+            structured is not None and set(structured) == {"result"}
+        )
         elapsed = (time.perf_counter() - started) * 1000
-        return replace(outcome, duration_ms=elapsed)
+        return ToolResult(structured, text, wrapped, elapsed)
+
+    async def call_as(self, server: str, name: str, arguments: dict[str, Any], model: type[M]) -> M:
+        """Call ``server``'s tool ``name`` and read its structured result as ``model``."""
+        tool = self.find(server, name)
+        if tool is None:
+            raise ServerUnavailable(f"{server}__{name}", f"no tool {name} on {server} right now")
+        result = await self.call(tool, arguments)
+        try:
+            return model.model_validate(result.structured or {})
+        except ValidationError as error:
+            logger.error("%s answered outside its contract: %s", tool.qualified, error)
+            raise BrokenContract(tool.qualified, f"not a {model.__name__}") from None
+
+
+def _block_text(block: Any) -> str:
+    kind = getattr(block, "type", "")
+    if kind == "text":
+        return str(block.text)
+    if kind == "resource":
+        resource = block.resource
+        return str(getattr(resource, "text", None) or f"[resource {resource.uri}]")
+    if kind == "resource_link":
+        return f"[resource {block.uri}]"
+    return f"[{kind or 'content'} omitted]"

@@ -1,7 +1,8 @@
 """Channel-agnostic dispatch: commands, button taps and text turns, one chat at a time.
 
-Channels (the console now, Telegram next) turn their input into calls here and
-render the :class:`Reply`. Turns are serial within one chat and concurrent
+Channels (the console, Telegram) turn their input into calls here and render the
+:class:`Reply`; what is particular to a channel (Telegram's ``/help@Bot`` form, its
+message limits) stays in the channel. Turns are serial within one chat and concurrent
 across chats and agents.
 """
 
@@ -13,11 +14,11 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from orchestrator.actions import ActionDesk, Answer, Edit, proposals_of
-from orchestrator.conversation import Conversation
-from orchestrator.registry import Registry
-from orchestrator.replies import Button, Reply
-from orchestrator.turn import AgentRuntime, ToolObserver, TurnEngine
+from orchestrator.core.actions import ActionDesk, Answer, Edit, proposals_of
+from orchestrator.core.conversation import Conversation
+from orchestrator.core.replies import Button, Reply
+from orchestrator.core.turn import AgentRuntime, ToolObserver, TurnEngine
+from orchestrator.mesh.registry import Registry
 
 __all__ = ["Button", "Dispatcher", "Reply"]
 
@@ -75,7 +76,6 @@ class Dispatcher:
         """
         runtime = self.agents[agent_id]
         command = text.strip().split(maxsplit=1)[0].lower() if text.startswith("/") else ""
-        command = command.split("@", 1)[0]  # "/help@ClawdiaBot" in Telegram
         if command == "/stop":  # not behind the chat's lock: it must reach the running turn
             stopped = Reply(STOPPED if self.stop(agent_id, chat_id) else NOTHING_TO_STOP)
             return await _delivered(stopped, deliver)
@@ -92,7 +92,7 @@ class Dispatcher:
                     del self._running[(agent_id, chat_id)]
             if scope.cancelled_caught:
                 return Reply("")
-            proposals = proposals_of(result.outcomes)
+            proposals = proposals_of(result.results)
             reply = Reply(result.text)
             if proposals:
                 reply = await self._desk.stage(agent_id, chat_id, user_id, result.text, proposals)
@@ -146,7 +146,7 @@ class Dispatcher:
             lines.append("I can use:")
             lines += [f"• {server}: {', '.join(titles)}" for server, titles in by_server.items()]
         down = {status.name for status in self._registry.status() if not status.up}
-        missing = [s for s in runtime.agent.entry.servers if s in down]
+        missing = [s for s in runtime.agent.servers if s in down]
         if missing:
             lines.append(f"(unavailable right now: {', '.join(missing)})")
         lines.append(self._commands_line())
@@ -159,8 +159,9 @@ class Dispatcher:
             f"{runtime.agent.entry.name} · model {runtime.llm.model} · "
             f"up {uptime // 3600}h {uptime % 3600 // 60}m {uptime % 60}s"
         ]
+        memory = self._registry.server_for("memory")
         for status in self._registry.status():
-            if status.name not in runtime.agent.entry.servers and status.name != "memory":
+            if status.name not in runtime.agent.servers and status.name != memory:
                 continue
             count = sum(1 for tool in visible if tool.server == status.name)
             tools = f", {count} tools" if count else ""

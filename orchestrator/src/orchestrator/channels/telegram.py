@@ -24,36 +24,28 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import anyio
 
-from orchestrator.dispatch import Dispatcher, Reply
-from orchestrator.registry import Registry
-from orchestrator.turn import AgentRuntime
+from meshkit.wire.telegram_io import InboxUpdate
+from orchestrator.channels.telegram_io import (
+    TelegramIO,
+    TelegramIOFailed,
+    TelegramIOUnavailable,
+    TelegramRefused,
+)
+from orchestrator.core.dispatch import Dispatcher, Reply
+from orchestrator.core.turn import AgentRuntime
+from orchestrator.mesh.registry import Registry
 
 logger = logging.getLogger(__name__)
 
-TELEGRAM_IO = "telegram_io"
 MEDIA_REPLY = (
     "I can only read text for now: photos, voice notes, stickers and files are not "
     "supported. Tell me in words what you need."
 )
+FAILED_REPLY = "Something went wrong on my side and I could not answer that. Please try again."
 DONE_MEMORY = 10_000  # update ids remembered as finished, to ack their redeliveries
-
-Update = dict[str, Any]
-
-
-class TelegramIOFailed(Exception):
-    """A call to telegram-io did not succeed."""
-
-
-class TelegramIOUnavailable(TelegramIOFailed):
-    """telegram-io did not answer (down, restarting, lost call): try again later."""
-
-
-class TelegramRefused(TelegramIOFailed):
-    """telegram-io answered with an error (blocked user, bad request): trying again won't help."""
 
 
 class TelegramChannel:
@@ -71,7 +63,7 @@ class TelegramChannel:
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     ) -> None:
         self._dispatcher = dispatcher
-        self._registry = registry
+        self._io = TelegramIO(registry)
         self._batch = batch
         self._wait_s = wait_s
         self._typing_after_s = typing_after_s
@@ -79,33 +71,29 @@ class TelegramChannel:
         self._repoll_after_s = repoll_after_s
         self._turns = anyio.CapacityLimiter(max_turns)
         self._sleep = sleep
-        self._queues: dict[tuple[str, str], deque[Update]] = {}
+        self._queues: dict[tuple[str, str], deque[InboxUpdate]] = {}
         self._active: set[str] = set()
         self._finished = anyio.Event()  # set (and replaced) whenever an update is let go
         self._done: OrderedDict[str, None] = OrderedDict()
 
     async def run(self) -> None:
         """Poll telegram-io and dispatch until cancelled."""
-        dispatcher = self._dispatcher
-        dispatcher.status_probes.append(self._status_lines)
+        self._dispatcher.status_probes.append(self._status_lines)
         delay = 0.5
         async with anyio.create_task_group() as tasks:
             while True:
                 try:
-                    updates = await self._call(
-                        "next_updates", {"max": self._batch, "wait_s": self._wait_s}
-                    )
+                    batch = await self._io.next_updates(self._batch, self._wait_s)
                 except TelegramIOFailed as error:
                     logger.warning("telegram-io: next_updates failed (%s); retrying", error)
                     await self._sleep(delay)
                     delay = min(delay * 2, 10.0)
                     continue
                 delay = 0.5
-                batch = updates.get("updates", [])
                 for update in batch:
                     await self._accept(update, tasks)
                 if batch:
-                    await self._settle({str(u.get("id")) for u in batch})
+                    await self._settle({u.id for u in batch})
 
     async def _settle(self, uids: set[str]) -> None:
         """Until none of ``uids`` is being handled, ``repoll_after_s`` at the latest."""
@@ -113,40 +101,37 @@ class TelegramChannel:
             while not uids.isdisjoint(self._active):
                 await self._finished.wait()
 
-    async def _accept(self, update: Update, tasks: anyio.abc.TaskGroup) -> None:
-        uid = str(update.get("id"))
+    async def _accept(self, update: InboxUpdate, tasks: anyio.abc.TaskGroup) -> None:
+        uid = update.id
         if uid in self._active:
             return  # a redelivery of what is being answered right now
         if uid in self._done:
             await self._ack(uid)
             return
-        runtime = self._dispatcher.agents.get(str(update.get("agent")))
-        if runtime is None or not _allowed(runtime, update):
+        runtime = self._dispatcher.agents.get(update.agent)
+        if runtime is None or update.chat_id is None or not _allowed(runtime, update):
             logger.info(
                 "dropped update %s: agent=%s user=%s chat_type=%s (not allowed)",
                 uid,
-                update.get("agent"),
-                update.get("user_id"),
-                update.get("chat_type"),
+                update.agent,
+                update.user_id,
+                update.chat_type,
             )
             await self._finish(uid)
             return
-        chat = str(update["chat_id"])
         self._active.add(uid)
-        if update.get("kind") == "callback" or (
-            update.get("kind") == "text" and _command(update) == "/stop"
-        ):
+        if update.kind == "callback" or (update.kind == "text" and _command(update) == "/stop"):
             # Not behind the chat's queue: /stop must reach the running turn, and a tap is
             # answered at once even while a turn runs (pending-actions keeps taps atomic).
             tasks.start_soon(self._handle_now, runtime, update)
             return
-        key = (runtime.id, chat)
+        key = (runtime.id, update.chat_id)
         queue = self._queues.get(key)
         if queue is not None:
             queue.append(update)  # its worker is running and takes it in turn
             return
         self._queues[key] = deque([update])
-        tasks.start_soon(self._work, key, name=f"chat:{runtime.id}:{chat}")
+        tasks.start_soon(self._work, key, name=f"chat:{runtime.id}:{update.chat_id}")
 
     async def _work(self, key: tuple[str, str]) -> None:
         queue = self._queues[key]
@@ -159,9 +144,11 @@ class TelegramChannel:
         finally:
             del self._queues[key]
 
-    async def _handle_now(self, runtime: AgentRuntime, update: Update) -> None:
-        """Answer an accepted update (in ``_active`` since ``_accept``), then let it go."""
-        uid = str(update["id"])
+    async def _handle_now(self, runtime: AgentRuntime, update: InboxUpdate) -> None:
+        """Answer an accepted update (in ``_active`` since ``_accept``), then let it go.
+
+        The boundary of one update: whatever goes wrong, the others go on."""
+        uid = update.id
         try:
             reply = await self._answer(runtime, update)
             if reply is not None and reply.text:
@@ -175,20 +162,22 @@ class TelegramChannel:
             await self._finish(uid)
         except Exception:
             logger.exception("update %s: failed; acked so it does not come back forever", uid)
+            if update.kind == "text":
+                await self._best_effort(self._send(runtime.id, update, Reply(FAILED_REPLY)))
             await self._finish(uid)
         finally:
             self._active.discard(uid)
             self._finished.set()
             self._finished = anyio.Event()
 
-    async def _answer(self, runtime: AgentRuntime, update: Update) -> Reply | None:
-        agent, chat, kind = runtime.id, str(update["chat_id"]), update.get("kind")
-        if kind == "callback":
+    async def _answer(self, runtime: AgentRuntime, update: InboxUpdate) -> Reply | None:
+        agent, chat = runtime.id, str(update.chat_id)
+        if update.kind == "callback":
             await self._tap(agent, chat, update)
             return None
-        if kind == "media":
+        if update.kind == "media":
             return Reply(MEDIA_REPLY)
-        if kind != "text":
+        if update.kind != "text":
             return None
         typing = anyio.CancelScope()
 
@@ -207,9 +196,9 @@ class TelegramChannel:
                 await self._dispatcher.on_text(
                     agent,
                     chat,
-                    str(update.get("text") or ""),
-                    message_id=str(update["id"]),
-                    user_id=str(update.get("user_id")),
+                    _without_bot_name(update.text or ""),
+                    message_id=update.id,
+                    user_id=update.user_id,
                     deliver=deliver,
                 )
             except TelegramIOFailed as error:
@@ -220,37 +209,24 @@ class TelegramChannel:
             raise failed
         return None  # delivered already
 
-    async def _tap(self, agent: str, chat: str, update: Update) -> None:
+    async def _tap(self, agent: str, chat: str, update: InboxUpdate) -> None:
         """A button tap never reaches the model: answered, done once, its message edited."""
         answered = False
 
         async def answer(text: str) -> None:
             nonlocal answered
             answered = True
-            await self._best_effort(
-                "answer_callback", agent=agent, callback_id=update["callback_id"], text=text
-            )
+            await self._best_effort(self._io.answer_callback(agent, update.callback_id or "", text))
 
         async def edit(reply: Reply) -> None:
-            message_id = update.get("message_id")
-            if not reply.text or message_id is None:
+            if not reply.text or update.message_id is None:
                 return
-            rows = [[{"label": b.label, "data": b.data} for b in row] for row in reply.buttons]
-            arguments: dict[str, Any] = {
-                "agent": agent,
-                "chat_id": chat,
-                "message_id": message_id,
-                "text": reply.text[:4096],
-            }
-            if rows:
-                arguments["buttons"] = rows
             try:
-                await self._call("edit_message", arguments)
+                await self._io.edit(agent, chat, update.message_id, reply)
             except TelegramIOFailed as error:  # done is done: the notice told the user
-                logger.warning("update %s: the message could not be edited (%s)", uid, error)
+                logger.warning("update %s: the message could not be edited (%s)", update.id, error)
 
-        uid = update["id"]
-        user, data = str(update.get("user_id")), str(update.get("callback_data") or "")
+        user, data = str(update.user_id), update.callback_data or ""
         await self._dispatcher.on_callback(agent, chat, user, data, answer, edit)
         if not answered:
             await answer("")
@@ -263,24 +239,16 @@ class TelegramChannel:
         """
         await self._sleep(self._typing_after_s)
         while True:
-            await self._best_effort("send_chat_action", agent=agent, chat_id=chat)
+            await self._best_effort(self._io.typing(agent, chat))
             await self._sleep(self._typing_every_s)
 
-    async def _send(self, agent: str, update: Update, reply: Reply) -> None:
-        buttons = [[{"label": b.label, "data": b.data} for b in row] for row in reply.buttons]
-        arguments: dict[str, Any] = {
-            "agent": agent,
-            "chat_id": str(update["chat_id"]),
-            "text": reply.text,
-            "idempotency_key": f"reply:{update['id']}",
-        }
-        if buttons:
-            arguments["buttons"] = buttons
+    async def _send(self, agent: str, update: InboxUpdate, reply: Reply) -> None:
+        chat, key = str(update.chat_id), f"reply:{update.id}"
         try:
-            await self._call("send_message", arguments)
+            await self._io.send(agent, chat, reply, key)
         except TelegramIOUnavailable:
             # The key makes a second try safe: parts already delivered are not sent again.
-            await self._call("send_message", arguments)
+            await self._io.send(agent, chat, reply, key)
 
     async def _finish(self, uid: str) -> None:
         await self._ack(uid)
@@ -290,45 +258,39 @@ class TelegramChannel:
 
     async def _ack(self, uid: str) -> None:
         try:
-            await self._call("ack", {"ids": [uid]})
+            await self._io.ack(uid)
         except TelegramIOFailed as error:
             logger.warning("ack %s failed (%s); it will be handed over and acked again", uid, error)
 
     async def _status_lines(self) -> list[str]:
         try:
-            status = await self._call("status", {})
+            status = await self._io.status()
         except TelegramIOFailed:
             return ["Telegram inbox: unavailable"]
-        bots = ", ".join(f"{b['agent']} {b['state']}" for b in status.get("bots", []))
-        parked = " · PARKED (kill switch)" if status.get("parked") else ""
-        return [f"Telegram inbox: {status.get('pending', 0)} waiting · bots: {bots}{parked}"]
+        bots = ", ".join(f"{b.agent} {b.state}" for b in status.bots)
+        parked = " · PARKED (kill switch)" if status.parked else ""
+        return [f"Telegram inbox: {status.pending} waiting · bots: {bots}{parked}"]
 
-    async def _best_effort(self, tool: str, **arguments: Any) -> None:
+    @staticmethod
+    async def _best_effort(call: Awaitable[object]) -> None:
         try:
-            await self._call(tool, arguments)
+            await call
         except TelegramIOFailed as error:
-            logger.info("%s failed: %s", tool, error)
-
-    async def _call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        tool = self._registry.find(TELEGRAM_IO, name)
-        if tool is None:
-            raise TelegramIOUnavailable(f"{TELEGRAM_IO}.{name} is not available (server down?)")
-        outcome = await self._registry.call(tool, arguments)
-        if not outcome.ok:
-            error = TelegramIOUnavailable if not outcome.answered else TelegramRefused
-            raise error(outcome.output[:300])
-        return outcome.structured or {}
+            logger.info("telegram-io: %s", error)
 
 
-def _allowed(runtime: AgentRuntime, update: Update) -> bool:
-    entry = runtime.agent.entry
-    return (
-        update.get("chat_type") == "private"
-        and update.get("chat_id") is not None
-        and str(update.get("user_id")) in entry.allowed_user_ids
-    )
+def _allowed(runtime: AgentRuntime, update: InboxUpdate) -> bool:
+    return update.chat_type == "private" and update.user_id in runtime.agent.entry.allowed_user_ids
 
 
-def _command(update: Update) -> str:
-    text = str(update.get("text") or "").strip()
-    return text.split(maxsplit=1)[0].split("@", 1)[0].lower() if text.startswith("/") else ""
+def _command(update: InboxUpdate) -> str:
+    text = _without_bot_name(update.text or "").strip()
+    return text.split(maxsplit=1)[0].lower() if text.startswith("/") else ""
+
+
+def _without_bot_name(text: str) -> str:
+    """``/help@ClawdiaBot args`` → ``/help args``: Telegram names the bot in group commands."""
+    if not text.startswith("/"):
+        return text
+    command, space, rest = text.partition(" ")
+    return command.split("@", 1)[0] + space + rest

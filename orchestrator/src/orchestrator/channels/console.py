@@ -13,10 +13,10 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from orchestrator.connection import ToolInfo
-from orchestrator.dispatch import Button, Dispatcher, Reply
+from orchestrator.core.dispatch import Button, Dispatcher, Reply
+from orchestrator.core.turn import arguments_preview
 from orchestrator.llm.base import FunctionCall
-from orchestrator.turn import arguments_preview
+from orchestrator.mesh.tools import ToolInfo
 
 CHAT_ID = "console"
 USER_ID = "console"

@@ -1,4 +1,5 @@
-"""MCP tools to Responses API function tools, arguments back, results to output strings.
+"""MCP tools to Responses API function tools, arguments back, results and errors to the
+output strings the model reads (the only place that writes them).
 
 Strict mode (structured outputs) accepts a subset of JSON Schema: every object
 closed (``additionalProperties: false``) with every property required, optional
@@ -13,10 +14,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import mcp_types
-
-from orchestrator.connection import ToolInfo
 from orchestrator.llm.base import ToolSpec
+from orchestrator.mesh.errors import (
+    CallLost,
+    CallRefused,
+    CallTimedOut,
+    ServerUnavailable,
+    ToolCallError,
+    ToolFailed,
+)
+from orchestrator.mesh.registry import ToolResult
+from orchestrator.mesh.tools import ToolInfo
 
 _KEEP = frozenset(
     {
@@ -177,30 +185,52 @@ def _drop_optional_nulls(value: Any, schema: Any) -> Any:
     }
 
 
-def render_result(result: mcp_types.CallToolResult) -> tuple[str, bool]:
+def output_of(result: ToolResult) -> str:
     """The function_call_output string: structured content as JSON, else the text."""
-    text = "\n".join(_block_text(block) for block in result.content).strip()
-    if result.is_error:
-        return json.dumps({"error": text or "the tool failed"}, ensure_ascii=False), False
-    structured = result.structured_content
-    if structured is not None:
-        meta = result.meta or {}
-        if meta.get("fastmcp", {}).get("wrap_result") and set(structured) == {"result"}:
-            value = structured["result"]  # a tool that returned a bare value
-            if isinstance(value, str):
-                return value, True
-            return json.dumps(value, ensure_ascii=False, separators=(",", ":")), True
-        return json.dumps(structured, ensure_ascii=False, separators=(",", ":")), True
-    return text, True
+    if result.structured is None:
+        return result.text
+    if result.wrapped:
+        value = result.structured["result"]  # a tool that returned a bare value
+        return value if isinstance(value, str) else _json(value)
+    return _json(result.structured)
 
 
-def _block_text(block: Any) -> str:
-    kind = getattr(block, "type", "")
-    if kind == "text":
-        return str(block.text)
-    if kind == "resource":
-        resource = block.resource
-        return str(getattr(resource, "text", None) or f"[resource {resource.uri}]")
-    if kind == "resource_link":
-        return f"[resource {block.uri}]"
-    return f"[{kind or 'content'} omitted]"
+def error_output(message: str) -> str:
+    return json.dumps({"error": message}, ensure_ascii=False)
+
+
+def output_of_error(error: ToolCallError, tool: ToolInfo) -> str:
+    """What the model reads when a call gave no result: what happened and what to do."""
+    return error_output(_explained(error, tool))
+
+
+def _explained(error: ToolCallError, tool: ToolInfo) -> str:  # noqa: PLR0911 (one per case)
+    if isinstance(error, ToolFailed):
+        return error.message
+    if isinstance(error, ServerUnavailable):
+        return (
+            f"The {tool.server} server is unavailable right now; tell the user and "
+            "suggest trying again shortly."
+        )
+    if isinstance(error, CallTimedOut):
+        return (
+            f"{tool.qualified} did not answer within {error.timeout_s:g} s; "
+            "it may still complete. Do not assume it worked."
+        )
+    if isinstance(error, CallLost) and tool.retry_safe:
+        return (
+            f"The call to {tool.qualified} failed in transport, also when tried again; "
+            "tell the user and suggest trying again shortly."
+        )
+    if isinstance(error, CallLost):  # not sent again: it may have happened
+        return (
+            f"The call to {tool.qualified} failed in transport and was not retried because "
+            "it may change something. Tell the user it may not have happened."
+        )
+    if isinstance(error, CallRefused):
+        return f"{tool.qualified} refused the call: {error.detail}"
+    return f"{tool.qualified} gave an answer clawmesh cannot read."
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

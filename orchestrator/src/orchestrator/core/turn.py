@@ -1,8 +1,10 @@
-"""One turn: the window, the model, its tool calls (concurrently), bounded rounds.
+"""One turn: the window, the model, its tool calls (concurrently), within bounds.
 
-Every failure of a tool becomes that call's output so the model can react. A
-failure of the model ends the turn with the error's fixed user message and
-stores nothing, so the next attempt starts from the same history.
+A turn is bounded three ways: ``max_rounds`` model requests, ``max_tool_calls`` tool
+calls, and ``timeout_s`` of wall time. Every failure of a tool becomes that call's
+output so the model can react. A failure of the model, or the time running out, ends
+the turn with one fixed line for the user and stores nothing, so the next attempt
+starts from the same history.
 """
 
 from __future__ import annotations
@@ -16,14 +18,21 @@ from datetime import UTC, datetime
 
 import anyio
 
-from orchestrator.bridge import prepare_arguments, to_tool_spec
 from orchestrator.config import Agent
-from orchestrator.connection import ToolInfo
-from orchestrator.conversation import Conversation
-from orchestrator.instructions import instructions
+from orchestrator.core.conversation import Conversation
+from orchestrator.core.instructions import instructions
 from orchestrator.llm.base import LLM, FunctionCall, Item, ToolSpec, Usage
 from orchestrator.llm.errors import LLMError
-from orchestrator.registry import Registry, ToolOutcome, error_output
+from orchestrator.mesh.bridge import (
+    error_output,
+    output_of,
+    output_of_error,
+    prepare_arguments,
+    to_tool_spec,
+)
+from orchestrator.mesh.errors import ToolCallError
+from orchestrator.mesh.registry import Registry, ToolResult
+from orchestrator.mesh.tools import ToolInfo
 
 logger = logging.getLogger(__name__)
 
@@ -31,9 +40,23 @@ ROUND_LIMIT_REPLY = (
     "I stopped after {rounds} rounds of tool calls without a final answer. "
     "Could you narrow the request, or ask me to continue?"
 )
+TIMEOUT_REPLY = (
+    "That took too long ({seconds:g} s), so I stopped without an answer. "
+    "Try again, or ask for something smaller."
+)
+TOOL_LIMIT_OUTPUT = (
+    "Not called: this turn has used its {limit} tool calls. Answer with what you have."
+)
 EMPTY_REPLY = "I have nothing to add to that."
 
 ToolObserver = Callable[[ToolInfo | None, FunctionCall], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class TurnLimits:
+    max_rounds: int = 6  # model requests (each retried by the LLM layer's own policy)
+    max_tool_calls: int = 24
+    timeout_s: float = 180.0
 
 
 @dataclass(frozen=True)
@@ -42,7 +65,7 @@ class AgentRuntime:
 
     agent: Agent
     llm: LLM
-    max_rounds: int
+    limits: TurnLimits = field(default_factory=TurnLimits)
 
     @property
     def id(self) -> str:
@@ -52,12 +75,17 @@ class AgentRuntime:
 @dataclass
 class TurnResult:
     text: str
-    outcome: str  # ok | round_limit | llm_error
+    outcome: str  # ok | round_limit | llm_error | timeout
     new_items: list[Item] = field(default_factory=list)
-    outcomes: list[tuple[ToolInfo, ToolOutcome]] = field(default_factory=list)
+    results: list[tuple[ToolInfo, ToolResult]] = field(default_factory=list)
     llm_calls: int = 0
     tool_calls: int = 0
     usage: Usage = field(default_factory=Usage)
+
+    @property
+    def stored(self) -> bool:
+        """Whether the turn goes into the conversation (a failed one leaves no trace)."""
+        return self.outcome in ("ok", "round_limit")
 
 
 class TurnEngine:
@@ -75,7 +103,7 @@ class TurnEngine:
 
     def visible_tools(self, runtime: AgentRuntime) -> list[ToolInfo]:
         """The read and producer tools of the agent's own servers: all the model may call."""
-        return self._registry.tools(runtime.agent.entry.servers)
+        return self._registry.tools(runtime.agent.servers)
 
     async def run(
         self,
@@ -93,7 +121,18 @@ class TurnEngine:
         deliver the answer first.
         """
         started = time.perf_counter()
-        result = await self._run(runtime, chat_id, text, observe)
+        result = TurnResult(text="", outcome="ok")
+        with anyio.move_on_after(runtime.limits.timeout_s) as deadline:
+            await self._run(runtime, chat_id, text, observe, result)
+        if deadline.cancelled_caught:
+            logger.warning(
+                "turn agent=%s chat=%s: no answer within %g s; stopped",
+                runtime.id,
+                chat_id,
+                runtime.limits.timeout_s,
+            )
+            result.outcome = "timeout"
+            result.text = TIMEOUT_REPLY.format(seconds=runtime.limits.timeout_s)
         if remember:
             await self.remember(runtime, chat_id, result, turn_id)
         logger.info(
@@ -116,16 +155,18 @@ class TurnEngine:
         chat_id: str,
         text: str,
         observe: ToolObserver | None,
-    ) -> TurnResult:
+        result: TurnResult,
+    ) -> None:
         tools = {tool.qualified: tool for tool in self.visible_tools(runtime)}
         specs = [self._spec(tool) for tool in tools.values()]
         user: Item = {"type": "message", "role": "user", "content": text}
         history = await self._conversation.window(runtime.id, chat_id)
         items = [*history, user]
-        result = TurnResult(text="", outcome="ok", new_items=[user])
+        result.new_items.append(user)
         system = instructions(runtime.agent, self._now())
+        limits = runtime.limits
         try:
-            for _ in range(runtime.max_rounds):
+            for _ in range(limits.max_rounds):
                 reply = await runtime.llm.respond(instructions=system, items=items, tools=specs)
                 result.llm_calls += 1
                 result.usage += reply.usage
@@ -133,16 +174,15 @@ class TurnEngine:
                 result.new_items.extend(i for i in reply.items if i.get("type") != "reasoning")
                 if not reply.calls:
                     result.text = reply.text.strip() or EMPTY_REPLY
-                    break
+                    return
                 outputs = await self._execute_all(reply.calls, tools, result, observe, runtime)
                 items.extend(outputs)
                 result.new_items.extend(outputs)
-            else:
-                result.outcome = "round_limit"
-                result.text = ROUND_LIMIT_REPLY.format(rounds=runtime.max_rounds)
-                result.new_items.append(
-                    {"type": "message", "role": "assistant", "content": result.text}
-                )
+            result.outcome = "round_limit"
+            result.text = ROUND_LIMIT_REPLY.format(rounds=limits.max_rounds)
+            result.new_items.append(
+                {"type": "message", "role": "assistant", "content": result.text}
+            )
         except LLMError as error:
             logger.warning(
                 "turn agent=%s chat=%s: LLM failed: %s (%r)",
@@ -153,14 +193,13 @@ class TurnEngine:
             )
             result.outcome = "llm_error"
             result.text = error.user_message
-        return result
 
     async def remember(
         self, runtime: AgentRuntime, chat_id: str, result: TurnResult, turn_id: str | None
     ) -> None:
-        """Store a turn in the conversation; one whose model call failed stores nothing, so
-        the next attempt starts from the same history."""
-        if result.outcome != "llm_error":
+        """Store a turn in the conversation; one whose model failed or whose time ran out
+        stores nothing, so the next attempt starts from the same history."""
+        if result.stored:
             await self._conversation.append(runtime.id, chat_id, result.new_items, turn_id)
 
     async def _execute_all(
@@ -172,19 +211,23 @@ class TurnEngine:
         runtime: AgentRuntime,
     ) -> list[Item]:
         outputs: list[Item] = [{} for _ in calls]
+        allowed = max(0, runtime.limits.max_tool_calls - result.tool_calls)
 
         async def execute(index: int, call: FunctionCall) -> None:
             tool = tools.get(call.name)
-            if observe is not None:
-                await observe(tool, call)
-            output = await self._execute(call, tool, result, runtime)
+            if index >= allowed:
+                output = error_output(TOOL_LIMIT_OUTPUT.format(limit=runtime.limits.max_tool_calls))
+            else:
+                if observe is not None:
+                    await observe(tool, call)
+                output = await self._execute(call, tool, result, runtime)
             outputs[index] = {
                 "type": "function_call_output",
                 "call_id": call.call_id,
                 "output": output,
             }
 
-        result.tool_calls += len(calls)
+        result.tool_calls += min(len(calls), allowed)
         async with anyio.create_task_group() as group:
             for index, call in enumerate(calls):
                 group.start_soon(execute, index, call)
@@ -210,13 +253,13 @@ class TurnEngine:
         context = {"agent": runtime.id}
         arguments.update({name: context[name] for name in tool.context})
         try:
-            outcome = await self._registry.call(tool, arguments)
-        except Exception:  # a bug must not take the turn down: the model hears of a failure
-            logger.exception("tool %s raised", call.name)
-            return error_output(f"{call.name} failed unexpectedly.")
-        result.outcomes.append((tool, outcome))
-        logger.debug("tool %s ok=%s %.1f ms", call.name, outcome.ok, outcome.duration_ms)
-        return outcome.output
+            answer = await self._registry.call(tool, arguments)
+        except ToolCallError as error:
+            logger.debug("tool %s gave no result: %s", call.name, error)
+            return output_of_error(error, tool)
+        result.results.append((tool, answer))
+        logger.debug("tool %s ok %.1f ms", call.name, answer.duration_ms)
+        return output_of(answer)
 
     def _spec(self, tool: ToolInfo) -> ToolSpec:
         cached = self._specs.get(tool.qualified)

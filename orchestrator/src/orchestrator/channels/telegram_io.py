@@ -1,0 +1,95 @@
+"""The telegram-io server, as the Telegram channel uses it: typed calls, Telegram's limits.
+
+The server is the registry's server with ``role: telegram-io``. Its answers are read into
+the wire models it returns (``meshkit.wire.telegram_io``); a call that gives no result
+raises :class:`TelegramIOUnavailable` (no answer: try again later) or
+:class:`TelegramRefused` (answered with an error: trying again won't help).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from meshkit.wire.telegram_io import Acked, Done, InboxUpdate, Sent, Status, Updates
+from orchestrator.core.replies import Reply
+from orchestrator.mesh.errors import ToolCallError
+from orchestrator.mesh.registry import Registry
+
+MAX_TEXT = 4096  # Telegram's limit for one message; send_message splits longer texts itself
+M = TypeVar("M", bound=BaseModel)
+
+
+class TelegramIOFailed(Exception):
+    """A call to telegram-io did not succeed."""
+
+
+class TelegramIOUnavailable(TelegramIOFailed):
+    """telegram-io did not answer (down, restarting, lost call): try again later."""
+
+
+class TelegramRefused(TelegramIOFailed):
+    """telegram-io answered with an error (blocked user, bad request): trying again won't help."""
+
+
+class TelegramIO:
+    def __init__(self, registry: Registry) -> None:
+        self._registry = registry
+        self._server = registry.server_for("telegram-io")
+
+    @property
+    def configured(self) -> bool:
+        return self._server is not None
+
+    async def next_updates(self, batch: int, wait_s: float) -> list[InboxUpdate]:
+        updates = await self._call("next_updates", {"max": batch, "wait_s": wait_s}, Updates)
+        return updates.updates
+
+    async def ack(self, update_id: str) -> None:
+        await self._call("ack", {"ids": [update_id]}, Acked)
+
+    async def send(self, agent: str, chat_id: str, reply: Reply, key: str) -> Sent:
+        arguments: dict[str, Any] = {
+            "agent": agent,
+            "chat_id": chat_id,
+            "text": reply.text,
+            "idempotency_key": key,
+        }
+        if reply.buttons:
+            arguments["buttons"] = _buttons(reply)
+        return await self._call("send_message", arguments, Sent)
+
+    async def edit(self, agent: str, chat_id: str, message_id: int, reply: Reply) -> None:
+        arguments: dict[str, Any] = {
+            "agent": agent,
+            "chat_id": chat_id,
+            "message_id": message_id,
+            "text": reply.text[:MAX_TEXT],  # an edit cannot grow into a second message
+        }
+        if reply.buttons:
+            arguments["buttons"] = _buttons(reply)
+        await self._call("edit_message", arguments, Done)
+
+    async def answer_callback(self, agent: str, callback_id: str, text: str) -> None:
+        arguments = {"agent": agent, "callback_id": callback_id, "text": text}
+        await self._call("answer_callback", arguments, Done)
+
+    async def typing(self, agent: str, chat_id: str) -> None:
+        await self._call("send_chat_action", {"agent": agent, "chat_id": chat_id}, Done)
+
+    async def status(self) -> Status:
+        return await self._call("status", {}, Status)
+
+    async def _call(self, tool: str, arguments: dict[str, Any], model: type[M]) -> M:
+        if self._server is None:
+            raise TelegramIOUnavailable("no server with role 'telegram-io' in the registry")
+        try:
+            return await self._registry.call_as(self._server, tool, arguments, model)
+        except ToolCallError as error:
+            failed = TelegramRefused if error.answered else TelegramIOUnavailable
+            raise failed(str(error)[:300]) from error
+
+
+def _buttons(reply: Reply) -> list[list[dict[str, str]]]:
+    return [[{"label": b.label, "data": b.data} for b in row] for row in reply.buttons]

@@ -1,0 +1,268 @@
+"""Pending actions, seen from the orchestrator: stage proposals, act on taps.
+
+    turn ─► proposals in producer tools' results ─► pending-actions stage (one batch)
+         ─► reply: the model's text, each change's summary (the server's words, not the
+            model's), and buttons
+    tap  ─► answer it ─► approve / cancel (pending-actions decides, atomically)
+         ─► <server>.confirm_<kind>(payload, approval) ─► complete / fail
+         ─► the message edited to show each outcome; the conversation told
+
+No model is involved in a tap. Double taps, taps after cancel or expiry, and forged
+data get a clear answer and never a second execution: pending-actions lets one
+approval through, and the confirm tool performs an action id once. The pending-actions
+server is the registry's server with ``role: pending-actions``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+import anyio
+from pydantic import BaseModel, ValidationError
+
+from meshkit.proposals import Proposal
+from meshkit.tool_classes import CONFIRM, PRODUCER
+from meshkit.wire.pending_actions import ActionView, BatchDecisions, BatchView, Decision, Staged
+from orchestrator.core.batches import Line, message_of, render
+from orchestrator.core.callbacks import Tap, decode
+from orchestrator.core.conversation import Conversation
+from orchestrator.core.replies import Reply
+from orchestrator.mesh.errors import ToolCallError, ToolFailed
+from orchestrator.mesh.registry import Registry, ToolResult
+from orchestrator.mesh.tools import ToolInfo
+
+logger = logging.getLogger(__name__)
+
+NO_LONGER_ACTIVE = "That button is no longer active."
+UNAVAILABLE = "I can't reach the confirmations service right now; nothing was changed. Try again."
+NOT_STAGED = (
+    "⚠️ I could not put this up for your confirmation (the confirmations service is "
+    "unavailable), so nothing will change. Ask me again in a moment."
+)
+
+Answer = Callable[[str], Coroutine[Any, Any, None]]
+Edit = Callable[[Reply], Coroutine[Any, Any, None]]
+M = TypeVar("M", bound=BaseModel)
+
+
+def proposals_of(results: Sequence[tuple[ToolInfo, ToolResult]]) -> list[tuple[str, Proposal]]:
+    """The (server, proposal) pairs a turn's producer tools returned, in call order."""
+    found = []
+    for tool, result in results:
+        if tool.tool_class != PRODUCER or result.structured is None:
+            continue
+        try:
+            found.append((tool.server, Proposal.model_validate(result.structured)))
+        except ValidationError as error:
+            logger.warning("%s returned no valid proposal: %s", tool.qualified, error)
+    return found
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How an approved action went, known before pending-actions has recorded it."""
+
+    action_id: str
+    state: str  # done | failed | executing (no answer: left to resume)
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    note: str = ""  # for the conversation ("" = nothing to tell)
+    record: tuple[str, dict[str, Any]] | None = None  # the pending-actions call recording it
+
+
+def _overlay(views: list[ActionView], outcomes: list[Outcome]) -> list[Line]:
+    """The batch as fetched, with the outcomes that may not be recorded yet."""
+    known = {o.action_id: o for o in outcomes}
+    lines = []
+    for view in views:
+        line, outcome = Line.of(view), known.get(view.action_id)
+        if outcome is not None:
+            line = replace(line, state=outcome.state, result=outcome.result, error=outcome.error)
+        lines.append(line)
+    return lines
+
+
+class ActionDesk:
+    def __init__(self, registry: Registry, conversation: Conversation) -> None:
+        self._registry = registry
+        self._conversation = conversation
+        self._server = registry.server_for("pending-actions")
+
+    async def stage(
+        self,
+        agent: str,
+        chat_id: str,
+        user_id: str | None,
+        text: str,
+        proposals: list[tuple[str, Proposal]],
+    ) -> Reply:
+        """The reply for a turn that proposed changes: one batch, summaries, buttons."""
+        batch_id: str | None = None
+        lines: list[Line] = []
+        for server, proposal in proposals:
+            arguments: dict[str, Any] = {
+                "agent": agent,
+                "chat_id": chat_id,
+                "server": server,
+                "proposal": proposal.model_dump(mode="json"),
+                "batch_text": text,
+            }
+            if batch_id is not None:
+                arguments["batch_id"] = batch_id
+            if user_id is not None:
+                arguments["user_id"] = user_id
+            staged = await self._call("stage", arguments, Staged)
+            if staged is None:
+                # Those staged so far stay pending until they expire; no button reaches them.
+                return Reply(f"{text}\n\n{NOT_STAGED}")
+            batch_id = staged.batch_id
+            lines.append(
+                Line(
+                    staged.action_id,
+                    proposal.summary,
+                    proposal.confirm_label,
+                    proposal.cancel_label,
+                    "pending",
+                )
+            )
+        assert batch_id is not None
+        return render(text, batch_id, lines)
+
+    async def tap(  # noqa: PLR0917 (who, what, and the two ways back)
+        self, agent: str, chat_id: str, user_id: str, data: str, answer: Answer, edit: Edit
+    ) -> None:
+        """Do what a button says, once.
+
+        ``answer`` stops the button's spinner with a short notice, as soon as
+        pending-actions has decided; ``edit`` gets the tapped message's new content (not
+        called when the tap concerns nothing of this chat's). Only approve (which answers
+        with the batch), the confirm tool and the edit wait for each other: answering runs
+        beside them; recording the outcomes and telling the conversation follow the edit.
+        (A crash before they are recorded leaves the actions executing: a later tap
+        resumes them, and the confirm tool, which performs an action id once, answers
+        with its first result.)
+        """
+        tap = decode(data)
+        if tap is None:
+            await answer(NO_LONGER_ACTIVE)
+            return
+        decided = await self._decide(tap, user_id, chat_id)
+        if decided is None:
+            await answer(UNAVAILABLE)
+            return
+        decisions, batch = decided
+        async with anyio.create_task_group() as beside:
+            beside.start_soon(answer, notice(tap, decisions))
+            if batch is None:
+                return  # nothing of this chat's (or nothing at all): leave the message alone
+            if not any(d.ok for d in decisions) and any(
+                a.state == "executing" for a in batch.actions
+            ):
+                return  # another tap is at work on it: its edit shows how it ends
+            outcomes = [
+                await self._execute(decision)
+                for decision in decisions
+                if decision.ok and tap.verb == "confirm"
+            ]
+            await edit(render(batch.text or "", batch.batch_id, _overlay(batch.actions, outcomes)))
+            for outcome in outcomes:
+                if outcome.record is not None:
+                    beside.start_soon(self._record, *outcome.record)
+            told = [o.note for o in outcomes if o.note] + [
+                f"The user cancelled: {d.summary}"
+                for d in decisions
+                if d.ok and tap.verb == "cancel"
+            ]
+            if told:
+                note = {"type": "message", "role": "developer", "content": "\n".join(told)}
+                beside.start_soon(self._conversation.append, agent, chat_id, [note])
+
+    async def _decide(
+        self, tap: Tap, user_id: str, chat_id: str
+    ) -> tuple[list[Decision], BatchView | None] | None:
+        """The decisions, and the batch as it stands after them (None: no answer)."""
+        who = {"user_id": user_id, "chat_id": chat_id}
+        if tap.scope == "action":
+            tool = "approve" if tap.verb == "confirm" else "cancel"
+            decision = await self._call(tool, {"action_id": tap.target, **who}, Decision)
+            return None if decision is None else ([decision], decision.batch)
+        tool = "approve_batch" if tap.verb == "confirm" else "cancel_batch"
+        batch = await self._call(tool, {"batch_id": tap.target, **who}, BatchDecisions)
+        return None if batch is None else (batch.decisions, batch.batch)
+
+    async def _execute(self, decision: Decision) -> Outcome:
+        """Run the approved action's confirm tool; how it went, to be recorded."""
+        server, action = decision.server or "", decision.action_id
+        name = f"confirm_{decision.kind}"
+        tool = self._registry.find(server, name)
+        if tool is None and self._registry.has_server(server):
+            # Down, or no such tool yet: left executing, a later tap resumes it.
+            logger.warning("%s.%s unavailable; action %s left to resume", server, name, action)
+            return Outcome(action, "executing")
+        if tool is None or tool.tool_class != CONFIRM:
+            error = (
+                f"the {server} server is not configured"
+                if tool is None
+                else f"{server}.{name} is not a confirm tool"
+            )
+            note = f"Failed: {decision.summary} ({error})"
+            return Outcome(action, "failed", error=error, note=note, record=_fail(action, error))
+        try:
+            done = await self._registry.call(
+                tool, {"payload": decision.payload or {}, "approval": decision.approval or ""}
+            )
+        except ToolCallError as failure:
+            if not failure.answered:
+                # It may or may not have happened: left executing; a later tap resumes it
+                # and the confirm tool, which performs an action id once, settles it.
+                logger.warning(
+                    "action %s: %s got no answer (%s); left to resume", action, name, failure
+                )
+                return Outcome(action, "executing")
+            error = failure.message if isinstance(failure, ToolFailed) else failure.detail
+            error = error[:300]
+            note = f"The user confirmed but it failed: {decision.summary} ({error})"
+            return Outcome(action, "failed", error=error, note=note, record=_fail(action, error))
+        result = done.structured or {"message": done.text}
+        note = f"The user confirmed and it is done: {decision.summary} ({message_of(result)})"
+        record = ("complete", {"action_id": action, "result": result})
+        return Outcome(action, "done", result=result, note=note, record=record)
+
+    async def _record(self, tool: str, arguments: dict[str, Any]) -> None:
+        await self._call(tool, arguments, ActionView)
+
+    async def _call(self, tool: str, arguments: dict[str, Any], model: type[M]) -> M | None:
+        if self._server is None:
+            logger.warning("no server with role 'pending-actions': %s is unavailable", tool)
+            return None
+        try:
+            return await self._registry.call_as(self._server, tool, arguments, model)
+        except ToolCallError as error:
+            logger.warning("pending-actions: %s", error)
+            return None
+
+
+def _fail(action_id: str, error: str) -> tuple[str, dict[str, Any]]:
+    return ("fail", {"action_id": action_id, "error": error})
+
+
+def notice(tap: Tap, decisions: list[Decision]) -> str:
+    """The few words shown when a tap is answered."""
+    ok = [d for d in decisions if d.ok]
+    if tap.scope == "action":
+        decision = decisions[0] if decisions else None
+        if decision is None or decision.state == "unknown":
+            return NO_LONGER_ACTIVE
+        if decision.ok:
+            return (
+                "Confirmed: on it." if tap.verb == "confirm" else "Cancelled: nothing will change."
+            )
+        return decision.reason or f"Nothing to do: it is {decision.state}."
+    if not ok:
+        return "Nothing left to do here." if decisions else NO_LONGER_ACTIVE
+    if tap.verb == "confirm":
+        return f"Confirmed {len(ok)}: on it."
+    return f"Cancelled {len(ok)}: nothing will change."

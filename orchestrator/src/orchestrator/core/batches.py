@@ -1,0 +1,103 @@
+"""How a batch of proposed actions reads: a line per action, its outcome, its buttons."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from meshkit.wire.pending_actions import ActionView
+from orchestrator.core.callbacks import Tap, encode
+from orchestrator.core.replies import Button, Reply
+
+FULL_TEXT_LIMIT = 3500  # above this the reply went out in parts: an edit shows the list only
+MARKS = {
+    "pending": "•",
+    "executing": "⏳",
+    "done": "✅",
+    "cancelled": "❌",
+    "expired": "⌛",
+    "failed": "⚠️",
+}
+OPEN = frozenset({"pending", "executing"})
+
+
+@dataclass(frozen=True)
+class Line:
+    """One action as its message shows it."""
+
+    action_id: str
+    summary: str
+    confirm_label: str
+    cancel_label: str
+    state: str
+    result: dict[str, Any] | None = None
+    error: str | None = None
+
+    @classmethod
+    def of(cls, view: ActionView) -> Line:
+        return cls(
+            view.action_id,
+            view.summary,
+            view.confirm_label,
+            view.cancel_label,
+            str(view.state),
+            view.result,
+            view.error,
+        )
+
+
+def render(text: str, batch_id: str, lines: list[Line]) -> Reply:
+    """The message for a batch: the text, a line per action, buttons for the open ones."""
+    many = len(lines) > 1
+    listing = "\n".join(
+        f"{MARKS.get(line.state, '•')} {f'{number}. ' if many else ''}{line.summary}"
+        + _outcome(line)
+        for number, line in enumerate(lines, start=1)
+    )
+    body = (
+        f"{text}\n\n{listing}" if text and len(text) + len(listing) < FULL_TEXT_LIMIT else listing
+    )
+    # An action left executing (its confirm tool did not answer) keeps its buttons: a
+    # later tap resumes it, and its confirm tool settles it once.
+    open_ = [(n, line) for n, line in enumerate(lines, start=1) if line.state in OPEN]
+    rows = []
+    for number, line in open_:
+        prefix = f"{number}. " if many else ""
+        rows.append(
+            [
+                Button(
+                    f"{prefix}{line.confirm_label}",
+                    encode(Tap("action", "confirm", line.action_id)),
+                ),
+                Button(
+                    f"{prefix}{line.cancel_label}", encode(Tap("action", "cancel", line.action_id))
+                ),
+            ]
+        )
+    pending = [line for _, line in open_ if line.state == "pending"]
+    if len(pending) > 1:
+        rows.append(
+            [
+                Button(f"✅ Confirm all {len(pending)}", encode(Tap("batch", "confirm", batch_id))),
+                Button("❌ Cancel all", encode(Tap("batch", "cancel", batch_id))),
+            ]
+        )
+    return Reply(body, rows)
+
+
+def message_of(result: dict[str, Any] | None) -> str:
+    return str((result or {}).get("message") or "done")
+
+
+def _outcome(line: Line) -> str:
+    if line.state == "done":
+        return f" — {message_of(line.result)}"
+    if line.state == "failed":
+        return f" — failed: {line.error or 'unknown error'}"
+    if line.state == "cancelled":
+        return " — cancelled"
+    if line.state == "expired":
+        return " — expired, nothing was done"
+    if line.state == "executing":
+        return " — not finished yet: tap Confirm again to retry"
+    return ""

@@ -1,0 +1,60 @@
+"""Conversation state, kept by the memory server (so the orchestrator stays stateless).
+
+The memory server is the registry's server with ``role: memory``. Memory trouble never
+breaks a turn: a window that cannot be loaded is empty and an append that fails is
+logged; the user still gets an answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from meshkit.wire.memory import AppendResult, ResetResult, Window
+from orchestrator.llm.base import Item
+from orchestrator.mesh.errors import ToolCallError
+from orchestrator.mesh.registry import Registry
+
+logger = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class Conversation:
+    def __init__(self, registry: Registry) -> None:
+        self._registry = registry
+        self._server = registry.server_for("memory")
+        if self._server is None:
+            logger.warning(
+                "no server with role 'memory' in the registry: conversations are not remembered"
+            )
+
+    async def window(self, agent: str, chat_id: str) -> list[Item]:
+        window = await self._call("load_window", {"agent": agent, "chat_id": chat_id}, Window)
+        return list(window.items) if window is not None else []
+
+    async def append(
+        self, agent: str, chat_id: str, items: list[Item], turn_id: str | None = None
+    ) -> bool:
+        """Store a turn; with ``turn_id``, a turn redone after a crash is stored once."""
+        if not items:
+            return True
+        arguments: dict[str, Any] = {"agent": agent, "chat_id": chat_id, "items": items}
+        if turn_id is not None:
+            arguments["turn_id"] = turn_id
+        return await self._call("append_items", arguments, AppendResult) is not None
+
+    async def reset(self, agent: str, chat_id: str) -> bool:
+        arguments = {"agent": agent, "chat_id": chat_id}
+        return await self._call("reset", arguments, ResetResult) is not None
+
+    async def _call(self, tool: str, arguments: dict[str, Any], model: type[M]) -> M | None:
+        if self._server is None:
+            return None
+        try:
+            return await self._registry.call_as(self._server, tool, arguments, model)
+        except ToolCallError as error:
+            logger.warning("memory: %s", error)
+            return None

@@ -1,0 +1,216 @@
+"""One supervised connection to one MCP server (HTTP, stdio or in-process).
+
+A task per server keeps a ``fastmcp.Client`` open. When the server is down at
+start, or a call finds it gone, the task rebuilds the client with capped
+exponential backoff and jitter; callers never wait for that longer than a
+short grace period. Tools are (re)listed on every connect and on ``refresh()``.
+
+Only the failures of a connection are caught here, by their types: the SDK's
+"connection closed" and HTTP errors, httpx2's transport errors, a closed stream, and
+fastmcp's "failed to connect" (a ``RuntimeError`` caused by one of those). Anything
+else is a bug and propagates.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types
+from fastmcp import Client
+from mcp.shared.exceptions import MCPError
+
+from orchestrator.config import ServerEntry
+from orchestrator.mesh.errors import CallLost, CallRefused, CallTimedOut, ServerUnavailable
+from orchestrator.mesh.tools import ToolInfo, describe
+from orchestrator.mesh.transports import load_module_server, transport_for
+
+logger = logging.getLogger(__name__)
+
+# Codes the SDK raises for a dead connection or an HTTP failure (401, 5xx), not a tool's answer.
+_TRANSPORT_CODES = {mcp_types.CONNECTION_CLOSED, mcp_types.INTERNAL_ERROR}
+_TRANSPORT_ERRORS = (
+    httpx2.TransportError,
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+    anyio.EndOfStream,
+    OSError,
+)
+
+
+def connection_failure(error: BaseException) -> bool:
+    """Whether ``error`` says the server cannot be reached or talked to (not a bug of ours)."""
+    if isinstance(error, (MCPError, TimeoutError, httpx2.HTTPError, *_TRANSPORT_ERRORS)):
+        return True
+    # fastmcp reports a failed connect as RuntimeError("Client failed to connect: ...").
+    return isinstance(error, RuntimeError) and error.__cause__ is not None
+
+
+class ServerConnection:
+    def __init__(
+        self,
+        name: str,
+        entry: ServerEntry,
+        *,
+        token: str | None,
+        default_timeout_s: float,
+        retry_initial_s: float = 0.5,
+        retry_max_s: float = 30.0,
+        grace_s: float = 3.0,
+    ) -> None:
+        self.name = name
+        self.entry = entry
+        self.timeout_s = entry.timeout_s or default_timeout_s
+        self.tools: dict[str, ToolInfo] = {}
+        self.last_error: str | None = None
+        self._token = token
+        self._retry_initial_s = retry_initial_s
+        self._retry_max_s = retry_max_s
+        self._grace_s = grace_s
+        self._client: Client[Any] | None = None
+        self._up = anyio.Event()
+        self._broken = anyio.Event()
+        self._closing = False
+        # In-process: built now (an import error is a configuration error), reused on reconnect.
+        self._server = load_module_server(name, entry.module) if entry.module else None
+        self._tried = anyio.Event()  # the first connection attempt is over, either way
+        self._down_since: float | None = 0.0  # never connected: down "forever"
+
+    def closing(self) -> bool:
+        return self._closing  # a method: a call may change it (mypy keeps no narrowing)
+
+    @property
+    def is_up(self) -> bool:
+        return self._client is not None
+
+    def _down_for(self) -> float:
+        return 0.0 if self._down_since is None else time.monotonic() - self._down_since
+
+    async def run(self) -> None:
+        """Keep the connection open until ``close()``; reconnect with backoff when it breaks."""
+        delay = self._retry_initial_s
+        warned = False
+        while not self.closing():
+            try:
+                await self._connected()
+                delay, warned = self._retry_initial_s, False
+            except Exception as error:
+                if not connection_failure(error):
+                    raise
+                self.last_error = f"{type(error).__name__}: {error}"[:300]
+                if not warned:
+                    logger.warning(
+                        "server %s is down (%s); retrying in the background",
+                        self.name,
+                        self.last_error,
+                    )
+                    warned = True
+            finally:
+                self._client = None
+                if self._down_since is None:
+                    self._down_since = time.monotonic()
+                if self._up.is_set():
+                    self._up = anyio.Event()
+                self._broken = anyio.Event()
+            self._tried.set()
+            if self.closing():
+                return
+            await anyio.sleep(delay * random.uniform(0.8, 1.2))  # noqa: S311 (jitter, not crypto)
+            delay = min(delay * 2, self._retry_max_s)
+
+    async def _connected(self) -> None:
+        """One connection: open, list the tools, serve calls until it breaks or closes."""
+        transport = transport_for(
+            self.entry, token=self.entry.token or self._token, server=self._server
+        )
+        async with Client(transport, timeout=self.timeout_s, init_timeout=self.timeout_s) as client:
+            self.tools = describe(self.name, await client.list_tools())
+            self._client = client
+            self.last_error = None
+            self._down_since = None
+            self._up.set()
+            self._tried.set()
+            logger.info(
+                "server %s up (%s, %d tools)", self.name, self.entry.transport, len(self.tools)
+            )
+            await self._broken.wait()
+
+    async def close(self) -> None:
+        self._closing = True
+        self._broken.set()
+
+    async def wait_tried(self) -> None:
+        """Until the first connection attempt has succeeded or failed."""
+        await self._tried.wait()
+
+    async def wait_up(self, timeout_s: float) -> bool:
+        with anyio.move_on_after(timeout_s):
+            await self._up.wait()
+        return self.is_up
+
+    async def refresh(self) -> None:
+        """Re-list the tools (reload); a failure breaks the connection so it is rebuilt."""
+        client = self._client
+        if client is None:
+            return
+        try:
+            with anyio.fail_after(self.timeout_s):
+                self.tools = describe(self.name, await client.list_tools())
+        except Exception as error:
+            if not connection_failure(error):
+                raise
+            logger.warning("server %s: listing tools failed (%s); reconnecting", self.name, error)
+            self._mark_broken(client)
+
+    async def call(self, tool: ToolInfo, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        """One call; a lost call is retried once after reconnecting, if the tool allows it.
+
+        Raises ServerUnavailable, CallTimedOut, CallLost or CallRefused."""
+        try:
+            return await self._call_once(tool, arguments)
+        except ServerUnavailable:
+            # Long down: fail fast. Just broken: it may be back within the grace period.
+            if not tool.retry_safe or self._down_for() > self._grace_s:
+                raise
+        except CallLost:
+            if not tool.retry_safe:
+                raise
+        if not await self.wait_up(self._grace_s):
+            raise ServerUnavailable(tool.qualified, f"the {self.name} server is down")
+        return await self._call_once(tool, arguments)
+
+    async def _call_once(
+        self, tool: ToolInfo, arguments: dict[str, Any]
+    ) -> mcp_types.CallToolResult:
+        client = self._client
+        if client is None:
+            raise ServerUnavailable(tool.qualified, f"the {self.name} server is down")
+        try:
+            with anyio.fail_after(self.timeout_s):
+                return await client.call_tool_mcp(tool.name, arguments)
+        except TimeoutError:
+            raise CallTimedOut(tool.qualified, self.timeout_s) from None
+        except MCPError as error:
+            if error.code not in _TRANSPORT_CODES:
+                raise CallRefused(tool.qualified, error.error.message) from error
+            self._mark_broken(client)
+            raise CallLost(tool.qualified, str(error)) from error
+        except (*_TRANSPORT_ERRORS, RuntimeError) as error:
+            # fastmcp raises RuntimeError("Client is not connected") for a session that died
+            # under a concurrent call; any other RuntimeError is a bug.
+            if isinstance(error, RuntimeError) and client.is_connected():
+                raise
+            self._mark_broken(client)
+            raise CallLost(tool.qualified, f"{type(error).__name__}: {error}") from error
+
+    def _mark_broken(self, client: Client[Any]) -> None:
+        """Stop using ``client`` now; waiters wait for the next connection, not this one."""
+        if self._client is client:
+            self._client = None
+            self._down_since = time.monotonic()
+            self._up = anyio.Event()
+        self._broken.set()
