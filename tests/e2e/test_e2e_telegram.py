@@ -50,6 +50,13 @@ async def test_a_message_gets_typing_a_tool_call_and_a_reply(mesh: Mesh, user: i
     assert len(mesh.llm.requests) == 2
 
 
+async def test_a_command_naming_the_bot_is_that_command(mesh: Mesh, user: int) -> None:
+    mesh.telegram.user_message(CLAWDIA, user, "/help@fake7000000001_bot")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, user)) == 1, 60)
+    assert mesh.telegram.sent(CLAWDIA, user)[0].text.startswith("I'm Clawdia.")
+    assert mesh.llm.requests == []
+
+
 async def test_strangers_and_group_chats_get_nothing(mesh: Mesh, user: int) -> None:
     mesh.telegram.user_message(CLAWDIA, STRANGER, "hello?")
     mesh.telegram.user_message(CLAWDIA, user, "hello group", chat_id=-100123, chat_type="group")

@@ -39,7 +39,7 @@ async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
         # DESIGN.md: no request to the LLM ever lists a confirm or internal tool.
         names = world.requested_tool_names()
         assert all(
-            not name.startswith(("toys__bump", "toys__confirm", "memory__", "pending_actions__"))
+            not name.startswith(("toys__bump", "toys__confirm", "memory__", "pending-actions__"))
             and "__confirm_" not in name
             for name in names
         ), names

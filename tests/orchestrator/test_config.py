@@ -43,8 +43,9 @@ def orchestrator(env: dict[str, str], *args: str) -> subprocess.CompletedProcess
 def test_the_shipped_configuration_loads() -> None:
     for registry_file in ("mcp_servers.yaml", "mcp_servers.local.yaml"):
         registry = load_registry(ROOT / "config" / registry_file, environ={})
-        fleet = load_fleet(ROOT / "config" / "agents.yaml", registry, environ={})
+        fleet = load_fleet(ROOT / "config" / "agents.yaml", registry, environ={}, root=ROOT)
         clawdia = fleet["clawdia"]
+        assert registry[clawdia.servers[0]] is not None
         assert clawdia.entry.name == "Clawdia"
         assert "weather" in clawdia.servers
         assert "Clawdia" in clawdia.persona.text()
@@ -171,3 +172,31 @@ def test_make_run_without_a_bot_token_says_where_to_get_one(tmp_path: Path) -> N
     assert result.returncode == 2
     assert "no agent has a bot token" in result.stderr
     assert "@BotFather" in result.stderr
+
+
+def test_two_servers_with_one_role_are_a_config_error(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "r.yaml",
+        "servers:\n  memory: {url: 'http://m:1/mcp', role: memory}\n"
+        "  notes: {url: 'http://n:1/mcp', role: memory}\n",
+    )
+    with pytest.raises(ConfigError) as error:
+        load_registry(path, environ={})
+    assert str(error.value) == (
+        f"{path}: servers.notes.role: 'memory' is the memory server already; "
+        "give the role to one server only"
+    )
+
+
+def test_persona_paths_start_at_the_project_root_wherever_the_fleet_file_is(
+    tmp_path: Path,
+) -> None:
+    persona(tmp_path)
+    registry = load_registry(write(tmp_path, "r.yaml", "servers:\n  w: {url: 'http://w:1'}\n"))
+    elsewhere = tmp_path / "somewhere" / "else" / "fleet.yaml"
+    elsewhere.parent.mkdir(parents=True)
+    elsewhere.write_text("agents:\n  a: {name: A, persona: agents/a}\n")
+    fleet = load_fleet(elsewhere, registry, environ={}, root=tmp_path)
+    assert fleet["a"].persona.identity == "I am A."
+    assert fleet["a"].servers == ("w",)  # no servers listed: every server of the registry

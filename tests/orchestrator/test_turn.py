@@ -261,3 +261,34 @@ async def test_help_names_only_servers_that_are_down(world: World) -> None:
         status = (await app.dispatcher.on_text("clawdia", "c", "/status")).text
     assert "unavailable right now" not in help_text
     assert "✅ memory (in-process): up\n" in status + "\n"
+
+
+async def test_a_turn_out_of_time_tells_the_user_and_stores_nothing(world: World) -> None:
+    world.settings = world.settings.model_copy(update={"turn_timeout_s": 0.5, "llm_timeout_s": 30})
+    world.llm.script(HANG, text("Back again."))
+    async with clawdia(world) as app:
+        with anyio.fail_after(10):
+            reply = await say(app, "think about everything")
+        assert reply.startswith("That took too long (0.5 s)")
+        world.llm.release()
+        assert await say(app, "hello?") == "Back again."
+    # The turn that ran out of time left nothing in the conversation.
+    assert [i.get("content") for i in inputs(world.llm.requests[-1])] == ["hello?"]
+
+
+async def test_tool_calls_past_the_turns_limit_are_not_made(world: World) -> None:
+    world.settings = world.settings.model_copy(update={"max_tool_calls": 2})
+    world.llm.script(
+        calls(*(call("toys__echo", text=f"n{n}") for n in range(3))),
+        calls(call("toys__echo", text="again")),
+        text("Done."),
+    )
+    before = CALLS.get("echo", 0)
+    async with clawdia(world) as app:
+        assert await say(app, "echo three times") == "Done."
+    assert CALLS.get("echo", 0) - before == 2
+    first_round = [i for i in inputs(world.llm.requests[1]) if i["type"] == "function_call_output"]
+    assert [json.loads(o["output"]).get("echo") for o in first_round[:2]] == ["n0", "n1"]
+    assert "used its 2 tool calls" in json.loads(first_round[2]["output"])["error"]
+    second_round = inputs(world.llm.requests[2])[-1]
+    assert "used its 2 tool calls" in json.loads(second_round["output"])["error"]
