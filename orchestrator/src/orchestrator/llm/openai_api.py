@@ -9,7 +9,6 @@ and back. The client's own retries are off: ``retry.RetryPolicy`` decides, from 
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, TypeVar, cast
@@ -33,6 +32,7 @@ from openai.types.responses import (
 from openai.types.shared import ReasoningEffort
 
 from orchestrator.llm.base import FunctionCall, Item, LLMReply, ToolSpec, Usage
+from orchestrator.llm.chat_items import arguments_text, call_item, chat_messages
 from orchestrator.llm.retry import QUOTA_CODE, CallFailed, RetryPolicy
 
 T = TypeVar("T")
@@ -178,7 +178,7 @@ def _responses_reply(response: Response) -> LLMReply:
             texts.append(said)
         elif isinstance(output, ResponseFunctionToolCall):
             call = FunctionCall(output.call_id, output.name, output.arguments or "{}")
-            items.append(_call_item(call))
+            items.append(call_item(call))
             calls.append(call)
         elif isinstance(output, ResponseReasoningItem) and output.encrypted_content:
             # Unstored reasoning can only be sent back encrypted: without it, drop the item.
@@ -199,15 +199,6 @@ def _responses_reply(response: Response) -> LLMReply:
     )
 
 
-def _call_item(call: FunctionCall) -> Item:
-    return {
-        "type": "function_call",
-        "call_id": call.call_id,
-        "name": call.name,
-        "arguments": call.arguments,
-    }
-
-
 class ChatCompletionsLLM(_OpenAIModel):
     """Chat Completions, for servers without the Responses API. Reasoning items are dropped."""
 
@@ -217,7 +208,9 @@ class ChatCompletionsLLM(_OpenAIModel):
         effort = cast(ReasoningEffort, self._effort)
 
         # As for Responses: the bulk skips the SDK's typed transform (see ResponsesLLM).
-        bulk: dict[str, Any] = {"messages": _chat_messages(instructions, items)}
+        bulk: dict[str, Any] = {
+            "messages": cast(list[ChatCompletionMessageParam], chat_messages(instructions, items))
+        }
         if tools:
             bulk["tools"] = [_chat_tool(spec) for spec in tools]
 
@@ -231,44 +224,6 @@ class ChatCompletionsLLM(_OpenAIModel):
 
         completion = await self._call(create)
         return _chat_reply(completion)
-
-
-def _chat_messages(instructions: str, items: Sequence[Item]) -> list[ChatCompletionMessageParam]:
-    """Input items as chat messages: function calls in a row become one assistant message
-    with ``tool_calls`` (joined to the assistant text just before them); outputs become
-    ``tool`` messages; reasoning has no place in a chat and is left out."""
-    messages: list[dict[str, Any]] = []
-    if instructions:
-        messages.append({"role": "system", "content": instructions})
-    for item in items:
-        kind = item.get("type", "message")
-        if kind == "message":
-            messages.append({"role": item["role"], "content": _text(item["content"])})
-        elif kind == "function_call":
-            tool_call = {
-                "id": item["call_id"],
-                "type": "function",
-                "function": {"name": item["name"], "arguments": item["arguments"]},
-            }
-            last = messages[-1] if messages else None
-            if last is not None and last["role"] == "assistant":
-                last.setdefault("tool_calls", []).append(tool_call)
-            else:
-                messages.append({"role": "assistant", "content": None, "tool_calls": [tool_call]})
-        elif kind == "function_call_output":
-            messages.append(
-                {"role": "tool", "tool_call_id": item["call_id"], "content": _text(item["output"])}
-            )
-    return cast(list[ChatCompletionMessageParam], messages)
-
-
-def _text(content: object) -> str:
-    """Message content as plain text: a string, or the text of its parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return "" if content is None else str(content)
 
 
 def _chat_tool(spec: ToolSpec) -> ChatCompletionFunctionToolParam:
@@ -301,14 +256,8 @@ def _chat_reply(completion: ChatCompletion) -> LLMReply:
         call = FunctionCall(
             call_id=tool_call.id or f"call_{secrets.token_hex(12)}",
             name=tool_call.function.name,
-            arguments=_arguments(tool_call.function.arguments),
+            arguments=arguments_text(tool_call.function.arguments),
         )
-        items.append(_call_item(call))
+        items.append(call_item(call))
         calls.append(call)
     return LLMReply(items=items, calls=calls, text=said, usage=tokens)
-
-
-def _arguments(arguments: object) -> str:
-    if isinstance(arguments, str):
-        return arguments or "{}"
-    return "{}" if arguments is None else json.dumps(arguments)

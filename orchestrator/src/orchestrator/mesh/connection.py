@@ -42,12 +42,14 @@ _TRANSPORT_ERRORS = (
 )
 
 
-def connection_failure(error: BaseException) -> bool:
-    """Whether ``error`` says the server cannot be reached or talked to (not a bug of ours)."""
-    if isinstance(error, (MCPError, TimeoutError, httpx2.HTTPError, *_TRANSPORT_ERRORS)):
-        return True
-    # fastmcp reports a failed connect as RuntimeError("Client failed to connect: ...").
-    return isinstance(error, RuntimeError) and error.__cause__ is not None
+# What connecting or listing can fail with when the server is unreachable or broken; fastmcp
+# reports a failed connect as RuntimeError("Client failed to connect: ...") from its cause.
+_CONNECT_ERRORS = (MCPError, TimeoutError, httpx2.HTTPError, RuntimeError, *_TRANSPORT_ERRORS)
+
+
+def _bug(error: Exception) -> bool:
+    """A RuntimeError with no cause is not fastmcp's report of a failed connect."""
+    return isinstance(error, RuntimeError) and error.__cause__ is None
 
 
 class ServerConnection:
@@ -98,8 +100,8 @@ class ServerConnection:
             try:
                 await self._connected()
                 delay, warned = self._retry_initial_s, False
-            except Exception as error:
-                if not connection_failure(error):
+            except _CONNECT_ERRORS as error:
+                if _bug(error):
                     raise
                 self.last_error = f"{type(error).__name__}: {error}"[:300]
                 if not warned:
@@ -160,8 +162,8 @@ class ServerConnection:
         try:
             with anyio.fail_after(self.timeout_s):
                 self.tools = describe(self.name, await client.list_tools())
-        except Exception as error:
-            if not connection_failure(error):
+        except _CONNECT_ERRORS as error:
+            if _bug(error):
                 raise
             logger.warning("server %s: listing tools failed (%s); reconnecting", self.name, error)
             self._mark_broken(client)
