@@ -10,13 +10,13 @@ from typing import Any
 
 from fastmcp import FastMCP
 
-from meshkit import ServeSettings, create_server, serve
+from meshkit import DataSettings, create_server, run_server
 from meshkit.tool_classes import read
 
 DEFAULT_PORT = 8199
 
 
-def build_server(_: ServeSettings | None = None) -> FastMCP[Any]:
+def build_server() -> FastMCP[Any]:
     server = create_server("echo", version="0.1.0", instructions="Echoes integers back.")
 
     @server.tool(**read())
@@ -28,4 +28,4 @@ def build_server(_: ServeSettings | None = None) -> FastMCP[Any]:
 
 
 if __name__ == "__main__":
-    serve(build_server, name="echo", default_port=DEFAULT_PORT)
+    run_server(DataSettings, lambda _, __: build_server(), name="echo", default_port=DEFAULT_PORT)

@@ -7,11 +7,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from meshkit import memory
+from meshkit.memory import Trimmer
 
 pytestmark = [
     pytest.mark.anyio,
-    pytest.mark.skipif(not memory.available(), reason="malloc_trim is glibc's"),
+    pytest.mark.skipif(not Trimmer().available, reason="malloc_trim is glibc's"),
 ]
 
 
@@ -33,27 +33,30 @@ def fragment_the_heap() -> list[bytes]:
 def test_trim_gives_the_free_pages_back() -> None:
     kept = fragment_the_heap()
     before = resident_mb()
-    assert memory.trim() is True
+    assert Trimmer().trim() is True
     assert before - resident_mb() > 40
     assert len(kept) == 400
 
 
 async def test_a_served_server_trims_at_start_and_in_a_quiet_moment_after_requests() -> None:
-    memory.trim()
+    trimmer = Trimmer(every_s=0.05, quiet_s=0.01)
+    trimmer.trim()
     kept = fragment_the_heap()
-    memory.request_seen()
+    trimmer.request_seen()
     fragmented = resident_mb()
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(memory.keep_trimmed, 0.05, 0.01)
-        await anyio.sleep(0.02)  # past its first trim, at start, before its first round
-        started = resident_mb()
+        tasks.start_soon(trimmer.keep_trimmed)
+        with anyio.fail_after(5):
+            while trimmer.trims < 2:  # noqa: ASYNC110 (polled: no event for it)
+                await anyio.sleep(0.01)
+        started = resident_mb()  # after its first trim, at start
         kept += fragment_the_heap()
-        memory.request_seen()
+        trimmer.request_seen()
         again = resident_mb()
         with anyio.fail_after(5):
-            while resident_mb() > started + 20:  # noqa: ASYNC110 (polled: no event for it)
-                await anyio.sleep(0.02)
+            while trimmer.trims < 3:  # noqa: ASYNC110 (polled: no event for it)
+                await anyio.sleep(0.01)
         tasks.cancel_scope.cancel()
     assert fragmented - started > 40  # trimmed at start
-    assert again - started > 40  # then trimmed again after the requests, in the loop above
+    assert again - resident_mb() > 40  # then trimmed again after the requests, in a quiet moment
     assert len(kept) == 800

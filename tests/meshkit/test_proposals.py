@@ -323,7 +323,7 @@ def test_a_key_shorter_than_32_bytes_is_refused(key: bytes) -> None:
 
 
 def test_the_environment_key_is_used_when_set(tmp_path: Path) -> None:
-    key = load_approval_key(tmp_path, env={"MESH_APPROVAL_KEY": "e" * 32})
+    key = load_approval_key(tmp_path, "e" * 32)
 
     assert key == b"e" * 32
     assert list(tmp_path.iterdir()) == []
@@ -331,13 +331,13 @@ def test_the_environment_key_is_used_when_set(tmp_path: Path) -> None:
 
 def test_a_short_environment_key_names_the_variable(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="MESH_APPROVAL_KEY"):
-        load_approval_key(tmp_path, env={"MESH_APPROVAL_KEY": "e" * 31})
+        load_approval_key(tmp_path, "e" * 31)
 
 
 def test_without_the_variable_a_private_key_file_is_created(tmp_path: Path) -> None:
     data_dir = tmp_path / "data" / "nested"
 
-    key = load_approval_key(data_dir, env={})
+    key = load_approval_key(data_dir)
 
     path = data_dir / "approval_key"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -347,20 +347,20 @@ def test_without_the_variable_a_private_key_file_is_created(tmp_path: Path) -> N
 
 
 def test_an_empty_variable_falls_back_to_the_key_file(tmp_path: Path) -> None:
-    key = load_approval_key(tmp_path, env={"MESH_APPROVAL_KEY": ""})
+    key = load_approval_key(tmp_path, "")
 
     assert (tmp_path / "approval_key").read_text().strip().encode() == key
 
 
 def test_the_key_file_gives_the_same_key_on_every_call(tmp_path: Path) -> None:
-    first = load_approval_key(tmp_path, env={})
+    first = load_approval_key(tmp_path)
 
-    assert load_approval_key(tmp_path, env={}) == first
+    assert load_approval_key(tmp_path) == first
 
 
 def test_each_data_dir_gets_its_own_key(tmp_path: Path) -> None:
-    first = load_approval_key(tmp_path / "one", env={})
-    second = load_approval_key(tmp_path / "two", env={})
+    first = load_approval_key(tmp_path / "one")
+    second = load_approval_key(tmp_path / "two")
 
     assert first != second
 
@@ -369,7 +369,7 @@ def test_a_corrupted_key_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "approval_key").write_text("short\n")
 
     with pytest.raises(ValueError, match="approval_key"):
-        load_approval_key(tmp_path, env={})
+        load_approval_key(tmp_path)
 
 
 # --- confirm_once --------------------------------------------------------------------------

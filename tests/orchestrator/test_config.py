@@ -49,7 +49,7 @@ def test_the_shipped_configuration_loads() -> None:
         assert clawdia.entry.name == "Clawdia"
         assert "weather" in clawdia.servers
         assert "Clawdia" in clawdia.persona.text()
-        assert clawdia.entry.allowed_user_ids == []  # ${TELEGRAM_USER_ID} unset
+        assert clawdia.entry.allowed_user_ids == []  # ${TELEGRAM_USER_ID:-} unset
 
 
 def test_variables_are_substituted_with_defaults_and_required_ones(tmp_path: Path) -> None:
@@ -67,7 +67,18 @@ def test_variables_are_substituted_with_defaults_and_required_ones(tmp_path: Pat
         match=r"servers\.w\.description: \$\{DESC\} is not set; "
         r"export DESC=\.\.\. \(describe it\)",
     ):
+        load_registry(path, environ={"W_TOKEN": "tok"})
+
+
+def test_an_unset_variable_without_a_default_is_a_config_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "r.yaml", "servers:\n  w:\n    url: ${W_URL}\n")
+    with pytest.raises(ConfigError) as error:
         load_registry(path, environ={})
+    assert str(error.value) == (
+        f"{path}: servers.w.url: ${{W_URL}} is not set; export W_URL=..., or write "
+        "${W_URL:-} in the file if it may be empty"
+    )
+    assert load_registry(path, environ={"W_URL": "http://w:1/mcp"})["w"].url == "http://w:1/mcp"
 
 
 @pytest.mark.parametrize(

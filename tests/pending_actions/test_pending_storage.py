@@ -115,13 +115,14 @@ async def test_without_an_approval_key_in_the_environment_one_is_made_in_the_dat
     settings: PendingSettings, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(KEY_ENV)
+    settings = PendingSettings(data_dir=settings.data_dir)  # as a start reads it
 
     async with Client(build_server(settings, clock=clock)) as client:
         decision = await approve(client, (await stage(client))["action_id"])
 
     key_file = settings.data_dir / KEY_FILE
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
-    approvals = Approvals(load_approval_key(settings.data_dir, env={}), clock=clock)
+    approvals = Approvals(load_approval_key(settings.data_dir), clock=clock)
     approvals.check(decision["approval"], "shopping", "add_item", MILK["payload"])
 
 
@@ -131,7 +132,7 @@ async def test_a_short_approval_key_stops_startup_naming_the_variable(
     monkeypatch.setenv(KEY_ENV, "short-secret-value")
 
     with pytest.raises(SystemExit) as stopped:
-        build_server(settings)
+        build_server(PendingSettings(data_dir=settings.data_dir))  # as a start reads it
 
     err = capsys.readouterr().err
     assert stopped.value.code == 2

@@ -196,10 +196,12 @@ def test_help_documents_the_format(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         shopping_main(["import", "--help"])
     import_help = capsys.readouterr().out
-    shopping_main(["--help"])
+    with pytest.raises(SystemExit) as helped:
+        shopping_main(["--help"])
     main_help = capsys.readouterr().out
 
     assert exited.value.code == 0
+    assert helped.value.code == 0
     assert "date,item,store,quantity,price" in import_help
     assert "YYYY-MM-DD" in import_help
     assert "without currency sign" in import_help

@@ -1,32 +1,25 @@
-"""Errors written for the model.
+"""Errors written for the model, turned into tool errors once, for every tool of every server.
 
-    ModelError                 the message is for the model: it reaches the client verbatim
-     └── (per server)          WeatherError → UnknownLocation, InvalidRequest, ...
+    ToolError (fastmcp)        its message reaches the client verbatim, with is_error
+     └── ModelError            a failure the model can act on
+          └── (per server)     WeatherError → UnknownLocation, InvalidRequest, ...
 
-A ``service.py`` raises these without importing the MCP library; the tool
-adapter in ``server.py`` awaits the service through :func:`for_model`, which
-turns them into tool errors. Any other exception is masked by the server, so
-internals never reach a client.
+A ``service.py`` raises these without importing the MCP library, and a tool simply
+awaits the service: fastmcp answers any ``ToolError`` a tool raises as a tool error with
+its message (its documented contract), while every other exception is masked
+(``create_server`` sets ``mask_error_details``), so internals never reach a client.
+Being the model's business, not the operator's, they are logged at INFO.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import TypeVar
+import logging
 
-T = TypeVar("T")
+from fastmcp.exceptions import ToolError
 
 
-class ModelError(Exception):
+class ModelError(ToolError):
     """A failure the model can act on (unknown place, bad date, try again later)."""
 
-
-async def for_model(call: Awaitable[T]) -> T:
-    """Await a service call, turning a ModelError into a tool error the client can read."""
-    # Imported here: settings modules import meshkit (ModelError) before lean.install().
-    from fastmcp.exceptions import ToolError  # noqa: PLC0415
-
-    try:
-        return await call
-    except ModelError as error:
-        raise ToolError(str(error)) from error
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args, log_level=logging.INFO)

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from fastmcp import FastMCP
 from pydantic import SecretStr
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from meshkit import memory
 from meshkit.tool_schemas import ToolSchemaSnapshot
 
 MCP_PATH = "/mcp"
@@ -60,8 +59,10 @@ class MeshGuard:
         token: SecretStr,
         allowed_hosts: Iterable[str],
         max_body_bytes: int,
+        on_request: Callable[[], None] | None = None,
     ) -> None:
         self._app = app
+        self._on_request = on_request
         self._expected = f"Bearer {token.get_secret_value()}".encode()
         hosts = {h.lower() for h in allowed_hosts}
         self._any_host = "*" in hosts
@@ -72,7 +73,8 @@ class MeshGuard:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        memory.request_seen()
+        if self._on_request is not None:
+            self._on_request()
         headers = _headers(scope)
         if not self._host_allowed(headers.get(b"host", b"").decode("latin-1")):
             await _reject(send, 421, "misdirected request: Host not allowed (MESH_ALLOWED_HOSTS)")
@@ -138,8 +140,10 @@ def build_http_app(
     token: SecretStr,
     allowed_hosts: Iterable[str],
     max_body_bytes: int,
+    on_request: Callable[[], None] | None = None,
 ) -> ASGIApp:
-    """Stateless JSON Streamable HTTP at ``/mcp`` plus the server's custom routes, guarded."""
+    """Stateless JSON Streamable HTTP at ``/mcp`` plus the server's custom routes, guarded;
+    ``on_request`` is told of every HTTP request (meshkit.memory trims in quiet moments)."""
     inner = server.http_app(
         path=MCP_PATH,
         stateless_http=True,
@@ -152,6 +156,7 @@ def build_http_app(
         token=token,
         allowed_hosts=hosts,
         max_body_bytes=max_body_bytes,
+        on_request=on_request,
     )
 
 

@@ -32,13 +32,14 @@ from typing import Any
 from pydantic import BaseModel, Field, StrictInt, field_validator
 
 from meshkit.errors import ModelError
-from meshkit.settings import fail
+from meshkit.settings import ApprovalSettings, fail
 
 DEFAULT_TTL_S = 4 * 3600
 MAX_TTL_S = 7 * 24 * 3600
 KIND_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
 _KIND = re.compile(r"[a-z][a-z0-9_]{0,39}")
-_SERVER = re.compile(r"[a-z][a-z0-9_]{0,39}")  # a registry name, as in server__tool
+SERVER_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"  # a registry name, as in server__tool
+_SERVER = re.compile(SERVER_PATTERN[1:-1])
 ACTION_ID = re.compile(r"act_[0-9a-f]{12}\Z")  # .match() and .fullmatch() agree
 _ACTION_ID = ACTION_ID
 _EXPIRY = re.compile(r"[0-9]{1,12}")
@@ -163,13 +164,14 @@ class Approvals:
         return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
-def load_approval_key(data_dir: Path, env: dict[str, str] | None = None) -> bytes:
-    """``MESH_APPROVAL_KEY``, else ``$DATA_DIR/approval_key`` (created, mode 0600).
+def load_approval_key(data_dir: Path, configured: str | None = None) -> bytes:
+    """``configured`` (``MESH_APPROVAL_KEY``), else ``$DATA_DIR/approval_key`` (created,
+    mode 0600).
 
     The file serves one machine (embedded mode, ``make run``); containers share the
     environment variable, since each has its own data volume.
     """
-    value = (os.environ if env is None else env).get(KEY_ENV, "")
+    value = configured or ""
     if value:
         if len(value) < MIN_KEY_CHARS:
             raise ValueError(
@@ -198,11 +200,13 @@ def load_approval_key(data_dir: Path, env: dict[str, str] | None = None) -> byte
     return key.encode()
 
 
-def approval_key(data_dir: Path) -> bytes:
+def approval_key(settings: ApprovalSettings) -> bytes:
     """``load_approval_key`` for a server starting: a bad key or an unwritable ``DATA_DIR``
     stops startup with what to do (``meshkit.settings.fail``)."""
+    data_dir = settings.data_dir
+    configured = settings.approval_key.get_secret_value() if settings.approval_key else None
     try:
-        return load_approval_key(data_dir)
+        return load_approval_key(data_dir, configured)
     except ValueError as error:
         fail(str(error))
     except OSError as error:

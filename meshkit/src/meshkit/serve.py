@@ -1,7 +1,10 @@
-"""The entry point every server's ``__main__`` calls: stdio or guarded HTTP.
+"""The one way a server process starts: settings, logging, then stdio or guarded HTTP.
 
-python -m mcp_<name>            Streamable HTTP at /mcp on $MCP_PORT (needs MESH_TOKEN)
-python -m mcp_<name> --stdio    stdio, for local clients such as Claude Desktop
+    python -m mcp_<name>            Streamable HTTP at /mcp on $MCP_PORT (needs MESH_TOKEN)
+    python -m mcp_<name> --stdio    stdio, for local clients such as Claude Desktop
+
+Each server's ``__main__`` is a call to :func:`run_server` with its settings class, its
+factory and its default port.
 """
 
 from __future__ import annotations
@@ -9,41 +12,27 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import socket
-import weakref
 from collections.abc import Callable, Iterable, Sequence
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
+import fastmcp
+from fastmcp import FastMCP
 from pydantic import SecretStr
+from pydantic_settings import BaseSettings
+from uvicorn.config import Config
+from uvicorn.server import Server
 
-from meshkit import lean, memory
+from meshkit.http import build_http_app
 from meshkit.logs import configure_logging
-from meshkit.proposals import KEY_ENV
+from meshkit.memory import Trimmer
 from meshkit.settings import ServeSettings, fail, load_settings
-
-if TYPE_CHECKING:
-    from fastmcp import FastMCP
+from meshkit.yaml_config import ConfigError
 
 logger = logging.getLogger(__name__)
 
-_shutdown_hooks: list[weakref.WeakMethod[Callable[[], None]]] = []
-
-
-def on_shutdown(hook: Callable[[], None]) -> None:
-    """Call the bound method ``hook`` in the event loop as soon as a served server is asked
-    to stop (SIGTERM, Ctrl-C), before uvicorn waits for the open requests: a long poll
-    ends at once instead of holding the shutdown. Never called in embedded mode."""
-    _shutdown_hooks.append(weakref.WeakMethod(hook))
-
-
-def _shutting_down() -> None:
-    for reference in _shutdown_hooks:
-        hook = reference()
-        if hook is not None:
-            hook()
-
+S = TypeVar("S", bound=BaseSettings)
 
 HTTP_AUTH_HELP = (
     "MESH_TOKEN is not set: HTTP mode requires a bearer token. Generate one with\n"
@@ -53,28 +42,36 @@ HTTP_AUTH_HELP = (
 )
 
 
-def serve(
-    build: Callable[[ServeSettings], FastMCP[Any]],
+class Stopping:
+    """Told when a served server is asked to stop (SIGTERM, Ctrl-C), before uvicorn waits
+    for the open requests: a long poll registered here ends at once instead of holding the
+    shutdown. A factory gets one; in embedded mode nothing ever stops it this way."""
+
+    def __init__(self) -> None:
+        self._hooks: list[Callable[[], None]] = []
+
+    def on_stop(self, hook: Callable[[], None]) -> None:
+        self._hooks.append(hook)
+
+    def stop(self) -> None:
+        for hook in self._hooks:
+            hook()
+
+
+def run_server(
+    settings_cls: type[S],
+    build: Callable[[S, Stopping], FastMCP[Any]],
     *,
     name: str,
     default_port: int,
-    secrets: Iterable[SecretStr | None] = (),
+    secrets: Callable[[S], Iterable[SecretStr | str | None]] = lambda _: (),
     argv: Sequence[str] | None = None,
+    description: str | None = None,
 ) -> None:
-    """Parse the command line, configure logging, build the server and run it.
-
-    fastmcp, uvicorn and the HTTP app are imported here, after the caller's
-    ``meshkit.lean.install()``.
-    """
-    import fastmcp  # noqa: PLC0415
-    from uvicorn.config import Config  # noqa: PLC0415
-    from uvicorn.server import Server  # noqa: PLC0415
-
-    from meshkit.http import build_http_app  # noqa: PLC0415
-
+    """Parse the command line, read the settings, configure logging, build and serve."""
     parser = argparse.ArgumentParser(
-        prog=f"python -m mcp_{name}",
-        description=__doc__,
+        prog=f"python -m mcp_{name.replace('-', '_')}",
+        description=description or __doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--stdio", action="store_true", help="serve MCP over stdin/stdout")
@@ -84,27 +81,44 @@ def serve(
     fastmcp.settings.show_server_banner = False
     fastmcp.settings.check_for_updates = "off"
 
-    settings = load_settings(ServeSettings)
-    known = [s.get_secret_value() for s in (settings.token, *secrets) if s is not None]
-    known += [key for key in [os.environ.get(KEY_ENV, "")] if key]  # the approval key
-    configure_logging(settings.log_level, secrets=known)
+    serving = load_settings(ServeSettings)
+    own = load_settings(settings_cls)
+    if not args.stdio and serving.token is None:
+        fail(HTTP_AUTH_HELP)
+    stopping = Stopping()
+    try:
+        known = [serving.token, serving.approval_key, *secrets(own)]
+        configure_logging(
+            serving.log_level,
+            secrets=[s.get_secret_value() if isinstance(s, SecretStr) else s for s in known if s],
+        )
+        server = build(own, stopping)
+    except ConfigError as error:
+        fail(str(error))
     if args.stdio:
         logger.info("serving %s over stdio", name)
-        server = build(settings)
-        lean.evict_startup_only()
-        memory.trim()
+        Trimmer().trim()
         server.run("stdio", show_banner=False)
         return
-    if settings.token is None:
-        fail(HTTP_AUTH_HELP)
+    _serve_http(server, serving, stopping, name=name, default_port=default_port)
 
-    server = build(settings)
-    lean.evict_startup_only()
+
+def _serve_http(
+    server: FastMCP[Any],
+    settings: ServeSettings,
+    stopping: Stopping,
+    *,
+    name: str,
+    default_port: int,
+) -> None:
+    assert settings.token is not None
+    trimmer = Trimmer()
     app = build_http_app(
         server,
         token=settings.token,
         allowed_hosts=settings.allowed_hosts,
         max_body_bytes=settings.max_body_bytes,
+        on_request=trimmer.request_seen,
     )
     port = settings.port or default_port
     logger.info("serving %s on http://%s:%d/mcp", name, settings.host, port)
@@ -129,7 +143,7 @@ def serve(
             await super().startup(sockets)
             # Started: what building the server freed goes back to the system, and so
             # does what requests free, from time to time (meshkit.memory).
-            self._trimmer = asyncio.get_running_loop().create_task(memory.keep_trimmed())
+            self._trimmer = asyncio.get_running_loop().create_task(trimmer.keep_trimmed())
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             super().handle_exit(sig, frame)
@@ -137,9 +151,9 @@ def serve(
                 loop = asyncio.get_running_loop()
             except RuntimeError:
                 return
-            loop.call_soon_threadsafe(_shutting_down)  # not from inside the signal handler
+            loop.call_soon_threadsafe(stopping.stop)  # not from inside the signal handler
 
-    server_ = _Server(config)
-    server_.run()
-    if not server_.started:
+    served = _Server(config)
+    served.run()
+    if not served.started:
         raise SystemExit(3)

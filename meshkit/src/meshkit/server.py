@@ -7,10 +7,8 @@ from typing import Any
 
 from fastmcp import FastMCP
 from fastmcp.server.server import LifespanCallable
-from mcp.server.request_state import RequestStateSecurity
 
 from meshkit.health import Check, health_endpoint
-from meshkit.lean import LazyRequestStateCodec
 
 
 def create_server(
@@ -23,9 +21,9 @@ def create_server(
 ) -> FastMCP[Any]:
     """A FastMCP server with ``GET /health`` and masked internal errors.
 
-    ``ToolError`` messages reach the client verbatim (they are written for the
-    model); any other exception becomes a generic tool error, so stack details
-    and secrets never leave the process.
+    A ``ModelError`` a tool raises reaches the client verbatim as a tool error (its
+    message is written for the model; see ``meshkit.errors``); any other exception
+    becomes a generic tool error, so stack details and secrets never leave the process.
     """
     server: FastMCP[Any] = FastMCP(
         name,
@@ -33,9 +31,6 @@ def create_server(
         instructions=instructions,
         lifespan=lifespan,
         mask_error_details=True,
-        # What fastmcp installs by default (RequestStateSecurity.ephemeral()), with the
-        # AES-GCM codec built at first use, so cryptography loads only if requestState does.
-        request_state_security=RequestStateSecurity(codec=LazyRequestStateCodec()),
     )
     server.custom_route("/health", methods=["GET"])(
         health_endpoint(name, version, dict(checks or {}))

@@ -1,14 +1,19 @@
 """Serving settings shared by every clawmesh server, and the fail-fast loader.
 
 Every component reads its configuration through one pydantic-settings class with
-its own env prefix (``WEATHER_``, ``SHOPPING_``...). The serving knobs below are
-common to all servers, so they live here under ``MESH_`` (plus the two names the
-containers set for every server: ``MCP_PORT`` and ``DATA_DIR``).
+its own env prefix (``WEATHER_``, ``SHOPPING_``...). What servers share is declared
+once here: ``DataSettings`` (``DATA_DIR``), ``ApprovalSettings`` (``MESH_APPROVAL_KEY``,
+for the servers that sign or check approvals) and ``ServeSettings``, the serving knobs
+under ``MESH_`` (plus ``MCP_HOST`` and ``MCP_PORT``, which containers set). This module
+is the only code that reads the process environment (``environment()``: for the
+``${VAR}`` of YAML files and the bot tokens agents.yaml names).
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, NoReturn, TypeVar
 
@@ -20,8 +25,36 @@ SettingsT = TypeVar("SettingsT", bound=BaseSettings)
 CONFIG_ERROR_EXIT = 2
 
 
-class ServeSettings(BaseSettings):
-    """How a server is exposed: port, bearer token, allowlists, limits, data."""
+def environment() -> Mapping[str, str]:
+    """The process environment, for values whose names come from configuration files."""
+    return os.environ
+
+
+class DataSettings(BaseSettings):
+    """Where a server keeps its data: ``DATA_DIR`` (a volume in containers, ./data locally)."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    # "data_dir" as a second choice lets code pass data_dir=...; env names are
+    # case-insensitive, so only DATA_DIR is read from the environment.
+    data_dir: Path = Field(
+        default=Path("data"), validation_alias=AliasChoices("DATA_DIR", "data_dir")
+    )
+
+
+class ApprovalSettings(DataSettings):
+    """The key approvals are signed with: ``MESH_APPROVAL_KEY``, else a file in ``DATA_DIR``
+    (``meshkit.proposals.approval_key``)."""
+
+    approval_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MESH_APPROVAL_KEY", "approval_key"),
+        description="The same value for pending-actions and every server with confirm tools.",
+    )
+
+
+class ServeSettings(ApprovalSettings):
+    """How a server is exposed: port, bearer token, allowlists, limits, logs."""
 
     model_config = SettingsConfigDict(env_prefix="MESH_", extra="ignore")
 
@@ -42,7 +75,6 @@ class ServeSettings(BaseSettings):
         "'*' accepts any (behind a trusted proxy).",
     )
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
-    data_dir: Path = Field(default=Path("data"), validation_alias=AliasChoices("DATA_DIR"))
     log_level: str = Field(default="INFO", validation_alias=AliasChoices("LOG_LEVEL"))
 
     @field_validator("allowed_hosts", mode="before")

@@ -1,20 +1,22 @@
 """YAML configuration files with ``${VAR}`` taken from the environment.
 
-``${VAR}`` is replaced by the environment variable (empty when unset, as in
-Compose), ``${VAR:-default}`` falls back to a default, and ``${VAR:?message}``
-makes an unset variable a configuration error. Shared by the orchestrator (the
+``${VAR}`` is replaced by the environment variable and an unset one is a configuration
+error naming the file, the key and the variable; ``${VAR:-default}`` falls back to a
+default (``${VAR:-}``: empty), and ``${VAR:?message}`` makes an unset or empty variable
+an error that adds the message. Shared by the orchestrator (the
 registry and the fleet) and telegram-io (the fleet's bot tokens).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from meshkit.settings import environment
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:-|:\?)([^}]*))?\}")
 
@@ -40,7 +42,7 @@ def load_yaml(path: Path, environ: Mapping[str, str] | None = None) -> dict[str,
         raise ConfigError(f"{path}:{line}: not valid YAML; fix the syntax") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
-    env = os.environ if environ is None else environ
+    env = environment() if environ is None else environ
     substituted: dict[str, Any] = _substitute(raw, env, path, "")
     return substituted
 
@@ -55,14 +57,15 @@ def _substitute(value: Any, env: Mapping[str, str], path: Path, key: str) -> Any
 
     def replace(match: re.Match[str]) -> str:
         name, op, arg = match[1], match[2], match[3]
-        current = env.get(name, "")
-        if current:
+        current = env.get(name)
+        if current or (current is not None and op is None):  # set (plain: even empty)
             return current
-        if op == ":?":
-            raise ConfigError(
-                f"{path}: {key}: ${{{name}}} is not set; export {name}=... "
-                + (f"({arg})" if arg else "")
-            )
-        return arg if op == ":-" else ""
+        if op == ":-":
+            return str(arg)
+        hint = f" ({arg})" if arg else ""
+        raise ConfigError(
+            f"{path}: {key}: ${{{name}}} is not set; export {name}=...{hint}, or write "
+            f"${{{name}:-}} in the file if it may be empty"
+        )
 
     return _VAR.sub(replace, value)

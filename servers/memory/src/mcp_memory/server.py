@@ -15,7 +15,6 @@ from mcp_memory.service import ConversationService
 from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS, MemorySettings
 from mcp_memory.store import ConversationStore
 from meshkit import create_server, load_settings
-from meshkit.errors import for_model
 from meshkit.params import Agent, ChatId
 from meshkit.tool_classes import internal
 
@@ -70,7 +69,7 @@ def build_server(
 
         All or nothing: one malformed item rejects the call and names its index.
         """
-        return await for_model(service.append(agent, chat_id, items, turn_id))
+        return await service.append(agent, chat_id, items, turn_id)
 
     @mcp.tool(**internal(title="Load conversation window", read_only=True, idempotent=True))
     async def load_window(
@@ -90,11 +89,11 @@ def build_server(
         Starts at a user message, keeps function calls with their outputs, and is empty
         after a reset or when the chat has been inactive longer than the timeout.
         """
-        return await for_model(service.window(agent, chat_id, max_items, max_tokens))
+        return await service.window(agent, chat_id, max_items, max_tokens)
 
     @mcp.tool(**internal(title="Reset conversation", idempotent=True))
     async def reset(agent: Agent, chat_id: ChatId) -> ResetResult:
         """Start a new conversation in the chat: later windows hold nothing from before."""
-        return await for_model(service.reset(agent, chat_id))
+        return await service.reset(agent, chat_id)
 
     return mcp

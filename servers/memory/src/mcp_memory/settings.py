@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from meshkit.settings import DataSettings
 
 DB_FILE = "memory.sqlite3"
 MAX_WINDOW_ITEMS = 1000
 MAX_WINDOW_TOKENS = 1_000_000
 
 
-class MemorySettings(BaseSettings):
+class MemorySettings(DataSettings):
     model_config = SettingsConfigDict(env_prefix="MEMORY_", extra="ignore")
 
     window_max_items: int = Field(
@@ -28,11 +30,6 @@ class MemorySettings(BaseSettings):
         default=3600,
         gt=0,
         description="Silence after which a conversation is over and the next window starts empty.",
-    )
-    # "data_dir" as a second choice lets code pass data_dir=...; env names are case-insensitive,
-    # so only DATA_DIR is read from the environment.
-    data_dir: Path = Field(
-        default=Path("data"), validation_alias=AliasChoices("DATA_DIR", "data_dir")
     )
 
     @property

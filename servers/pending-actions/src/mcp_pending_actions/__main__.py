@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
+from mcp_pending_actions.server import build_server
 from mcp_pending_actions.settings import PendingSettings
-from meshkit import lean, load_settings, serve
-
-DEFAULT_PORT = 8105
+from meshkit import run_server
 
 
 def main() -> None:
-    lean.install()  # before fastmcp, mcp and uvicorn are imported
-    from mcp_pending_actions.server import build_server  # noqa: PLC0415
-
-    pending = load_settings(PendingSettings)
-
-    serve(lambda _: build_server(pending), name="pending-actions", default_port=DEFAULT_PORT)
+    run_server(
+        PendingSettings,
+        lambda settings, _: build_server(settings),
+        name="pending-actions",
+        default_port=8105,
+    )
 
 
 if __name__ == "__main__":

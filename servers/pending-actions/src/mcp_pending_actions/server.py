@@ -23,9 +23,8 @@ from mcp_pending_actions.service import PendingActions
 from mcp_pending_actions.settings import PendingSettings
 from mcp_pending_actions.store import PendingStore
 from meshkit import create_server, load_settings
-from meshkit.errors import for_model
 from meshkit.params import Agent, ChatId
-from meshkit.proposals import KIND_PATTERN, Approvals, Proposal, approval_key
+from meshkit.proposals import SERVER_PATTERN, Approvals, Proposal, approval_key
 from meshkit.tool_classes import internal
 
 INSTRUCTIONS = (
@@ -61,7 +60,7 @@ def build_server(
 ) -> FastMCP[Any]:
     """The pending-actions server; ``settings`` default to the environment (embedded mode)."""
     settings = settings or load_settings(PendingSettings)
-    approvals = Approvals(approval_key(settings.data_dir), clock=clock)
+    approvals = Approvals(approval_key(settings), clock=clock)
     store = PendingStore(settings.db_path)
     service = PendingActions(settings, store, approvals, clock=clock)
 
@@ -82,7 +81,7 @@ def build_server(
             Field(
                 description="The registry name of the server that proposed it (its confirm "
                 "tool performs it), e.g. 'shopping'",
-                pattern=KIND_PATTERN,
+                pattern=SERVER_PATTERN,
             ),
         ],
         proposal: Annotated[Proposal, Field(description="What the producer tool returned")],
@@ -112,16 +111,14 @@ def build_server(
 
         Its time to decide is the proposal's ttl_s, capped by the server setting.
         """
-        return await for_model(
-            service.stage(
-                agent,
-                chat_id,
-                server,
-                proposal,
-                batch_id=batch_id,
-                user_id=user_id,
-                batch_text=batch_text,
-            )
+        return await service.stage(
+            agent,
+            chat_id,
+            server,
+            proposal,
+            batch_id=batch_id,
+            user_id=user_id,
+            batch_text=batch_text,
         )
 
     @mcp.tool(**internal(title="Approve an action"))
@@ -134,7 +131,7 @@ def build_server(
         (resumed). On ok, call <server>__confirm_<kind>(payload, approval), then complete
         or fail.
         """
-        return await for_model(service.approve(action_id, user_id, chat_id))
+        return await service.approve(action_id, user_id, chat_id)
 
     @mcp.tool(**internal(title="Cancel an action", idempotent=True))
     async def cancel(
@@ -146,7 +143,7 @@ def build_server(
         ] = None,
     ) -> Decision:
         """The user tapped Cancel: pending → cancelled; ok is false when it was not pending."""
-        return await for_model(service.cancel(action_id, user_id, chat_id))
+        return await service.cancel(action_id, user_id, chat_id)
 
     @mcp.tool(**internal(title="Approve a batch"))
     async def approve_batch(batch_id: BatchId, user_id: UserId, chat_id: ChatId) -> BatchDecisions:
@@ -155,7 +152,7 @@ def build_server(
         One decision per action, in staging order; actions that are not pending are
         reported with their state.
         """
-        return await for_model(service.approve_batch(batch_id, user_id, chat_id))
+        return await service.approve_batch(batch_id, user_id, chat_id)
 
     @mcp.tool(**internal(title="Cancel a batch", idempotent=True))
     async def cancel_batch(
@@ -167,7 +164,7 @@ def build_server(
         ] = None,
     ) -> BatchDecisions:
         """The user tapped Cancel all: cancel each pending action of the batch."""
-        return await for_model(service.cancel_batch(batch_id, user_id, chat_id))
+        return await service.cancel_batch(batch_id, user_id, chat_id)
 
     @mcp.tool(**internal(title="Record a confirmed action's result"))
     async def complete(
@@ -178,7 +175,7 @@ def build_server(
     ) -> ActionView:
         """executing → done, keeping the confirm tool's result. An error when the action is
         not executing (a second complete changes nothing)."""
-        return await for_model(service.complete(action_id, result))
+        return await service.complete(action_id, result)
 
     @mcp.tool(**internal(title="Record a confirmed action's failure"))
     async def fail(
@@ -189,22 +186,22 @@ def build_server(
         ],
     ) -> ActionView:
         """executing → failed, keeping why. An error when the action is not executing."""
-        return await for_model(service.fail(action_id, error))
+        return await service.fail(action_id, error)
 
     @mcp.tool(**internal(title="List pending actions", read_only=True, idempotent=True))
     async def list_pending(agent: Agent, chat_id: ChatId) -> ActionList:
         """The chat's actions still waiting for a tap (not expired), oldest first."""
-        return await for_model(service.list_pending(agent, chat_id))
+        return await service.list_pending(agent, chat_id)
 
     @mcp.tool(**internal(title="Get a batch", read_only=True, idempotent=True))
     async def get_batch(batch_id: BatchId) -> BatchView:
         """A batch, its message text and its actions with their states, in staging order:
         what the message with the buttons should now show."""
-        return await for_model(service.get_batch(batch_id))
+        return await service.get_batch(batch_id)
 
     @mcp.tool(**internal(title="Action history", read_only=True, idempotent=True))
     async def history(action_id: ActionId) -> History:
         """Every state change of an action, oldest first: the audit trail."""
-        return await for_model(service.history(action_id))
+        return await service.history(action_id)
 
     return mcp

@@ -1,22 +1,20 @@
-"""Pending-actions settings (env prefix ``PENDING_``, plus ``DATA_DIR`` shared by every server).
-
-The approval key is not a setting of this class: meshkit's ``load_approval_key`` reads
-``MESH_APPROVAL_KEY`` (shared with every confirm tool) or a key file under ``DATA_DIR``.
-"""
+"""Pending-actions settings (env prefix ``PENDING_``; ``DATA_DIR`` and ``MESH_APPROVAL_KEY``,
+shared with every server that checks approvals, come from meshkit's ``ApprovalSettings``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
 
 from meshkit.proposals import MAX_TTL_S
+from meshkit.settings import ApprovalSettings
 
 DB_FILE = "pending_actions.sqlite3"
 
 
-class PendingSettings(BaseSettings):
+class PendingSettings(ApprovalSettings):
     model_config = SettingsConfigDict(env_prefix="PENDING_", extra="ignore")
 
     max_ttl_s: int = Field(
@@ -30,11 +28,6 @@ class PendingSettings(BaseSettings):
         gt=0,
         description="After this long in 'executing' without complete or fail, the orchestrator "
         "is presumed to have crashed and the chat may approve the action again.",
-    )
-    # "data_dir" as a second choice lets code pass data_dir=...; env names are case-insensitive,
-    # so only DATA_DIR is read from the environment.
-    data_dir: Path = Field(
-        default=Path("data"), validation_alias=AliasChoices("DATA_DIR", "data_dir")
     )
 
     @property

@@ -17,26 +17,24 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from mcp_shopping import importer
+from mcp_shopping.server import build_server
 from mcp_shopping.settings import ShoppingSettings
-from meshkit import lean, load_settings, serve
-
-DEFAULT_PORT = 8103
+from meshkit import run_server
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    lean.install()  # before fastmcp, mcp and uvicorn are imported
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["import"]:
-        from mcp_shopping import importer  # noqa: PLC0415
-
         raise SystemExit(importer.main(args[1:]))
-    if {"-h", "--help"} & set(args):
-        print(__doc__)
-        return
-    from mcp_shopping.server import build_server  # noqa: PLC0415
-
-    shopping = load_settings(ShoppingSettings)
-    serve(lambda _: build_server(shopping), name="shopping", default_port=DEFAULT_PORT, argv=args)
+    run_server(
+        ShoppingSettings,
+        lambda settings, _: build_server(settings),
+        name="shopping",
+        default_port=8103,
+        argv=args,
+        description=__doc__,
+    )
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ from mcp_shopping.service import MAX_QUANTITY, ShoppingService, list_key
 from mcp_shopping.settings import MAX_LIST_NAME, ShoppingSettings
 from mcp_shopping.store import ShoppingStore
 from meshkit import create_server, load_settings
-from meshkit.errors import for_model
 from meshkit.proposals import Approvals, Proposal, approval_key
 from meshkit.tool_classes import confirm, producer, read
 
@@ -75,7 +74,7 @@ def build_server(
     settings = settings or load_settings(ShoppingSettings)
     store = ShoppingStore(settings.db_path)
     service = ShoppingService(settings, store)
-    approvals = Approvals(approval_key(settings.data_dir), clock=clock)
+    approvals = Approvals(approval_key(settings), clock=clock)
     confirmations = Confirmations(store, approvals, clock=clock, today=today)
     default_list = list_key(settings.default_list)
 
@@ -102,7 +101,7 @@ def build_server(
         agent: Agent = "default",
     ) -> Lists:
         """The items on a shopping list, with their ids, and the names of all lists."""
-        return await for_model(service.get_list(agent, list_name))
+        return await service.get_list(agent, list_name)
 
     @mcp.tool(**read(title="Find an item", context=("agent",)))
     async def find_item(
@@ -120,7 +119,7 @@ def build_server(
         """Items the user ordered before or has on a list that match loose words (typos and
         partial names too), with where, when, how many and at what price they were last
         ordered. Use it to find an item's full name before proposing a reorder."""
-        return await for_model(service.find_item(agent, query, limit))
+        return await service.find_item(agent, query, limit)
 
     @mcp.tool(**read(title="Recent orders", context=("agent",)))
     async def get_recent_orders(
@@ -129,7 +128,7 @@ def build_server(
         agent: Agent = "default",
     ) -> RecentOrders:
         """The user's most recent orders, newest first, of one store or of all."""
-        return await for_model(service.recent_orders(agent, limit, store))
+        return await service.recent_orders(agent, limit, store)
 
     # --- producer ------------------------------------------------------------------------
 
@@ -147,16 +146,14 @@ def build_server(
         agent: Agent = "default",
     ) -> Proposal:
         """Propose adding an item to a shopping list. Nothing changes until the user taps Add."""
-        return await for_model(
-            service.propose_add(
-                agent,
-                name,
-                quantity=quantity,
-                unit=unit,
-                store=store,
-                note=note,
-                list_name=list_name,
-            )
+        return await service.propose_add(
+            agent,
+            name,
+            quantity=quantity,
+            unit=unit,
+            store=store,
+            note=note,
+            list_name=list_name,
         )
 
     @mcp.tool(**producer(title="Propose removing from a list", context=("agent",)))
@@ -174,7 +171,7 @@ def build_server(
     ) -> Proposal:
         """Propose removing an item from a shopping list. Nothing changes until the user taps
         Remove. When several items match, the error lists them: ask the user which one."""
-        return await for_model(service.propose_remove(agent, name, list_name))
+        return await service.propose_remove(agent, name, list_name)
 
     @mcp.tool(**producer(title="Propose a reorder", context=("agent",)))
     async def propose_reorder(
@@ -199,26 +196,26 @@ def build_server(
         """Propose ordering an item again: into the store's cart, recorded as an order.
         Nothing changes until the user taps Add to cart, and nothing is bought online.
         When several items match, the error lists them: ask the user which one."""
-        return await for_model(service.propose_reorder(agent, item, quantity, store))
+        return await service.propose_reorder(agent, item, quantity, store)
 
     # --- confirm (only the orchestrator, after a tap) --------------------------------------
 
     @mcp.tool(**confirm(title="Add to a list"))
     async def confirm_add_to_list(payload: Payload, approval: ApprovalToken) -> AddedToList:
         """Perform an approved add_to_list proposal. Needs the user's approval token."""
-        return await for_model(confirmations.add(payload, approval))
+        return await confirmations.add(payload, approval)
 
     @mcp.tool(**confirm(title="Remove from a list", destructive=True))
     async def confirm_remove_from_list(
         payload: Payload, approval: ApprovalToken
     ) -> RemovedFromList:
         """Perform an approved remove_from_list proposal. Needs the user's approval token."""
-        return await for_model(confirmations.remove(payload, approval))
+        return await confirmations.remove(payload, approval)
 
     @mcp.tool(**confirm(title="Reorder"))
     async def confirm_reorder(payload: Payload, approval: ApprovalToken) -> Reordered:
         """Perform an approved reorder proposal: add to the store's cart and record the order.
         Needs the user's approval token."""
-        return await for_model(confirmations.reorder(payload, approval))
+        return await confirmations.reorder(payload, approval)
 
     return mcp

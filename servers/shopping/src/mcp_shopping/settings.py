@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from meshkit.settings import ApprovalSettings
 
 DB_FILE = "shopping.sqlite3"
 MAX_LIST_NAME = 60
 
 
-class ShoppingSettings(BaseSettings):
+class ShoppingSettings(ApprovalSettings):
     model_config = SettingsConfigDict(env_prefix="SHOPPING_", extra="ignore")
 
     default_list: str = Field(
@@ -24,11 +26,6 @@ class ShoppingSettings(BaseSettings):
         default="$",
         max_length=5,
         description="Shown before prices in proposals ('$4.99'); prices are stored as numbers.",
-    )
-    # "data_dir" as a second choice lets code pass data_dir=...; env names are case-insensitive,
-    # so only DATA_DIR is read from the environment.
-    data_dir: Path = Field(
-        default=Path("data"), validation_alias=AliasChoices("DATA_DIR", "data_dir")
     )
 
     @property

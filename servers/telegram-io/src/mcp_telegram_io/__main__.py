@@ -2,32 +2,19 @@
 
 from __future__ import annotations
 
-import os
-
+from mcp_telegram_io.fleet import bot_tokens
+from mcp_telegram_io.server import build_server
 from mcp_telegram_io.settings import TelegramIOSettings
-from meshkit import lean, load_settings, serve
-from meshkit.settings import fail
-from meshkit.yaml_config import ConfigError
-
-DEFAULT_PORT = 8106
+from meshkit import run_server
 
 
 def main() -> None:
-    lean.install()  # before fastmcp, mcp and uvicorn are imported
-    from mcp_telegram_io.fleet import load_bots  # noqa: PLC0415
-    from mcp_telegram_io.server import build_server  # noqa: PLC0415
-
-    settings = load_settings(TelegramIOSettings)
-    try:
-        bots = load_bots(settings.agents, os.environ)
-        server = build_server(settings)
-    except ConfigError as error:
-        fail(str(error))
-    serve(
-        lambda _: server,
+    run_server(
+        TelegramIOSettings,
+        lambda settings, stopping: build_server(settings, stopping=stopping),
         name="telegram-io",
-        default_port=DEFAULT_PORT,
-        secrets=[bot.token for bot in bots.values()],
+        default_port=8106,
+        secrets=bot_tokens,  # redacted from every log line
     )
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from mcp_telegram_io.settings import TelegramIOSettings
+from meshkit.settings import environment
 from meshkit.yaml_config import ConfigError, load_yaml
 
 _TOKEN = re.compile(r"^(\d+):[A-Za-z0-9_-]+$")
@@ -26,8 +28,17 @@ class BotConfig:
     token: SecretStr = field(repr=False)
 
 
-def load_bots(path: Path, environ: Mapping[str, str]) -> dict[str, BotConfig]:
-    """Agent id → bot. Agents without a token set are left out (and logged by the caller)."""
+def bot_tokens(settings: TelegramIOSettings) -> list[SecretStr]:
+    """Every bot token of the fleet (to redact from logs)."""
+    return [bot.token for bot in load_bots(settings.agents).values()]
+
+
+def load_bots(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, BotConfig]:
+    """Agent id → bot. Agents without a token set are left out (and logged by the caller).
+
+    The tokens are read from the variables the fleet file names, in ``environ``
+    (default: the process environment)."""
+    environ = environment() if environ is None else environ
     raw = load_yaml(path, environ)
     agents = raw.get("agents")
     if not isinstance(agents, dict) or not agents:

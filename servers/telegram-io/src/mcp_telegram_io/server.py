@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -30,8 +29,7 @@ from mcp_telegram_io.service import Inbox
 from mcp_telegram_io.settings import TelegramIOSettings
 from mcp_telegram_io.store import InboxStore
 from meshkit import create_server, load_settings
-from meshkit.errors import for_model
-from meshkit.serve import on_shutdown
+from meshkit.serve import Stopping
 from meshkit.tool_classes import internal
 from meshkit.yaml_config import ConfigError
 
@@ -64,15 +62,20 @@ def build_server(
     *,
     clock: Callable[[], float] = time.time,
     policy: PollPolicy | None = None,
+    stopping: Stopping | None = None,
 ) -> FastMCP[Any]:
-    """The telegram-io server; ``settings`` default to the environment (embedded mode)."""
+    """The telegram-io server; ``settings`` default to the environment (embedded mode).
+
+    ``stopping`` (served mode) ends open long polls as soon as the process is asked to stop.
+    """
     settings = settings or load_settings(TelegramIOSettings)
-    configs = load_bots(settings.agents, os.environ)
+    configs = load_bots(settings.agents)
     if not configs:
         raise ConfigError(no_bots_help(settings.agents))
     store = InboxStore(settings.db_path)
     inbox = Inbox(settings, store, clock=clock)
-    on_shutdown(inbox.stop_waiting)
+    if stopping is not None:
+        stopping.on_stop(inbox.stop_waiting)
     # One HTTP client for the fleet: a connection for each bot's long poll, 16 for sends.
     client = SharedClient(connections=SEND_CONNECTIONS + len(configs))
     bots = {agent: _bot(config, settings, client) for agent, config in configs.items()}
@@ -141,14 +144,14 @@ def build_server(
         Each is handed to no one else for the lease time; ack it once handled, or it is
         handed out again when the lease runs out.
         """
-        return await for_model(inbox.next_updates(max, wait_s))
+        return await inbox.next_updates(max, wait_s)
 
     @mcp.tool(**internal(title="Acknowledge updates", idempotent=True))
     async def ack(
         ids: Annotated[list[str], Field(max_length=1000, description="'id' fields of updates")],
     ) -> Acked:
         """Mark updates as handled: they are never handed out again."""
-        return Acked(acked=await for_model(inbox.ack(ids)))
+        return Acked(acked=await inbox.ack(ids))
 
     @mcp.tool(**internal(title="Send a message"))
     async def send_message(  # noqa: PLR0917 (a tool's parameters are its schema)
@@ -163,15 +166,13 @@ def build_server(
         ] = None,
     ) -> Sent:
         """Send Markdown as Telegram-formatted messages, split at 4096 characters."""
-        return await for_model(
-            sender.send_message(
-                agent,
-                chat_id,
-                text,
-                buttons=_buttons(buttons),
-                reply_to=reply_to,
-                key=idempotency_key,
-            )
+        return await sender.send_message(
+            agent,
+            chat_id,
+            text,
+            buttons=_buttons(buttons),
+            reply_to=reply_to,
+            key=idempotency_key,
         )
 
     @mcp.tool(**internal(title="Edit a message", idempotent=True))
@@ -183,9 +184,7 @@ def build_server(
         buttons: Buttons = None,
     ) -> Done:
         """Replace a sent message's text and buttons (no buttons: they are removed)."""
-        return await for_model(
-            sender.edit_message(agent, chat_id, message_id, text, _buttons(buttons))
-        )
+        return await sender.edit_message(agent, chat_id, message_id, text, _buttons(buttons))
 
     @mcp.tool(**internal(title="Answer a button tap", idempotent=True))
     async def answer_callback(
@@ -195,7 +194,7 @@ def build_server(
         alert: bool = False,
     ) -> Done:
         """Stop the button's spinner, with an optional notice (200 characters at most)."""
-        return await for_model(sender.answer_callback(agent, callback_id, text, alert))
+        return await sender.answer_callback(agent, callback_id, text, alert)
 
     @mcp.tool(**internal(title="Show a chat action", idempotent=True))
     async def send_chat_action(
@@ -204,7 +203,7 @@ def build_server(
         action: Annotated[str, Field(pattern=r"^[a-z_]{1,32}$")] = "typing",
     ) -> Done:
         """Show 'typing…' (or another action) in the chat for about 5 seconds."""
-        return await for_model(sender.send_chat_action(agent, chat_id, action))
+        return await sender.send_chat_action(agent, chat_id, action)
 
     @mcp.tool(**internal(title="Inbox status", read_only=True, idempotent=True))
     async def status() -> Status:

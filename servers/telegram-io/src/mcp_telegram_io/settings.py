@@ -9,13 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from meshkit.settings import DataSettings
 
 DB_FILE = "telegram-io.sqlite3"
 KILL_SWITCH = "inbox-disabled"
 
 
-class TelegramIOSettings(BaseSettings):
+class TelegramIOSettings(DataSettings):
     model_config = SettingsConfigDict(env_prefix="TELEGRAM_", extra="ignore")
 
     api_base: str = Field(
@@ -26,9 +28,6 @@ class TelegramIOSettings(BaseSettings):
         default=Path("config/agents.yaml"),
         validation_alias=AliasChoices("CLAWMESH_AGENTS", "agents"),
         description="The fleet file: which agents exist and where their bot tokens are.",
-    )
-    data_dir: Path = Field(
-        default=Path("data"), validation_alias=AliasChoices("DATA_DIR", "data_dir")
     )
     poll_timeout_s: int = Field(default=25, ge=0, le=50, description="getUpdates long-poll.")
     lease_s: float = Field(

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
+from mcp_weather.server import build_server
 from mcp_weather.settings import WeatherSettings
-from meshkit import lean, load_settings, serve
-
-DEFAULT_PORT = 8101
+from meshkit import run_server
 
 
 def main() -> None:
-    lean.install()  # before fastmcp, mcp and uvicorn are imported
-    from mcp_weather.server import build_server  # noqa: PLC0415
-
-    weather = load_settings(WeatherSettings)
-
-    serve(lambda _: build_server(weather), name="weather", default_port=DEFAULT_PORT)
+    run_server(
+        WeatherSettings,
+        lambda settings, _: build_server(settings),
+        name="weather",
+        default_port=8101,
+    )
 
 
 if __name__ == "__main__":

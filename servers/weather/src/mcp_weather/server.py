@@ -17,7 +17,6 @@ from mcp_weather.open_meteo import OpenMeteo
 from mcp_weather.service import MAX_DAYS, WeatherService
 from mcp_weather.settings import WeatherSettings
 from meshkit import create_server, load_settings
-from meshkit.errors import for_model
 from meshkit.tool_classes import read
 
 INSTRUCTIONS = (
@@ -66,7 +65,7 @@ def build_server(
     @mcp.tool(**read(title="Current weather", open_world=True))
     async def get_current_weather(location: Location) -> CurrentWeather:
         """Current conditions at a place: temperature, feels-like, wind, precipitation."""
-        return await for_model(service.current(location))
+        return await service.current(location)
 
     @mcp.tool(**read(title="Daily forecast", open_world=True))
     async def get_forecast(
@@ -76,7 +75,7 @@ def build_server(
         ] = 3,
     ) -> Forecast:
         """Daily forecast for a place: conditions, high/low, rain and wind, day by day."""
-        return await for_model(service.forecast(location, days))
+        return await service.forecast(location, days)
 
     @mcp.tool(**read(title="Hourly forecast", open_world=True))
     async def get_hourly_forecast(
@@ -90,6 +89,6 @@ def build_server(
         ],
     ) -> HourlyForecast:
         """Hour-by-hour forecast for one day at a place, in the place's local time."""
-        return await for_model(service.hourly(location, date))
+        return await service.hourly(location, date)
 
     return mcp
