@@ -15,6 +15,10 @@ The snapshot is exact while the tool set is fixed after startup, as in every
 clawmesh server (``build_server`` registers all tools). A tool added or enabled
 later is served without the header check, as the SDK serves a call whose tool
 its listing misses; a tool removed later is still refused by dispatch.
+
+It reaches fastmcp's low-level server through the private ``_mcp_server`` (fastmcp 4.1
+has no public accessor); tests/meshkit/test_tool_schemas.py fails if that moves or the SDK
+stops asking. Unnecessary once fastmcp installs ``get_tool_input_schema`` itself.
 """
 
 from __future__ import annotations
