@@ -28,4 +28,4 @@ def build_server() -> FastMCP[Any]:
 
 
 if __name__ == "__main__":
-    run_server(DataSettings, lambda _, __: build_server(), name="echo", default_port=DEFAULT_PORT)
+    run_server(DataSettings, lambda _: build_server(), name="echo", default_port=DEFAULT_PORT)

@@ -60,15 +60,19 @@ class Stopping:
 
 def run_server(
     settings_cls: type[S],
-    build: Callable[[S, Stopping], FastMCP[Any]],
+    build: Callable[[S], FastMCP[Any]],
     *,
     name: str,
     default_port: int,
     secrets: Callable[[S], Iterable[SecretStr | str | None]] = lambda _: (),
+    stopping: Stopping | None = None,
     argv: Sequence[str] | None = None,
     description: str | None = None,
 ) -> None:
-    """Parse the command line, read the settings, configure logging, build and serve."""
+    """Parse the command line, read the settings, configure logging, build and serve.
+
+    ``secrets`` are redacted from every log line; ``stopping`` is told when the process
+    is asked to stop (give the same one to the server the factory builds)."""
     parser = argparse.ArgumentParser(
         prog=f"python -m mcp_{name.replace('-', '_')}",
         description=description or __doc__,
@@ -85,14 +89,14 @@ def run_server(
     own = load_settings(settings_cls)
     if not args.stdio and serving.token is None:
         fail(HTTP_AUTH_HELP)
-    stopping = Stopping()
+    stopping = stopping or Stopping()
     try:
         known = [serving.token, serving.approval_key, *secrets(own)]
         configure_logging(
             serving.log_level,
             secrets=[s.get_secret_value() if isinstance(s, SecretStr) else s for s in known if s],
         )
-        server = build(own, stopping)
+        server = build(own)
     except ConfigError as error:
         fail(str(error))
     if args.stdio:

@@ -8,12 +8,7 @@ from meshkit import run_server
 
 
 def main() -> None:
-    run_server(
-        MemorySettings,
-        lambda settings, _: build_server(settings),
-        name="memory",
-        default_port=8104,
-    )
+    run_server(MemorySettings, build_server, name="memory", default_port=8104)
 
 
 if __name__ == "__main__":

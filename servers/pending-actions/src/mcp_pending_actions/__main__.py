@@ -8,12 +8,7 @@ from meshkit import run_server
 
 
 def main() -> None:
-    run_server(
-        PendingSettings,
-        lambda settings, _: build_server(settings),
-        name="pending-actions",
-        default_port=8105,
-    )
+    run_server(PendingSettings, build_server, name="pending-actions", default_port=8105)
 
 
 if __name__ == "__main__":

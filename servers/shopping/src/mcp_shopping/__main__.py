@@ -29,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(importer.main(args[1:]))
     run_server(
         ShoppingSettings,
-        lambda settings, _: build_server(settings),
+        build_server,
         name="shopping",
         default_port=8103,
         argv=args,

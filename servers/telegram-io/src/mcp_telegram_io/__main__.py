@@ -6,15 +6,18 @@ from mcp_telegram_io.fleet import bot_tokens
 from mcp_telegram_io.server import build_server
 from mcp_telegram_io.settings import TelegramIOSettings
 from meshkit import run_server
+from meshkit.serve import Stopping
 
 
 def main() -> None:
+    stopping = Stopping()  # ends open long polls at once on SIGTERM
     run_server(
         TelegramIOSettings,
-        lambda settings, stopping: build_server(settings, stopping=stopping),
+        lambda settings: build_server(settings, stopping=stopping),
         name="telegram-io",
         default_port=8106,
-        secrets=bot_tokens,  # redacted from every log line
+        secrets=bot_tokens,
+        stopping=stopping,
     )
 
 

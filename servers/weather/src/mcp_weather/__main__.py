@@ -8,12 +8,7 @@ from meshkit import run_server
 
 
 def main() -> None:
-    run_server(
-        WeatherSettings,
-        lambda settings, _: build_server(settings),
-        name="weather",
-        default_port=8101,
-    )
+    run_server(WeatherSettings, build_server, name="weather", default_port=8101)
 
 
 if __name__ == "__main__":
