@@ -13,9 +13,10 @@ from fastmcp import Client
 from fakes.clock import START, Clock
 from fakes.tool_calls import call
 from mcp_pending_actions.models import State
+from mcp_pending_actions.rows import ActionRow, BatchRow, Change
 from mcp_pending_actions.server import build_server
 from mcp_pending_actions.settings import PendingSettings
-from mcp_pending_actions.store import ActionRow, BatchRow, Change, PendingStore
+from mcp_pending_actions.store import PendingStore
 from meshkit.proposals import KEY_ENV, KEY_FILE, Approvals, load_approval_key
 from pending_actions.calls import AGENT, CHAT, MILK, approve, cancel, stage
 

@@ -23,15 +23,17 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import anyio
 import anyio.to_thread
+from pydantic import BaseModel
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 logger = logging.getLogger(__name__)
 
 BACKSTOP_PAGES = 10_000  # ~40 MB of WAL before a commit checkpoints by itself
@@ -159,3 +161,8 @@ def transaction(db: sqlite3.Connection, mode: Literal["DEFERRED", "IMMEDIATE"]) 
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+def row_model(model: type[M], row: Sequence[Any]) -> M:
+    """The model a row holds, its columns selected in the order of the model's fields."""
+    return model.model_validate(dict(zip(model.model_fields, row, strict=True)))

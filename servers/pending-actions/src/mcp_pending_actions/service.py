@@ -19,14 +19,13 @@
 
 from __future__ import annotations
 
-import json
 import re
-import secrets
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from mcp_pending_actions import views
+from mcp_pending_actions.checks import check_present, check_size, new_id, yours
 from mcp_pending_actions.errors import InvalidRequest, UnknownAction, UnknownBatch, WrongState
 from mcp_pending_actions.models import (
     ActionList,
@@ -39,14 +38,14 @@ from mcp_pending_actions.models import (
     Staged,
     State,
 )
+from mcp_pending_actions.rows import ActionRow, BatchRow, Change
 from mcp_pending_actions.settings import PendingSettings
-from mcp_pending_actions.store import ActionRow, BatchRow, Change, PendingStore
-from meshkit.proposals import ACTION_ID, KIND_PATTERN, Approvals, Proposal
+from mcp_pending_actions.store import PendingStore
+from meshkit.proposals import ACTION_ID, SERVER_PATTERN, Approvals, Proposal
 
 BATCH_ID = re.compile(r"bat_[0-9a-f]{12}")
 DecidedT = TypeVar("DecidedT", Decision, BatchDecisions)
-SERVER_NAME = re.compile(KIND_PATTERN)
-MAX_JSON_CHARS = 64_000  # a payload or a result, encoded
+SERVER_NAME = re.compile(SERVER_PATTERN)
 EXPIRY_DETAIL = "its time to decide ran out"
 RESUME_DETAIL = "approved again: the previous approval was never completed"
 Decide = Callable[[ActionRow, str, float], Awaitable[Decision]]  # (settled row, user, now)
@@ -78,17 +77,17 @@ class PendingActions:
         batch_text: str | None = None,
     ) -> Staged:
         """Store a proposal as a pending action, in a new batch or in ``batch_id``."""
-        _check_present(agent=agent, chat_id=chat_id, user_id=user_id, batch_text=batch_text)
+        check_present(agent=agent, chat_id=chat_id, user_id=user_id, batch_text=batch_text)
         if not SERVER_NAME.fullmatch(server):
             raise InvalidRequest(
                 f"server {server!r} is not a server name: lowercase letters, digits and "
                 "underscores, starting with a letter, at most 40 characters."
             )
-        _check_size("payload", proposal.payload)
+        check_size("payload", proposal.payload)
         now = self._clock()
         new_batch = None
         if batch_id is None:
-            batch_id = _new_id("bat_")
+            batch_id = new_id("bat_")
             new_batch = BatchRow(batch_id, agent, chat_id, batch_text, now)
         else:
             batch = await self._store.batch(batch_id) if BATCH_ID.fullmatch(batch_id) else None
@@ -102,7 +101,7 @@ class PendingActions:
                     "to start a new batch."
                 )
         action = ActionRow(
-            action_id=_new_id("act_"),
+            action_id=new_id("act_"),
             batch_id=batch_id,
             agent=agent,
             chat_id=chat_id,
@@ -162,19 +161,19 @@ class PendingActions:
 
     async def complete(self, action_id: str, result: dict[str, Any]) -> ActionView:
         """executing → done, keeping what the confirm tool returned."""
-        _check_size("result", result)
+        check_size("result", result)
         change = Change(State.EXECUTING, State.DONE, at=self._clock(), result=result)
         return await self._finish(action_id, change)
 
     async def fail(self, action_id: str, error: str) -> ActionView:
         """executing → failed, keeping why."""
-        _check_present(error=error)
+        check_present(error=error)
         change = Change(State.EXECUTING, State.FAILED, at=self._clock(), error=error, detail=error)
         return await self._finish(action_id, change)
 
     async def list_pending(self, agent: str, chat_id: str) -> ActionList:
         """The chat's actions still waiting for a tap, oldest first."""
-        _check_present(agent=agent, chat_id=chat_id)
+        check_present(agent=agent, chat_id=chat_id)
         now = self._clock()
         await self._store.expire_due(now, EXPIRY_DETAIL)
         rows = await self._store.live(agent, chat_id, now)
@@ -206,24 +205,24 @@ class PendingActions:
     async def _decide(
         self, decide: Decide, action_id: str, user_id: str, chat_id: str | None
     ) -> Decision:
-        _check_present(user_id=user_id, chat_id=chat_id)
+        check_present(user_id=user_id, chat_id=chat_id)
         now = self._clock()
         row = await self._store.action(action_id) if ACTION_ID.fullmatch(action_id) else None
-        if row is None or not _yours(row, user_id, chat_id):
+        if row is None or not yours(row, user_id, chat_id):
             return views.not_found(action_id)
         return await decide(await self._settle(row, now), user_id, now)
 
     async def _decide_batch(
         self, decide: Decide, batch_id: str, user_id: str, chat_id: str | None
     ) -> BatchDecisions:
-        _check_present(user_id=user_id, chat_id=chat_id)
+        check_present(user_id=user_id, chat_id=chat_id)
         now = self._clock()
         batch = await self._store.batch(batch_id) if BATCH_ID.fullmatch(batch_id) else None
         if batch is None or (chat_id is not None and batch.chat_id != chat_id):
             return BatchDecisions(batch_id=batch_id, decisions=[])
         decisions = []
         for row in await self._store.batch_actions(batch_id):  # staging order
-            if _yours(row, user_id, chat_id):
+            if yours(row, user_id, chat_id):
                 decisions.append(await decide(await self._settle(row, now), user_id, now))
             else:
                 decisions.append(views.not_found(row.action_id))
@@ -294,28 +293,3 @@ class PendingActions:
         change = Change(State.PENDING, State.EXPIRED, at=now, detail=EXPIRY_DETAIL, due_at=now)
         outcome = await self._store.change(row.action_id, change)
         return row if outcome is None else outcome.row
-
-
-def _yours(row: ActionRow, user_id: str, chat_id: str | None) -> bool:
-    if chat_id is not None and row.chat_id != chat_id:
-        return False
-    return row.user_id is None or row.user_id == user_id
-
-
-def _new_id(prefix: str) -> str:
-    return prefix + secrets.token_hex(6)
-
-
-def _check_present(**values: str | None) -> None:
-    """Each value given (not None) must hold more than whitespace."""
-    for name, value in values.items():
-        if value is not None and not value.strip():
-            raise InvalidRequest(f"{name} must not be empty.")
-
-
-def _check_size(name: str, value: dict[str, Any]) -> None:
-    size = len(json.dumps(value, ensure_ascii=False))
-    if size > MAX_JSON_CHARS:
-        raise InvalidRequest(
-            f"{name} is too large ({size} characters of JSON, at most {MAX_JSON_CHARS})."
-        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_pending_actions.models import UNKNOWN, ActionView, BatchView, Decision, State
-from mcp_pending_actions.store import ActionRow, BatchRow
+from mcp_pending_actions.rows import ActionRow, BatchRow
 
 NOT_FOUND = "not found"  # an unknown id, and an action of another chat or user alike
 REASONS = {

@@ -24,7 +24,7 @@ from typing import Any
 
 from mcp_shopping.models import ListItem, Order, Source
 from meshkit.proposals import CONFIRMATIONS_SCHEMA, Approval, Confirmed, confirm_once
-from meshkit.sqlite import SQLiteStore
+from meshkit.sqlite import SQLiteStore, row_model
 from meshkit.sqlite import transaction as _transaction
 
 SCHEMA = (
@@ -56,8 +56,9 @@ CREATE INDEX IF NOT EXISTS orders_by_date ON orders (agent, date, id);
 """
     + CONFIRMATIONS_SCHEMA
 )
-_ITEM_COLUMNS = "id, name, quantity, unit, store, note, added_at"
-_ORDER_COLUMNS = "id, item, store, date, quantity, price, source"
+# A row of these columns is its model's fields, in order (meshkit.sqlite.row_model).
+_ITEM_COLUMNS = ", ".join(ListItem.model_fields)
+_ORDER_COLUMNS = ", ".join(Order.model_fields)
 
 
 @dataclass(frozen=True)
@@ -289,26 +290,8 @@ def _count_identical(db: sqlite3.Connection, agent: str, order: NewOrder) -> int
 
 
 def _item(row: Sequence[Any]) -> ListItem:
-    item_id, name, quantity, unit, store, note, added_at = row
-    return ListItem(
-        id=item_id,
-        name=name,
-        quantity=quantity,
-        unit=unit,
-        store=store,
-        note=note,
-        added_at=added_at,
-    )
+    return row_model(ListItem, row)
 
 
 def _order(row: Sequence[Any]) -> Order:
-    order_id, item, store, date, quantity, price, source = row
-    return Order(
-        id=order_id,
-        item=item,
-        store=store,
-        date=date,
-        quantity=quantity,
-        price=price,
-        source=source,
-    )
+    return row_model(Order, row)

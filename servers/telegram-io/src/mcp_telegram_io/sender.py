@@ -37,6 +37,7 @@ from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, Time
 
 from mcp_telegram_io.formatting import Part, check_callback_data, render
 from mcp_telegram_io.models import Done, Sent
+from mcp_telegram_io.pacer import Pacer
 from mcp_telegram_io.poller import seconds
 from mcp_telegram_io.store import InboxStore
 from meshkit.errors import ModelError
@@ -58,35 +59,6 @@ class TelegramRefused(ModelError):
 class ButtonSpec:
     label: str
     data: str
-
-
-class Pacer:
-    """A token bucket per chat: ``burst`` messages at once, then one every ``interval_s``."""
-
-    def __init__(
-        self,
-        interval_s: float,
-        burst: int,
-        clock: Callable[[], float],
-        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
-    ) -> None:
-        self._interval_s = interval_s
-        self._burst = burst
-        self._clock = clock
-        self._sleep = sleep
-        self._buckets: dict[str, tuple[float, float]] = {}  # chat → (tokens, at)
-
-    async def wait_turn(self, chat: str) -> None:
-        if self._interval_s <= 0:
-            return
-        now = self._clock()
-        tokens, at = self._buckets.get(chat, (float(self._burst), now))
-        tokens = min(float(self._burst), tokens + (now - at) / self._interval_s)
-        if tokens < 1:
-            wait = (1 - tokens) * self._interval_s
-            await self._sleep(wait)
-            now, tokens = now + wait, 1.0
-        self._buckets[chat] = (tokens - 1, now)
 
 
 @dataclass

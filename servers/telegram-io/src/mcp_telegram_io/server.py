@@ -22,9 +22,10 @@ from telegram import Bot
 
 from mcp_telegram_io.fleet import BotConfig, load_bots
 from mcp_telegram_io.models import Acked, Button, Done, Sent, Status, Updates
+from mcp_telegram_io.pacer import Pacer
 from mcp_telegram_io.poller import Poller, PollPolicy
 from mcp_telegram_io.request import Httpx2Request, SharedClient
-from mcp_telegram_io.sender import ButtonSpec, Pacer, Sender
+from mcp_telegram_io.sender import ButtonSpec, Sender
 from mcp_telegram_io.service import Inbox
 from mcp_telegram_io.settings import TelegramIOSettings
 from mcp_telegram_io.store import InboxStore
