@@ -24,14 +24,14 @@ empty :=
 space := $(empty) $(empty)
 export MYPYPATH := $(subst $(space),:,$(wildcard meshkit/src orchestrator/src servers/*/src))
 
-.PHONY: help install lint format typecheck test pytest bench chat run run-weather
+.PHONY: help install lock lint format typecheck test pytest bench chat run run-weather
 
 help:
 	@echo "make run           install, then run the fleet on Telegram (servers in-process)"
 	@echo "make chat          install, then talk to Clawdia in this terminal (servers in-process)"
 	@echo "make test          install, lint, typecheck and run the test suite"
 	@echo "make run-weather   serve the weather MCP server on http://127.0.0.1:8101/mcp"
-	@echo "make install | lint | format | typecheck | pytest | bench"
+	@echo "make install | lock | lint | format | typecheck | pytest | bench"
 
 $(CURDIR)/.tools/bin/uv:
 	$(PYTHON) -m venv .tools
@@ -47,6 +47,10 @@ $(CURDIR)/.tools/bin/uv:
 
 install: .venv/.installed
 
+# After adding or removing a project (a new servers/<name>): record it in uv.lock.
+lock: | $(UV)
+	$(UV) lock
+
 lint: install
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
@@ -55,8 +59,9 @@ format: install
 	$(UV) run ruff format .
 	$(UV) run ruff check --fix .
 
+# FILES=servers/<name>/src checks those only (the configured files by default).
 typecheck: install
-	$(UV) run mypy
+	$(UV) run mypy $(FILES)
 
 pytest: install
 	$(UV) run pytest
