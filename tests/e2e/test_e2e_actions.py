@@ -109,6 +109,13 @@ async def inbox_empty(mesh: Mesh) -> bool:
     return (status.structured_content or {}).get("pending") == 0
 
 
+async def readers_waiting(mesh: Mesh, count: int) -> bool:
+    """Whether ``count`` next_updates calls wait in telegram-io right now."""
+    async with mcp_client(mesh, "telegram-io") as client:
+        status = await client.call_tool("status", {})
+    return (status.structured_content or {}).get("readers") == count
+
+
 async def batch_states(mesh: Mesh, batch_id: str) -> list[str]:
     """The states of a batch's actions, as pending-actions reports them."""
     async with mcp_client(mesh, "pending-actions") as client:
@@ -296,7 +303,7 @@ async def test_stopping_telegram_io_answers_an_open_long_poll_at_once(tmp_path: 
 
             async with anyio.create_task_group() as polling:
                 polling.start_soon(poll)
-                await anyio.sleep(0.5)  # the call is waiting in telegram-io
+                await eventually(lambda: readers_waiting(mesh, 1))  # the call waits inside
                 process = mesh.services["telegram-io"].process
                 assert process is not None
                 process.terminate()

@@ -80,6 +80,9 @@ class Status(BaseModel):
     bots: list[BotStatus]
     pending: int = Field(description="updates received and not yet acked")
     parked: bool = Field(description="the kill switch file is present: pollers are parked")
+    readers: int = Field(
+        default=0, description="next_updates calls waiting for updates now (a polling consumer)"
+    )
 
 
 class Button(BaseModel):

@@ -47,6 +47,7 @@ class Inbox:
         self._arrived = anyio.Event()
         self._handed = anyio.Event()  # set (and replaced) whenever next_updates hands some out
         self._closing = False
+        self._readers = 0  # next_updates calls waiting for updates right now
 
     def stop_waiting(self) -> None:
         """The server is stopping: waiting ``next_updates`` calls answer now (with nothing
@@ -84,8 +85,12 @@ class Inbox:
             expiry = await self._store.next_lease_expiry()
             if expiry is not None:
                 remaining = min(remaining, max(0.01, expiry - self._clock()))
-            with anyio.move_on_after(remaining):
-                await event.wait()
+            self._readers += 1
+            try:
+                with anyio.move_on_after(remaining):
+                    await event.wait()
+            finally:
+                self._readers -= 1
 
     async def ack(self, ids: Sequence[str]) -> int:
         keys = []
@@ -107,6 +112,7 @@ class Inbox:
             bots=bots,
             pending=await self._store.pending(),
             parked=self._settings.kill_switch.exists(),
+            readers=self._readers,
         )
 
     async def check_bots(self) -> None:
