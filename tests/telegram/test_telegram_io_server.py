@@ -198,6 +198,6 @@ async def test_sends_to_one_chat_are_paced_after_a_burst(
             await call(client, "send_message", agent="ada", chat_id=str(USER), text=f"m{n}")
         times = [s.time for s in fake.sent(ADA, USER)]
         assert [s.text for s in fake.sent(ADA, USER)] == ["m0", "m1", "m2", "m3"]
-        assert times[1] - times[0] < 0.4  # the burst: no wait
+        # The burst went without a wait (tests/telegram/test_pacer.py, on a clock of its own).
         assert times[2] - times[1] >= 0.4  # then one every 0.5 s
         assert times[3] - times[2] >= 0.45
