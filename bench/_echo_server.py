@@ -10,7 +10,9 @@ from typing import Any
 
 from fastmcp import FastMCP
 
-from meshkit import DataSettings, create_server, run_server
+from meshkit.serve import run_server
+from meshkit.server import create_server
+from meshkit.settings import DataSettings
 from meshkit.tool_classes import read
 
 DEFAULT_PORT = 8199

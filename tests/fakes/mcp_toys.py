@@ -13,7 +13,7 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 
-from meshkit import create_server
+from meshkit.server import create_server
 from meshkit.tool_classes import confirm, internal, producer, read
 
 CALLS: dict[str, int] = {}  # per-process call counts, read by tests after a run

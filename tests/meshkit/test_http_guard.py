@@ -12,7 +12,8 @@ from fastmcp import Client, FastMCP
 from pydantic import SecretStr
 
 from fakes.serving import serving
-from meshkit import build_http_app, create_server
+from meshkit.http import build_http_app
+from meshkit.server import create_server
 from meshkit.tool_classes import read
 
 pytestmark = pytest.mark.anyio

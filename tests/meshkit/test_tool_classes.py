@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 from fastmcp import Client
 
-from meshkit import create_server
+from meshkit.server import create_server
 from meshkit.tool_classes import CLASSES, ToolOptions, confirm, internal, producer, read
 
 pytestmark = pytest.mark.anyio

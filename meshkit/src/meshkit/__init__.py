@@ -1,21 +1,6 @@
-"""meshkit: what every clawmesh MCP server and the orchestrator share."""
+"""meshkit: what every clawmesh MCP server and the orchestrator share.
 
-from __future__ import annotations
-
-from meshkit.health import Check
-from meshkit.http import build_http_app
-from meshkit.logs import configure_logging
-from meshkit.serve import run_server
-from meshkit.server import create_server
-from meshkit.settings import DataSettings, ServeSettings, load_settings
-
-__all__ = [
-    "Check",
-    "DataSettings",
-    "ServeSettings",
-    "build_http_app",
-    "configure_logging",
-    "create_server",
-    "load_settings",
-    "run_server",
-]
+Import what you use from its module (``meshkit.server.create_server``,
+``meshkit.serve.run_server``, ``meshkit.settings``...): a process loads only those, so
+the embedded orchestrator, which serves no HTTP, never loads uvicorn.
+"""

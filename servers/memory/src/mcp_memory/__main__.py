@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mcp_memory.server import build_server
 from mcp_memory.settings import MemorySettings
-from meshkit import run_server
+from meshkit.serve import run_server
 
 
 def main() -> None:

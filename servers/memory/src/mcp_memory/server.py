@@ -14,8 +14,9 @@ from mcp_memory.models import AppendResult, ResetResult, Window
 from mcp_memory.service import ConversationService
 from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS, MemorySettings
 from mcp_memory.store import ConversationStore
-from meshkit import create_server, load_settings
 from meshkit.params import Agent, ChatId
+from meshkit.server import create_server
+from meshkit.settings import load_settings
 from meshkit.tool_classes import internal
 
 INSTRUCTIONS = (

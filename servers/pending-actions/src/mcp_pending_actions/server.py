@@ -22,9 +22,10 @@ from mcp_pending_actions.models import (
 from mcp_pending_actions.service import PendingActions
 from mcp_pending_actions.settings import PendingSettings
 from mcp_pending_actions.store import PendingStore
-from meshkit import create_server, load_settings
 from meshkit.params import Agent, ChatId
 from meshkit.proposals import SERVER_PATTERN, Approvals, Proposal, approval_key
+from meshkit.server import create_server
+from meshkit.settings import load_settings
 from meshkit.tool_classes import internal
 
 INSTRUCTIONS = (

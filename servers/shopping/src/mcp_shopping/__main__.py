@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from mcp_shopping import importer
 from mcp_shopping.server import build_server
 from mcp_shopping.settings import ShoppingSettings
-from meshkit import run_server
+from meshkit.serve import run_server
 
 
 def main(argv: Sequence[str] | None = None) -> None:

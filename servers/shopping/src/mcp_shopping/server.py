@@ -24,8 +24,9 @@ from mcp_shopping.models import (
 from mcp_shopping.service import MAX_QUANTITY, ShoppingService, list_key
 from mcp_shopping.settings import MAX_LIST_NAME, ShoppingSettings
 from mcp_shopping.store import ShoppingStore
-from meshkit import create_server, load_settings
 from meshkit.proposals import Approvals, Proposal, approval_key
+from meshkit.server import create_server
+from meshkit.settings import load_settings
 from meshkit.tool_classes import confirm, producer, read
 
 INSTRUCTIONS = (

@@ -5,8 +5,7 @@ from __future__ import annotations
 from mcp_telegram_io.fleet import bot_tokens
 from mcp_telegram_io.server import build_server
 from mcp_telegram_io.settings import TelegramIOSettings
-from meshkit import run_server
-from meshkit.serve import Stopping
+from meshkit.serve import Stopping, run_server
 
 
 def main() -> None:

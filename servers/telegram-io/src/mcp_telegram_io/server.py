@@ -29,8 +29,9 @@ from mcp_telegram_io.sender import ButtonSpec, Sender
 from mcp_telegram_io.service import Inbox
 from mcp_telegram_io.settings import TelegramIOSettings
 from mcp_telegram_io.store import InboxStore
-from meshkit import create_server, load_settings
 from meshkit.serve import Stopping
+from meshkit.server import create_server
+from meshkit.settings import load_settings
 from meshkit.tool_classes import internal
 from meshkit.yaml_config import ConfigError
 

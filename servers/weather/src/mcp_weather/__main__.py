@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mcp_weather.server import build_server
 from mcp_weather.settings import WeatherSettings
-from meshkit import run_server
+from meshkit.serve import run_server
 
 
 def main() -> None:

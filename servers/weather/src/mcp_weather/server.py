@@ -16,7 +16,8 @@ from mcp_weather.models import CurrentWeather, Forecast, HourlyForecast
 from mcp_weather.open_meteo import OpenMeteo
 from mcp_weather.service import MAX_DAYS, WeatherService
 from mcp_weather.settings import WeatherSettings
-from meshkit import create_server, load_settings
+from meshkit.server import create_server
+from meshkit.settings import load_settings
 from meshkit.tool_classes import read
 
 INSTRUCTIONS = (
