@@ -72,7 +72,7 @@ class Done(BaseModel):
 
 class BotStatus(BaseModel):
     agent: str
-    state: str = Field(description="starting, ok, retrying, conflict, unauthorized, parked")
+    state: str = Field(description="starting, ok, retrying, conflict, unauthorized, parked, failed")
     detail: str | None = None
 
 

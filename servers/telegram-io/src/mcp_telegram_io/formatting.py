@@ -60,7 +60,7 @@ def render(markdown: str, limit: int = TEXT_LIMIT) -> list[Part]:
     try:
         text, found = telegramify_markdown.convert(markdown)
         return _split(text, [_from_converter(e) for e in found], limit)
-    except Exception:
+    except Exception:  # the boundary of a third-party parser: a reply goes out regardless
         logger.warning("Markdown conversion failed; sending the text unformatted", exc_info=True)
         return _split(markdown, [], limit)
 

@@ -33,7 +33,7 @@ from mcp_telegram_io.store import InboxStore
 logger = logging.getLogger(__name__)
 
 ALLOWED_UPDATES = ("message", "callback_query")
-FAILING = frozenset({"conflict", "unauthorized", "parked"})
+FAILING = frozenset({"conflict", "unauthorized", "parked", "failed"})
 
 
 @dataclass
@@ -80,7 +80,18 @@ class Poller:
         self._on_arrival = on_arrival
 
     async def run(self) -> None:
-        """Poll until cancelled, or until Telegram says the token is no longer valid."""
+        """Poll until cancelled, or until Telegram says the token is no longer valid.
+
+        The boundary of one bot: a bug stops this bot's poller only, logged in full and
+        shown as ``failed`` in /health, instead of being retried as if the network failed.
+        """
+        try:
+            await self._poll()
+        except Exception:
+            logger.exception("bot %s: the poller stopped on an internal error", self.config.agent)
+            self._set("failed", "stopped on an internal error; see the log")
+
+    async def _poll(self) -> None:
         policy = self._policy
         initialized = False
         delay = policy.backoff_initial_s
@@ -106,7 +117,7 @@ class Poller:
                     timeout=policy.timeout_s,
                     allowed_updates=list(ALLOWED_UPDATES),
                 )
-            except Exception as error:
+            except TelegramError as error:
                 wait = self._failed(error, delay)
                 if wait is None:
                     return
@@ -121,7 +132,7 @@ class Poller:
             if updates:
                 offset = await self._keep(updates)
 
-    def _failed(self, error: Exception, delay: float) -> float | None:
+    def _failed(self, error: TelegramError, delay: float) -> float | None:
         """Log and record a failed call; the wait before the next one (None: stop for good).
 
         The token's own text is never logged: PTB puts it in InvalidToken's message.
@@ -146,9 +157,9 @@ class Poller:
             logger.warning("bot %s: getUpdates rate-limited; waiting %g s", agent, wait)
             self._set("retrying", "rate limited")
             return wait
-        # Network trouble, 5xx, an answer PTB cannot read: back off. A bug is logged in full.
-        log = logger.warning if isinstance(error, TelegramError) else logger.exception
-        log(
+        # Network trouble, 5xx, an answer PTB cannot read: back off. (A bug is no
+        # TelegramError: it ends the poller, see server.run_pollers.)
+        logger.warning(
             "bot %s: getUpdates failed (%s); retrying in %.1f s", agent, type(error).__name__, delay
         )
         self._set("retrying", type(error).__name__)
