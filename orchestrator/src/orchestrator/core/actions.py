@@ -32,6 +32,7 @@ from orchestrator.core.conversation import Conversation
 from orchestrator.core.replies import Reply
 from orchestrator.mesh.errors import ToolCallError, ToolFailed
 from orchestrator.mesh.registry import Registry, ToolResult
+from orchestrator.mesh.roles import RoleClient
 from orchestrator.mesh.tools import ToolInfo
 
 logger = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ class ActionDesk:
     def __init__(self, registry: Registry, conversation: Conversation) -> None:
         self._registry = registry
         self._conversation = conversation
-        self._server = registry.server_for("pending-actions")
+        self._pending = RoleClient(registry, "pending-actions")
 
     async def stage(
         self,
@@ -114,7 +115,7 @@ class ActionDesk:
                 arguments["batch_id"] = batch_id
             if user_id is not None:
                 arguments["user_id"] = user_id
-            staged = await self._call("stage", arguments, Staged)
+            staged = await self._pending.call("stage", arguments, Staged)
             if staged is None:
                 # Those staged so far stay pending until they expire; no button reaches them.
                 return Reply(f"{text}\n\n{NOT_STAGED}")
@@ -187,10 +188,10 @@ class ActionDesk:
         who = {"user_id": user_id, "chat_id": chat_id}
         if tap.scope == "action":
             tool = "approve" if tap.verb == "confirm" else "cancel"
-            decision = await self._call(tool, {"action_id": tap.target, **who}, Decision)
+            decision = await self._pending.call(tool, {"action_id": tap.target, **who}, Decision)
             return None if decision is None else ([decision], decision.batch)
         tool = "approve_batch" if tap.verb == "confirm" else "cancel_batch"
-        batch = await self._call(tool, {"batch_id": tap.target, **who}, BatchDecisions)
+        batch = await self._pending.call(tool, {"batch_id": tap.target, **who}, BatchDecisions)
         return None if batch is None else (batch.decisions, batch.batch)
 
     async def _execute(self, decision: Decision) -> Outcome:
@@ -232,17 +233,7 @@ class ActionDesk:
         return Outcome(action, "done", result=result, note=note, record=record)
 
     async def _record(self, tool: str, arguments: dict[str, Any]) -> None:
-        await self._call(tool, arguments, ActionView)
-
-    async def _call(self, tool: str, arguments: dict[str, Any], model: type[M]) -> M | None:
-        if self._server is None:
-            logger.warning("no server with role 'pending-actions': %s is unavailable", tool)
-            return None
-        try:
-            return await self._registry.call_as(self._server, tool, arguments, model)
-        except ToolCallError as error:
-            logger.warning("pending-actions: %s", error)
-            return None
+        await self._pending.call(tool, arguments, ActionView)
 
 
 def _fail(action_id: str, error: str) -> tuple[str, dict[str, Any]]:

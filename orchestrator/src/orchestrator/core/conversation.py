@@ -8,31 +8,28 @@ logged; the user still gets an answer.
 from __future__ import annotations
 
 import logging
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from meshkit.wire.memory import AppendResult, ResetResult, Window
 from orchestrator.llm.base import Item
-from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry
+from orchestrator.mesh.roles import RoleClient
 
 logger = logging.getLogger(__name__)
-
-M = TypeVar("M", bound=BaseModel)
 
 
 class Conversation:
     def __init__(self, registry: Registry) -> None:
-        self._registry = registry
-        self._server = registry.server_for("memory")
-        if self._server is None:
+        self._memory = RoleClient(registry, "memory")
+        if self._memory.server is None:
             logger.warning(
                 "no server with role 'memory' in the registry: conversations are not remembered"
             )
 
     async def window(self, agent: str, chat_id: str) -> list[Item]:
-        window = await self._call("load_window", {"agent": agent, "chat_id": chat_id}, Window)
+        window = await self._memory.call(
+            "load_window", {"agent": agent, "chat_id": chat_id}, Window
+        )
         return list(window.items) if window is not None else []
 
     async def append(
@@ -44,17 +41,8 @@ class Conversation:
         arguments: dict[str, Any] = {"agent": agent, "chat_id": chat_id, "items": items}
         if turn_id is not None:
             arguments["turn_id"] = turn_id
-        return await self._call("append_items", arguments, AppendResult) is not None
+        return await self._memory.call("append_items", arguments, AppendResult) is not None
 
     async def reset(self, agent: str, chat_id: str) -> bool:
         arguments = {"agent": agent, "chat_id": chat_id}
-        return await self._call("reset", arguments, ResetResult) is not None
-
-    async def _call(self, tool: str, arguments: dict[str, Any], model: type[M]) -> M | None:
-        if self._server is None:
-            return None
-        try:
-            return await self._registry.call_as(self._server, tool, arguments, model)
-        except ToolCallError as error:
-            logger.warning("memory: %s", error)
-            return None
+        return await self._memory.call("reset", arguments, ResetResult) is not None
