@@ -12,8 +12,6 @@ each with its own TLS context: 9.8 MB for a fleet of five, against 2.0 MB).
 from __future__ import annotations
 
 import httpx2
-from telegram._utils.defaultvalue import DefaultValue
-from telegram._utils.types import ODVInput
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
 
@@ -90,10 +88,10 @@ class Httpx2Request(BaseRequest):
         url: str,
         method: str,
         request_data: RequestData | None = None,
-        read_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
-        write_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
-        connect_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
-        pool_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+        read_timeout: float | object | None = BaseRequest.DEFAULT_NONE,
+        write_timeout: float | object | None = BaseRequest.DEFAULT_NONE,
+        connect_timeout: float | object | None = BaseRequest.DEFAULT_NONE,
+        pool_timeout: float | object | None = BaseRequest.DEFAULT_NONE,
     ) -> tuple[int, bytes]:
         if not self._open:
             raise RuntimeError("This Httpx2Request is not initialized")
@@ -125,8 +123,9 @@ class Httpx2Request(BaseRequest):
         return response.status_code, response.content
 
 
-def _or(value: ODVInput[float], default: float | None) -> float | None:
-    """A timeout the call left to the default (PTB's DEFAULT_NONE) takes this object's."""
-    if isinstance(value, DefaultValue):
-        return default
-    return value
+def _or(value: object, default: float | None) -> float | None:
+    """A timeout the call left to the default (PTB's ``BaseRequest.DEFAULT_NONE``, its
+    documented marker) takes this object's."""
+    if value is None or isinstance(value, int | float):
+        return value
+    return default
