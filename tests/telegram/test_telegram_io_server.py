@@ -27,7 +27,10 @@ USER = 42
 
 @asynccontextmanager
 async def telegram_io(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **settings: Any
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    policy: PollPolicy | None = None,
+    **settings: Any,
 ) -> AsyncIterator[tuple[FakeTelegram, Client[Any], TelegramIOSettings]]:
     fake = FakeTelegram()
     fake.add_bot(ADA)
@@ -44,7 +47,7 @@ async def telegram_io(
         config = TelegramIOSettings(
             api_base=base, agents=agents, data_dir=tmp_path / "data", **settings
         )
-        policy = PollPolicy(timeout_s=1, backoff_initial_s=0.05, park_check_s=0.05)
+        policy = policy or PollPolicy(timeout_s=1, backoff_initial_s=0.05, park_check_s=0.05)
         async with Client(build_server(config, policy=policy)) as client:
             yield fake, client, config
 
@@ -201,3 +204,26 @@ async def test_sends_to_one_chat_are_paced_after_a_burst(
         # The burst went without a wait (tests/telegram/test_pacer.py, on a clock of its own).
         assert times[2] - times[1] >= 0.4  # then one every 0.5 s
         assert times[3] - times[2] >= 0.45
+
+
+async def test_a_bug_stops_only_its_bots_poller_which_status_shows_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken_sleep(seconds: float) -> None:
+        raise RuntimeError("a bug, not the network")  # where ada's poller backs off
+
+    policy = PollPolicy(timeout_s=1, sleep=broken_sleep)
+    async with telegram_io(tmp_path, monkeypatch, policy) as (fake, client, _):
+        fake.fail_next("getUpdates", 502, token=ADA)  # ada backs off once: into the bug
+
+        async def ada_failed() -> bool:
+            return states(await call(client, "status"))["ada"] == "failed"
+
+        await eventually(ada_failed)
+        ada_polls = [c.token for c in fake.calls("getUpdates")].count(ADA)
+        fake.user_message(BEN, USER, "still here?")
+        batch = await call(client, "next_updates", wait_s=5)
+        assert [u["text"] for u in batch["updates"]] == ["still here?"]  # ben polls on
+        assert states(await call(client, "status"))["ben"] == "ok"
+        # ada's poller was not retried as if the network had failed: no poll since.
+        assert [c.token for c in fake.calls("getUpdates")].count(ADA) == ada_polls
