@@ -24,13 +24,14 @@ empty :=
 space := $(empty) $(empty)
 export MYPYPATH := $(subst $(space),:,$(wildcard meshkit/src orchestrator/src servers/*/src))
 
-.PHONY: help install lock lint format typecheck test pytest bench chat run run-weather
+.PHONY: help install lock lint format typecheck test pytest bench chat run run-weather import-orders
 
 help:
 	@echo "make run           install, then run the fleet on Telegram (servers in-process)"
 	@echo "make chat          install, then talk to Clawdia in this terminal (servers in-process)"
 	@echo "make test          install, lint, typecheck and run the test suite"
 	@echo "make run-weather   serve the weather MCP server on http://127.0.0.1:8101/mcp"
+	@echo "make import-orders FILE=orders.csv [AGENT=clawdia]   seed an agent's order history"
 	@echo "make install | lock | lint | format | typecheck | pytest | bench"
 
 $(CURDIR)/.tools/bin/uv:
@@ -74,14 +75,20 @@ bench: install
 	$(UV) run python -m bench.e2e
 
 # Every server in-process, SQLite under ./data; AGENT=<id> picks another agent.
+# The venv's interpreter replaces the recipe's shell (exec): no resident `uv run` parent.
 chat: install
 	@CLAWMESH_REGISTRY=$${CLAWMESH_REGISTRY:-config/mcp_servers.local.yaml} \
-		$(UV) run python -m orchestrator chat $(if $(AGENT),--agent $(AGENT))
+		exec .venv/bin/python -m orchestrator chat $(if $(AGENT),--agent $(AGENT))
 
 # The fleet on Telegram, every server in-process (telegram-io included), SQLite under ./data.
 run: install
 	@CLAWMESH_REGISTRY=$${CLAWMESH_REGISTRY:-config/mcp_servers.local.yaml} \
-		$(UV) run python -m orchestrator
+		exec .venv/bin/python -m orchestrator
+
+# An agent's order history from a CSV (see the README's shopping section).
+import-orders: install
+	@test -n "$(FILE)" || { echo "usage: make import-orders FILE=orders.csv [AGENT=clawdia]" >&2; exit 2; }
+	@.venv/bin/python -m mcp_shopping import "$(FILE)" --agent "$(or $(AGENT),clawdia)"
 
 # A local bearer token for `make run-*`, created once (mode 600), never echoed.
 data/mesh_token:

@@ -214,3 +214,30 @@ def test_the_example_file_is_valid() -> None:
 
     assert WATER in {order.item for order in orders}
     assert {order.store for order in orders} >= {"Costco"}
+
+
+def test_make_import_orders_imports_the_readmes_example_and_names_its_usage(
+    tmp_path: Path,
+) -> None:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "DATA_DIR": str(tmp_path / "data")}
+
+    def make(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["make", "-s", "import-orders", *args],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    done = make("FILE=servers/shopping/examples/orders.csv", "AGENT=clawdia")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("imported ")
+    assert "for agent clawdia" in done.stdout
+    assert (tmp_path / "data" / "shopping.sqlite3").is_file()
+    missing = make()
+    assert missing.returncode == 2
+    assert "usage: make import-orders FILE=orders.csv [AGENT=clawdia]" in missing.stderr
