@@ -7,11 +7,8 @@ UV_VERSION := 0.13.9
 UV := $(or $(shell command -v uv 2>/dev/null),$(CURDIR)/.tools/bin/uv)
 PYTHON ?= python3
 
-# KEY=value lines of .env (if any) reach every command below, servers included.
-ifneq (,$(wildcard .env))
-include .env
-export
-endif
+# .env is read by the programs themselves (meshkit.settings.load_dotenv, dotenv's rules),
+# so a server started any way gets the same values as `make run`.
 
 export FASTMCP_SHOW_SERVER_BANNER := false
 export FASTMCP_CHECK_FOR_UPDATES := off

@@ -77,3 +77,13 @@ def test_an_invalid_value_is_never_echoed(
 def test_secrets_are_hidden_in_repr(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MESH_TOKEN", "very-secret-token")
     assert "very-secret-token" not in repr(load_settings(ServeSettings))
+
+
+def test_a_variable_set_to_nothing_is_unset_never_an_empty_token(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MESH_TOKEN", "")  # as .env.example has it
+    monkeypatch.setenv("MESH_APPROVAL_KEY", "")
+    settings = ServeSettings()
+    assert settings.token is None
+    assert settings.approval_key is None

@@ -211,3 +211,59 @@ def test_persona_paths_start_at_the_project_root_wherever_the_fleet_file_is(
     fleet = load_fleet(elsewhere, registry, environ={}, root=tmp_path)
     assert fleet["a"].persona.identity == "I am A."
     assert fleet["a"].servers == ("w",)  # no servers listed: every server of the registry
+
+
+def test_every_mistake_is_named_in_one_run(tmp_path: Path) -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "TELEGRAM_", "CLAWDIA_"))
+    }
+    env |= {
+        "OPENAI_API": "completions",  # not a known API
+        "TELEGRAM_USER_ID": "@me",  # not a number
+        "CLAWMESH_REGISTRY": "config/mcp_servers.local.yaml",
+        "DATA_DIR": str(tmp_path),
+    }
+    result = orchestrator(env)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("configuration error: OPENAI_API is invalid: ")  # named as set
+    del env["OPENAI_API"]
+    result = orchestrator(env)
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("configuration")]
+    assert errors[0] == "configuration error: No LLM is configured. Either"
+    assert "agents.clawdia.allowed_user_ids: '@me' is not a Telegram user id" in errors[1]
+    assert "no agent has a bot token" in errors[2]
+    assert len(errors) == 3
+    assert "Traceback" not in result.stderr
+
+
+def test_dot_env_is_read_as_dotenv_reads_it(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text(
+        "# copied from .env.example and filled in\n"
+        "OPENAI_API_KEY=sk-from-dotenv    # my key\n"
+        "OPENAI_MODEL = gpt-dotenv   \n"
+        "MESH_TOKEN=\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MESH_"))}
+    env |= {
+        "CLAWMESH_REGISTRY": str(ROOT / "config" / "mcp_servers.local.yaml"),
+        "CLAWMESH_AGENTS": str(ROOT / "config" / "agents.yaml"),
+        "CLAWMESH_ROOT": str(ROOT),
+        "DATA_DIR": str(tmp_path / "data"),
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "chat"],
+        env=env,
+        cwd=tmp_path,  # where the .env is
+        input="/status\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "model gpt-dotenv ·" in result.stdout  # no comment, no spaces in the value
+    assert "sk-from-dotenv" not in result.stdout + result.stderr

@@ -27,7 +27,7 @@ from uvicorn.server import Server
 from meshkit.http import build_http_app
 from meshkit.logs import configure_logging
 from meshkit.memory import Trimmer
-from meshkit.settings import ServeSettings, fail, load_settings
+from meshkit.settings import ServeSettings, fail, load_dotenv, load_settings
 from meshkit.yaml_config import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -80,6 +80,7 @@ def run_server(
     )
     parser.add_argument("--stdio", action="store_true", help="serve MCP over stdin/stdout")
     args = parser.parse_args(argv)
+    load_dotenv()
 
     # The banner of fastmcp prints to stdout (corrupting stdio) and checks for updates online.
     fastmcp.settings.show_server_banner = False

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, NoReturn, TypeVar
 
+import dotenv
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -25,15 +26,30 @@ SettingsT = TypeVar("SettingsT", bound=BaseSettings)
 CONFIG_ERROR_EXIT = 2
 
 
+DOTENV = Path(".env")
+
+
+def load_dotenv(path: Path = DOTENV) -> None:
+    """Read ``.env`` (if there is one) into the environment with dotenv's rules (a trailing
+    ``# comment`` and surrounding spaces are not part of a value; quotes may hold them);
+    variables already set win. Every entry point calls it first, so a server started any
+    way reads the same values as ``make run``."""
+    if path.is_file():
+        dotenv.load_dotenv(path, override=False)
+
+
 def environment() -> Mapping[str, str]:
     """The process environment, for values whose names come from configuration files."""
     return os.environ
 
 
 class DataSettings(BaseSettings):
-    """Where a server keeps its data: ``DATA_DIR`` (a volume in containers, ./data locally)."""
+    """Where a server keeps its data: ``DATA_DIR`` (a volume in containers, ./data locally).
 
-    model_config = SettingsConfigDict(extra="ignore")
+    For this class and every class built on it, a variable set to nothing (``MESH_TOKEN=``
+    as .env.example has it) counts as unset: never an empty token."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_ignore_empty=True)
 
     # "data_dir" as a second choice lets code pass data_dir=...; env names are
     # case-insensitive, so only DATA_DIR is read from the environment.
@@ -56,7 +72,7 @@ class ApprovalSettings(DataSettings):
 class ServeSettings(ApprovalSettings):
     """How a server is exposed: port, bearer token, allowlists, limits, logs."""
 
-    model_config = SettingsConfigDict(env_prefix="MESH_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="MESH_", extra="ignore", env_ignore_empty=True)
 
     token: SecretStr | None = Field(
         default=None, description="Bearer token every /mcp request must carry (MESH_TOKEN)."
@@ -94,15 +110,15 @@ class ServeSettings(ApprovalSettings):
 
 
 def env_name(settings_cls: type[BaseSettings], field: str) -> str:
-    """The environment variable that sets ``field`` of ``settings_cls``."""
-    info = settings_cls.model_fields.get(field)
-    alias = info.validation_alias if info is not None else None
-    if isinstance(alias, AliasChoices):
-        first = alias.choices[0]
-        if isinstance(first, str):
-            return first
-    if isinstance(alias, str):
-        return alias
+    """The environment variable that sets ``field`` of ``settings_cls`` (a field's name, or
+    one of its aliases as pydantic reports it): the name the user sets, never an alias."""
+    for name, info in settings_cls.model_fields.items():
+        alias = info.validation_alias
+        choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
+        if name == field or field in choices:
+            first = choices[0]
+            if isinstance(first, str):
+                return first.upper()
     prefix = str(settings_cls.model_config.get("env_prefix", ""))
     return f"{prefix}{field}".upper()
 
@@ -131,5 +147,11 @@ def load_settings(settings_cls: type[SettingsT]) -> SettingsT:
 
 def fail(message: str) -> NoReturn:
     """Stop startup with a configuration error (exit code 2)."""
-    print(f"configuration error: {message}", file=sys.stderr)
+    fail_all([message])
+
+
+def fail_all(messages: list[str]) -> NoReturn:
+    """Stop startup naming every configuration error found, one after the other (exit 2)."""
+    for message in messages:
+        print(f"configuration error: {message}", file=sys.stderr)
     raise SystemExit(CONFIG_ERROR_EXIT)

@@ -14,7 +14,7 @@ def _env(name: str) -> AliasChoices:
 
 
 class OrchestratorSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CLAWMESH_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="CLAWMESH_", extra="ignore", env_ignore_empty=True)
 
     registry: Path = Field(
         default=Path("config/mcp_servers.yaml"),

@@ -21,11 +21,13 @@ from mcp_shopping import importer
 from mcp_shopping.server import build_server
 from mcp_shopping.settings import ShoppingSettings
 from meshkit.serve import run_server
+from meshkit.settings import load_dotenv
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["import"]:
+        load_dotenv()
         raise SystemExit(importer.main(args[1:]))
     run_server(
         ShoppingSettings,

@@ -11,7 +11,7 @@ Units = Literal["metric", "imperial"]
 
 
 class WeatherSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="WEATHER_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="WEATHER_", extra="ignore", env_ignore_empty=True)
 
     units: Units = "metric"
     forecast_url: AnyHttpUrl = AnyHttpUrl("https://api.open-meteo.com/v1/forecast")

@@ -1,0 +1,90 @@
+"""Every configuration mistake at once, before anything starts.
+
+A first run with a fresh clone can have several things to fix (no LLM, no bot token,
+no user id, a typo in a value): they are all found and named in one run, each with its
+fix, instead of one per attempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import ValidationError
+
+from meshkit.settings import describe_error
+from orchestrator.config import Agent, ConfigError, ServerEntry, load_fleet, load_registry
+from orchestrator.settings import NO_LLM_HELP, OrchestratorSettings
+
+Mode = Literal["telegram", "chat"]
+NO_BOT_HELP = (
+    "{agents}: no agent has a bot token. Create a bot with @BotFather, then export the "
+    "variable its bot_token_env names, e.g. export {name}=123456:ABC..."
+)
+
+
+def check(
+    mode: Mode, agent: str | None, environ: Mapping[str, str]
+) -> tuple[OrchestratorSettings | None, list[str]]:
+    """The settings (None when they do not load) and every mistake found, each with its fix."""
+    try:
+        settings = OrchestratorSettings()
+    except ValidationError as error:
+        return None, describe_error(OrchestratorSettings, error).splitlines()
+    problems = [] if settings.llm_configured else [NO_LLM_HELP]
+    try:
+        registry = load_registry(settings.registry, environ)
+    except ConfigError as error:
+        return settings, [*problems, str(error)]
+    try:
+        fleet = load_fleet(settings.agents, registry, environ, root=settings.root)
+    except ConfigError as error:
+        return settings, [*problems, str(error)]
+    if mode == "chat":
+        problems += _chat(settings, fleet, agent)
+    else:
+        problems += _telegram(settings, registry, fleet, environ)
+    return settings, problems
+
+
+def _chat(settings: OrchestratorSettings, fleet: dict[str, Agent], agent: str | None) -> list[str]:
+    if agent is None or agent in fleet:
+        return []
+    return [f"{settings.agents}: agents: no agent {agent!r}; choose one of {sorted(fleet)}"]
+
+
+def _telegram(
+    settings: OrchestratorSettings,
+    registry: dict[str, ServerEntry],
+    fleet: dict[str, Agent],
+    environ: Mapping[str, str],
+) -> list[str]:
+    problems = []
+    io = next((entry for entry in registry.values() if entry.role == "telegram-io"), None)
+    if io is None:
+        problems.append(
+            f"{settings.registry}: servers: no server with 'role: telegram-io'; add it (see the "
+            "shipped config/mcp_servers.yaml), or use `python -m orchestrator chat` for the console"
+        )
+    for agent in fleet.values():
+        key = f"{settings.agents}: agents.{agent.id}.allowed_user_ids"
+        ids = agent.entry.allowed_user_ids
+        if not ids:
+            problems.append(
+                f"{key}: empty, so nobody may talk to this agent; set your numeric Telegram "
+                "user id (TELEGRAM_USER_ID; @userinfobot tells it)"
+            )
+        problems += [
+            f"{key}: {user!r} is not a Telegram user id, which is a number (TELEGRAM_USER_ID; "
+            "@userinfobot tells yours)"
+            for user in ids
+            if not user.lstrip("-").isdigit()
+        ]
+    # The tokens are checked here only when telegram-io runs in this process (make run):
+    # in the mesh the orchestrator never holds them.
+    if io is not None and io.module is not None:
+        names = [name for agent in fleet.values() for name in agent.entry.bot_token_env]
+        if not any(environ.get(name, "").strip() for name in names):
+            first = names[0] if names else "TELEGRAM_BOT_TOKEN"
+            problems.append(NO_BOT_HELP.format(agents=settings.agents, name=first))
+    return problems
