@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from fakes.mesh import API_KEY, MESH_TOKEN, STRANGER, TOKENS, USER, Mesh, eventually, running_mesh
@@ -55,6 +56,51 @@ async def test_a_command_naming_the_bot_is_that_command(mesh: Mesh, user: int) -
     await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, user)) == 1, 60)
     assert mesh.telegram.sent(CLAWDIA, user)[0].text.startswith("I'm Clawdia.")
     assert mesh.llm.requests == []
+
+
+async def test_the_orchestrator_says_where_to_find_each_bot_and_publishes_its_commands(
+    mesh: Mesh, user: int
+) -> None:
+    username = "fake7000000001_bot"  # the fake's getMe
+    ready = f"Clawdia is listening as @{username} — open https://t.me/{username} and say hello"
+
+    async def announced() -> bool:
+        return ready in mesh.orchestrator.log.read_text()
+
+    await eventually(announced)
+    await mesh.telegram.wait_for(lambda: bool(mesh.telegram.commands(CLAWDIA)), 30)
+    assert [c["command"] for c in mesh.telegram.commands(CLAWDIA)] == [
+        "new",
+        "stop",
+        "status",
+        "reload",
+        "help",
+    ]
+
+
+async def test_a_token_telegram_refuses_stops_the_start_naming_the_bot(tmp_path: Path) -> None:
+    async with running_mesh(tmp_path, revoked=("clawdia",)) as mesh:
+        process = mesh.orchestrator.process
+        assert process is not None
+        with anyio.fail_after(60):
+            await process.wait()
+        assert process.returncode == 2
+        assert mesh.orchestrator.log.read_text().strip().splitlines()[-1] == (
+            "configuration error: Clawdia (clawdia): Telegram refused the token: "
+            "check it with @BotFather"
+        )
+
+
+async def test_with_one_bot_refused_the_others_go_on_and_status_names_it(
+    tmp_path: Path,
+) -> None:
+    async with running_mesh(tmp_path, agents=("clawdia", "bob"), revoked=("bob",)) as mesh:
+        mesh.telegram.user_message(CLAWDIA, USER, "/status")
+        await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 60)
+        assert "bob unauthorized" in mesh.telegram.sent(CLAWDIA, USER)[0].text
+        log = mesh.orchestrator.log.read_text()
+        assert "Bob (bob): Telegram refused the token: check it with @BotFather" in log
+        assert "Clawdia is listening as @fake7000000001_bot" in log
 
 
 async def test_strangers_and_group_chats_get_nothing(mesh: Mesh, user: int) -> None:

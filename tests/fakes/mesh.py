@@ -203,12 +203,16 @@ async def running_mesh(
     telegram_io_env: dict[str, str] | None = None,
     pending_env: dict[str, str] | None = None,
     orders_csv: str | None = None,
+    revoked: tuple[str, ...] = (),
 ) -> AsyncIterator[Mesh]:
     """Fakes in this process, the servers and the orchestrator as processes, all started.
 
-    ``orders_csv`` seeds clawdia's shopping history (``python -m mcp_shopping import``).
+    ``orders_csv`` seeds clawdia's shopping history (``python -m mcp_shopping import``);
+    the bots of ``revoked`` agents have tokens Telegram refuses.
     """
     async with _serving_fakes(agents) as fakes:
+        for agent in revoked:
+            fakes.telegram.revoke(TOKENS[agent])
         telegram, llm = fakes.telegram, fakes.llm
         telegram_url, llm_url, weather_api = fakes.telegram_url, fakes.llm_url, fakes.weather_api
         ports = {name: free_port() for name in SERVERS}

@@ -67,6 +67,7 @@ from fakes.telegram_markup import Body, Refused, bad, markup, render, utf16
 Hook = Callable[[str, list[int]], Awaitable[None] | None]
 
 TOKEN = re.compile(r"\d+:[\w-]+")
+COMMAND = re.compile(r"[a-z0-9_]{1,32}")  # a bot command, without its slash
 CONFLICT = (
     "Conflict: terminated by other getUpdates request; "
     "make sure that only one bot instance is running"
@@ -168,6 +169,7 @@ class _Bot:
     actions: list[Action] = field(default_factory=list)
     queries: dict[str, bool] = field(default_factory=dict)  # issued id -> answered
     answers: list[Answer] = field(default_factory=list)
+    commands: list[Body] = field(default_factory=list)  # setMyCommands, default scope
 
 
 @dataclass
@@ -199,6 +201,7 @@ class FakeTelegram:
             "editmessagereplymarkup": self._edit_message_reply_markup,
             "answercallbackquery": self._answer_callback_query,
             "sendchataction": self._send_chat_action,
+            "setmycommands": self._set_my_commands,
         }  # fmt: skip
         self.app = Starlette(
             routes=[
@@ -343,6 +346,10 @@ class FakeTelegram:
 
     def actions(self, token: str, chat_id: int | None = None) -> list[Action]:
         return [a for a in self._bots[token].actions if chat_id in (None, a.chat_id)]
+
+    def commands(self, token: str) -> list[Body]:
+        """The bot's command menu (setMyCommands): [{"command", "description"}, ...]."""
+        return list(self._bots[token].commands)
 
     def callback_answers(self, token: str) -> list[Answer]:
         return list(self._bots[token].answers)
@@ -498,6 +505,22 @@ class FakeTelegram:
         if params.get("action") not in ACTIONS:
             raise bad("wrong parameter action in request")
         bot.actions.append(Action(chat.json["id"], params["action"], self.clock()))
+        return True
+
+    async def _set_my_commands(self, bot: _Bot, params: Body) -> bool:
+        raw = params.get("commands")
+        commands = json.loads(raw) if isinstance(raw, str) else raw
+        if not isinstance(commands, list) or len(commands) > 100:
+            raise bad("can't parse commands JSON object")
+        for command in commands:
+            name, text = command.get("command", ""), command.get("description", "")
+            if not COMMAND.fullmatch(name):
+                raise bad("BOT_COMMAND_INVALID")
+            if not 1 <= len(text) <= 256:
+                raise bad("command description is empty or too long")
+        bot.commands = [
+            {"command": c["command"], "description": c["description"]} for c in commands
+        ]
         return True
 
     # -- helpers -------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from orchestrator import preflight
 from orchestrator.app import open_app
 from orchestrator.channels.console import Console, stdin_lines
 from orchestrator.channels.telegram import TelegramChannel
+from orchestrator.channels.telegram_ready import NoBotCanRun
 from orchestrator.config import ConfigError
 from orchestrator.settings import OrchestratorSettings
 
@@ -47,17 +48,24 @@ def main(argv: Sequence[str] | None = None) -> None:
         if chat:
             anyio.run(_chat, settings, agent)
         else:
-            anyio.run(_telegram, settings)
+            refused = anyio.run(_telegram, settings)
+            if refused:
+                fail_all(refused)
     except ConfigError as error:
         fail(str(error))
     except KeyboardInterrupt:
         pass
 
 
-async def _telegram(settings: OrchestratorSettings) -> None:
+async def _telegram(settings: OrchestratorSettings) -> list[str]:
+    """Serve the fleet until stopped; what Telegram refused, when no bot can run."""
     async with open_app(settings) as app:
         logger.info("Telegram channel for %s", ", ".join(sorted(app.dispatcher.agents)))
-        await TelegramChannel(app.dispatcher, app.registry).run()
+        try:
+            await TelegramChannel(app.dispatcher, app.registry).run()
+        except NoBotCanRun as refused:  # here, before the registry's task group wraps it
+            return refused.lines
+    return []
 
 
 async def _chat(settings: OrchestratorSettings, agent_id: str | None) -> None:

@@ -74,6 +74,9 @@ class BotStatus(BaseModel):
     agent: str
     state: str = Field(description="starting, ok, retrying, conflict, unauthorized, parked, failed")
     detail: str | None = None
+    username: str | None = Field(
+        default=None, description="the bot's @username (without @), once Telegram answered"
+    )
 
 
 class Status(BaseModel):
@@ -83,6 +86,13 @@ class Status(BaseModel):
     readers: int = Field(
         default=0, description="next_updates calls waiting for updates now (a polling consumer)"
     )
+
+
+class BotCommand(BaseModel):
+    """One entry of a bot's command menu (Telegram's "/" menu)."""
+
+    command: str = Field(pattern=r"^[a-z0-9_]{1,32}$", description="without its slash")
+    description: str = Field(min_length=1, max_length=256)
 
 
 class Button(BaseModel):

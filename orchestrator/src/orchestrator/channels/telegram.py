@@ -33,7 +33,10 @@ from orchestrator.channels.telegram_io import (
     TelegramIOFailed,
     TelegramIOUnavailable,
     TelegramRefused,
+    command_of,
+    without_bot_name,
 )
+from orchestrator.channels.telegram_ready import go_live
 from orchestrator.core.dispatch import Dispatcher, Reply
 from orchestrator.core.turn import AgentRuntime
 from orchestrator.mesh.registry import Registry
@@ -61,6 +64,7 @@ class TelegramChannel:
         repoll_after_s: float = 0.05,
         max_turns: int = 16,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+        say: Callable[[str], None] = lambda line: print(line, flush=True),
     ) -> None:
         self._dispatcher = dispatcher
         self._io = TelegramIO(registry)
@@ -71,14 +75,17 @@ class TelegramChannel:
         self._repoll_after_s = repoll_after_s
         self._turns = anyio.CapacityLimiter(max_turns)
         self._sleep = sleep
+        self._say = say
         self._queues: dict[tuple[str, str], deque[InboxUpdate]] = {}
         self._active: set[str] = set()
         self._finished = anyio.Event()  # set (and replaced) whenever an update is let go
         self._done: OrderedDict[str, None] = OrderedDict()
 
     async def run(self) -> None:
-        """Poll telegram-io and dispatch until cancelled."""
+        """Announce the bots (NoBotCanRun when Telegram refused them all), then poll
+        telegram-io and dispatch until cancelled."""
         self._dispatcher.status_probes.append(self._status_lines)
+        await go_live(self._io, self._dispatcher.agents, self._say)
         delay = 0.5
         async with anyio.create_task_group() as tasks:
             while True:
@@ -120,7 +127,9 @@ class TelegramChannel:
             await self._finish(uid)
             return
         self._active.add(uid)
-        if update.kind == "callback" or (update.kind == "text" and _command(update) == "/stop"):
+        if update.kind == "callback" or (
+            update.kind == "text" and command_of(update.text or "") == "/stop"
+        ):
             # Not behind the chat's queue: /stop must reach the running turn, and a tap is
             # answered at once even while a turn runs (pending-actions keeps taps atomic).
             tasks.start_soon(self._handle_now, runtime, update)
@@ -196,7 +205,7 @@ class TelegramChannel:
                 await self._dispatcher.on_text(
                     agent,
                     chat,
-                    _without_bot_name(update.text or ""),
+                    without_bot_name(update.text or ""),
                     message_id=update.id,
                     user_id=update.user_id,
                     deliver=deliver,
@@ -281,16 +290,3 @@ class TelegramChannel:
 
 def _allowed(runtime: AgentRuntime, update: InboxUpdate) -> bool:
     return update.chat_type == "private" and update.user_id in runtime.agent.entry.allowed_user_ids
-
-
-def _command(update: InboxUpdate) -> str:
-    text = _without_bot_name(update.text or "").strip()
-    return text.split(maxsplit=1)[0].lower() if text.startswith("/") else ""
-
-
-def _without_bot_name(text: str) -> str:
-    """``/help@ClawdiaBot args`` → ``/help args``: Telegram names the bot in group commands."""
-    if not text.startswith("/"):
-        return text
-    command, space, rest = text.partition(" ")
-    return command.split("@", 1)[0] + space + rest

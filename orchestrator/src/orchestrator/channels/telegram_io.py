@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from meshkit.wire.telegram_io import Acked, Done, InboxUpdate, Sent, Status, Updates
+from meshkit.wire.telegram_io import Acked, BotCommand, Done, InboxUpdate, Sent, Status, Updates
 from orchestrator.core.replies import Reply
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry
@@ -78,6 +78,10 @@ class TelegramIO:
     async def typing(self, agent: str, chat_id: str) -> None:
         await self._call("send_chat_action", {"agent": agent, "chat_id": chat_id}, Done)
 
+    async def set_commands(self, agent: str, commands: list[BotCommand]) -> None:
+        arguments = {"agent": agent, "commands": [c.model_dump() for c in commands]}
+        await self._call("set_commands", arguments, Done)
+
     async def status(self) -> Status:
         return await self._call("status", {}, Status)
 
@@ -93,3 +97,17 @@ class TelegramIO:
 
 def _buttons(reply: Reply) -> list[list[dict[str, str]]]:
     return [[{"label": b.label, "data": b.data} for b in row] for row in reply.buttons]
+
+
+def command_of(text: str) -> str:
+    """``/stop@ClawdiaBot now`` → ``/stop``; "" for a text that is no command."""
+    text = without_bot_name(text).strip()
+    return text.split(maxsplit=1)[0].lower() if text.startswith("/") else ""
+
+
+def without_bot_name(text: str) -> str:
+    """``/help@ClawdiaBot args`` → ``/help args``: Telegram names the bot in group commands."""
+    if not text.startswith("/"):
+        return text
+    command, space, rest = text.partition(" ")
+    return command.split("@", 1)[0] + space + rest

@@ -8,6 +8,7 @@ from typing import Any
 from meshkit.wire.telegram_io import (
     MEDIA,
     Acked,
+    BotCommand,
     BotStatus,
     Button,
     Done,
@@ -21,6 +22,7 @@ from meshkit.wire.telegram_io import (
 __all__ = [
     "MEDIA",
     "Acked",
+    "BotCommand",
     "BotStatus",
     "Button",
     "Done",

@@ -41,6 +41,7 @@ class BotState:
     state: str = "starting"
     detail: str | None = None
     since: float = 0.0
+    username: str | None = None  # the bot's @username, once getMe has answered
 
 
 @dataclass
@@ -108,6 +109,7 @@ class Poller:
             try:
                 if not initialized:
                     await self._bot.initialize()  # getMe: a revoked token shows here
+                    self.status.username = self._bot.username
                     await self._bot.delete_webhook(drop_pending_updates=False)
                     initialized = True
                     logger.info("bot %s: polling getUpdates", self.config.agent)
@@ -179,6 +181,6 @@ class Poller:
 
     def _set(self, state: str, detail: str | None) -> None:
         if self.status.state != state:
-            self.status = BotState(state, detail, self._clock())
+            self.status = BotState(state, detail, self._clock(), self.status.username)
         else:
             self.status.detail = detail

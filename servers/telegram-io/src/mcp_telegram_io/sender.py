@@ -26,6 +26,7 @@ from typing import TypeVar
 import anyio
 from telegram import (
     Bot,
+    BotCommand,
     InlineKeyboardButton,
     InlineKeyboardMarkup,
     LinkPreviewOptions,
@@ -176,6 +177,17 @@ class Sender:
         except (BadRequest, Forbidden, NetworkError, RetryAfter) as error:
             logger.info("chat action for %s failed: %s", agent, type(error).__name__)
             return Done(ok=False)
+        return Done(ok=True)
+
+    async def set_commands(self, agent: str, commands: Sequence[tuple[str, str]]) -> Done:
+        """The bot's command menu ("/" in Telegram's chat), for every chat."""
+        bot = self._bot(agent)
+        try:
+            await bot.set_my_commands([BotCommand(name, text) for name, text in commands])
+        except (BadRequest, Forbidden, NetworkError, RetryAfter) as error:
+            raise TelegramRefused(
+                f"Telegram refused the commands ({type(error).__name__})"
+            ) from None
         return Done(ok=True)
 
     async def _deliver(

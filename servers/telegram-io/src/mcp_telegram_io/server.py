@@ -21,7 +21,7 @@ from pydantic import Field
 from telegram import Bot
 
 from mcp_telegram_io.fleet import BotConfig, load_bots
-from mcp_telegram_io.models import Acked, Button, Done, Sent, Status, Updates
+from mcp_telegram_io.models import Acked, BotCommand, Button, Done, Sent, Status, Updates
 from mcp_telegram_io.pacer import Pacer
 from mcp_telegram_io.poller import Poller, PollPolicy
 from mcp_telegram_io.request import Httpx2Request, SharedClient
@@ -206,6 +206,14 @@ def build_server(
     ) -> Done:
         """Show 'typing…' (or another action) in the chat for about 5 seconds."""
         return await sender.send_chat_action(agent, chat_id, action)
+
+    @mcp.tool(**internal(title="Publish the bot's commands", idempotent=True))
+    async def set_commands(
+        agent: Agent,
+        commands: Annotated[list[BotCommand], Field(min_length=1, max_length=100)],
+    ) -> Done:
+        """Set the bot's command menu (what Telegram lists when the user types "/")."""
+        return await sender.set_commands(agent, [(c.command, c.description) for c in commands])
 
     @mcp.tool(**internal(title="Inbox status", read_only=True, idempotent=True))
     async def status() -> Status:

@@ -105,7 +105,12 @@ class Inbox:
 
     async def status(self) -> Status:
         bots = [
-            BotStatus(agent=agent, state=p.status.state, detail=p.status.detail)
+            BotStatus(
+                agent=agent,
+                state=p.status.state,
+                detail=p.status.detail,
+                username=p.status.username,
+            )
             for agent, p in self.pollers.items()
         ]
         return Status(
