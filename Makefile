@@ -75,7 +75,7 @@ bench: install
 # The venv's interpreter replaces the recipe's shell (exec): no resident `uv run` parent.
 chat: install
 	@CLAWMESH_REGISTRY=$${CLAWMESH_REGISTRY:-config/mcp_servers.local.yaml} \
-		exec .venv/bin/python -m orchestrator chat $(if $(AGENT),--agent $(AGENT))
+		exec .venv/bin/python -m orchestrator chat $(if $(AGENT),--agent $(AGENT)) $(ARGS)
 
 # The fleet on Telegram, every server in-process (telegram-io included), SQLite under ./data.
 run: install

@@ -13,7 +13,7 @@ import pytest
 
 from fakes.responses_api import call, calls, text
 from fakes.world import API_KEY, ROOT, World, answer_from_output, clawdia
-from orchestrator.channels.console import Console
+from orchestrator.channels.console import GOODBYE, Console
 
 pytestmark = pytest.mark.anyio
 
@@ -86,6 +86,12 @@ async def test_python_m_orchestrator_chat_holds_a_conversation(
     assert API_KEY not in stdout + stderr
     assert (tmp_path / "chat-data" / "memory.sqlite3").is_file()
     assert len(world.llm.requests) == 3
+    # The logs went to a file, named at the start, not between the chat's lines.
+    log = tmp_path / "chat-data" / "logs" / "chat.log"
+    assert f"(logs: {log})" in stdout
+    assert "turn agent=clawdia" in log.read_text()
+    assert "turn agent=clawdia" not in stdout + stderr
+    assert stdout.rstrip().endswith(GOODBYE)  # end of input: a goodbye line
 
 
 async def test_ctrl_c_leaves_the_chat_at_once_while_it_waits_for_input(
@@ -111,7 +117,11 @@ async def test_ctrl_c_leaves_the_chat_at_once_while_it_waits_for_input(
         process.send_signal(signal.SIGINT)  # stdin stays open
         with anyio.fail_after(10):
             code = await process.wait()
+        rest = b""
+        async for chunk in process.stdout:
+            rest += chunk
     assert code == 0
+    assert GOODBYE in rest.decode()
 
 
 async def test_the_console_offers_a_proposal_as_numbered_choices(world: World) -> None:
@@ -130,6 +140,7 @@ async def test_the_console_offers_a_proposal_as_numbered_choices(world: World) -
         )
     output = "\n".join(written)
     assert "Shall I add milk?\n\n• Add 2 milk to groceries" in output
+    assert output.count("Shall I add milk?") == 1  # the tap shows what changed, not it all
     assert "  [1] ➕ Add\n  [2] Skip" in output
     assert "  (Confirmed: on it.)" in output
     assert "✅ Add 2 milk to groceries — Added 2 milk to groceries" in output
@@ -138,3 +149,27 @@ async def test_the_console_offers_a_proposal_as_numbered_choices(world: World) -
     assert len(world.llm.requests) == 3
     items = (listing.structured or {})["lists"][0]["items"]
     assert [(i["name"], i["quantity"]) for i in items] == [("milk", 2)]
+
+
+async def test_thinking_stands_on_the_line_until_each_tool_line_and_the_answer(
+    world: World,
+) -> None:
+    world.llm.script(
+        calls(call("weather__get_current_weather", location="Paris")),
+        answer_from_output(lambda out: f"It is {out['temperature']}."),
+    )
+    shown: list[tuple[str, str]] = []
+    async with clawdia(world) as app:
+        console = Console(
+            app.dispatcher,
+            "clawdia",
+            write=lambda line: shown.append(("line", line)),
+            transient=lambda status: shown.append(("status", status)),
+            color=False,
+        )
+        await console.run(lines("weather in Paris?"))
+    turn = shown[1:-2]  # after the greeting, before the goodbye
+    assert [kind for kind, _ in turn] == ["status", "status", "line", "status", "status", "line"]
+    assert [text for kind, text in turn if kind == "status"] == ["thinking…", "", "thinking…", ""]
+    assert turn[2][1].startswith("  … Current weather")
+    assert turn[5][1].startswith("It is ")

@@ -12,6 +12,7 @@ import logging
 import re
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 REDACTED = "***"
 _BOT_TOKEN = re.compile(r"(?<!\d)\d{5,}:[A-Za-z0-9_-]{30,}")
@@ -41,10 +42,16 @@ class RedactingFormatter(logging.Formatter):
         return self._redact(super().format(record))
 
 
-def configure_logging(level: str = "INFO", secrets: Iterable[str] = ()) -> Redactor:
-    """Send every log record to stderr through the redacting formatter."""
+def configure_logging(
+    level: str = "INFO", secrets: Iterable[str] = (), path: Path | None = None
+) -> Redactor:
+    """Send every log record to stderr (or appended to the file ``path``) through the
+    redacting formatter."""
     redactor = Redactor(secrets)
-    handler = logging.StreamHandler(sys.stderr)
+    handler: logging.Handler = logging.StreamHandler(sys.stderr)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(RedactingFormatter(redactor))
     root = logging.getLogger()
     for old in list(root.handlers):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 
 import anyio
 import fastmcp
@@ -16,7 +17,7 @@ from meshkit.logs import configure_logging
 from meshkit.settings import environment, fail, fail_all, load_dotenv
 from orchestrator import preflight
 from orchestrator.app import open_app
-from orchestrator.channels.console import Console, stdin_lines
+from orchestrator.channels.console import GOODBYE, Console, stdin_lines
 from orchestrator.channels.telegram import TelegramChannel
 from orchestrator.channels.telegram_ready import NoBotCanRun
 from orchestrator.config import ConfigError
@@ -30,6 +31,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     commands = parser.add_subparsers(dest="command")
     chat = commands.add_parser("chat", help="talk to an agent in this terminal")
     chat.add_argument("--agent", help="agent id from agents.yaml (default: the first)")
+    chat.add_argument(
+        "--verbose", action="store_true", help="logs on the terminal, not in data/logs/chat.log"
+    )
     args = parser.parse_args(argv)
 
     fastmcp.settings.show_server_banner = False
@@ -41,12 +45,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     if settings is None or problems:
         fail_all(problems)
     secrets = [s.get_secret_value() for s in (settings.openai_api_key, settings.mesh_token) if s]
-    # In the console the conversation is on the terminal: only warnings go there too.
-    quiet = chat and settings.log_level == "INFO"
-    configure_logging("WARNING" if quiet else settings.log_level, secrets=secrets)
+    # In the console the conversation is on the terminal: the logs go to a file.
+    logs = settings.data_dir / "logs" / "chat.log" if chat and not args.verbose else None
+    configure_logging(settings.log_level, secrets=secrets, path=logs)
     try:
         if chat:
-            anyio.run(_chat, settings, agent)
+            anyio.run(_chat, settings, agent, logs)
         else:
             refused = anyio.run(_telegram, settings)
             if refused:
@@ -54,7 +58,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ConfigError as error:
         fail(str(error))
     except KeyboardInterrupt:
-        pass
+        if chat:
+            print(f"\n{GOODBYE}", flush=True)
 
 
 async def _telegram(settings: OrchestratorSettings) -> list[str]:
@@ -68,11 +73,12 @@ async def _telegram(settings: OrchestratorSettings) -> list[str]:
     return []
 
 
-async def _chat(settings: OrchestratorSettings, agent_id: str | None) -> None:
+async def _chat(settings: OrchestratorSettings, agent_id: str | None, logs: Path | None) -> None:
     async with open_app(settings, without=frozenset({"telegram-io"})) as app:
         agents = app.dispatcher.agents
         chosen = agent_id or next(iter(agents))  # preflight checked agent_id
-        await Console(app.dispatcher, chosen).run(stdin_lines())
+        shown = str(logs) if logs else None
+        await Console(app.dispatcher, chosen, logs=shown).run(stdin_lines())
 
 
 if __name__ == "__main__":

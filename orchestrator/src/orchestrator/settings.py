@@ -6,14 +6,19 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from meshkit.settings import DataSettings
 
 
 def _env(name: str) -> AliasChoices:
     return AliasChoices(name)
 
 
-class OrchestratorSettings(BaseSettings):
+class OrchestratorSettings(DataSettings):
+    """``DATA_DIR`` holds the console's log (data/logs/chat.log) and, in embedded mode, the
+    servers' databases."""
+
     model_config = SettingsConfigDict(env_prefix="CLAWMESH_", extra="ignore", env_ignore_empty=True)
 
     registry: Path = Field(

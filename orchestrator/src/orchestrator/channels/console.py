@@ -1,6 +1,8 @@
 """The console channel: a terminal conversation through the same dispatch as Telegram.
 
-Buttons are shown as numbered choices; typing the number taps the button.
+Buttons are shown as numbered choices; typing the number taps the button, and the
+message's new lines are shown (not the whole answer again). On a terminal, "thinking…"
+stands on the line while the model works, replaced by the tool lines and the answer.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from orchestrator.mesh.tools import ToolInfo
 CHAT_ID = "console"
 USER_ID = "console"
 DIM, RESET = "\033[2m", "\033[0m"
+CLEAR_LINE = "\r\033[K"
+THINKING = "thinking…"
+GOODBYE = "Goodbye! The conversation is kept: come back with make chat."
 
 
 async def stdin_lines() -> AsyncIterator[str]:
@@ -53,13 +58,21 @@ class Console:
         agent_id: str,
         *,
         write: Callable[[str], None] | None = None,
+        transient: Callable[[str], None] | None = None,
         color: bool | None = None,
+        logs: str | None = None,
     ) -> None:
+        """``write`` shows a line; ``transient`` shows (or with "" clears) the status that
+        stands on the current line (a terminal only); ``logs`` is where the logs go."""
         self._dispatcher = dispatcher
         self._agent_id = agent_id
         self._write = write or (lambda text: print(text, flush=True))
         self._color = sys.stdout.isatty() if color is None else color
+        self._transient = transient or (_on_the_line if self._color else (lambda _: None))
+        self._logs = logs
         self._choices: list[Button] = []
+        self._shown: list[str] = []  # the lines of the message the choices belong to
+        self._thinking = False
 
     async def run(self, lines: AsyncIterator[str]) -> None:
         runtime = self._dispatcher.agents[self._agent_id]
@@ -67,6 +80,8 @@ class Console:
             f"{runtime.agent.entry.name} here (model {runtime.llm.model}). "
             "Type a message; /help for commands; Ctrl-D to leave."
         )
+        if self._logs:
+            self._write(self._dim(f"(logs: {self._logs})"))
         self._prompt()
         async for raw in lines:
             line = raw.strip()
@@ -74,6 +89,7 @@ class Console:
                 await self._handle(line)
             self._prompt()
         self._write("")
+        self._write(GOODBYE)
 
     async def _handle(self, line: str) -> None:
         if self._choices and line.isdigit() and 1 <= int(line) <= len(self._choices):
@@ -82,28 +98,51 @@ class Console:
                 self._agent_id, CHAT_ID, USER_ID, button.data, self._notice, self._edited
             )
             return
-        reply = await self._dispatcher.on_text(
-            self._agent_id, CHAT_ID, line, observe=self._show_tool, user_id=USER_ID
-        )
+        self._set_thinking(True)
+        try:
+            reply = await self._dispatcher.on_text(
+                self._agent_id, CHAT_ID, line, observe=self._show_tool, user_id=USER_ID
+            )
+        finally:
+            self._set_thinking(False)
         self._show(reply)
 
     async def _edited(self, reply: Reply) -> None:
-        self._show(reply)
+        """A tapped message changed: its new lines only, then its choices again."""
+        new = [line for line in reply.text.splitlines() if line not in self._shown]
+        self._show(Reply("\n".join(new), reply.buttons), lines=reply.text.splitlines())
 
     async def _notice(self, text: str) -> None:
-        self._write(f"{DIM}  ({text}){RESET}" if self._color else f"  ({text})")
+        self._write(self._dim(f"  ({text})"))
 
-    def _show(self, reply: Reply) -> None:
-        self._write(reply.text)
+    def _show(self, reply: Reply, lines: list[str] | None = None) -> None:
+        self._set_thinking(False)
+        if reply.text:
+            self._write(reply.text)
+        self._shown = lines if lines is not None else reply.text.splitlines()
         self._choices = [button for row in reply.buttons for button in row]
         for number, button in enumerate(self._choices, start=1):
             self._write(f"  [{number}] {button.label}")
 
     async def _show_tool(self, tool: ToolInfo | None, call: FunctionCall) -> None:
+        self._set_thinking(False)
         label = tool.title if tool else call.name
-        text = f"  … {label} ({arguments_preview(call)})"
-        self._write(f"{DIM}{text}{RESET}" if self._color else text)
+        self._write(self._dim(f"  … {label} ({arguments_preview(call)})"))
+        self._set_thinking(True)
+
+    def _set_thinking(self, on: bool) -> None:
+        if on != self._thinking:
+            self._thinking = on
+            self._transient(self._dim(THINKING) if on else "")
+
+    def _dim(self, text: str) -> str:
+        return f"{DIM}{text}{RESET}" if self._color else text
 
     def _prompt(self) -> None:
         if self._color:
             print("› ", end="", flush=True)
+
+
+def _on_the_line(text: str) -> None:
+    """A status on the terminal's current line (none: the line cleared), no newline."""
+    print(f"{CLEAR_LINE}{text}", end="", flush=True)
