@@ -21,7 +21,7 @@ empty :=
 space := $(empty) $(empty)
 export MYPYPATH := $(subst $(space),:,$(wildcard meshkit/src orchestrator/src servers/*/src))
 
-.PHONY: help install lock lint format typecheck test pytest bench chat run run-weather import-orders
+.PHONY: help install lock lint format typecheck test pytest bench chat run run-weather import-orders forget-example-orders
 
 help:
 	@echo "make run           install, then run the fleet on Telegram (servers in-process)"
@@ -71,16 +71,24 @@ bench: install
 	$(UV) run python -m bench.turn
 	$(UV) run python -m bench.e2e
 
+# run and chat: the default agent gets an example order history on the first start (so
+# "reorder the oat milk" works at once); SHOPPING_EXAMPLE_AGENT= turns it off, make
+# forget-example-orders removes it.
+EXAMPLES := SHOPPING_EXAMPLE_AGENT=$${SHOPPING_EXAMPLE_AGENT-clawdia}
+
 # Every server in-process, SQLite under ./data; AGENT=<id> picks another agent.
 # The venv's interpreter replaces the recipe's shell (exec): no resident `uv run` parent.
 chat: install
-	@CLAWMESH_REGISTRY=$${CLAWMESH_REGISTRY:-config/mcp_servers.local.yaml} \
+	@CLAWMESH_REGISTRY=$${CLAWMESH_REGISTRY:-config/mcp_servers.local.yaml} $(EXAMPLES) \
 		exec .venv/bin/python -m orchestrator chat $(if $(AGENT),--agent $(AGENT)) $(ARGS)
 
 # The fleet on Telegram, every server in-process (telegram-io included), SQLite under ./data.
 run: install
-	@CLAWMESH_REGISTRY=$${CLAWMESH_REGISTRY:-config/mcp_servers.local.yaml} \
+	@CLAWMESH_REGISTRY=$${CLAWMESH_REGISTRY:-config/mcp_servers.local.yaml} $(EXAMPLES) \
 		exec .venv/bin/python -m orchestrator
+
+forget-example-orders: install
+	@.venv/bin/python -m mcp_shopping forget-examples --agent "$(or $(AGENT),clawdia)"
 
 # An agent's order history from a CSV (see the README's shopping section).
 import-orders: install

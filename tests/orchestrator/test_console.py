@@ -173,3 +173,32 @@ async def test_thinking_stands_on_the_line_until_each_tool_line_and_the_answer(
     assert [text for kind, text in turn if kind == "status"] == ["thinking…", "", "thinking…", ""]
     assert turn[2][1].startswith("  … Current weather")
     assert turn[5][1].startswith("It is ")
+
+
+async def test_make_chats_first_start_can_reorder_the_oat_milk(
+    world: World, tmp_path: Path
+) -> None:
+    world.llm.script(
+        calls(call("shopping__propose_reorder", item="the oat milk")),
+        text("Shall I reorder the oat milk?"),
+    )
+    env = {
+        **os.environ,
+        "CLAWMESH_REGISTRY": "config/mcp_servers.local.yaml",  # what `make chat` runs
+        "SHOPPING_EXAMPLE_AGENT": "clawdia",  # as `make chat` sets it
+        "OPENAI_API_KEY": API_KEY,
+        "OPENAI_BASE_URL": str(world.settings.openai_base_url),
+        "DATA_DIR": str(tmp_path / "fresh"),
+    }
+    with anyio.fail_after(60):
+        result = await anyio.run_process(
+            [sys.executable, "-m", "orchestrator", "chat"],
+            input=b"reorder the oat milk\n",
+            env=env,
+            cwd=ROOT,
+            check=False,
+        )
+    stdout = result.stdout.decode()
+    assert result.returncode == 0, result.stderr.decode()
+    assert "Reorder 2 × Oat Milk Barista Edition at Trader Joe's" in stdout
+    assert "[1] 🛒 Add to cart" in stdout

@@ -130,6 +130,7 @@ async def test_an_approved_reorder_fills_the_cart_and_records_the_order_once(
         "quantity": 2,
         "price": None,
         "source": "reorder",
+        "example": False,
     }
     after = snapshot(settings.db_path)
     assert len(after["orders"]) == len(before["orders"]) + 1

@@ -18,7 +18,7 @@ from shopping.calls import ORDERS_CSV, WATER, snapshot
 
 pytestmark = pytest.mark.anyio
 
-EXAMPLE = Path(__file__).parents[2] / "servers" / "shopping" / "examples" / "orders.csv"
+EXAMPLE = Path(__file__).parents[2] / "servers/shopping/src/mcp_shopping/example_orders.csv"
 
 
 @pytest.fixture
@@ -66,6 +66,7 @@ async def test_a_good_file_is_imported_and_a_second_import_adds_nothing(
         "quantity": 1,
         "price": 1.14,
         "source": "import",
+        "example": False,
     }
     assert (await call(client, "get_recent_orders"))["orders"] == []  # agent "default"
 
@@ -233,7 +234,7 @@ def test_make_import_orders_imports_the_readmes_example_and_names_its_usage(
             check=False,
         )
 
-    done = make("FILE=servers/shopping/examples/orders.csv", "AGENT=clawdia")
+    done = make("FILE=servers/shopping/src/mcp_shopping/example_orders.csv", "AGENT=clawdia")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("imported ")
     assert "for agent clawdia" in done.stdout

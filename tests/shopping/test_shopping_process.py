@@ -18,7 +18,7 @@ from shopping.calls import WATER
 pytestmark = pytest.mark.anyio
 
 TOKEN = "shopping-process-test-token-3"
-EXAMPLE = Path(__file__).parents[2] / "servers" / "shopping" / "examples" / "orders.csv"
+EXAMPLE = Path(__file__).parents[2] / "servers/shopping/src/mcp_shopping/example_orders.csv"
 TOOLS = {
     "get_list",
     "find_item",

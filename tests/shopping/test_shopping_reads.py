@@ -241,6 +241,7 @@ async def test_recent_orders_come_newest_first_and_by_store(client: Client[Any])
         "quantity": 1,
         "price": 4.99,
         "source": "import",
+        "example": False,
     }
     assert {order["store"] for order in safeway["orders"]} == {"Safeway"}
     assert len(safeway["orders"]) == 2

@@ -7,6 +7,9 @@
                                                load a CSV of orders (date,item,store,quantity,
                                                price) into NAME's history (default "default");
                                                see `python -m mcp_shopping import --help`
+    python -m mcp_shopping forget-examples [--agent NAME]
+                                               remove the example orders loaded on the first
+                                               start (SHOPPING_EXAMPLE_AGENT); default clawdia
 
 Data lives in $DATA_DIR/shopping.sqlite3. Approval tokens are checked with
 MESH_APPROVAL_KEY, else with the key in $DATA_DIR/approval_key.
@@ -29,6 +32,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args[:1] == ["import"]:
         load_dotenv()
         raise SystemExit(importer.main(args[1:]))
+    if args[:1] == ["forget-examples"]:
+        load_dotenv()
+        raise SystemExit(importer.forget_examples(args[1:]))
     run_server(
         ShoppingSettings,
         build_server,

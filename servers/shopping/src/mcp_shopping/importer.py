@@ -11,8 +11,9 @@ The file is UTF-8 CSV. Its first row names the columns, in any order:
     item      the product's name                                required
     store     where it was bought                               required
     quantity  a positive number (2, 0.5); empty means 1         optional column
-    price     a decimal number without currency sign (4.99);    optional column
-              empty means unknown
+    price     the price of ONE item (the unit price), a decimal optional column
+              number without currency sign (4.99); empty means  (may be named
+              unknown                                           unit_price)
 
 Any other column is refused. Every row is checked first: when one is wrong, each
 problem is printed with its line number ("line 7: date '2026-13-01' is not
@@ -66,7 +67,7 @@ def read_orders(lines: Iterable[str]) -> list[NewOrder]:
         header = next(reader, None)
         if header is None:
             raise BadFile([f"line 1: the file is empty; it must start with {','.join(COLUMNS)}"])
-        columns = [name.strip().casefold() for name in header]
+        columns = [_column(name) for name in header]
         problems.extend(_header_problems(columns))
         if problems:
             raise BadFile(problems)
@@ -129,10 +130,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def forget_examples(argv: Sequence[str]) -> int:
+    """The ``forget-examples`` command: remove an agent's example order history."""
+    parser = argparse.ArgumentParser(
+        prog="python -m mcp_shopping forget-examples",
+        description="Remove the example orders loaded on the first start; they never return.",
+    )
+    parser.add_argument("--agent", default="clawdia", help="whose (default: clawdia)")
+    args = parser.parse_args(argv)
+    store = ShoppingStore(load_settings(ShoppingSettings).db_path)
+
+    async def forget() -> int:
+        try:
+            return await store.forget_examples(args.agent)
+        finally:
+            await store.aclose()
+
+    removed = anyio.run(forget)
+    print(f"removed {removed} example orders of agent {args.agent}")
+    return 0
+
+
 def _refuse(lines: list[str]) -> int:
     for line in lines:
         print(line, file=sys.stderr)
     return BAD_FILE_EXIT
+
+
+def _column(name: str) -> str:
+    """The column a header cell names; ``unit_price`` is the price column's plain name."""
+    column = name.strip().casefold()
+    return "price" if column == "unit_price" else column
 
 
 def _header_problems(columns: list[str]) -> list[str]:

@@ -68,6 +68,10 @@ class Order(BaseModel):
     quantity: float
     price: float | None = Field(description="Price paid, null when unknown (reorders)")
     source: Source = Field(description="'import' from a store's order file, or 'reorder' here")
+    example: bool = Field(
+        default=False,
+        description="example data loaded on the first start, not the user's own orders",
+    )
 
 
 class RecentOrders(BaseModel):

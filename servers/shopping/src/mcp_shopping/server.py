@@ -3,8 +3,10 @@ Confirmations."""
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import date
 from importlib.metadata import version
 from typing import Annotated, Any
@@ -12,7 +14,9 @@ from typing import Annotated, Any
 from fastmcp import FastMCP
 from pydantic import Field
 
+from mcp_shopping import examples
 from mcp_shopping.confirmations import Confirmations
+from mcp_shopping.importer import read_orders
 from mcp_shopping.models import (
     AddedToList,
     ItemMatches,
@@ -28,6 +32,8 @@ from meshkit.proposals import Approvals, Proposal, approval_key
 from meshkit.server import create_server
 from meshkit.settings import load_settings
 from meshkit.tool_classes import confirm, producer, read
+
+logger = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
     "The user's shopping lists (groceries by default; carts are 'cart:<store>') and order "
@@ -79,11 +85,23 @@ def build_server(
     confirmations = Confirmations(store, approvals, clock=clock, today=today)
     default_list = list_key(settings.default_list)
 
+    @asynccontextmanager
+    async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
+        async with store.lifespan():
+            if settings.example_agent:
+                orders = read_orders(examples.FILE.read_text(encoding="utf-8").splitlines())
+                if await store.load_examples(settings.example_agent, orders, clock()):
+                    logger.info(
+                        "loaded example orders for %s (make forget-example-orders removes them)",
+                        settings.example_agent,
+                    )
+            yield
+
     mcp = create_server(
         "shopping",
         version=version("mcp-shopping"),
         instructions=INSTRUCTIONS,
-        lifespan=store.lifespan,
+        lifespan=lifespan,
         checks={"database": service.check},
     )
 

@@ -22,6 +22,12 @@ class ShoppingSettings(ApprovalSettings):
         max_length=MAX_LIST_NAME,
         description="The list the tools use when none is named.",
     )
+    example_agent: str | None = Field(
+        default=None,
+        max_length=200,
+        description="The agent that gets an example order history on the first start "
+        "(SHOPPING_EXAMPLE_AGENT; make run and make chat: clawdia).",
+    )
     currency: str = Field(
         default="$",
         max_length=5,

@@ -1,10 +1,6 @@
 """Shopping lists and order history in SQLite: one file, one connection, WAL.
 
-Tables (every row belongs to one agent):
-
-    list_items     (id, agent, list_name, name, quantity, unit, store, note, added_at)
-    orders         (id, agent, item, store, date, quantity, price, source, recorded_at)
-    confirmations  meshkit's confirm-once record: approved actions already performed
+The tables are in ``schema.py``.
 
 A list exists while it holds items. Writes that a user approved go through
 :meth:`ShoppingStore.confirm`, which runs them with :class:`Changes` inside
@@ -22,43 +18,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_shopping import examples
 from mcp_shopping.models import ListItem, Order, Source
-from meshkit.proposals import CONFIRMATIONS_SCHEMA, Approval, Confirmed, confirm_once
+from mcp_shopping.schema import SCHEMA
+from meshkit.proposals import Approval, Confirmed, confirm_once
 from meshkit.sqlite import SQLiteStore, row_model
 from meshkit.sqlite import transaction as _transaction
 
-SCHEMA = (
-    """
-CREATE TABLE IF NOT EXISTS list_items (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    agent TEXT NOT NULL,
-    list_name TEXT NOT NULL,
-    name TEXT NOT NULL,
-    quantity REAL NOT NULL DEFAULT 1,
-    unit TEXT,
-    store TEXT,
-    note TEXT,
-    added_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS list_items_by_list ON list_items (agent, list_name, id);
-CREATE TABLE IF NOT EXISTS orders (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    agent TEXT NOT NULL,
-    item TEXT NOT NULL,
-    store TEXT NOT NULL,
-    date TEXT NOT NULL,
-    quantity REAL NOT NULL DEFAULT 1,
-    price REAL,
-    source TEXT NOT NULL CHECK (source IN ('import', 'reorder')),
-    recorded_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS orders_by_date ON orders (agent, date, id);
-"""
-    + CONFIRMATIONS_SCHEMA
-)
 # A row of these columns is its model's fields, in order (meshkit.sqlite.row_model).
 _ITEM_COLUMNS = ", ".join(ListItem.model_fields)
-_ORDER_COLUMNS = ", ".join(Order.model_fields)
+_ORDER_COLUMNS = (
+    "id, item, store, date, quantity, price, source,"
+    " id IN (SELECT order_id FROM examples) AS example"
+)
 
 
 @dataclass(frozen=True)
@@ -184,6 +156,14 @@ class ShoppingStore(SQLiteStore):
             return Imported(added=added, present=len(orders) - added)
 
         return await self._run(write)
+
+    async def load_examples(self, agent: str, orders: Sequence[NewOrder], at: float) -> int:
+        """Example orders for ``agent``, on the first start only; how many were loaded."""
+        return await self._run(lambda db: examples.load(db, agent, orders, at))
+
+    async def forget_examples(self, agent: str) -> int:
+        """Remove ``agent``'s example orders (they never come back); how many there were."""
+        return await self._run(lambda db: examples.forget(db, agent))
 
     async def confirm(
         self,
