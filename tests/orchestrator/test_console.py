@@ -202,3 +202,36 @@ async def test_make_chats_first_start_can_reorder_the_oat_milk(
     assert result.returncode == 0, result.stderr.decode()
     assert "Reorder 2 × Oat Milk Barista Edition at Trader Joe's" in stdout
     assert "[1] 🛒 Add to cart" in stdout
+
+
+async def test_make_chat_runs_the_venvs_interpreter_with_no_uv_parent(
+    world: World, tmp_path: Path
+) -> None:
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": API_KEY,
+        "OPENAI_BASE_URL": str(world.settings.openai_base_url),
+        "DATA_DIR": str(tmp_path / "chat-data"),
+    }
+    async with await anyio.open_process(["make", "-s", "chat"], env=env, cwd=ROOT) as make:
+        assert make.stdout is not None
+        seen = b""
+        with anyio.fail_after(60):
+            while b"Ctrl-D" not in seen:
+                seen += await make.stdout.receive()
+        programs = children_of(make.pid)
+        assert make.stdin is not None
+        await make.stdin.aclose()  # Ctrl-D
+        with anyio.fail_after(30):
+            await make.wait()
+    # make's only child is the venv's Python itself: the recipe's shell exec'd it, no uv run.
+    assert programs == [str((ROOT / ".venv" / "bin" / "python").resolve())]
+
+
+def children_of(pid: int) -> list[str]:
+    """The programs ``pid``'s children run (Linux /proc)."""
+    return [
+        str(Path(f"/proc/{child}/exe").resolve())
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]
