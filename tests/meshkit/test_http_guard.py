@@ -181,3 +181,18 @@ async def test_the_server_is_stateless_across_clients(base_url: str) -> None:
     for _ in range(2):
         async with Client(f"{base_url}/mcp", auth=TOKEN) as client:
             assert (await client.call_tool("echo", {"text": "again"})).data == "again"
+
+
+@pytest.mark.parametrize("bad", ['{"a": 1}', "[1]", "true", "null", "1.5"])
+async def test_a_request_id_neither_string_nor_integer_is_refused_not_ignored(
+    base_url: str, bad: str
+) -> None:
+    headers = {**AUTH, "Content-Type": "application/json", "Accept": "application/json"}
+    body = f'{{"jsonrpc": "2.0", "id": {bad}, "method": "tools/list"}}'
+    async with httpx2.AsyncClient(headers=headers) as http:
+        refused = await http.post(f"{base_url}/mcp", content=body)
+        batch = await http.post(f"{base_url}/mcp", content=f"[{body}]")
+    assert refused.status_code == 400
+    assert refused.json()["error"]["code"] == -32600
+    assert "id must be a string or an integer" in refused.json()["error"]["message"]
+    assert batch.status_code == 400

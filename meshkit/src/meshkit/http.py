@@ -5,7 +5,9 @@ The guard is plain ASGI in front of the MCP app and answers, in this order:
 - 421 when the Host header names a host outside the allowlist (DNS rebinding),
 - 403 when an Origin header names a host outside the allowlist,
 - 401 on any path but ``/health`` without ``Authorization: Bearer $MESH_TOKEN``,
-- 413 when the request body exceeds ``MESH_MAX_BODY_BYTES``.
+- 413 when the request body exceeds ``MESH_MAX_BODY_BYTES``,
+- 400 (a JSON-RPC "invalid request") for a request whose ``id`` is neither a string nor
+  an integer, which the SDK would otherwise take for a notification and answer 202.
 
 The MCP app is stateless and answers in JSON: every request stands alone, so a
 restarted server or a long idle night never breaks a client. Tool input schemas
@@ -94,10 +96,19 @@ class MeshGuard:
         if scope["method"] in {"GET", "HEAD", "DELETE", "OPTIONS"}:
             await self._app(scope, receive, send)
             return
+        await self._with_body(scope, headers, receive, send)
+
+    async def _with_body(
+        self, scope: Scope, headers: dict[bytes, bytes], receive: Receive, send: Send
+    ) -> None:
+        """The request's body, read (and bounded) here, checked, then handed on."""
         try:
             body = await self._read_body(headers, receive)
         except BodyTooLarge:
             await _reject(send, 413, f"request body over {self._max_body} bytes")
+            return
+        if _bad_id(body):
+            await _reject_rpc(send, "Invalid Request: id must be a string or an integer")
             return
         await self._app(scope, _replay(body, receive), send)
 
@@ -162,6 +173,30 @@ def build_http_app(
 
 def _headers(scope: Scope) -> dict[bytes, bytes]:
     return {name.lower(): value for name, value in scope["headers"]}
+
+
+def _bad_id(body: bytes) -> bool:
+    """Whether a JSON-RPC message (or one of a batch) carries an id of the wrong type."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return False  # not JSON: the MCP app answers that itself
+    messages = parsed if isinstance(parsed, list) else [parsed]
+    return any(
+        isinstance(message, dict)
+        and "id" in message
+        and (isinstance(message["id"], bool) or not isinstance(message["id"], str | int))
+        for message in messages
+    )
+
+
+async def _reject_rpc(send: Send, message: str) -> None:
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    ).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 400, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
