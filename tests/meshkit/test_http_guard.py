@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from fastmcp import Client, FastMCP
@@ -196,3 +197,36 @@ async def test_a_request_id_neither_string_nor_integer_is_refused_not_ignored(
     assert refused.json()["error"]["code"] == -32600
     assert "id must be a string or an integer" in refused.json()["error"]["message"]
     assert batch.status_code == 400
+
+
+@pytest.mark.parametrize("host", ["[::1]evil.example", "localhost:80x", "a:b:c", "[::1", ""])
+async def test_a_host_that_does_not_parse_strictly_gets_421(base_url: str, host: str) -> None:
+    async with httpx2.AsyncClient() as http:
+        response = await http.get(f"{base_url}/health", headers={"Host": host})
+    assert response.status_code == 421
+
+
+async def test_two_host_headers_are_refused(base_url: str) -> None:
+    port = int(base_url.rsplit(":", 1)[1])
+    async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+        # Sent by hand: HTTP clients refuse to send a second Host header.
+        await stream.send(
+            b"GET /health HTTP/1.1\r\nHost: evil.example\r\nHost: localhost\r\n"
+            b"Connection: close\r\n\r\n"
+        )
+        answer = b""
+        with anyio.fail_after(5):
+            async for chunk in stream:
+                answer += chunk
+    assert answer.startswith(b"HTTP/1.1 421 ")
+
+
+@pytest.mark.parametrize(
+    "origin", ["null", "file://localhost", "chrome-extension://localhost", "http://localhost/x"]
+)
+async def test_an_origin_that_is_not_an_http_site_gets_403(base_url: str, origin: str) -> None:
+    async with httpx2.AsyncClient() as http:
+        refused = await http.get(f"{base_url}/health", headers={"Origin": origin})
+        allowed = await http.get(f"{base_url}/health", headers={"Origin": "https://localhost:8101"})
+    assert refused.status_code == 403
+    assert allowed.status_code == 200

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -43,12 +44,14 @@ def default_allowed_hosts(server_name: str) -> set[str]:
     return {*LOCAL_HOSTS, name, name.replace("_", "-"), f"mcp-{name.replace('_', '-')}"}
 
 
-def hostname(value: str) -> str:
-    """``"Example.org:8101"`` → ``"example.org"``, ``"[::1]:80"`` → ``"::1"``."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[1 : value.find("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+_HOST = re.compile(r"(?:\[([0-9a-f:.]+)\]|([a-z0-9._-]+))(?::[0-9]{1,5})?")
+
+
+def hostname(value: str) -> str | None:
+    """``"Example.org:8101"`` → ``"example.org"``, ``"[::1]:80"`` → ``"::1"``; None for
+    anything else (``"[::1]x"``, ``"a:b:c"``, a port that is not a number)."""
+    found = _HOST.fullmatch(value.strip().lower())
+    return None if found is None else found[1] or found[2]
 
 
 class MeshGuard:
@@ -78,7 +81,8 @@ class MeshGuard:
         if self._on_request is not None:
             self._on_request()
         headers = _headers(scope)
-        if not self._host_allowed(headers.get(b"host", b"").decode("latin-1")):
+        hosts = [value for name, value in scope["headers"] if name.lower() == b"host"]
+        if len(hosts) != 1 or not self._host_allowed(hosts[0].decode("latin-1")):
             await _reject(send, 421, "misdirected request: Host not allowed (MESH_ALLOWED_HOSTS)")
             return
         origin = headers.get(b"origin")
@@ -113,13 +117,15 @@ class MeshGuard:
         await self._app(scope, _replay(body, receive), send)
 
     def _host_allowed(self, host_header: str) -> bool:
-        return self._any_host or hostname(host_header) in self._hosts
+        name = hostname(host_header)
+        return name is not None and (self._any_host or name in self._hosts)
 
     def _origin_allowed(self, origin: str) -> bool:
-        if self._any_host:
-            return True
         scheme, _, rest = origin.partition("://")
-        return bool(scheme) and hostname(rest.split("/", 1)[0]) in self._hosts
+        if scheme.lower() not in ("http", "https") or "/" in rest.rstrip("/"):
+            return False  # "null", file:, chrome-extension:, or a path after the host
+        name = hostname(rest.rstrip("/"))
+        return name is not None and (self._any_host or name in self._hosts)
 
     def _authorized(self, headers: dict[bytes, bytes]) -> bool:
         # Constant time, so the token cannot be learned byte by byte.
