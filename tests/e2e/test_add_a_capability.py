@@ -1,10 +1,11 @@
 """The README's "Add a capability" recipe, followed as written in a copy of the repository.
 
 The blocks of that section are written into a temporary copy (``# file:`` makes a file,
-``# append to:`` extends one), the lock and the environment are made with uv (offline:
-everything comes from the cache ``make install`` filled), the new server is linted and
-type-checked with the project's own configuration, and ``python -m orchestrator chat``
-in that environment offers its tool to the model, which calls it.
+``# append to:`` extends one), the lock is made with uv as ``make lock`` makes it (it asks
+the package index, which the project's machines and CI reach), the environment offline from
+the cache ``make install`` filled; the new server is linted and type-checked with the
+project's own configuration, and ``python -m orchestrator chat`` in that environment offers
+its tool to the model, which calls it.
 """
 
 from __future__ import annotations
@@ -95,8 +96,10 @@ async def test_a_server_made_from_the_recipe_is_offered_to_the_model(tmp_path: P
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("a" if how == "append to" else "w", encoding="utf-8") as out:
             out.write(block)
-    # `make lock install`, offline: uv's cache already holds every locked package.
-    run([uv(), "lock", "--offline"], copy)
+    # `make lock install`. Locking asks the index for the versions it may choose from (a cache
+    # filled by `uv sync --locked` holds the locked wheels, not those listings); the install is
+    # offline: uv's cache already holds every locked package.
+    run([uv(), "lock"], copy)
     run([uv(), "sync", "--locked", "--all-packages", "--offline"], copy)
     assert (copy / "pyproject.toml").read_text() == pyproject_before
     python = str(copy / ".venv" / "bin" / "python")
