@@ -227,3 +227,46 @@ async def test_a_bug_stops_only_its_bots_poller_which_status_shows_failed(
         assert states(await call(client, "status"))["ben"] == "ok"
         # ada's poller was not retried as if the network had failed: no poll since.
         assert [c.token for c in fake.calls("getUpdates")].count(ADA) == ada_polls
+
+
+async def test_409_backs_off_from_2_s_doubling_to_60_s_and_starts_again_at_2_after_polling_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each wait of the poller is handed to the test, which lets it end when it wants.
+    asked, waits = anyio.create_memory_object_stream[float](100)
+    permit, permits = anyio.create_memory_object_stream[None](100)
+
+    async def recorded_sleep(seconds: float) -> None:
+        await asked.send(seconds)
+        await permits.receive()
+
+    policy = PollPolicy(timeout_s=1, sleep=recorded_sleep)  # the default conflict backoff
+    async with telegram_io(tmp_path, monkeypatch, policy) as (fake, client, _):
+        fake.conflict(ADA)  # another poller holds ada's token; ben is not affected
+        steps = [2, 4, 8, 16, 32, 60, 60, 60]
+        seen = []
+        for n, step in enumerate(steps, 1):
+            with anyio.fail_after(10):
+                wait = await waits.receive()
+            seen.append(wait)
+            assert 0.8 * step <= wait <= step, (step, seen)
+            if n < len(steps):  # the last wait lasts until the conflict is over
+                await permit.send(None)
+        status = await call(client, "status")
+        assert states(status) == {"ada": "conflict", "ben": "ok"}
+        (ada,) = [bot for bot in status["bots"] if bot["agent"] == "ada"]
+        assert "another poller or a webhook" in ada["detail"]
+
+        fake.conflict(ADA, on=False)  # the other poller left
+        fake.user_message(ADA, USER, "back?")
+        await permit.send(None)
+        got = await call(client, "next_updates", max=10, wait_s=10)
+        assert [u["text"] for u in got["updates"]] == ["back?"]
+        assert states(await call(client, "status"))["ada"] == "ok"
+
+        fake.conflict(ADA)  # a new conflict starts again from the first step
+        with anyio.fail_after(10):
+            wait = await waits.receive()
+        assert 1.6 <= wait <= 2
+        fake.conflict(ADA, on=False)
+        await permit.send(None)

@@ -92,6 +92,7 @@ def build_server(
         timeout_s=settings.poll_timeout_s,
         backoff_max_s=settings.backoff_max_s,
         conflict_backoff_s=settings.conflict_backoff_s,
+        conflict_backoff_max_s=settings.conflict_backoff_max_s,
     )
 
     async def run_pollers() -> None:
