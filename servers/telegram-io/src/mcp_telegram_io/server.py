@@ -168,7 +168,10 @@ def build_server(
             Field(max_length=200, description="the same key again never delivers twice"),
         ] = None,
     ) -> Sent:
-        """Send Markdown as Telegram-formatted messages, split at 4096 characters."""
+        """Send Markdown as Telegram-formatted messages, split at 4096 characters.
+
+        At most 5 messages: a longer text ends with a line saying it was cut.
+        """
         return await sender.send_message(
             agent,
             chat_id,
