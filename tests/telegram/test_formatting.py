@@ -323,3 +323,15 @@ def test_past_max_parts_the_last_part_ends_with_one_line_saying_the_text_was_cut
     assert render(text, limit=300, max_parts=60)[-1].text.endswith("w1999")  # it fits: no cut
     with pytest.raises(ValueError, match="max_parts needs"):
         render(text, limit=100, max_parts=3)
+
+
+def test_markdown_far_longer_than_max_parts_is_cut_before_converting_and_says_so() -> None:
+    link = "[a](https://example.com/" + "y" * 990 + ")"  # a thousand characters, "a" on screen
+    markdown = " ".join([link] * 30)
+
+    parts = render(markdown, limit=300, max_parts=3)  # reads 3 * 300 * 8 = 7,200 characters
+
+    (part,) = parts
+    assert part.text.startswith("a a a a a a a ")
+    assert part.text.endswith(" more characters were too long to send.")
+    _assert_well_formed(parts, 300)

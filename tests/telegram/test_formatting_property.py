@@ -68,7 +68,7 @@ def styled(draw: st.DrawFn) -> Piece:
         code = draw(st.sampled_from(CODE_LINES)).strip()
         return Piece(f"`{code}`", code)
     if kind == "link":
-        path = draw(st.from_regex(r"[a-z0-9-]{0,12}", fullmatch=True))
+        path = draw(st.sampled_from(["", "a", "docs/2024", "x-y_z", "%C3%A9?q=1"]))
         return Piece(f"[{inner.markdown}](https://example.com/{path})", inner.plain)
     if kind == "~~" and "~" in (inner.markdown[0], inner.markdown[-1]):
         kind = "**"  # ~~~ would be a run of three tildes (a code fence at a line's start)
@@ -142,7 +142,7 @@ def block(draw: st.DrawFn) -> Piece:
 documents = st.lists(block(), min_size=1, max_size=5).map(lambda b: joined(b, "\n\n"))
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=200, deadline=None, database=None)
 @given(documents, st.sampled_from([300, 4096]))
 def test_the_delivered_text_is_the_source_without_its_markup(document: Piece, limit: int) -> None:
     parts = render(document.markdown, limit=limit)

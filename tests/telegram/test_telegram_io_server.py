@@ -316,3 +316,19 @@ async def test_an_edit_too_long_for_one_message_is_cut_with_a_line_saying_so(
         assert message.text.startswith("😀 😀")
         assert message.text.endswith("more characters were too long to send.")
         assert len(message.text.encode("utf-16-le")) // 2 <= 4096
+
+
+async def test_a_reply_of_300000_characters_is_sent_as_five_messages_saying_it_was_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reply = "\n\n".join(f"{i:06d} " + "lorem ipsum " * 40 for i in range(600))  # 300,000+
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "everything, please")
+        sent = await call(client, "send_message", agent="ada", chat_id=str(USER), text=reply)
+        assert sent["parts"] == 5
+        messages = fake.sent(ADA, USER)
+        assert len(messages) == 5
+        assert messages[0].text.startswith("000000 lorem ipsum")
+        match = re.search(r"([\d,]+) more characters were too long to send\.$", messages[-1].text)
+        assert match is not None
+        assert int(match[1].replace(",", "")) > 250_000

@@ -41,6 +41,7 @@ logger = logging.getLogger(__name__)
 
 TEXT_LIMIT = 4096
 CUT_NOTICE = "✂ The reply was cut here: {omitted} more characters were too long to send."
+SOURCE_PER_UNIT = 8  # Markdown read for each unit the parts hold: more is cut unread
 CUT_ROOM = 120  # the notice with the largest count, and room for some text before it
 CALLBACK_DATA_MAX_BYTES = 64
 
@@ -64,6 +65,9 @@ def utf16_len(text: str) -> int:
 def render(markdown: str, limit: int = TEXT_LIMIT, max_parts: int | None = None) -> list[Part]:
     """Markdown to the parts of a reply (at most ``max_parts``); none for blank text."""
     _check_limit(limit, max_parts)
+    more = 0  # source characters left out before converting: far more than the parts hold
+    if max_parts is not None and len(markdown) > (most := max_parts * limit * SOURCE_PER_UNIT):
+        markdown, more = markdown[:most], len(markdown) - most
     try:
         text, entities = convert(markdown)
     except MarkupMismatch as error:  # e.g. a ||spoiler|| across list items: keep every word
@@ -72,7 +76,7 @@ def render(markdown: str, limit: int = TEXT_LIMIT, max_parts: int | None = None)
     except Exception:  # the boundary of a third-party parser: a reply goes out regardless
         logger.warning("Markdown conversion failed; sending the text unformatted", exc_info=True)
         text, entities = markdown, []
-    return _split(text, entities, limit, max_parts)
+    return _split(text, entities, limit, max_parts, more)
 
 
 def plain_parts(text: str, limit: int = TEXT_LIMIT, max_parts: int | None = None) -> list[str]:
@@ -106,8 +110,14 @@ def _check_limit(limit: int, max_parts: int | None = None) -> None:
 
 
 def _split(
-    text: str, entities: Sequence[MessageEntity], limit: int, max_parts: int | None = None
+    text: str,
+    entities: Sequence[MessageEntity],
+    limit: int,
+    max_parts: int | None = None,
+    more: int = 0,
 ) -> list[Part]:
+    """``text`` in parts; ``more``: characters already cut from its end (the last part
+    says so)."""
     n = len(text)
     units = [0, *accumulate(2 if ord(char) > 0xFFFF else 1 for char in text)]
     spans: list[tuple[int, int, MessageEntity]] = []  # str indices [start, stop)
@@ -137,16 +147,14 @@ def _split(
     pos = _skip_blank(text, 0, pre)
     while pos < n:
         cut = cut_at(pos, limit)
-        if (
-            max_parts is not None
-            and len(parts) == max_parts - 1
-            and _skip_blank(text, cut, pre) < n
-        ):
-            return [*parts, _cut_part(text, pos, limit, cut_at, part_of)]
+        after = _skip_blank(text, cut, pre)
+        last = max_parts is not None and len(parts) == max_parts - 1
+        if (last and after < n) or (more and (last or after >= n)):
+            return [*parts, _cut_part(text, pos, limit, cut_at, part_of, more=more)]
         stop = pos + len(text[pos:cut].rstrip())
         if stop > pos:
             parts.append(part_of(pos, stop))
-        pos = _skip_blank(text, cut, pre)
+        pos = after
     return parts
 
 
@@ -156,14 +164,16 @@ def _cut_part(
     limit: int,
     cut_at: Callable[[int, int], int],
     part_of: Callable[[int, int], Part],
+    *,
+    more: int,
 ) -> Part:
     """The last part allowed: what fits beside the notice, then the notice on a line of its
     own (only the notice, when the limit leaves no room beside it)."""
-    notice = CUT_NOTICE.format(omitted=f"{len(text) - pos:,}")
+    notice = CUT_NOTICE.format(omitted=f"{len(text) - pos + more:,}")
     room = limit - utf16_len(notice) - 2
     cut = cut_at(pos, room) if room > 0 else pos
     stop = pos + len(text[pos:cut].rstrip())
-    notice = CUT_NOTICE.format(omitted=f"{len(text) - stop:,}")  # never longer than before
+    notice = CUT_NOTICE.format(omitted=f"{len(text) - stop + more:,}")  # never longer
     if stop == pos:
         return Part(notice)
     kept = part_of(pos, stop)

@@ -101,14 +101,14 @@ def _to_escape(data: bytes, events: list[tuple[object, int, int]]) -> dict[int, 
         elif "TaskListMarker" in event and lists and lists[-1] is not None:
             found[start] = b"&#91;"  # in place of the '[' of "[ ]"
         elif _literal_pair(data, event, start, end):
+            # The opening one only: the closing one may lie in a code span once this is text.
             found[start] = b"\\" + data[start : start + 1]
-            found[end - 1] = b"\\" + data[end - 1 : end]
     return found
 
 
 def _literal_pair(data: bytes, event: dict[str, object], start: int, end: int) -> bool:
     """Delimiters the converter reads as text and escapes before it parses again, escaped
-    here too so that both parse the same text: ``$`` math closed right before a digit
+    here first so that both parse the same text: ``$`` math closed right before a digit
     (``$10.49 (~$11.20)``: two prices) and a single ``~`` around words ("approximately")."""
     if event.get("Start") == "Strikethrough":
         return data[start + 1 : start + 2] != b"~"

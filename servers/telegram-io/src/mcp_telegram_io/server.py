@@ -160,7 +160,7 @@ def build_server(
     async def send_message(  # noqa: PLR0917 (a tool's parameters are its schema)
         agent: Agent,
         chat_id: ChatId,
-        text: Annotated[str, Field(min_length=1, max_length=100_000, description="Markdown")],
+        text: Annotated[str, Field(min_length=1, max_length=1_000_000, description="Markdown")],
         buttons: Buttons = None,
         reply_to: Annotated[int | None, Field(description="message id to reply to")] = None,
         idempotency_key: Annotated[
