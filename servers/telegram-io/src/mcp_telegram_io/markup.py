@@ -15,8 +15,10 @@ text stays what the model wrote:
 - **Headings without decoration**: the converter's default puts 📌 ✏ 📚 🔖 before levels 1-4;
   here a heading is its words, bold (and underlined for levels 1-2).
 
-The source is read with pyromark and the converter's own options, so both see the same list
-items; if they ever disagree, ``MarkupMismatch`` is raised and the caller sends plain text.
+The source is read with pyromark and the converter's own options, and the ``$`` and ``~`` the
+converter would re-read as text are escaped here first, so both see the same list items; if
+they still disagree (a ``||spoiler||`` across lines, which the converter turns into HTML tags
+before parsing, can do it), ``MarkupMismatch`` is raised and the caller sends plain text.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from telegramify_markdown.converter import STANDARD_OPTIONS
 
 _MARKER = re.compile(rb"[ \t]*(\d{1,9}[.)])")  # CommonMark: at most 9 digits, then . or )
 _PRIVATE_USE = range(0xE000, 0xF900)
-_MAX_ROUNDS = 50  # escaping rounds; each removes at least one HTML start or task box
+_MAX_ROUNDS = 50  # escaping rounds; each escapes at least one character for good
 
 
 class MarkupMismatch(Exception):
