@@ -2,7 +2,6 @@ import logging
 import random
 
 import pytest
-import telegramify_markdown
 from telegram import MessageEntity
 
 from mcp_telegram_io.formatting import (
@@ -12,6 +11,7 @@ from mcp_telegram_io.formatting import (
     render,
     utf16_len,
 )
+from mcp_telegram_io.markup import MarkupMismatch, convert
 
 
 def _only(markdown: str) -> Part:
@@ -39,7 +39,10 @@ def _assert_well_formed(parts: list[Part], limit: int) -> None:
 
 def _assert_same_formatting_as_unsplit(markdown: str, parts: list[Part], limit: int) -> None:
     """Every entity of the whole text is whole in one part if it fits, else clipped per part."""
-    text, entities = telegramify_markdown.convert(markdown)
+    try:
+        text, entities = convert(markdown)
+    except MarkupMismatch:  # render sends such a text unformatted
+        text, entities = markdown, []
     placed = []
     cursor = 0
     for part in parts:
@@ -108,7 +111,7 @@ def test_spoilers_become_spoiler_entities() -> None:
 def test_headings_lists_and_quotes_render_as_plain_telegram_text() -> None:
     part = _only("# Plan\n\n- eggs\n- milk\n\n1. shop\n2. cook\n\n> so it goes")
 
-    assert part.text == "📌 Plan\n\n⦁ eggs\n⦁ milk\n\n1. shop\n2. cook\n\nso it goes"
+    assert part.text == "Plan\n\n⦁ eggs\n⦁ milk\n\n1. shop\n2. cook\n\nso it goes"
     kinds = {(e.type, _covered(part, e)) for e in part.entities}
     assert kinds == {
         (MessageEntity.BOLD, "Plan"),
@@ -304,3 +307,31 @@ def test_callback_data_is_measured_in_utf8_bytes_not_characters() -> None:
         check_callback_data("é" * 33)
     with pytest.raises(ValueError, match="got 68"):
         check_callback_data("😀" * 17)
+
+
+def test_past_max_parts_the_last_part_ends_with_one_line_saying_the_text_was_cut() -> None:
+    text = " ".join(f"w{i}" for i in range(2000))
+
+    parts = render(text, limit=300, max_parts=3)
+
+    assert len(parts) == 3
+    _assert_well_formed(parts, 300)
+    *kept, notice = parts[-1].text.split("\n")
+    assert notice.startswith("✂ The reply was cut here: ")
+    words = [w for part in parts[:-1] for w in part.text.split()] + " ".join(kept).split()
+    assert words == text.split()[: len(words)]
+    assert render(text, limit=300, max_parts=60)[-1].text.endswith("w1999")  # it fits: no cut
+    with pytest.raises(ValueError, match="max_parts needs"):
+        render(text, limit=100, max_parts=3)
+
+
+def test_markdown_far_longer_than_max_parts_is_cut_before_converting_and_says_so() -> None:
+    link = "[a](https://example.com/" + "y" * 990 + ")"  # a thousand characters, "a" on screen
+    markdown = " ".join([link] * 30)
+
+    parts = render(markdown, limit=300, max_parts=3)  # reads 3 * 300 * 8 = 7,200 characters
+
+    (part,) = parts
+    assert part.text.startswith("a a a a a a a ")
+    assert part.text.endswith(" more characters were too long to send.")
+    _assert_well_formed(parts, 300)

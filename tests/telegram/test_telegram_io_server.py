@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -227,3 +228,107 @@ async def test_a_bug_stops_only_its_bots_poller_which_status_shows_failed(
         assert states(await call(client, "status"))["ben"] == "ok"
         # ada's poller was not retried as if the network had failed: no poll since.
         assert [c.token for c in fake.calls("getUpdates")].count(ADA) == ada_polls
+
+
+async def test_409_backs_off_from_2_s_doubling_to_60_s_and_starts_again_at_2_after_polling_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each wait of the poller is handed to the test, which lets it end when it wants.
+    asked, waits = anyio.create_memory_object_stream[float](100)
+    permit, permits = anyio.create_memory_object_stream[None](100)
+
+    async def recorded_sleep(seconds: float) -> None:
+        await asked.send(seconds)
+        await permits.receive()
+
+    policy = PollPolicy(timeout_s=1, sleep=recorded_sleep)  # the default conflict backoff
+    async with telegram_io(tmp_path, monkeypatch, policy) as (fake, client, _):
+        fake.conflict(ADA)  # another poller holds ada's token; ben is not affected
+        steps = [2, 4, 8, 16, 32, 60, 60, 60]
+        seen = []
+        for n, step in enumerate(steps, 1):
+            with anyio.fail_after(10):
+                wait = await waits.receive()
+            seen.append(wait)
+            assert 0.8 * step <= wait <= step, (step, seen)
+            if n < len(steps):  # the last wait lasts until the conflict is over
+                await permit.send(None)
+        status = await call(client, "status")
+        assert states(status) == {"ada": "conflict", "ben": "ok"}
+        (ada,) = [bot for bot in status["bots"] if bot["agent"] == "ada"]
+        assert "another poller or a webhook" in ada["detail"]
+
+        fake.conflict(ADA, on=False)  # the other poller left
+        fake.user_message(ADA, USER, "back?")
+        await permit.send(None)
+        got = await call(client, "next_updates", max=10, wait_s=10)
+        assert [u["text"] for u in got["updates"]] == ["back?"]
+        assert states(await call(client, "status"))["ada"] == "ok"
+
+        fake.conflict(ADA)  # a new conflict starts again from the first step
+        with anyio.fail_after(10):
+            wait = await waits.receive()
+        assert 1.6 <= wait <= 2
+        fake.conflict(ADA, on=False)
+        await permit.send(None)
+
+
+async def test_a_reply_longer_than_five_messages_is_sent_as_five_ending_with_a_line_saying_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paragraphs = [f"**Part {i}:** " + " ".join(f"w{i}.{j}" for j in range(120)) for i in range(60)]
+    reply = "\n\n".join(paragraphs)  # about 60,000 characters: some fifteen messages
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "tell me everything")
+        send = {"agent": "ada", "chat_id": str(USER), "text": reply, "idempotency_key": "long"}
+        sent = await call(client, "send_message", **send)
+        assert sent["parts"] == 5
+        messages = fake.sent(ADA, USER)
+        assert len(messages) == 5
+        assert all(len(m.text.encode("utf-16-le")) // 2 <= 4096 for m in messages)
+        *kept, notice = messages[-1].text.split("\n")
+        match = re.fullmatch(
+            r"✂ The reply was cut here: ([\d,]+) more characters were too long to send\.", notice
+        )
+        assert match is not None, notice
+        delivered = [w for m in messages[:-1] for w in m.text.split()] + "\n".join(kept).split()
+        shown = reply.replace("**", "")  # the whole reply as Telegram would show it
+        assert delivered == shown.split()[: len(delivered)]  # what was sent is its beginning
+        left_out = len(shown) - shown.index(delivered[-1]) - len(delivered[-1])  # words unique
+        assert int(match[1].replace(",", "")) == left_out
+        assert messages[-1].entities  # the formatting of the last part is kept beside the line
+
+        again = await call(client, "send_message", **send)
+        assert again["duplicate"] is True
+        assert len(fake.sent(ADA, USER)) == 5
+
+
+async def test_an_edit_too_long_for_one_message_is_cut_with_a_line_saying_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "hi")
+        sent = await call(client, "send_message", agent="ada", chat_id=str(USER), text="Soon.")
+        smileys = "😀 " * 2000  # 4,000 characters, but 6,000 UTF-16 units for Telegram
+        edit = {"agent": "ada", "chat_id": str(USER), "message_id": sent["message_ids"][0]}
+        await call(client, "edit_message", **edit, text=smileys)
+        (message,) = fake.sent(ADA, USER)
+        assert message.text.startswith("😀 😀")
+        assert message.text.endswith("more characters were too long to send.")
+        assert len(message.text.encode("utf-16-le")) // 2 <= 4096
+
+
+async def test_a_reply_of_300000_characters_is_sent_as_five_messages_saying_it_was_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reply = "\n\n".join(f"{i:06d} " + "lorem ipsum " * 40 for i in range(600))  # 300,000+
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "everything, please")
+        sent = await call(client, "send_message", agent="ada", chat_id=str(USER), text=reply)
+        assert sent["parts"] == 5
+        messages = fake.sent(ADA, USER)
+        assert len(messages) == 5
+        assert messages[0].text.startswith("000000 lorem ipsum")
+        match = re.search(r"([\d,]+) more characters were too long to send\.$", messages[-1].text)
+        assert match is not None
+        assert int(match[1].replace(",", "")) > 250_000

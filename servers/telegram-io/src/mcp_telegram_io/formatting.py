@@ -1,12 +1,14 @@
 """Model-written Markdown to Telegram messages: plain text plus entities, in parts that fit.
 
-Messages go out with ``entities=`` and no ``parse_mode``: telegramify-markdown turns the
-Markdown into plain text and ``MessageEntity`` spans, so Telegram is never handed a string it
-could fail to parse. Its rendering: bold, italic, strikethrough, ``code``, ``pre`` (with the
-fence's language), ``text_link``, ``||spoiler||`` and ``blockquote`` (``expandable_blockquote``
-past 200 units) become entities; a heading becomes an emoji marker (📌 ✏ 📚 🔖 for H1-H4)
-followed by bold text, underlined too for H1-H2; list items start with "⦁ " or "1. ";
-tables become a ``pre`` block; raw HTML is dropped.
+Messages go out with ``entities=`` and no ``parse_mode``: telegramify-markdown (through
+markup.py, which keeps the model's words and list numbers as written) turns the Markdown into
+plain text and ``MessageEntity`` spans, so Telegram is never handed a string it could fail to
+parse. Its rendering: bold, italic, strikethrough, ``code``, ``pre`` (with the fence's
+language), ``text_link``, ``||spoiler||`` and ``blockquote`` (``expandable_blockquote`` past
+200 units) become entities; a heading becomes its text in bold, underlined too for H1-H2;
+bullet items start with "⦁ " (task boxes: ✅ ☑), ordered items with their number as written;
+a thematic break becomes "————————"; tables become a ``pre`` block; images become 🖼 and their
+alt text.
 
 Splitting rules:
 
@@ -19,6 +21,8 @@ Splitting rules:
   huge code block) is cut like text, and each part carries its own clipped copy.
 - Whitespace at a cut is dropped and no part is empty, except that a part starting inside a
   ``pre`` block keeps the indentation of its first line, as Telegram does.
+- With ``max_parts``, a text that needs more parts is cut: the last part holds what fits
+  beside one last line, ``CUT_NOTICE``, that says the reply was cut and how much was left out.
 - ``render`` never raises on any text: if the converter fails, the input goes out as plain text.
 """
 
@@ -29,12 +33,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-import telegramify_markdown
 from telegram import MessageEntity
+
+from mcp_telegram_io.markup import MarkupMismatch, convert, moved_entity
 
 logger = logging.getLogger(__name__)
 
 TEXT_LIMIT = 4096
+CUT_NOTICE = "✂ The reply was cut here: {omitted} more characters were too long to send."
+SOURCE_PER_UNIT = 8  # Markdown read for each unit the parts hold: more is cut unread
+CUT_ROOM = 120  # the notice with the largest count, and room for some text before it
 CALLBACK_DATA_MAX_BYTES = 64
 
 _BLANK_LINE = re.compile(r"\n[ \t\r]*\n")
@@ -54,21 +62,27 @@ def utf16_len(text: str) -> int:
     return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
 
 
-def render(markdown: str, limit: int = TEXT_LIMIT) -> list[Part]:
-    """Markdown to the parts of a reply; no parts for empty or blank text."""
-    _check_limit(limit)
+def render(markdown: str, limit: int = TEXT_LIMIT, max_parts: int | None = None) -> list[Part]:
+    """Markdown to the parts of a reply (at most ``max_parts``); none for blank text."""
+    _check_limit(limit, max_parts)
+    more = 0  # source characters left out before converting: far more than the parts hold
+    if max_parts is not None and len(markdown) > (most := max_parts * limit * SOURCE_PER_UNIT):
+        markdown, more = markdown[:most], len(markdown) - most
     try:
-        text, found = telegramify_markdown.convert(markdown)
-        return _split(text, [_from_converter(e) for e in found], limit)
+        text, entities = convert(markdown)
+    except MarkupMismatch as error:  # e.g. a ||spoiler|| across list items: keep every word
+        logger.info("Markdown lists could not be matched (%s); sending the text unformatted", error)
+        text, entities = markdown, []
     except Exception:  # the boundary of a third-party parser: a reply goes out regardless
         logger.warning("Markdown conversion failed; sending the text unformatted", exc_info=True)
-        return _split(markdown, [], limit)
+        text, entities = markdown, []
+    return _split(text, entities, limit, max_parts, more)
 
 
-def plain_parts(text: str, limit: int = TEXT_LIMIT) -> list[str]:
+def plain_parts(text: str, limit: int = TEXT_LIMIT, max_parts: int | None = None) -> list[str]:
     """The raw text in parts, for when Telegram refuses the formatting."""
-    _check_limit(limit)
-    return [part.text for part in _split(text, [], limit)]
+    _check_limit(limit, max_parts)
+    return [part.text for part in _split(text, [], limit, max_parts)]
 
 
 def check_callback_data(data: str) -> str:
@@ -85,38 +99,25 @@ def check_callback_data(data: str) -> str:
     return data
 
 
-def _check_limit(limit: int) -> None:
+def _check_limit(limit: int, max_parts: int | None = None) -> None:
     if limit < 2:
         raise ValueError(f"limit must be at least 2 UTF-16 units (one emoji); got {limit}")
+    if max_parts is not None and (max_parts < 1 or limit < CUT_ROOM):
+        raise ValueError(
+            f"max_parts needs at least one part of {CUT_ROOM} units (for the notice of a cut); "
+            f"got {max_parts} of {limit}"
+        )
 
 
-def _from_converter(entity: telegramify_markdown.MessageEntity) -> MessageEntity:
-    # The converter never emits the user or date_time kinds, the only fields left out.
-    return MessageEntity(
-        entity.type,
-        entity.offset,
-        entity.length,
-        url=entity.url,
-        language=entity.language,
-        custom_emoji_id=entity.custom_emoji_id,
-    )
-
-
-def _moved(entity: MessageEntity, offset: int, length: int) -> MessageEntity:
-    return MessageEntity(
-        entity.type,
-        offset,
-        length,
-        url=entity.url,
-        user=entity.user,
-        language=entity.language,
-        custom_emoji_id=entity.custom_emoji_id,
-        date_time_format=entity.date_time_format,
-        unix_time=entity.unix_time,
-    )
-
-
-def _split(text: str, entities: Sequence[MessageEntity], limit: int) -> list[Part]:
+def _split(
+    text: str,
+    entities: Sequence[MessageEntity],
+    limit: int,
+    max_parts: int | None = None,
+    more: int = 0,
+) -> list[Part]:
+    """``text`` in parts; ``more``: characters already cut from its end (the last part
+    says so)."""
     n = len(text)
     units = [0, *accumulate(2 if ord(char) > 0xFFFF else 1 for char in text)]
     spans: list[tuple[int, int, MessageEntity]] = []  # str indices [start, stop)
@@ -133,19 +134,50 @@ def _split(text: str, entities: Sequence[MessageEntity], limit: int) -> list[Par
     nested = list(accumulate(depth))
     pre = [(start, stop) for start, stop, entity in spans if entity.type == MessageEntity.PRE]
 
+    def cut_at(pos: int, room: int) -> int:
+        if units[n] - units[pos] <= room:
+            return n
+        end = bisect.bisect_right(units, units[pos] + room) - 1
+        return _find_cut(text, pos, end, nested)
+
+    def part_of(start: int, stop: int) -> Part:
+        return _part(text, units, spans, start, stop)
+
     parts: list[Part] = []
     pos = _skip_blank(text, 0, pre)
     while pos < n:
-        if units[n] - units[pos] <= limit:
-            cut = n
-        else:
-            end = bisect.bisect_right(units, units[pos] + limit) - 1
-            cut = _find_cut(text, pos, end, nested)
+        cut = cut_at(pos, limit)
+        after = _skip_blank(text, cut, pre)
+        last = max_parts is not None and len(parts) == max_parts - 1
+        if (last and after < n) or (more and (last or after >= n)):
+            return [*parts, _cut_part(text, pos, limit, cut_at, part_of, more=more)]
         stop = pos + len(text[pos:cut].rstrip())
         if stop > pos:
-            parts.append(_part(text, units, spans, pos, stop))
-        pos = _skip_blank(text, cut, pre)
+            parts.append(part_of(pos, stop))
+        pos = after
     return parts
+
+
+def _cut_part(
+    text: str,
+    pos: int,
+    limit: int,
+    cut_at: Callable[[int, int], int],
+    part_of: Callable[[int, int], Part],
+    *,
+    more: int,
+) -> Part:
+    """The last part allowed: what fits beside the notice, then the notice on a line of its
+    own (only the notice, when the limit leaves no room beside it)."""
+    notice = CUT_NOTICE.format(omitted=f"{len(text) - pos + more:,}")
+    room = limit - utf16_len(notice) - 2
+    cut = cut_at(pos, room) if room > 0 else pos
+    stop = pos + len(text[pos:cut].rstrip())
+    notice = CUT_NOTICE.format(omitted=f"{len(text) - stop + more:,}")  # never longer
+    if stop == pos:
+        return Part(notice)
+    kept = part_of(pos, stop)
+    return Part(f"{kept.text}\n\n{notice}", kept.entities)
 
 
 def _find_cut(text: str, pos: int, end: int, nested: Sequence[int]) -> int:
@@ -184,7 +216,7 @@ def _part(
     stop: int,
 ) -> Part:
     clipped = [
-        _moved(entity, units[lo] - units[start], units[hi] - units[lo])
+        moved_entity(entity, units[lo] - units[start], units[hi] - units[lo])
         for lo, hi, entity in ((max(a, start), min(b, stop), e) for a, b, e in spans)
         if lo < hi
     ]

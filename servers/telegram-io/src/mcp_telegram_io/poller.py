@@ -4,9 +4,16 @@
     starting      not yet answered by Telegram                   getMe, deleteWebhook once
     ok            the last getUpdates answered                   poll again at once
     retrying      network trouble, 5xx or 429                    capped exponential backoff, jitter
-    conflict      409: another poller (or a webhook) uses the token   wait >= 30 s, log loudly
+    conflict      409: another poller (or a webhook) uses the token   2, 4, 8 … 60 s, jitter
     unauthorized  401: the token was revoked                     stop this bot; the others go on
     parked        the kill-switch file $DATA_DIR/inbox-disabled  poll nothing until it is gone
+
+A 409 means another process holds the token. Only a poll can tell whether it is still there,
+and each poll ends the other's long poll (the newer request wins), so the waits start short (a
+restarted container's predecessor is gone within seconds) and double while the conflict lasts,
+up to ``conflict_backoff_max_s``: two instances left running stop fighting over every update,
+and polling resumes within one wait of the other leaving. Each wait is 80-100 % of its step, so
+two instances do not stay in step.
 
 An update is confirmed to Telegram only by the next getUpdates, whose offset is
 written in the same transaction as the updates: a crash anywhere means Telegram
@@ -49,7 +56,8 @@ class PollPolicy:
     timeout_s: int = 25
     backoff_initial_s: float = 1.0
     backoff_max_s: float = 60.0
-    conflict_backoff_s: float = 30.0
+    conflict_backoff_s: float = 2.0  # the first wait after a 409; doubles while they go on
+    conflict_backoff_max_s: float = 60.0
     park_check_s: float = 1.0
     sleep: Callable[[float], Awaitable[None]] = field(default=anyio.sleep, repr=False)
 
@@ -79,6 +87,7 @@ class Poller:
         self._policy = policy
         self._clock = clock
         self._on_arrival = on_arrival
+        self._conflicts = 0  # 409s in a row: the conflict backoff's step
 
     async def run(self) -> None:
         """Poll until cancelled, or until Telegram says the token is no longer valid.
@@ -128,6 +137,7 @@ class Poller:
                     delay = min(delay * 2, policy.backoff_max_s)
                 continue
             delay = policy.backoff_initial_s
+            self._conflicts = 0
             if self.status.state != "ok":
                 logger.info("bot %s: polling again", self.config.agent)
             self._set("ok", None)
@@ -139,21 +149,14 @@ class Poller:
 
         The token's own text is never logged: PTB puts it in InvalidToken's message.
         """
-        agent, policy = self.config.agent, self._policy
+        agent = self.config.agent
         if isinstance(error, InvalidToken | Forbidden):
             status = "401" if isinstance(error, InvalidToken) else "403"
             logger.error("bot %s: Telegram refused the token (%s): this bot stops", agent, status)
             self._set("unauthorized", f"the token was refused ({status}); revoked?")
             return None
         if isinstance(error, Conflict):
-            logger.error(
-                "bot %s: 409 CONFLICT: another process is polling this bot's token (or a "
-                "webhook is set); stop the other instance. Retrying in %g s",
-                agent,
-                policy.conflict_backoff_s,
-            )
-            self._set("conflict", "another poller or a webhook uses this token")
-            return policy.conflict_backoff_s * random.uniform(1.0, 1.2)  # noqa: S311 (jitter)
+            return self._conflicted()
         if isinstance(error, RetryAfter):
             wait = seconds(error.retry_after)
             logger.warning("bot %s: getUpdates rate-limited; waiting %g s", agent, wait)
@@ -166,6 +169,28 @@ class Poller:
         )
         self._set("retrying", type(error).__name__)
         return delay * random.uniform(0.5, 1.0)  # noqa: S311 (jitter)
+
+    def _conflicted(self) -> float:
+        """The wait after a 409: 2, 4, 8 … up to the cap, each 80-100 % of its step."""
+        agent, policy = self.config.agent, self._policy
+        step: float = min(
+            policy.conflict_backoff_s * 2.0**self._conflicts, policy.conflict_backoff_max_s
+        )
+        wait = step * random.uniform(0.8, 1.0)  # noqa: S311 (jitter)
+        if self._conflicts == 0:
+            logger.error(
+                "bot %s: 409 CONFLICT: another process is polling this bot's token (or a "
+                "webhook is set); stop the other instance. Retrying in %.1f s",
+                agent,
+                wait,
+            )
+        else:
+            logger.warning("bot %s: still in conflict (409); retrying in %.1f s", agent, wait)
+        self._conflicts = min(self._conflicts + 1, 30)  # 2**30 steps: far past any cap
+        self._set(
+            "conflict", f"another poller or a webhook uses this token; next try in {wait:.0f} s"
+        )
+        return wait
 
     async def _keep(self, updates: tuple[Update, ...]) -> int:
         """Write the batch and the offset after it; the next getUpdates confirms them."""

@@ -8,6 +8,10 @@
     connection failed                  tries again (3 tries): nothing reached Telegram
     timed out                          no retry: the message may have arrived
 
+A text is sent in parts of at most 4096 UTF-16 units (formatting.py), ``MAX_PARTS`` at most:
+past that, the last part ends with one line saying the reply was cut and how much was left
+out, so a long reply is never lost without a word. An edit is one message, cut the same way.
+
 Each chat gets about one message a second with short bursts (``Pacer``), in the
 order the sends were asked for. A send with an idempotency key records each part
 as Telegram accepts it; the same key again delivers only the parts still missing,
@@ -50,6 +54,7 @@ T = TypeVar("T")
 NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 CALLBACK_TEXT_LIMIT = 200
 CONNECT_TRIES = 3
+MAX_PARTS = 5  # messages per reply: about 20,000 characters, five seconds of a chat's pace
 
 
 class TelegramRefused(ModelError):
@@ -86,7 +91,7 @@ class Sender:
     ) -> Sent:
         bot = self._bot(agent)
         markup = keyboard(buttons)
-        parts = _parts(text)
+        parts = _parts(text, MAX_PARTS)
         reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
         async with self._chat_locks[(agent, chat_id)]:
             blocked, done = await self.store.before_send(agent, chat_id, key)
@@ -130,10 +135,7 @@ class Sender:
         buttons: Sequence[Sequence[ButtonSpec]] = (),
     ) -> Done:
         bot = self._bot(agent)
-        parts = _parts(text)
-        if len(parts) > 1:
-            raise TelegramRefused("an edited message must fit in one message (4096 characters)")
-        part = parts[0]
+        (part,) = _parts(text, max_parts=1)
         markup = keyboard(buttons)
         try:
             await self._deliver(
@@ -248,8 +250,8 @@ class Sender:
         return bot
 
 
-def _parts(text: str) -> list[Part]:
-    parts = render(text)
+def _parts(text: str, max_parts: int) -> list[Part]:
+    parts = render(text, max_parts=max_parts)
     if not parts:
         raise TelegramRefused("the text is empty; send at least one visible character")
     return parts

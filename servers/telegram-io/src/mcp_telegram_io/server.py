@@ -92,6 +92,7 @@ def build_server(
         timeout_s=settings.poll_timeout_s,
         backoff_max_s=settings.backoff_max_s,
         conflict_backoff_s=settings.conflict_backoff_s,
+        conflict_backoff_max_s=settings.conflict_backoff_max_s,
     )
 
     async def run_pollers() -> None:
@@ -159,7 +160,7 @@ def build_server(
     async def send_message(  # noqa: PLR0917 (a tool's parameters are its schema)
         agent: Agent,
         chat_id: ChatId,
-        text: Annotated[str, Field(min_length=1, max_length=100_000, description="Markdown")],
+        text: Annotated[str, Field(min_length=1, max_length=1_000_000, description="Markdown")],
         buttons: Buttons = None,
         reply_to: Annotated[int | None, Field(description="message id to reply to")] = None,
         idempotency_key: Annotated[
@@ -167,7 +168,10 @@ def build_server(
             Field(max_length=200, description="the same key again never delivers twice"),
         ] = None,
     ) -> Sent:
-        """Send Markdown as Telegram-formatted messages, split at 4096 characters."""
+        """Send Markdown as Telegram-formatted messages, split at 4096 characters.
+
+        At most 5 messages: a longer text ends with a line saying it was cut.
+        """
         return await sender.send_message(
             agent,
             chat_id,

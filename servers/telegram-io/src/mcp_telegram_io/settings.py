@@ -35,7 +35,13 @@ class TelegramIOSettings(DataSettings):
     )
     backoff_max_s: float = Field(default=60, gt=0, description="Cap of the network backoff.")
     conflict_backoff_s: float = Field(
-        default=30, gt=0, description="Wait after 409 Conflict (another poller for the token)."
+        default=2,
+        gt=0,
+        description="First wait after 409 Conflict (another poller for the token); doubles "
+        "while the conflict lasts.",
+    )
+    conflict_backoff_max_s: float = Field(
+        default=60, gt=0, description="Cap of the conflict backoff."
     )
     max_retry_after_s: float = Field(
         default=30, ge=0, description="Longest 429 retry_after a send waits for; longer fails."
