@@ -71,7 +71,7 @@ def shopping(data_dir: Path, cap: float | None, clock: Clock) -> FastMCP[Any]:
 
 SERVERS = {
     "memory": (memory, "memory.sqlite3", remember),
-    "pending-actions": (pending, "pending-actions.sqlite3", stage),
+    "pending-actions": (pending, "pending_actions.sqlite3", stage),
     "shopping": (shopping, "shopping.sqlite3", add_to_list),
 }
 
