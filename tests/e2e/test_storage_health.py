@@ -65,7 +65,7 @@ async def test_health_reports_a_full_disk_until_a_write_succeeds_after_space_is_
 
     assert before == (200, {"database": "ok", "storage": "ok"})
     assert n > 1  # some turns were stored before the disk filled up
-    assert refused.content[0].text.startswith(  # type: ignore[union-attr]
+    assert refused.content[0].text.startswith(
         "The server's storage failed (the disk is full), so this request was not completed "
         "and nothing was changed."
     )
