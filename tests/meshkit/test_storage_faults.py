@@ -174,3 +174,15 @@ def test_a_data_dir_that_cannot_be_created_stops_the_start_in_the_systems_words(
         f"cannot use the database {path}: Not a directory; make DATA_DIR writable by the "
         "server's user (in a container: mount a volume on it)"
     )
+
+
+def test_a_database_of_a_newer_version_stops_the_start_saying_so(tmp_path: Path) -> None:
+    path = tmp_path / "notes.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {Notes.SCHEMA_VERSION + 1}")
+    with pytest.raises(StorageUnavailable) as refused:
+        Notes(path).verify()
+    assert str(refused.value) == (
+        f"cannot use the database {path}: it has schema 2, written by a newer version of this "
+        "server; run that version, or restore a backup this version wrote"
+    )

@@ -40,6 +40,7 @@ from pydantic import BaseModel
 
 from meshkit.storage import (
     DAMAGED_FILE,
+    Fault,
     StorageFailed,
     StorageState,
     StorageUnavailable,
@@ -218,7 +219,13 @@ class SQLiteStore:
                 db.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // page)}")
             (found,) = db.execute("PRAGMA user_version").fetchone()
             if found > self.SCHEMA_VERSION:
-                raise RuntimeError(f"{self._path} has schema {found}, newer than this server's")
+                raise StorageUnavailable(
+                    self._path,
+                    Fault(
+                        f"it has schema {found}, written by a newer version of this server",
+                        "run that version, or restore a backup this version wrote",
+                    ),
+                )
             db.executescript(
                 f"BEGIN IMMEDIATE; {self.SCHEMA} PRAGMA user_version = {self.SCHEMA_VERSION}; "
                 "COMMIT;"
