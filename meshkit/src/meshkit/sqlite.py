@@ -107,8 +107,7 @@ class SQLiteStore:
         try:
             await self._run(lambda db: None)
         except StorageFailed:
-            assert self.storage.failing is not None
-            raise StorageUnavailable(self._path, self.storage.failing) from None
+            raise StorageUnavailable(self._path, self.storage.failing or DAMAGED_FILE) from None
 
     def _unavailable(self, error: Exception) -> Exception:
         found = fault(error)
@@ -181,7 +180,8 @@ class SQLiteStore:
                 result = work(self._db)
             except (sqlite3.Error, OSError) as error:
                 if self._db is not None and self._db.in_transaction:
-                    self._db.rollback()  # a failed COMMIT may leave one open
+                    with contextlib.suppress(sqlite3.Error):  # the error at hand says more
+                        self._db.rollback()  # a failed COMMIT may leave one open
                 found = fault(error)
                 if found is None:
                     raise
