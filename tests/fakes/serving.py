@@ -84,7 +84,16 @@ class ServerProcess:
     """``python -m <module>`` over HTTP, started at once and waited for only when a test
     needs it (so its start overlaps the tests that come before)."""
 
-    def __init__(self, module: str, data_dir: Path, token: str, **env: str) -> None:
+    def __init__(
+        self,
+        module: str,
+        data_dir: Path,
+        token: str,
+        *,
+        command: list[str] | None = None,
+        **env: str,
+    ) -> None:
+        """``command`` runs the server another way (by default ``python -m <module>``)."""
         self.module = module
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -97,7 +106,7 @@ class ServerProcess:
             **env,
         }
         self.process = subprocess.Popen(
-            [sys.executable, "-m", module],
+            command or [sys.executable, "-m", module],
             env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

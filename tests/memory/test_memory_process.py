@@ -78,6 +78,9 @@ async def test_the_official_sdk_client_works_over_http_with_the_token(
         check_tools((await client.list_tools()).tools)
         await round_trip(client)
 
-    assert (health.status_code, health.json()["checks"]) == (200, {"database": "ok"})
+    assert (health.status_code, health.json()["checks"]) == (
+        200,
+        {"database": "ok", "storage": "ok"},
+    )
     assert health.json()["server"] == "memory"
     assert refused.status_code == 401

@@ -54,7 +54,10 @@ async def test_a_proposal_is_staged_and_approved_over_http_with_the_token(
             "approve", {"action_id": action_id, "user_id": USER, "chat_id": CHAT}
         )
 
-    assert (health.status_code, health.json()["checks"]) == (200, {"database": "ok"})
+    assert (health.status_code, health.json()["checks"]) == (
+        200,
+        {"database": "ok", "storage": "ok"},
+    )
     assert health.json()["server"] == "pending-actions"
     assert refused.status_code == 401
     assert all(

@@ -84,7 +84,10 @@ async def test_the_official_sdk_client_finds_an_item_over_http_with_the_token(
             {"payload": {"agent": "clawdia", "item": WATER, "store": "Costco", "quantity": 1}},
         )
 
-    assert (health.status_code, health.json()["checks"]) == (200, {"database": "ok"})
+    assert (health.status_code, health.json()["checks"]) == (
+        200,
+        {"database": "ok", "storage": "ok"},
+    )
     assert health.json()["server"] == "shopping"
     assert refused.status_code == 401
     assert {tool.name for tool in tools} == TOOLS

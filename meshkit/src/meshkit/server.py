@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastmcp import FastMCP
 from fastmcp.server.server import LifespanCallable
 
 from meshkit.health import Check, health_endpoint
+from meshkit.sqlite import SQLiteStore
 
 
 def create_server(
@@ -18,13 +19,22 @@ def create_server(
     instructions: str,
     lifespan: LifespanCallable[Any] | None = None,
     checks: Mapping[str, Check] | None = None,
+    stores: Sequence[SQLiteStore] = (),
 ) -> FastMCP[Any]:
     """A FastMCP server with ``GET /health`` and masked internal errors.
 
     A ``ModelError`` a tool raises reaches the client verbatim as a tool error (its
     message is written for the model; see ``meshkit.errors``); any other exception
     becomes a generic tool error, so stack details and secrets never leave the process.
+
+    Each of ``stores`` is opened and checked now (``SQLiteStore.verify``: a directory the
+    server cannot write or a damaged file stops the start with one line) and reported by
+    the ``storage`` health check.
     """
+    for store in stores:
+        store.verify()
+    if stores:
+        checks = {**(checks or {}), "storage": _storage_check(stores)}
     server: FastMCP[Any] = FastMCP(
         name,
         version=version,
@@ -36,3 +46,11 @@ def create_server(
         health_endpoint(name, version, dict(checks or {}))
     )
     return server
+
+
+def _storage_check(stores: Sequence[SQLiteStore]) -> Check:
+    async def storage() -> None:
+        for store in stores:
+            await store.storage.check()
+
+    return storage

@@ -56,6 +56,17 @@ class DataSettings(BaseSettings):
     data_dir: Path = Field(
         default=Path("data"), validation_alias=AliasChoices("DATA_DIR", "data_dir")
     )
+    max_db_mb: float | None = Field(
+        default=None,
+        gt=0,
+        validation_alias=AliasChoices("DATA_MAX_MB", "max_db_mb"),
+        description="Largest a server's database may grow, in MB; past it, writes fail as on "
+        "a full disk (unset: as large as the disk allows).",
+    )
+
+    @property
+    def max_db_bytes(self) -> int | None:
+        return None if self.max_db_mb is None else int(self.max_db_mb * 1e6)
 
 
 class ApprovalSettings(DataSettings):

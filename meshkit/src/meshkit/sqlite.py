@@ -13,6 +13,12 @@ length of an fsync (tens of ms here, far more on an SD card). While a server run
 own, every few seconds, in a quiet moment (no request for a second; a minute late at
 most under constant load); the commit-time checkpoint stays as a backstop for a WAL
 that grows past ``BACKSTOP_PAGES``.
+
+Storage faults (``meshkit.storage``): :meth:`SQLiteStore.verify` opens and checks the file
+when the server is built, so a read-only ``DATA_DIR`` or a damaged file stops the start
+with one line; at run time every call goes through ``_run``, which turns a full disk or a
+failed write into a :class:`StorageFailed` tool error and keeps ``storage`` (the health
+check) failing until a write succeeds again.
 """
 
 from __future__ import annotations
@@ -32,6 +38,16 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel
 
+from meshkit.storage import (
+    DAMAGED_FILE,
+    Fault,
+    StorageFailed,
+    StorageState,
+    StorageUnavailable,
+    capped,
+    fault,
+)
+
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 logger = logging.getLogger(__name__)
@@ -48,15 +64,54 @@ class SQLiteStore:
     checkpoint_quiet_s: float = 1.0  # no request for this long: a quiet moment
     checkpoint_late_s: float = 60.0  # under constant load, checkpoint anyway after this
 
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_bytes: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """``max_bytes`` caps the database file (``DATA_MAX_MB``): past it, writes fail as on
+        a full disk; ``clock`` paces the fault reports in the log."""
         self._path = path
+        self._max_bytes = max_bytes
+        self.storage = StorageState(path, clock=clock)
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         self._checkpointer: sqlite3.Connection | None = None
         self._used_at = 0.0  # time.monotonic() of the last request
 
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def verify(self) -> None:
+        """Open the file (creating it and ``DATA_DIR`` when missing) and check it whole
+        (``PRAGMA quick_check``), then close it again: called when a server is built, so a
+        directory it cannot write or a damaged file stops the start with
+        :class:`StorageUnavailable`, one line naming the path and the fix."""
+        try:
+            db = self._connect()
+        except (sqlite3.Error, OSError) as error:
+            raise self._unavailable(error) from None
+        try:
+            problems = [row[0] for row in db.execute("PRAGMA quick_check").fetchall()]
+        except sqlite3.Error as error:
+            raise self._unavailable(error) from None
+        finally:
+            db.close()
+        if problems != ["ok"]:
+            raise StorageUnavailable(self._path, DAMAGED_FILE)
+
     async def open(self) -> None:
-        await self._run(lambda db: None)
+        try:
+            await self._run(lambda db: None)
+        except StorageFailed:
+            raise StorageUnavailable(self._path, self.storage.failing or DAMAGED_FILE) from None
+
+    def _unavailable(self, error: Exception) -> Exception:
+        found = fault(error)
+        return error if found is None else StorageUnavailable(self._path, found)
 
     @asynccontextmanager
     async def lifespan(self, _server: object = None) -> AsyncIterator[None]:
@@ -89,7 +144,11 @@ class SQLiteStore:
             try:
                 await self.checkpoint()
             except sqlite3.Error as error:  # the next round, or the backstop, tries again
-                logger.warning("%s: checkpoint failed: %s", self._path.name, error)
+                found = fault(error)
+                if found is None:
+                    logger.warning("%s: checkpoint failed: %s", self._path.name, error)
+                else:
+                    self.storage.failed(found)  # said once a minute, not every round
 
     def _busy(self) -> bool:
         return time.monotonic() - self._used_at < self.checkpoint_quiet_s
@@ -114,9 +173,24 @@ class SQLiteStore:
     def _locked(self, work: Callable[[sqlite3.Connection], T]) -> T:
         self._used_at = time.monotonic()
         with self._lock:
-            if self._db is None:
-                self._db = self._connect()
-            return work(self._db)
+            try:
+                if self._db is None:
+                    self._db = self._connect()
+                changes = self._db.total_changes
+                result = work(self._db)
+            except (sqlite3.Error, OSError) as error:
+                if self._db is not None and self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):  # the error at hand says more
+                        self._db.rollback()  # a failed COMMIT may leave one open
+                found = fault(error)
+                if found is None:
+                    raise
+                found = capped(found, self._max_bytes)
+                self.storage.failed(found)
+                raise StorageFailed(found) from None
+            if self._db.total_changes != changes:
+                self.storage.succeeded()  # only a write proves the storage works again
+            return result
 
     def _close(self) -> None:
         with self._lock:
@@ -129,6 +203,8 @@ class SQLiteStore:
 
     def _connect(self) -> sqlite3.Connection:
         self._path.parent.mkdir(parents=True, exist_ok=True)
+        if not self._path.exists():
+            self._path.touch()  # so an unwritable DATA_DIR is named by the OS's own words
         # Autocommit (isolation_level=None): transactions are explicit, see transaction().
         # check_same_thread=False: worker threads take turns, serialised by the store's lock.
         db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
@@ -138,9 +214,18 @@ class SQLiteStore:
             db.execute("PRAGMA synchronous = NORMAL")
             db.execute("PRAGMA busy_timeout = 5000")
             db.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+            if self._max_bytes is not None:
+                (page,) = db.execute("PRAGMA page_size").fetchone()
+                db.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // page)}")
             (found,) = db.execute("PRAGMA user_version").fetchone()
             if found > self.SCHEMA_VERSION:
-                raise RuntimeError(f"{self._path} has schema {found}, newer than this server's")
+                raise StorageUnavailable(
+                    self._path,
+                    Fault(
+                        f"it has schema {found}, written by a newer version of this server",
+                        "run that version, or restore a backup this version wrote",
+                    ),
+                )
             db.executescript(
                 f"BEGIN IMMEDIATE; {self.SCHEMA} PRAGMA user_version = {self.SCHEMA_VERSION}; "
                 "COMMIT;"
@@ -158,7 +243,8 @@ def transaction(db: sqlite3.Connection, mode: Literal["DEFERRED", "IMMEDIATE"]) 
     try:
         yield
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:  # SQLite rolls back by itself after some errors (SQLITE_FULL)
+            db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
 

@@ -47,7 +47,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     secrets = [s.get_secret_value() for s in (settings.openai_api_key, settings.mesh_token) if s]
     # In the console the conversation is on the terminal: the logs go to a file.
     logs = settings.data_dir / "logs" / "chat.log" if chat and not args.verbose else None
-    configure_logging(settings.log_level, secrets=secrets, path=logs)
+    try:
+        configure_logging(settings.log_level, secrets=secrets, path=logs)
+    except OSError as error:
+        fail(
+            f"cannot write the log file {logs} ({error.strerror}): make DATA_DIR writable, "
+            "or add --verbose to log on the terminal"
+        )
     try:
         if chat:
             anyio.run(_chat, settings, agent, logs)

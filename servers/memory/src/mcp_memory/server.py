@@ -34,7 +34,7 @@ def build_server(
 ) -> FastMCP[Any]:
     """The memory server; ``settings`` default to the environment (embedded mode)."""
     settings = settings or load_settings(MemorySettings)
-    store = ConversationStore(settings.db_path)
+    store = ConversationStore(settings.db_path, max_bytes=settings.max_db_bytes, clock=clock)
     service = ConversationService(settings, store, clock=clock)
 
     mcp = create_server(
@@ -43,6 +43,7 @@ def build_server(
         instructions=INSTRUCTIONS,
         lifespan=store.lifespan,
         checks={"database": service.check},
+        stores=[store],
     )
 
     @mcp.tool(**internal(title="Append conversation items"))

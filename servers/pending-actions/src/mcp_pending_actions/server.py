@@ -62,7 +62,7 @@ def build_server(
     """The pending-actions server; ``settings`` default to the environment (embedded mode)."""
     settings = settings or load_settings(PendingSettings)
     approvals = Approvals(approval_key(settings), clock=clock)
-    store = PendingStore(settings.db_path)
+    store = PendingStore(settings.db_path, max_bytes=settings.max_db_bytes, clock=clock)
     service = PendingActions(settings, store, approvals, clock=clock)
 
     mcp = create_server(
@@ -71,6 +71,7 @@ def build_server(
         instructions=INSTRUCTIONS,
         lifespan=store.lifespan,
         checks={"database": service.check},
+        stores=[store],
     )
 
     @mcp.tool(**internal(title="Stage a proposal"))

@@ -79,7 +79,7 @@ def build_server(
     ``today`` gives the date recorded for reorders (default: the local date of ``clock``).
     """
     settings = settings or load_settings(ShoppingSettings)
-    store = ShoppingStore(settings.db_path)
+    store = ShoppingStore(settings.db_path, max_bytes=settings.max_db_bytes, clock=clock)
     service = ShoppingService(settings, store)
     approvals = Approvals(approval_key(settings), clock=clock)
     confirmations = Confirmations(store, approvals, clock=clock, today=today)
@@ -103,6 +103,7 @@ def build_server(
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         checks={"database": service.check},
+        stores=[store],
     )
 
     # --- read ----------------------------------------------------------------------------

@@ -36,11 +36,13 @@ from telegram.error import Conflict, Forbidden, InvalidToken, RetryAfter, Telegr
 
 from mcp_telegram_io.fleet import BotConfig
 from mcp_telegram_io.store import InboxStore
+from meshkit.storage import StorageFailed
 
 logger = logging.getLogger(__name__)
 
 ALLOWED_UPDATES = ("message", "callback_query")
 FAILING = frozenset({"conflict", "unauthorized", "parked", "failed"})
+STORAGE_RETRY_S = 5.0  # a batch the inbox could not store is fetched again after this
 
 
 @dataclass
@@ -142,7 +144,10 @@ class Poller:
                 logger.info("bot %s: polling again", self.config.agent)
             self._set("ok", None)
             if updates:
-                offset = await self._keep(updates)
+                try:
+                    offset = await self._keep(updates)
+                except StorageFailed:  # the store has said so; the same updates come again
+                    await policy.sleep(STORAGE_RETRY_S)
 
     def _failed(self, error: TelegramError, delay: float) -> float | None:
         """Log and record a failed call; the wait before the next one (None: stop for good).

@@ -74,7 +74,7 @@ def build_server(
     configs = load_bots(settings.agents)
     if not configs:
         raise ConfigError(no_bots_help(settings.agents))
-    store = InboxStore(settings.db_path)
+    store = InboxStore(settings.db_path, max_bytes=settings.max_db_bytes, clock=clock)
     inbox = Inbox(settings, store, clock=clock)
     if stopping is not None:
         stopping.on_stop(inbox.stop_waiting)
@@ -133,6 +133,7 @@ def build_server(
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         checks={"database": store.ping, "bots": inbox.check_bots},
+        stores=[store],
     )
 
     @mcp.tool(**internal(title="Next updates"))

@@ -21,6 +21,7 @@ from mcp_telegram_io.settings import TelegramIOSettings
 from mcp_telegram_io.store import InboxStore
 from meshkit.errors import ModelError
 from meshkit.health import CheckFailed
+from meshkit.storage import StorageFailed
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +133,10 @@ class Inbox:
 
     async def prune_forever(self) -> None:
         while True:
-            removed = await self._store.prune(self._clock() - self._settings.keep_s)
+            try:
+                removed = await self._store.prune(self._clock() - self._settings.keep_s)
+            except StorageFailed:  # the store has said so; the next round tries again
+                removed = 0
             if removed:
                 logger.info("inbox: forgot %d old acked updates", removed)
             await anyio.sleep(PRUNE_EVERY_S)
