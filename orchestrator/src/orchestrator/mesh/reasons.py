@@ -1,0 +1,51 @@
+"""Why a server is down, in a few words for ``/status`` and the log.
+
+The errors a connection fails with carry URLs, response bodies and the server's own
+messages: none of that is shown. The reason is read from the error's type (and an HTTP
+status code), following the chain of causes down to the first one it recognises.
+"""
+
+from __future__ import annotations
+
+import anyio
+import httpx2
+import mcp_types
+from mcp.shared.exceptions import MCPError
+
+_MAX_DEPTH = 8  # causes followed at most (a chain is a few links long)
+
+
+def reason_of(error: BaseException) -> str:
+    """``connection refused``, ``no answer in time``, ``HTTP 401 (token refused)``, …"""
+    seen: BaseException | None = error
+    for _ in range(_MAX_DEPTH):
+        if seen is None:
+            break
+        known = _known(seen)
+        if known is not None:
+            return known
+        seen = seen.__cause__ or seen.__context__
+    return f"connection failed ({type(error).__name__})"
+
+
+def _known(error: BaseException) -> str | None:  # noqa: PLR0911 (one answer per kind)
+    if isinstance(error, httpx2.HTTPStatusError):
+        code = error.response.status_code
+        return f"HTTP {code} (token refused)" if code in (401, 403) else f"HTTP {code}"
+    if isinstance(error, httpx2.ConnectError | ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(error, httpx2.TimeoutException | TimeoutError):
+        return "no answer in time"
+    if isinstance(error, httpx2.TransportError):
+        return "connection lost"
+    if isinstance(error, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream):
+        return "connection closed"
+    if isinstance(error, MCPError):
+        if error.code == mcp_types.CONNECTION_CLOSED:
+            return "connection closed"
+        return f"MCP error {error.code}"
+    if isinstance(error, FileNotFoundError):
+        return "command not found"
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror.lower()
+    return None

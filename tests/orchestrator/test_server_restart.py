@@ -1,0 +1,215 @@
+"""A server restarted between calls is used by the very next call: real server processes
+over HTTP and stdio, the background retry set far longer than any test (``NEVER``), so
+only the reconnect a call makes itself can bring a server back in time."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+from fakes.mesh import Service
+from fakes.open_meteo import FakeOpenMeteo
+from fakes.serving import free_port, serving
+from orchestrator.config import ServerEntry
+from orchestrator.mesh.bridge import output_of_error
+from orchestrator.mesh.errors import ServerUnavailable, ToolCallError
+from orchestrator.mesh.registry import Registry, ToolResult
+from orchestrator.mesh.tools import ToolInfo
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "restart-test-token-0123456789abcdef"
+NEVER = 60.0  # background retry delay: no test waits for it
+PARIS = {"location": "Paris"}
+UNAVAILABLE = {
+    "error": "The weather server is unavailable right now; tell the user and suggest "
+    "trying again shortly."
+}
+
+
+def weather_service(tmp_path: Path, open_meteo: str) -> Service:
+    """``python -m mcp_weather`` over HTTP on a fixed port (a restart keeps its address)."""
+    port = free_port()
+    return Service(
+        "weather",
+        [sys.executable, "-m", "mcp_weather"],
+        {
+            **os.environ,
+            "MESH_TOKEN": TOKEN,
+            "MCP_PORT": str(port),
+            "DATA_DIR": str(tmp_path / "weather"),
+            "WEATHER_FORECAST_URL": f"{open_meteo}/v1/forecast",
+            "WEATHER_GEOCODING_URL": f"{open_meteo}/v1/search",
+            "FASTMCP_SHOW_SERVER_BANNER": "false",
+            "FASTMCP_CHECK_FOR_UPDATES": "off",
+        },
+        tmp_path / "weather.log",
+        f"http://127.0.0.1:{port}/health",
+    )
+
+
+@asynccontextmanager
+async def weather_process(tmp_path: Path) -> AsyncIterator[Service]:
+    async with serving(FakeOpenMeteo().app) as open_meteo:
+        weather = weather_service(tmp_path, open_meteo)
+        await weather.start()
+        try:
+            yield weather
+        finally:
+            await weather.stop()
+
+
+def mcp_url(service: Service) -> str:
+    assert service.health_url is not None
+    return service.health_url.removesuffix("/health") + "/mcp"
+
+
+def found(registry: Registry, server: str, name: str) -> ToolInfo:
+    tool = registry.find(server, name)
+    assert tool is not None, name
+    return tool
+
+
+def child_pids() -> list[int]:
+    """This process's children (Linux /proc): the stdio servers the registry started."""
+    return [
+        int(pid)
+        for task in Path("/proc/self/task").iterdir()
+        for pid in (task / "children").read_text().split()
+    ]
+
+
+async def kill_and_wait(pid: int) -> None:
+    """SIGKILL ``pid`` and return once it has exited (its pidfd turns readable)."""
+    fd = os.pidfd_open(pid)
+    try:
+        os.kill(pid, signal.SIGKILL)
+        readable, _, _ = await anyio.to_thread.run_sync(select.select, [fd], [], [], 10)
+        assert readable, f"process {pid} still alive"
+    finally:
+        os.close(fd)
+
+
+async def test_an_http_server_restarted_after_a_call_found_it_gone_answers_the_next_call(
+    tmp_path: Path,
+) -> None:
+    async with weather_process(tmp_path) as weather:
+        entries = {"weather": ServerEntry(url=mcp_url(weather))}
+        registry = Registry(entries, token=TOKEN, retry_initial_s=NEVER, retry_max_s=NEVER)
+        async with registry.running():
+            current = found(registry, "weather", "get_current_weather")
+            assert (await registry.call(current, PARIS)).structured is not None
+            await weather.kill()
+            with pytest.raises(ServerUnavailable) as down:
+                await registry.call(current, PARIS)
+            # The model reads one clear error; /status says down, and why, in a few words.
+            assert json.loads(output_of_error(down.value, current)) == UNAVAILABLE
+            [status] = registry.status()
+            assert (status.up, status.error) == (False, "connection refused")
+
+            await weather.start()
+            with anyio.fail_after(20):
+                result = await registry.call(current, PARIS)
+            [status] = registry.status()
+    assert result.structured is not None
+    assert result.structured["place"]["name"].startswith("Paris")
+    assert (status.up, status.error) == (True, None)
+
+
+async def test_an_http_server_restarted_while_nobody_called_is_seen_down_then_up_by_a_check(
+    tmp_path: Path,
+) -> None:
+    async with weather_process(tmp_path) as weather:
+        entries = {"weather": ServerEntry(url=mcp_url(weather))}
+        registry = Registry(entries, token=TOKEN, retry_initial_s=NEVER, retry_max_s=NEVER)
+        async with registry.running():
+            await weather.kill()
+            await registry.check()  # what /status does before it answers
+            down = registry.status()[0]
+            await weather.start()
+            await registry.check()
+            up = registry.status()[0]
+    assert (down.up, down.error) == (False, "connection refused")
+    assert (up.up, up.error, up.tools) == (True, None, 3)
+
+
+async def test_a_stdio_server_that_died_is_started_again_by_the_next_call() -> None:
+    entries = {"time": ServerEntry(command=["python", "-m", "mcp_server_time"])}
+    registry = Registry(entries, token=None, retry_initial_s=NEVER, retry_max_s=NEVER)
+    async with registry.running():
+        now = found(registry, "time", "get_current_time")
+        [first] = child_pids()
+        await kill_and_wait(first)
+        with anyio.fail_after(30):
+            result = await registry.call(now, {"timezone": "Asia/Tokyo"})
+        second = child_pids()
+    assert json.loads(result.text)["timezone"] == "Asia/Tokyo"
+    assert len(second) == 1
+    assert second != [first]
+
+
+# A stdio server that counts its starts and serves only once ``ready`` exists.
+STARTS_THEN_SERVES = """
+import pathlib, runpy, sys
+starts, ready = map(pathlib.Path, sys.argv[1:3])
+with starts.open("a") as log:
+    log.write("start\\n")
+if not ready.exists():
+    sys.exit("not ready")
+sys.argv = ["mcp_server_time"]
+runpy.run_module("mcp_server_time", run_name="__main__")
+"""
+
+
+def starts_of(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+async def calls_at_once(registry: Registry, tool: ToolInfo, n: int) -> list[object]:
+    outcomes: list[object] = []
+
+    async def one() -> None:
+        try:
+            outcomes.append(await registry.call(tool, {"timezone": "UTC"}))
+        except ToolCallError as error:
+            outcomes.append(error)
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tasks:
+            for _ in range(n):
+                tasks.start_soon(one)
+    return outcomes
+
+
+async def test_calls_to_a_down_server_share_one_reconnect_attempt_and_fail_or_succeed_with_it(
+    tmp_path: Path,
+) -> None:
+    starts, ready = tmp_path / "starts", tmp_path / "ready"
+    script = tmp_path / "server.py"
+    script.write_text(STARTS_THEN_SERVES)
+    entries = {"time": ServerEntry(command=["python", str(script), str(starts), str(ready)])}
+    registry = Registry(entries, token=None, retry_initial_s=NEVER, retry_max_s=NEVER)
+    # Never up yet, so not listed: the tool as the registry would know it.
+    now = ToolInfo(
+        "time", "get_current_time", "time__get_current_time", "read", "", "", {}, True, True
+    )
+    async with registry.running():
+        assert starts_of(starts) == 1  # the first attempt, at start: it failed
+        down = await calls_at_once(registry, now, 5)
+        after_down = starts_of(starts)
+        ready.touch()  # the server can start now
+        up = await calls_at_once(registry, now, 5)
+        after_up = starts_of(starts)
+    assert all(isinstance(outcome, ServerUnavailable) for outcome in down), down
+    assert after_down == 2  # five calls, one attempt
+    assert all(isinstance(outcome, ToolResult) for outcome in up), up
+    assert after_up == 3
