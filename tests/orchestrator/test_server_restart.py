@@ -15,10 +15,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from pydantic import SecretStr
 
 from fakes.mesh import Service
 from fakes.open_meteo import FakeOpenMeteo
+from fakes.responses_api import call, calls, text
 from fakes.serving import free_port, serving
+from fakes.world import ROOT, World, clawdia, last_output, say
 from orchestrator.config import ServerEntry
 from orchestrator.mesh.bridge import output_of_error
 from orchestrator.mesh.errors import ServerUnavailable, ToolCallError
@@ -213,3 +216,58 @@ async def test_calls_to_a_down_server_share_one_reconnect_attempt_and_fail_or_su
     assert after_down == 2  # five calls, one attempt
     assert all(isinstance(outcome, ToolResult) for outcome in up), up
     assert after_up == 3
+
+
+def weather_and_memory(tmp_path: Path, weather: Service) -> tuple[Path, Path]:
+    """Mesh mode for weather (its own process), memory in-process: registry and fleet."""
+    registry, agents = tmp_path / "servers.yaml", tmp_path / "agents.yaml"
+    registry.write_text(
+        "servers:\n"
+        f"  weather: {{url: '{mcp_url(weather)}'}}\n"
+        "  memory: {module: 'mcp_memory.server:build_server', role: memory}\n"
+    )
+    agents.write_text(
+        "agents:\n"
+        "  clawdia:\n"
+        "    name: Clawdia\n"
+        f"    persona: {ROOT / 'agents' / 'clawdia'}\n"
+        "    servers: [weather, memory]\n"
+        "    timezone: Europe/Paris\n"
+    )
+    return registry, agents
+
+
+async def test_status_and_the_model_see_the_weather_server_as_it_is_at_each_moment(
+    world: World, tmp_path: Path
+) -> None:
+    world.llm.script(
+        calls(call("weather__get_current_weather", location="Paris")),
+        lambda body: text(f"Sorry, I could not check: {last_output(body)['error']}"),
+        calls(call("weather__get_current_weather", location="Paris")),
+        lambda body: text(f"In {last_output(body)['place']['name']} now."),
+    )
+    async with weather_process(tmp_path) as weather:
+        registry, agents = weather_and_memory(tmp_path, weather)
+        world.settings = world.settings.model_copy(
+            update={"registry": registry, "agents": agents, "mesh_token": SecretStr(TOKEN)}
+        )
+        async with clawdia(world) as app:
+
+            async def status() -> str:
+                return (await app.dispatcher.on_text("clawdia", "c", "/status")).text
+
+            assert "✅ weather (http): up, 3 tools" in await status()
+            await weather.kill()
+            gone = await status()  # no call has found it gone yet: /status looks itself
+            with anyio.fail_after(20):
+                while_down = await say(app, "weather in Paris?")
+            down_output = last_output(world.llm.requests[1])
+            await weather.start()
+            back = await status()
+            with anyio.fail_after(20):
+                after = await say(app, "and now?")
+    assert "❌ weather (http): down (connection refused)" in gone
+    assert down_output == UNAVAILABLE  # one clear error, nothing of the transport
+    assert while_down.startswith("Sorry, I could not check: The weather server is unavailable")
+    assert "✅ weather (http): up, 3 tools" in back
+    assert after == "In Paris, Île-de-France, France now."

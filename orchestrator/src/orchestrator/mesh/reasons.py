@@ -43,6 +43,8 @@ def _known(error: BaseException) -> str | None:  # noqa: PLR0911 (one answer per
     if isinstance(error, MCPError):
         if error.code == mcp_types.CONNECTION_CLOSED:
             return "connection closed"
+        if error.code == mcp_types.INTERNAL_ERROR:  # how the SDK reports a 401 or a 5xx
+            return "HTTP error (check the token and the server's log)"
         return f"MCP error {error.code}"
     if isinstance(error, FileNotFoundError):
         return "command not found"
