@@ -168,6 +168,8 @@ class ServerConnection:
         self._closing = True
         self._broken.set()
         self._wake.set()
+        if self._asked is not None:  # no attempt will be made for those who asked
+            self._asked.set()
 
     async def wait_tried(self) -> None:
         """Until the first connection attempt has succeeded or failed."""
@@ -207,6 +209,10 @@ class ServerConnection:
                 with anyio.fail_after(self._reconnect_s):
                     await client.ping()
                 return True
+            except MCPError as error:
+                if error.code not in _TRANSPORT_CODES:
+                    return True  # it answered, if only to refuse the ping
+                self._mark_broken(client, error)
             except _CONNECT_ERRORS as error:
                 if _bug(error) and client.is_connected():
                     raise
