@@ -15,13 +15,15 @@ from pathlib import Path
 
 import anyio
 import pytest
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 
+from fakes.mcp_toys import build_toys
 from fakes.mesh import Service
 from fakes.open_meteo import FakeOpenMeteo
 from fakes.responses_api import call, calls, text
 from fakes.serving import free_port, serving
 from fakes.world import ROOT, World, clawdia, last_output, say
+from meshkit.http import build_http_app
 from orchestrator.config import ServerEntry
 from orchestrator.mesh.bridge import output_of_error
 from orchestrator.mesh.errors import ServerUnavailable, ToolCallError
@@ -216,6 +218,26 @@ async def test_calls_to_a_down_server_share_one_reconnect_attempt_and_fail_or_su
     assert after_down == 2  # five calls, one attempt
     assert all(isinstance(outcome, ToolResult) for outcome in up), up
     assert after_up == 3
+
+
+class Echo(BaseModel):
+    echo: str
+
+
+async def test_an_internal_call_to_a_server_down_since_the_start_connects_it_first() -> None:
+    port = free_port()
+    entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp")}
+    registry = Registry(entries, token=TOKEN, retry_initial_s=NEVER, retry_max_s=NEVER)
+    app = build_http_app(
+        build_toys(), token=SecretStr(TOKEN), allowed_hosts=[], max_body_bytes=1 << 20
+    )
+    async with registry.running():
+        assert registry.tools() == []  # never connected: no tools known
+        with pytest.raises(ServerUnavailable):
+            await registry.call_as("toys", "echo", {"text": "hi"}, Echo)
+        async with serving(app, port=port):
+            answer = await registry.call_as("toys", "echo", {"text": "hi"}, Echo)
+    assert answer == Echo(echo="hi")
 
 
 def weather_and_memory(tmp_path: Path, weather: Service) -> tuple[Path, Path]:

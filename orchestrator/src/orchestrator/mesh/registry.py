@@ -159,6 +159,10 @@ class Registry:
     async def call_as(self, server: str, name: str, arguments: dict[str, Any], model: type[M]) -> M:
         """Call ``server``'s tool ``name`` and read its structured result as ``model``."""
         tool = self.find(server, name)
+        if tool is None and server in self._connections:
+            # Down since the start, its tools are not known yet: one attempt now.
+            await self._connections[server].reconnect()
+            tool = self.find(server, name)
         if tool is None:
             raise ServerUnavailable(f"{server}__{name}", f"no tool {name} on {server} right now")
         result = await self.call(tool, arguments)
