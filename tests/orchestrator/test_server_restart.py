@@ -8,6 +8,7 @@ import json
 import os
 import select
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -238,6 +239,19 @@ async def test_an_internal_call_to_a_server_down_since_the_start_connects_it_fir
         async with serving(app, port=port):
             answer = await registry.call_as("toys", "echo", {"text": "hi"}, Echo)
     assert answer == Echo(echo="hi")
+
+
+async def test_a_call_to_a_server_that_accepts_but_never_answers_fails_within_its_timeout() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # listens, never accepts
+        port = silent.getsockname()[1]
+        entries = {"mute": ServerEntry(url=f"http://127.0.0.1:{port}/mcp", timeout_s=1)}
+        registry = Registry(entries, token=TOKEN, retry_initial_s=NEVER, retry_max_s=NEVER)
+        mute = ToolInfo("mute", "echo", "mute__echo", "read", "", "", {}, True, True)
+        async with registry.running():
+            with anyio.fail_after(5), pytest.raises(ServerUnavailable):
+                await registry.call(mute, {})
+            [status] = registry.status()
+    assert (status.up, status.error) == (False, "no answer in time")
 
 
 def weather_and_memory(tmp_path: Path, weather: Service) -> tuple[Path, Path]:
