@@ -136,7 +136,7 @@ def _is_weather(pid: int) -> bool:
 
 def line(label: str, figures: list[float]) -> str:
     runs = " ".join(f"{f:.0f}" for f in figures)
-    return f"{label:<44} median {statistics.median(figures):7.0f} ms   (runs: {runs})"
+    return f"{label:<48} median {statistics.median(figures):7.0f} ms   (runs: {runs})"
 
 
 async def main(runs: int) -> None:
