@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from typing import Any
 
 import anyio
@@ -87,7 +86,6 @@ class ServerConnection:
         # In-process: built now (an import error is a configuration error), reused on reconnect.
         self._server = load_module_server(name, entry.module) if entry.module else None
         self._tried = anyio.Event()  # the first connection attempt is over, either way
-        self._down_since: float | None = 0.0  # never connected: down "forever"
         # On-call reconnects: ``_wake`` cuts the backoff sleep short; ``_asked`` is set when
         # the attempt made for the callers who asked is over, ``_attempt`` when the one under
         # way is (both replaced per attempt, so a caller never reads an older outcome).
@@ -102,9 +100,6 @@ class ServerConnection:
     @property
     def is_up(self) -> bool:
         return self._client is not None
-
-    def _down_for(self) -> float:
-        return 0.0 if self._down_since is None else time.monotonic() - self._down_since
 
     async def run(self) -> None:
         """Keep the connection open until ``close()``; reconnect with backoff when it breaks,
@@ -131,8 +126,6 @@ class ServerConnection:
             finally:
                 self._connecting = False
                 self._client = None
-                if self._down_since is None:
-                    self._down_since = time.monotonic()
                 if self._up.is_set():
                     self._up = anyio.Event()
                 self._broken = anyio.Event()
@@ -154,7 +147,6 @@ class ServerConnection:
             self.tools = describe(self.name, await client.list_tools())
             self._client = client
             self.last_error = None
-            self._down_since = None
             self._connecting = False
             self._up.set()
             self._attempt.set()
@@ -288,7 +280,6 @@ class ServerConnection:
         connection, not this one."""
         if self._client is client:
             self._client = None
-            self._down_since = time.monotonic()
             self._up = anyio.Event()
             self.last_error = reason_of(error)
             logger.warning("server %s is gone (%s)", self.name, self.last_error)

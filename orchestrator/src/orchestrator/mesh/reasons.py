@@ -12,19 +12,26 @@ import httpx2
 import mcp_types
 from mcp.shared.exceptions import MCPError
 
-_MAX_DEPTH = 8  # causes followed at most (a chain is a few links long)
+# fastmcp's words for an initialize that timed out; its exception-group handler sometimes
+# re-raises it without the TimeoutError it came from.
+_INIT_TIMED_OUT = "Failed to initialize server session"
+_MAX_LOOKS = 24  # errors looked at, at most (a chain is a few links long)
 
 
 def reason_of(error: BaseException) -> str:
     """``connection refused``, ``no answer in time``, ``HTTP 401 (token refused)``, …"""
-    seen: BaseException | None = error
-    for _ in range(_MAX_DEPTH):
-        if seen is None:
+    # Breadth first through causes and the members of exception groups (task groups wrap).
+    queue: list[BaseException] = [error]
+    for index in range(_MAX_LOOKS):
+        if index >= len(queue):
             break
+        seen = queue[index]
         known = _known(seen)
         if known is not None:
             return known
-        seen = seen.__cause__ or seen.__context__
+        if isinstance(seen, BaseExceptionGroup):
+            queue.extend(seen.exceptions)
+        queue.extend(e for e in (seen.__cause__, seen.__context__) if e is not None)
     return f"connection failed ({type(error).__name__})"
 
 
@@ -46,6 +53,8 @@ def _known(error: BaseException) -> str | None:  # noqa: PLR0911 (one answer per
         if error.code == mcp_types.INTERNAL_ERROR:  # how the SDK reports a 401 or a 5xx
             return "HTTP error (check the token and the server's log)"
         return f"MCP error {error.code}"
+    if isinstance(error, RuntimeError) and str(error) == _INIT_TIMED_OUT:
+        return "no answer in time"
     if isinstance(error, FileNotFoundError):
         return "command not found"
     if isinstance(error, OSError) and error.strerror:
