@@ -71,6 +71,7 @@ bench: install
 	$(UV) run python -m bench.turn
 	$(UV) run python -m bench.e2e
 	$(UV) run python -m bench.storage_check
+	$(UV) run python -m bench.restart
 
 # run and chat: the default agent gets an example order history on the first start (so
 # "reorder the oat milk" works at once); SHOPPING_EXAMPLE_AGENT= turns it off, make

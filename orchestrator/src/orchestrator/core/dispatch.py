@@ -126,6 +126,7 @@ class Dispatcher:
                 else "I could not reset the conversation (memory is unavailable)."
             )
         if command == "/status":
+            await self._registry.check()  # the truth now, not as of the last call
             lines = [self.status_text(runtime)]
             for probe in self.status_probes:
                 lines += await probe()
@@ -165,7 +166,8 @@ class Dispatcher:
                 continue
             count = sum(1 for tool in visible if tool.server == status.name)
             tools = f", {count} tools" if count else ""
-            mark, state = ("✅", f"up{tools}") if status.up else ("❌", "down")
+            why = f" ({status.error})" if status.error else ""
+            mark, state = ("✅", f"up{tools}") if status.up else ("❌", f"down{why}")
             lines.append(f"{mark} {status.name} ({status.transport}): {state}")
         return "\n".join(lines)
 

@@ -2,8 +2,11 @@
 
 A task per server keeps a ``fastmcp.Client`` open. When the server is down at
 start, or a call finds it gone, the task rebuilds the client with capped
-exponential backoff and jitter; callers never wait for that longer than a
-short grace period. Tools are (re)listed on every connect and on ``refresh()``.
+exponential backoff and jitter. A call to a server that is down does not wait for
+that timer: it asks for one attempt now (``reconnect``), shared with every call that
+asks meanwhile, and fails at once with ServerUnavailable if that attempt fails. So the
+first call after a restart succeeds. Tools are (re)listed on every connect and on
+``refresh()``.
 
 Only the failures of a connection are caught here, by their types: the SDK's
 "connection closed" and HTTP errors, httpx2's transport errors, a closed stream, and
@@ -15,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from typing import Any
 
 import anyio
@@ -26,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 
 from orchestrator.config import ServerEntry
 from orchestrator.mesh.errors import CallLost, CallRefused, CallTimedOut, ServerUnavailable
+from orchestrator.mesh.reasons import reason_of
 from orchestrator.mesh.tools import ToolInfo, describe
 from orchestrator.mesh.transports import load_module_server, transport_for
 
@@ -63,16 +66,19 @@ class ServerConnection:
         retry_initial_s: float = 0.5,
         retry_max_s: float = 30.0,
         grace_s: float = 3.0,
+        reconnect_s: float = 10.0,
     ) -> None:
         self.name = name
         self.entry = entry
         self.timeout_s = entry.timeout_s or default_timeout_s
         self.tools: dict[str, ToolInfo] = {}
-        self.last_error: str | None = None
+        self.last_error: str | None = None  # a few words (reasons.py), never a URL or a body
         self._token = token
         self._retry_initial_s = retry_initial_s
         self._retry_max_s = retry_max_s
         self._grace_s = grace_s
+        # How long a call waits for the attempt it asked for (the attempt may go on).
+        self._reconnect_s = min(reconnect_s, self.timeout_s)
         self._client: Client[Any] | None = None
         self._up = anyio.Event()
         self._broken = anyio.Event()
@@ -80,7 +86,13 @@ class ServerConnection:
         # In-process: built now (an import error is a configuration error), reused on reconnect.
         self._server = load_module_server(name, entry.module) if entry.module else None
         self._tried = anyio.Event()  # the first connection attempt is over, either way
-        self._down_since: float | None = 0.0  # never connected: down "forever"
+        # On-call reconnects: ``_wake`` cuts the backoff sleep short; ``_asked`` is set when
+        # the attempt made for the callers who asked is over, ``_attempt`` when the one under
+        # way is (both replaced per attempt, so a caller never reads an older outcome).
+        self._wake = anyio.Event()
+        self._asked: anyio.Event | None = None
+        self._attempt = anyio.Event()
+        self._connecting = False
 
     def closing(self) -> bool:
         return self._closing  # a method: a call may change it (mypy keeps no narrowing)
@@ -89,21 +101,21 @@ class ServerConnection:
     def is_up(self) -> bool:
         return self._client is not None
 
-    def _down_for(self) -> float:
-        return 0.0 if self._down_since is None else time.monotonic() - self._down_since
-
     async def run(self) -> None:
-        """Keep the connection open until ``close()``; reconnect with backoff when it breaks."""
+        """Keep the connection open until ``close()``; reconnect with backoff when it breaks,
+        or at once when a call asks (``reconnect``)."""
         delay = self._retry_initial_s
         warned = False
         while not self.closing():
+            self._attempt, self._asked = self._asked or anyio.Event(), None
+            self._connecting = True
             try:
                 await self._connected()
                 delay, warned = self._retry_initial_s, False
             except _CONNECT_ERRORS as error:
                 if _bug(error):
                     raise
-                self.last_error = f"{type(error).__name__}: {error}"[:300]
+                self.last_error = reason_of(error)
                 if not warned:
                     logger.warning(
                         "server %s is down (%s); retrying in the background",
@@ -112,16 +124,18 @@ class ServerConnection:
                     )
                     warned = True
             finally:
+                self._connecting = False
                 self._client = None
-                if self._down_since is None:
-                    self._down_since = time.monotonic()
                 if self._up.is_set():
                     self._up = anyio.Event()
                 self._broken = anyio.Event()
+                self._attempt.set()
             self._tried.set()
             if self.closing():
                 return
-            await anyio.sleep(delay * random.uniform(0.8, 1.2))  # noqa: S311 (jitter, not crypto)
+            with anyio.move_on_after(delay * random.uniform(0.8, 1.2)):  # noqa: S311 (jitter)
+                await self._wake.wait()
+            self._wake = anyio.Event()
             delay = min(delay * 2, self._retry_max_s)
 
     async def _connected(self) -> None:
@@ -133,8 +147,9 @@ class ServerConnection:
             self.tools = describe(self.name, await client.list_tools())
             self._client = client
             self.last_error = None
-            self._down_since = None
+            self._connecting = False
             self._up.set()
+            self._attempt.set()
             self._tried.set()
             logger.info(
                 "server %s up (%s, %d tools)", self.name, self.entry.transport, len(self.tools)
@@ -144,6 +159,9 @@ class ServerConnection:
     async def close(self) -> None:
         self._closing = True
         self._broken.set()
+        self._wake.set()
+        if self._asked is not None:  # no attempt will be made for those who asked
+            self._asked.set()
 
     async def wait_tried(self) -> None:
         """Until the first connection attempt has succeeded or failed."""
@@ -153,6 +171,45 @@ class ServerConnection:
         with anyio.move_on_after(timeout_s):
             await self._up.wait()
         return self.is_up
+
+    async def reconnect(self) -> bool:
+        """Whether the server is up after one connection attempt made now (none if it is up).
+
+        Calls that ask while an attempt is under way, or already asked for, share it. A
+        call waits for it at most ``reconnect_s``; the attempt itself goes on."""
+        if self.is_up:
+            return True
+        if self.closing():
+            return False
+        if self._connecting:
+            attempt = self._attempt
+        else:
+            if self._asked is None:
+                self._asked = anyio.Event()
+                self._wake.set()
+            attempt = self._asked
+        with anyio.move_on_after(self._reconnect_s):
+            await attempt.wait()
+        return self.is_up
+
+    async def check(self) -> bool:
+        """Whether the server answers now: a ping when it is up (a dead one is marked down
+        with its reason), one shared reconnect attempt when it is down."""
+        client = self._client
+        if client is not None:
+            try:
+                with anyio.fail_after(self._reconnect_s):
+                    await client.ping()
+                return True
+            except MCPError as error:
+                if error.code not in _TRANSPORT_CODES:
+                    return True  # it answered, if only to refuse the ping
+                self._mark_broken(client, error)
+            except _CONNECT_ERRORS as error:
+                if _bug(error) and client.is_connected():
+                    raise
+                self._mark_broken(client, error)
+        return await self.reconnect()
 
     async def refresh(self) -> None:
         """Re-list the tools (reload); a failure breaks the connection so it is rebuilt."""
@@ -166,31 +223,40 @@ class ServerConnection:
             if _bug(error):
                 raise
             logger.warning("server %s: listing tools failed (%s); reconnecting", self.name, error)
-            self._mark_broken(client)
+            self._mark_broken(client, error)
 
     async def call(self, tool: ToolInfo, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
-        """One call; a lost call is retried once after reconnecting, if the tool allows it.
+        """One call. To a server that is down: one reconnect attempt first. A call lost in
+        transport is retried once after reconnecting, if the tool allows it.
 
         Raises ServerUnavailable, CallTimedOut, CallLost or CallRefused."""
+        if not await self.reconnect():
+            raise self._unavailable(tool)
         try:
             return await self._call_once(tool, arguments)
         except ServerUnavailable:
-            # Long down: fail fast. Just broken: it may be back within the grace period.
-            if not tool.retry_safe or self._down_for() > self._grace_s:
+            # A concurrent call found it gone since: as for a lost call.
+            if not tool.retry_safe:
                 raise
         except CallLost:
             if not tool.retry_safe:
                 raise
-        if not await self.wait_up(self._grace_s):
-            raise ServerUnavailable(tool.qualified, f"the {self.name} server is down")
+        # Gone under this call: if it is not back at once, it may be restarting; give it
+        # the grace period (the background retries start from their shortest delay).
+        if not await self.reconnect() and not await self.wait_up(self._grace_s):
+            raise self._unavailable(tool)
         return await self._call_once(tool, arguments)
+
+    def _unavailable(self, tool: ToolInfo) -> ServerUnavailable:
+        why = f" ({self.last_error})" if self.last_error else ""
+        return ServerUnavailable(tool.qualified, f"the {self.name} server is down{why}")
 
     async def _call_once(
         self, tool: ToolInfo, arguments: dict[str, Any]
     ) -> mcp_types.CallToolResult:
         client = self._client
         if client is None:
-            raise ServerUnavailable(tool.qualified, f"the {self.name} server is down")
+            raise self._unavailable(tool)
         try:
             with anyio.fail_after(self.timeout_s):
                 return await client.call_tool_mcp(tool.name, arguments)
@@ -199,20 +265,22 @@ class ServerConnection:
         except MCPError as error:
             if error.code not in _TRANSPORT_CODES:
                 raise CallRefused(tool.qualified, error.error.message) from error
-            self._mark_broken(client)
+            self._mark_broken(client, error)
             raise CallLost(tool.qualified, str(error)) from error
         except (*_TRANSPORT_ERRORS, RuntimeError) as error:
             # fastmcp raises RuntimeError("Client is not connected") for a session that died
             # under a concurrent call; any other RuntimeError is a bug.
             if isinstance(error, RuntimeError) and client.is_connected():
                 raise
-            self._mark_broken(client)
+            self._mark_broken(client, error)
             raise CallLost(tool.qualified, f"{type(error).__name__}: {error}") from error
 
-    def _mark_broken(self, client: Client[Any]) -> None:
-        """Stop using ``client`` now; waiters wait for the next connection, not this one."""
+    def _mark_broken(self, client: Client[Any], error: BaseException) -> None:
+        """Stop using ``client`` now, down for ``error``; waiters wait for the next
+        connection, not this one."""
         if self._client is client:
             self._client = None
-            self._down_since = time.monotonic()
             self._up = anyio.Event()
+            self.last_error = reason_of(error)
+            logger.warning("server %s is gone (%s)", self.name, self.last_error)
         self._broken.set()

@@ -46,7 +46,7 @@ class ServerStatus:
     transport: str
     up: bool
     tools: int
-    error: str | None
+    error: str | None  # why it is down, in a few words (no URL, no secret)
 
 
 class Registry:
@@ -98,6 +98,13 @@ class Registry:
         async with anyio.create_task_group() as tasks:
             for connection in self._connections.values():
                 tasks.start_soon(connection.refresh)
+
+    async def check(self) -> None:
+        """Bring the status up to date (``/status``): every server at once, a ping for the
+        connected ones, one reconnect attempt for the others."""
+        async with anyio.create_task_group() as tasks:
+            for connection in self._connections.values():
+                tasks.start_soon(connection.check)
 
     async def wait_up(self, server: str, timeout_s: float) -> bool:
         """Whether ``server`` is connected, waiting up to ``timeout_s`` for it."""
@@ -152,6 +159,10 @@ class Registry:
     async def call_as(self, server: str, name: str, arguments: dict[str, Any], model: type[M]) -> M:
         """Call ``server``'s tool ``name`` and read its structured result as ``model``."""
         tool = self.find(server, name)
+        if tool is None and server in self._connections:
+            # Down since the start, its tools are not known yet: one attempt now.
+            await self._connections[server].reconnect()
+            tool = self.find(server, name)
         if tool is None:
             raise ServerUnavailable(f"{server}__{name}", f"no tool {name} on {server} right now")
         result = await self.call(tool, arguments)
