@@ -100,6 +100,7 @@ async def test_an_empty_day_says_so(client: Client[Any]) -> None:
         ({"start": "2026-03-01", "end": "2026-08-01"}, "Ask for at most 93 days at once."),
         ({"start": "2026-03-29T02:30"}, "2026-03-29 02:30 does not exist in Europe/Berlin"),
         ({"start": "2026-03-17", "timezone": "Mars/Olympus"}, "'Mars/Olympus' is not an IANA"),
+        ({"start": "2026-03-17", "calendar": "work"}, "There is no calendar 'work'. Calendars: "),
     ],
 )
 async def test_times_that_cannot_be_read_get_one_line_saying_what_to_give(

@@ -15,6 +15,7 @@ from pydantic import Field
 from mcp_calendar.confirmations import Confirmations
 from mcp_calendar.local import LocalBackend, default_calendar
 from mcp_calendar.models import Added, Calendars, Cancelled, Events, FreeTime, Moved, ScopeName
+from mcp_calendar.proposals import Proposals
 from mcp_calendar.service import CalendarService
 from mcp_calendar.settings import CalendarSettings
 from mcp_calendar.store import CalendarStore
@@ -97,6 +98,7 @@ def build_server(
     store = CalendarStore(settings.db_path)
     backend = LocalBackend(store)
     service = CalendarService(settings, backend, clock=clock)
+    proposals = Proposals(settings, backend, service)
     confirmations = Confirmations(backend, Approvals(approval_key(settings), clock=clock))
     zone_default = settings.timezone
 
@@ -189,7 +191,7 @@ def build_server(
     ) -> Proposal:
         """Propose adding an event (a date alone: all day). Nothing changes until the user
         taps Add; the proposal lists the events it overlaps."""
-        return await service.propose_add(
+        return await proposals.propose_add(
             agent,
             timezone,
             title=title,
@@ -216,7 +218,7 @@ def build_server(
         """Propose moving an event to a new start (it keeps its length unless end is given).
         Nothing changes until the user taps Move. When several events match, the error
         lists them: ask the user which one."""
-        return await service.propose_move(
+        return await proposals.propose_move(
             agent, timezone, event=event, occurrence=occurrence, scope=scope, start=start, end=end
         )
 
@@ -230,7 +232,7 @@ def build_server(
     ) -> Proposal:
         """Propose cancelling (deleting) an event. Nothing changes until the user taps
         Cancel event. When several events match, the error lists them: ask which one."""
-        return await service.propose_cancel(agent, timezone, event, occurrence, scope)
+        return await proposals.propose_cancel(agent, timezone, event, occurrence, scope)
 
     # --- confirm (only the orchestrator, after a tap) --------------------------------------
 
