@@ -333,3 +333,65 @@ def _ics(uid: str, title: str, start: str) -> bytes:
         f"UID:{uid}\r\nSUMMARY:{title}\r\nDTSTART;TZID=Europe/Berlin:{start}\r\n"
         "DURATION:PT1H\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
     ).encode()
+
+
+async def test_a_yearly_all_day_series_takes_scopes_in_whole_days(
+    client: Client[Any], clock: Clock
+) -> None:
+    await add(client, clock, title="Anna's birthday", start="2026-03-20", recurrence="FREQ=YEARLY")
+
+    await approve(
+        client,
+        clock,
+        await propose(client, "propose_event_cancel", event="anna", occurrence="2027-03-20"),
+    )
+    moved = await propose(
+        client,
+        "propose_event_move",
+        event="anna",
+        occurrence="2028-03-20",
+        scope="following",
+        start="2028-03-21",
+    )
+    await approve(client, clock, moved)
+
+    seen = [
+        await day(client, f"{year}-03-{d}") for year in (2026, 2027, 2028, 2029) for d in (20, 21)
+    ]
+    birthday = "Anna's birthday"
+    assert moved["summary"] == (
+        f"Move “{birthday}” (this and every later occurrence) from Mon 20 Mar 2028 (all day) "
+        "to Tue 21 Mar 2028 (all day) (Europe/Berlin)"
+    )
+    assert seen == [
+        [(birthday, "2026-03-20", "2026-03-20")],
+        [],
+        [],
+        [],
+        [],
+        [(birthday, "2028-03-21", "2028-03-21")],
+        [],
+        [(birthday, "2029-03-21", "2029-03-21")],
+    ]
+
+
+async def test_a_replayed_approval_answers_its_first_result_even_after_later_changes(
+    client: Client[Any], clock: Clock
+) -> None:
+    await add(client, clock, title="Dentist", start="2026-03-19T15:00")
+    proposal = await propose(
+        client, "propose_event_move", event="dentist", start="2026-03-19T16:00"
+    )
+    first = await approve(client, clock, proposal, action_id="act_00000000beef")
+    await approve(
+        client,
+        clock,
+        await propose(client, "propose_event_move", event="dentist", start="2026-03-19T18:00"),
+    )
+
+    replay = await approve(client, clock, proposal, action_id="act_00000000beef")
+
+    assert replay == {**first, "replayed": True}
+    assert await day(client, "2026-03-19") == [
+        ("Dentist", "2026-03-19T18:00:00+01:00", "2026-03-19T19:00:00+01:00")
+    ]

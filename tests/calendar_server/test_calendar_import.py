@@ -14,6 +14,8 @@ from fastmcp import Client
 
 from calendar_server.calls import day
 from fakes.tool_calls import call
+from mcp_calendar.ics import import_file
+from mcp_calendar.settings import CalendarSettings
 
 pytestmark = pytest.mark.anyio
 
@@ -214,3 +216,29 @@ def _events(text: str) -> list[str]:
     """The VEVENT blocks of an export, each as its text."""
     blocks = text.replace("\r\n", "\n").split("BEGIN:VEVENT")[1:]
     return [block.split("END:VEVENT")[0] for block in blocks]
+
+
+FLOATING_SERIES = b"""BEGIN:VCALENDAR\r
+VERSION:2.0\r
+PRODID:-//test//EN\r
+BEGIN:VEVENT\r
+UID:piano@example.com\r
+SUMMARY:Piano\r
+DTSTART:20260318T160000\r
+DTEND:20260318T164500\r
+RRULE:FREQ=WEEKLY;COUNT=3\r
+EXDATE:20260325T160000\r
+END:VEVENT\r
+END:VCALENDAR\r
+"""
+
+
+async def test_a_floating_series_and_its_exceptions_are_read_in_the_calendars_zone(
+    client: Client[Any], settings: CalendarSettings
+) -> None:
+    await import_file(settings, FLOATING_SERIES, "personal", writable=True, at=0)
+
+    assert await day(client, "2026-03-16", end="2026-04-30") == [
+        ("Piano", "2026-03-18T16:00:00+01:00", "2026-03-18T16:45:00+01:00"),
+        ("Piano", "2026-04-01T16:00:00+02:00", "2026-04-01T16:45:00+02:00"),
+    ]

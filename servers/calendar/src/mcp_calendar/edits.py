@@ -183,7 +183,7 @@ def _shift_series(components: list[Event], rid: Moment, start: Moment, end: Mome
     new_start = _shifted(old_start, delta, zone)
     _set_times(master, new_start, new_start + _span(start, end))
     if "EXDATE" in master:
-        dates = [_shifted(d.dt, delta, zone) for d in _exdates(master)]
+        dates = [_shifted(d.dt, delta, zone) for d in exdates(master)]
         master.pop("EXDATE")
         for moved in dates:
             master.add("exdate", moved)
@@ -279,7 +279,7 @@ def _occurrences_before(master: Event, rid: Moment) -> int:
     return sum(1 for _ in rrulestr(rule, dtstart=first).between(first, limit, inc=False)) + 1
 
 
-def _exdates(master: Event) -> list[Any]:
+def exdates(master: Event) -> list[Any]:
     found: Any = master["EXDATE"]
     lists = found if isinstance(found, list) else [found]
     return [item for entry in lists for item in entry.dts]
@@ -292,7 +292,7 @@ def rule_text(master: Event) -> str:
 
 
 def _filter_exdates(master: Event, keep: Any) -> None:
-    dates = [d.dt for d in _exdates(master) if keep(rid_key(d.dt))]
+    dates = [d.dt for d in exdates(master) if keep(rid_key(d.dt))]
     master.pop("EXDATE")
     for moment in dates:
         master.add("exdate", moment)

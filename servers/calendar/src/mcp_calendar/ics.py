@@ -109,13 +109,25 @@ def _time_problem(event: Event) -> str | None:
 def _normalize(event: Event, tz: ZoneInfo) -> None:
     """Floating times in ``tz``; zones that are no IANA name as UTC instants."""
     for name in _TIMES:
-        if name not in event:
-            continue
-        value = event.decoded(name)
-        if isinstance(value, datetime) and not isinstance(value.tzinfo, ZoneInfo):
-            fixed = value.replace(tzinfo=tz) if value.tzinfo is None else value.astimezone(UTC)
-            event.pop(name)
-            event.add(name.lower(), fixed)
+        if name in event:
+            value = event.decoded(name)
+            if _unzoned(value):
+                event.pop(name)
+                event.add(name.lower(), _zoned(value, tz))
+    if "EXDATE" in event:
+        dates = [d.dt for d in edits.exdates(event)]
+        if any(_unzoned(d) for d in dates):
+            event.pop("EXDATE")
+            for moment in dates:
+                event.add("exdate", _zoned(moment, tz) if _unzoned(moment) else moment)
+
+
+def _unzoned(value: object) -> bool:
+    return isinstance(value, datetime) and not isinstance(value.tzinfo, ZoneInfo)
+
+
+def _zoned(value: datetime, tz: ZoneInfo) -> datetime:
+    return value.replace(tzinfo=tz) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _utc(moment: datetime | date) -> datetime:
