@@ -395,3 +395,25 @@ async def test_a_replayed_approval_answers_its_first_result_even_after_later_cha
     assert await day(client, "2026-03-19") == [
         ("Dentist", "2026-03-19T18:00:00+01:00", "2026-03-19T19:00:00+01:00")
     ]
+
+
+async def test_a_calendar_made_read_only_after_the_proposal_is_not_changed(
+    client: Client[Any], clock: Clock, settings: CalendarSettings
+) -> None:
+    await import_file(
+        settings, _ics("dentist-1", "Dentist", "20260319T150000"), "family", writable=True, at=0
+    )
+    proposal = await propose(client, "propose_event_cancel", event="dentist")
+    await import_file(
+        settings, _ics("dentist-1", "Dentist", "20260319T150000"), "family", writable=False, at=0
+    )
+
+    error = await call_error(
+        client,
+        "confirm_event_cancel",
+        payload=proposal["payload"],
+        approval=mint(clock, "event_cancel", proposal["payload"]),
+    )
+
+    assert error.startswith("The calendar 'family' is read-only: nothing was changed.")
+    assert [title for title, _, _ in await day(client, "2026-03-19")] == ["Dentist"]

@@ -118,13 +118,14 @@ class CalendarStore(SQLiteStore):
     async def write_all(self, calendar: StoredCalendar, rows: Sequence[EventRow], at: float) -> int:
         """Write ``rows`` into ``calendar`` in one transaction (an import); how many changed.
 
-        An event whose components are already stored as given keeps its version."""
+        The calendar takes the writability given; an event whose components are already
+        stored as given keeps its version."""
 
         def write(db: sqlite3.Connection) -> int:
             changed = 0
             with transaction(db, "IMMEDIATE"):
                 changes = Changes(db, at)
-                changes.ensure_calendar(calendar)
+                changes.set_calendar(calendar)
                 for row in rows:
                     stored = changes.event(row.uid)
                     if stored is not None and sorted(stored.components) == sorted(
@@ -148,6 +149,13 @@ class Changes:
     def ensure_calendar(self, calendar: StoredCalendar) -> None:
         self._db.execute(
             "INSERT OR IGNORE INTO calendars (id, name, writable) VALUES (?, ?, ?)",
+            (calendar.id, calendar.name, int(calendar.writable)),
+        )
+
+    def set_calendar(self, calendar: StoredCalendar) -> None:
+        self._db.execute(
+            "INSERT INTO calendars (id, name, writable) VALUES (?, ?, ?)"
+            " ON CONFLICT (id) DO UPDATE SET writable = excluded.writable",
             (calendar.id, calendar.name, int(calendar.writable)),
         )
 
