@@ -417,3 +417,39 @@ async def test_a_calendar_made_read_only_after_the_proposal_is_not_changed(
 
     assert error.startswith("The calendar 'family' is read-only: nothing was changed.")
     assert [title for title, _, _ in await day(client, "2026-03-19")] == ["Dentist"]
+
+
+async def test_moving_a_moved_occurrence_and_the_following_ones_puts_it_where_asked(
+    client: Client[Any], clock: Clock
+) -> None:
+    await add(client, clock, **WEEKLY)
+    await approve(
+        client,
+        clock,
+        await propose(
+            client,
+            "propose_event_move",
+            event="team sync",
+            occurrence="2026-03-23",
+            start="2026-03-24T14:00",
+        ),
+    )
+
+    await approve(
+        client,
+        clock,
+        await propose(
+            client,
+            "propose_event_move",
+            event="team sync",
+            occurrence="2026-03-24",
+            scope="following",
+            start="2026-03-24T16:00",
+        ),
+    )
+
+    assert await starts(client, "2026-03-16", "2026-04-01") == [
+        "2026-03-16T10:00:00+01:00",
+        "2026-03-24T16:00:00+01:00",
+        "2026-03-31T16:00:00+02:00",
+    ]

@@ -193,7 +193,9 @@ def _shift_series(components: list[Event], rid: Moment, start: Moment, end: Mome
         was = component.decoded("RECURRENCE-ID")
         component.pop("RECURRENCE-ID")
         component.add("recurrence-id", _shifted(was, delta, zone))
-        if rid_key(component.start) == rid_key(was):  # not moved on its own: it follows
+        if rid_key(was) == rid_key(rid):  # the occurrence the user moved: where they said
+            _set_times(component, start, end)
+        elif rid_key(component.start) == rid_key(was):  # not moved on its own: it follows
             _set_times(
                 component,
                 _shifted(component.start, delta, zone),
