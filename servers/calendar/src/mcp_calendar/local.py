@@ -8,6 +8,7 @@ expanded by ``recurring_ical_events`` exactly as for an imported ``.ics``, and c
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
@@ -29,25 +30,85 @@ from mcp_calendar.store import CalendarStore, Changes, EventRow, StoredCalendar,
 from meshkit.proposals import Approval, Confirmed
 
 DAY_MARGIN = timedelta(hours=14)  # a date is a day somewhere between UTC-12 and UTC+14
+MAX_PARSED = 20_000  # events whose parsed form is kept (a few kB each)
+EXPAND_MARGIN = timedelta(days=1)  # around a range a series is expanded over, for the next
+MAX_EXPANDED_SPAN = timedelta(days=800)  # a cached expansion grows to cover ranges up to this
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """An event's components as parsed, and a single event's one occurrence."""
+
+    version: int
+    components: list[Event]
+    single: Occurrence | None
+
+
+@dataclass(frozen=True)
+class Expanded:
+    """A series' occurrences over [start, end), for the version they were expanded from."""
+
+    version: int
+    start: datetime
+    end: datetime
+    occurrences: list[Occurrence]
 
 
 class LocalBackend:
     def __init__(self, store: CalendarStore) -> None:
         self._store = store
+        # Parsing iCalendar text costs about as much as expanding it: reads keep each
+        # event's parsed form until its version changes. Changes parse afresh.
+        self._parsed: dict[str, Parsed] = {}
+        # Expanding a series costs ~10 ms per year of weekly occurrences: the last expansion
+        # of each series serves every range inside it (a lookup's year, then its days).
+        self._expanded: dict[str, Expanded] = {}
 
     async def calendars(self) -> list[CalendarInfo]:
         return [CalendarInfo(c.id, c.name, c.writable) for c in await self._store.calendars()]
 
     async def occurrences(self, start: datetime, end: datetime) -> list[Occurrence]:
         stored = await self._store.events_between(start.timestamp(), end.timestamp())
-        found = [o for event in stored for o in expand(event, start, end)]
+        found = [o for event in stored for o in self._expand(event, start, end)]
         return sorted(found, key=lambda o: (_instant(o.start), o.title))
+
+    def _parse(self, event: StoredEvent) -> Parsed:
+        cached = self._parsed.get(event.uid)
+        if cached is not None and cached.version == event.version:
+            return cached
+        if len(self._parsed) >= MAX_PARSED:
+            self._parsed.clear()
+        components = parse(event)
+        master = edits.master_of(components)
+        series = "RRULE" in master or "RDATE" in master
+        single = None if series else _occurrence(event, master, master)
+        parsed = self._parsed[event.uid] = Parsed(event.version, components, single)
+        return parsed
+
+    def _expand(self, event: StoredEvent, start: datetime, end: datetime) -> list[Occurrence]:
+        parsed = self._parse(event)
+        if parsed.single is not None:
+            return [parsed.single] if _overlaps(parsed.single, start, end) else []
+        cached = self._expanded.get(event.uid)
+        if cached is None or cached.version != event.version:
+            cached = None
+        if cached is None or not cached.start <= start <= end <= cached.end:
+            low, high = start - EXPAND_MARGIN, end + EXPAND_MARGIN
+            if cached is not None and max(high, cached.end) - min(low, cached.start) <= (
+                MAX_EXPANDED_SPAN
+            ):
+                low, high = min(low, cached.start), max(high, cached.end)
+            if len(self._expanded) >= MAX_PARSED:
+                self._expanded.clear()
+            found = expand(event, parsed.components, low, high)
+            cached = self._expanded[event.uid] = Expanded(event.version, low, high, found)
+        return [o for o in cached.occurrences if _overlaps(o, start, end)]
 
     async def occurrence(self, uid: str, recurrence_id: Moment | None) -> Occurrence | None:
         event = await self._store.event(uid)
         if event is None:
             return None
-        components = parse(event)
+        components = self._parse(event).components
         master = edits.master_of(components)
         if recurrence_id is None or "RRULE" not in master:
             return _occurrence(event, master, master)
@@ -59,7 +120,7 @@ class LocalBackend:
             ):
                 return _occurrence(event, master, component)
         start = _instant(recurrence_id)
-        for found in expand(event, start, start + timedelta(days=1)):
+        for found in expand(event, components, start, start + timedelta(days=1)):
             if found.recurrence_id is not None and edits.rid_key(found.recurrence_id) == wanted:
                 return found
         return None
@@ -105,16 +166,29 @@ class LocalBackend:
         await self._store.ping()
 
 
-def expand(event: StoredEvent, start: datetime, end: datetime) -> list[Occurrence]:
-    components = parse(event)
+def expand(
+    event: StoredEvent, components: list[Event], start: datetime, end: datetime
+) -> list[Occurrence]:
     master = edits.master_of(components)
     calendar = Calendar()
     for component in components:
         calendar.add_component(component)
-    return [
-        _occurrence(event, master, found)
-        for found in recurring_ical_events.of(calendar).between(start, end)
-    ]
+    changed = {_rid(c) for c in components if c is not master}
+    template = _occurrence(event, master, master)
+    found = []
+    for each in recurring_ical_events.of(calendar).between(start, end):
+        if "RECURRENCE-ID" in each and _rid(each) not in changed:
+            # An occurrence as the rule made it: the master's, at another time.
+            first: Moment = each.decoded("DTSTART")
+            rid: Moment = each.decoded("RECURRENCE-ID")
+            found.append(replace(template, start=first, end=_end(each), recurrence_id=rid))
+        else:
+            found.append(_occurrence(event, master, each))
+    return found
+
+
+def _rid(component: Event) -> str:
+    return edits.rid_key(component.decoded("RECURRENCE-ID")) if "RECURRENCE-ID" in component else ""
 
 
 def parse(event: StoredEvent) -> list[Event]:
@@ -163,6 +237,18 @@ def _occurrence(event: StoredEvent, master: Event, found: Event) -> Occurrence:
         busy=str(found.get("TRANSP", "OPAQUE")).upper() != "TRANSPARENT",
         version=event.version,
     )
+
+
+def _overlaps(o: Occurrence, start: datetime, end: datetime) -> bool:
+    """As recurring-ical-events counts it: a date is a day in the zone of the range."""
+    first, last = _at(o.start, start), _at(o.end, start)
+    return first < end and (last > start or (first == last and first >= start))
+
+
+def _at(moment: Moment, reference: datetime) -> datetime:
+    if isinstance(moment, datetime):
+        return moment
+    return datetime.combine(moment, datetime.min.time(), tzinfo=reference.tzinfo)
 
 
 def _end(component: Event) -> Moment:

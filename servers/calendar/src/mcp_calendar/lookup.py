@@ -56,9 +56,12 @@ def resolve(
     by_id = [o for o in found if o.uid == query.strip()]
     if by_id:
         return _pick(by_id, occurrence, tz, now, query)
+    by_title: dict[str, float] = {}  # a series repeats its title: score each title once
     scored: dict[str, float] = {}
     for o in found:
-        scored[o.uid] = max(scored.get(o.uid, 0.0), score(query, o.title))
+        if o.title not in by_title:
+            by_title[o.title] = score(query, o.title)
+        scored[o.uid] = max(scored.get(o.uid, 0.0), by_title[o.title])
     best = max(scored.values(), default=0.0)
     meant = [uid for uid, value in scored.items() if value >= TYPO_RATIO and value == best]
     if occurrence is not None and len(meant) > 1:

@@ -76,10 +76,11 @@ class CalendarService:
         if not wanted:
             raise InvalidRequest("query must not be empty.")
         now, firsts = self.now(), dict[str, Occurrence]()
+        titles: dict[str, bool] = {}  # a series repeats its title: score each title once
         for o in await self._backend.occurrences(begin, finish):
-            matched = lookup.score(wanted, o.title) >= lookup.TYPO_RATIO or (
-                wanted.casefold() in (o.location or "").casefold()
-            )
+            if o.title not in titles:
+                titles[o.title] = lookup.score(wanted, o.title) >= lookup.TYPO_RATIO
+            matched = titles[o.title] or wanted.casefold() in (o.location or "").casefold()
             # One entry per event: its next occurrence (a series would fill the answer).
             if matched and (o.uid not in firsts or times.instant(firsts[o.uid].end, tz) <= now):
                 firsts[o.uid] = o

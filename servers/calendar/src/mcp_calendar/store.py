@@ -96,11 +96,17 @@ class CalendarStore(SQLiteStore):
 
         def read(db: sqlite3.Connection) -> list[StoredEvent]:
             rows = db.execute(
-                "SELECT uid FROM events WHERE starts_at < ? AND (ends_at IS NULL OR ends_at > ?)"
-                " ORDER BY starts_at, uid",
+                "SELECT e.uid, e.calendar, e.version, c.ics FROM events AS e"
+                " JOIN components AS c ON c.uid = e.uid"
+                " WHERE e.starts_at < ? AND (e.ends_at IS NULL OR e.ends_at > ?)"
+                " ORDER BY e.starts_at, e.uid, c.rid",
                 (end, start),
             ).fetchall()
-            return [found for (uid,) in rows if (found := Changes(db).event(uid)) is not None]
+            found: dict[str, StoredEvent] = {}
+            for uid, calendar, version, ics in rows:
+                event = found.setdefault(uid, StoredEvent(uid, calendar, version, []))
+                event.components.append(ics)
+            return list(found.values())
 
         return await self._run(read)
 
