@@ -8,6 +8,8 @@ from fastmcp import Client
 from calendar_server.calls import SYDNEY, add, day
 from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
+from mcp_calendar.ics import import_file
+from mcp_calendar.settings import CalendarSettings
 
 pytestmark = pytest.mark.anyio
 
@@ -176,3 +178,23 @@ async def test_free_time_takes_its_own_hours_and_weekends_when_asked(
 
     assert [slot["when"] for slot in free["slots"]] == ["Sat 21 Mar 2026, 10:00–12:00"]
     assert "are not times: use HH:MM" in bad
+
+
+async def test_a_range_with_too_many_events_shows_the_first_and_says_so(
+    client: Client[Any], settings: CalendarSettings
+) -> None:
+    daily = (
+        b"BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\n"
+        b"UID:meds@test\r\nSUMMARY:Medication\r\nDTSTART;TZID=Europe/Berlin:20260301T080000\r\n"
+        b"DURATION:PT5M\r\nRRULE:FREQ=HOURLY;INTERVAL=2\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+    )
+    await import_file(settings, daily, "personal", writable=True, at=0)
+
+    found = await call(client, "get_events", start="2026-03-01", end="2026-03-31")
+
+    assert len(found["events"]) == 200
+    assert found["events"][0]["start"] == "2026-03-01T08:00:00+01:00"
+    assert found["message"] == (
+        "368 events in this range; the first 200 are shown. "
+        "Ask for a shorter range to see the rest."
+    )

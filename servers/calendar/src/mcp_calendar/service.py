@@ -64,6 +64,11 @@ class CalendarService:
             if calendar is None or o.calendar == calendar
         ]
         message = None if found else f"Nothing in the calendar {_span(begin, finish, tz)}."
+        if len(found) > MAX_EVENTS:
+            message = (
+                f"{len(found)} events in this range; the first {MAX_EVENTS} are shown. "
+                "Ask for a shorter range to see the rest."
+            )
         return _events(found[:MAX_EVENTS], begin, finish, tz, message)
 
     async def search(self, query: str, start: str | None, end: str | None, timezone: str) -> Events:
