@@ -21,7 +21,7 @@ empty :=
 space := $(empty) $(empty)
 export MYPYPATH := $(subst $(space),:,$(wildcard meshkit/src orchestrator/src servers/*/src))
 
-.PHONY: help install lock lint format typecheck test pytest bench chat run run-weather import-orders forget-example-orders
+.PHONY: help install lock lint format typecheck test pytest bench chat run run-weather import-orders import-calendar forget-example-orders
 
 help:
 	@echo "make run           install, then run the fleet on Telegram (servers in-process)"
@@ -29,6 +29,7 @@ help:
 	@echo "make test          install, lint, typecheck and run the test suite"
 	@echo "make run-weather   serve the weather MCP server on http://127.0.0.1:8101/mcp"
 	@echo "make import-orders FILE=orders.csv [AGENT=clawdia]   seed an agent's order history"
+	@echo "make import-calendar FILE=calendar.ics   load an .ics file into the local calendar"
 	@echo "make install | lock | lint | format | typecheck | pytest | bench"
 
 $(CURDIR)/.tools/bin/uv:
@@ -91,6 +92,11 @@ run: install
 
 forget-example-orders: install
 	@.venv/bin/python -m mcp_shopping forget-examples --agent "$(or $(AGENT),clawdia)"
+
+# A calendar file into the local calendar (see the README's calendar section).
+import-calendar: install
+	@test -n "$(FILE)" || { echo "usage: make import-calendar FILE=calendar.ics" >&2; exit 2; }
+	@.venv/bin/python -m mcp_calendar import "$(FILE)"
 
 # An agent's order history from a CSV (see the README's shopping section).
 import-orders: install

@@ -48,6 +48,7 @@ def test_the_shipped_configuration_loads() -> None:
         assert registry[clawdia.servers[0]] is not None
         assert clawdia.entry.name == "Clawdia"
         assert "weather" in clawdia.servers
+        assert "calendar" in clawdia.servers
         assert "Clawdia" in clawdia.persona.text()
         assert clawdia.entry.allowed_user_ids == []  # ${TELEGRAM_USER_ID:-} unset
 

@@ -20,7 +20,7 @@ PRODUCER: Final = "producer"
 CONFIRM: Final = "confirm"
 INTERNAL: Final = "internal"
 CLASSES: Final = frozenset({READ, PRODUCER, CONFIRM, INTERNAL})
-CONTEXT_ARGUMENTS: Final = frozenset({"agent"})  # what the orchestrator can fill in
+CONTEXT_ARGUMENTS: Final = frozenset({"agent", "timezone"})  # what the orchestrator fills in
 
 
 class ToolOptions(TypedDict):

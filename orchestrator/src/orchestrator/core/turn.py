@@ -250,7 +250,7 @@ class TurnEngine:
         except ValueError as error:
             return error_output(f"{call.name}: {error}")
         # Filled in here, over anything the model sent: it never acts as another agent.
-        context = {"agent": runtime.id}
+        context = {"agent": runtime.id, "timezone": runtime.agent.entry.timezone}
         arguments.update({name: context[name] for name in tool.context})
         try:
             answer = await self._registry.call(tool, arguments)

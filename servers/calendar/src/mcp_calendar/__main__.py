@@ -1,0 +1,44 @@
+"""Serve the calendar tools.
+
+    python -m mcp_calendar             Streamable HTTP at /mcp on $MCP_PORT (default 8102;
+                                       needs MESH_TOKEN)
+    python -m mcp_calendar --stdio     stdio, for local MCP clients
+    python -m mcp_calendar import FILE [--calendar ID] [--read-only]
+                                       load an .ics file (every event checked first;
+                                       importing it again changes nothing)
+    python -m mcp_calendar export [FILE] [--calendar ID]
+                                       write the calendar(s) as .ics (default: stdout)
+
+Events live in $DATA_DIR/calendar.sqlite3 (CALENDAR_BACKEND=local). Times without an
+offset are read in the caller's zone, else CALENDAR_TIMEZONE. Approval tokens are checked
+with MESH_APPROVAL_KEY, else with the key in $DATA_DIR/approval_key.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+
+from mcp_calendar import ics
+from mcp_calendar.server import build_server
+from mcp_calendar.settings import CalendarSettings
+from meshkit.serve import run_server
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] in (["import"], ["export"]):
+        raise SystemExit(ics.main(args[1:], args[0], time.time()))
+    run_server(
+        CalendarSettings,
+        build_server,
+        name="calendar",
+        default_port=8102,
+        argv=args,
+        description=__doc__,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""The local calendar in SQLite: one file, one connection, WAL (meshkit.sqlite).
+
+calendars      (id, name, writable)
+events         (uid, calendar, title, version, starts_at, ends_at, updated_at): one row per
+               event or series; ``version`` grows with every change (conflict detection);
+               ``starts_at``/``ends_at`` (Unix s, ``ends_at`` NULL for a series) bound the
+               rows a range must read
+components     (uid, rid, ics): the event's VEVENTs as iCalendar text, ``rid`` '' for the
+               master, else its RECURRENCE-ID (mcp_calendar.edits.rid_key)
+confirmations  meshkit's confirm-once record
+
+The store keeps text and numbers; what they mean is the backend's (``local.py``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from meshkit.proposals import CONFIRMATIONS_SCHEMA, Approval, Confirmed, confirm_once
+from meshkit.sqlite import SQLiteStore, transaction
+
+SCHEMA = (
+    """
+CREATE TABLE IF NOT EXISTS calendars (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    writable INTEGER NOT NULL DEFAULT 1
+);
+CREATE TABLE IF NOT EXISTS events (
+    uid TEXT PRIMARY KEY,
+    calendar TEXT NOT NULL REFERENCES calendars (id),
+    title TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    starts_at REAL NOT NULL,
+    ends_at REAL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_start ON events (starts_at);
+CREATE TABLE IF NOT EXISTS components (
+    uid TEXT NOT NULL REFERENCES events (uid) ON DELETE CASCADE,
+    rid TEXT NOT NULL,
+    ics TEXT NOT NULL,
+    PRIMARY KEY (uid, rid)
+);
+"""
+    + CONFIRMATIONS_SCHEMA
+)
+
+
+@dataclass(frozen=True)
+class StoredCalendar:
+    id: str
+    name: str
+    writable: bool
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    uid: str
+    calendar: str
+    version: int
+    components: list[str]  # iCalendar text, master first
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """An event to write: its components and the bounds ``events`` indexes."""
+
+    uid: str
+    calendar: str
+    title: str
+    starts_at: float
+    ends_at: float | None
+    components: dict[str, str]  # rid -> iCalendar text
+
+
+class CalendarStore(SQLiteStore):
+    SCHEMA = SCHEMA
+
+    async def ensure_calendar(self, calendar: StoredCalendar) -> None:
+        """Create the calendar unless it exists (its name and writability are kept then)."""
+        await self._run(lambda db: Changes(db).ensure_calendar(calendar))
+
+    async def calendars(self) -> list[StoredCalendar]:
+        def read(db: sqlite3.Connection) -> list[StoredCalendar]:
+            rows = db.execute("SELECT id, name, writable FROM calendars ORDER BY id").fetchall()
+            return [StoredCalendar(row[0], row[1], bool(row[2])) for row in rows]
+
+        return await self._run(read)
+
+    async def events_between(self, start: float, end: float) -> list[StoredEvent]:
+        """Events that may have an occurrence in [start, end): series always."""
+
+        def read(db: sqlite3.Connection) -> list[StoredEvent]:
+            rows = db.execute(
+                "SELECT e.uid, e.calendar, e.version, c.ics FROM events AS e"
+                " JOIN components AS c ON c.uid = e.uid"
+                " WHERE e.starts_at < ? AND (e.ends_at IS NULL OR e.ends_at > ?)"
+                " ORDER BY e.starts_at, e.uid, c.rid",
+                (end, start),
+            ).fetchall()
+            found: dict[str, StoredEvent] = {}
+            for uid, calendar, version, ics in rows:
+                event = found.setdefault(uid, StoredEvent(uid, calendar, version, []))
+                event.components.append(ics)
+            return list(found.values())
+
+        return await self._run(read)
+
+    async def event(self, uid: str) -> StoredEvent | None:
+        return await self._run(lambda db: Changes(db).event(uid))
+
+    async def confirm(
+        self, approval: Approval, perform: Callable[[Changes], dict[str, Any]], *, at: float
+    ) -> Confirmed:
+        """Perform an approved change once: a replayed approval returns the first result."""
+        return await self._run(
+            lambda db: confirm_once(db, approval, lambda db: perform(Changes(db, at)), at=at)
+        )
+
+    async def write_all(self, calendar: StoredCalendar, rows: Sequence[EventRow], at: float) -> int:
+        """Write ``rows`` into ``calendar`` in one transaction (an import); how many changed.
+
+        The calendar takes the writability given; an event whose components are already
+        stored as given keeps its version."""
+
+        def write(db: sqlite3.Connection) -> int:
+            changed = 0
+            with transaction(db, "IMMEDIATE"):
+                changes = Changes(db, at)
+                changes.set_calendar(calendar)
+                for row in rows:
+                    stored = changes.event(row.uid)
+                    if stored is not None and sorted(stored.components) == sorted(
+                        row.components.values()
+                    ):
+                        continue
+                    changes.write(row)
+                    changed += 1
+            return changed
+
+        return await self._run(write)
+
+
+class Changes:
+    """Writes inside one transaction (a confirm's, or an import's)."""
+
+    def __init__(self, db: sqlite3.Connection, at: float = 0.0) -> None:
+        self._db = db
+        self._at = at
+
+    def ensure_calendar(self, calendar: StoredCalendar) -> None:
+        self._db.execute(
+            "INSERT OR IGNORE INTO calendars (id, name, writable) VALUES (?, ?, ?)",
+            (calendar.id, calendar.name, int(calendar.writable)),
+        )
+
+    def set_calendar(self, calendar: StoredCalendar) -> None:
+        self._db.execute(
+            "INSERT INTO calendars (id, name, writable) VALUES (?, ?, ?)"
+            " ON CONFLICT (id) DO UPDATE SET writable = excluded.writable",
+            (calendar.id, calendar.name, int(calendar.writable)),
+        )
+
+    def writable(self, calendar: str) -> bool | None:
+        """Whether the calendar takes changes; None when there is no such calendar."""
+        row = self._db.execute(
+            "SELECT writable FROM calendars WHERE id = ?", (calendar,)
+        ).fetchone()
+        return None if row is None else bool(row[0])
+
+    def event(self, uid: str) -> StoredEvent | None:
+        row = self._db.execute(
+            "SELECT calendar, version FROM events WHERE uid = ?", (uid,)
+        ).fetchone()
+        if row is None:
+            return None
+        parts = self._db.execute(
+            "SELECT ics FROM components WHERE uid = ? ORDER BY rid", (uid,)
+        ).fetchall()
+        return StoredEvent(uid, row[0], row[1], [ics for (ics,) in parts])
+
+    def write(self, row: EventRow) -> int:
+        """Store the event as given (its version one higher); the new version."""
+        found = self._db.execute("SELECT version FROM events WHERE uid = ?", (row.uid,)).fetchone()
+        version = 1 if found is None else found[0] + 1
+        self._db.execute(
+            "INSERT INTO events (uid, calendar, title, version, starts_at, ends_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO UPDATE SET"
+            " calendar = excluded.calendar, title = excluded.title, version = excluded.version,"
+            " starts_at = excluded.starts_at, ends_at = excluded.ends_at,"
+            " updated_at = excluded.updated_at",
+            (row.uid, row.calendar, row.title, version, row.starts_at, row.ends_at, self._at),
+        )
+        self._db.execute("DELETE FROM components WHERE uid = ?", (row.uid,))
+        self._db.executemany(
+            "INSERT INTO components (uid, rid, ics) VALUES (?, ?, ?)",
+            [(row.uid, rid, ics) for rid, ics in row.components.items()],
+        )
+        return int(version)
+
+    def delete(self, uid: str) -> None:
+        self._db.execute("DELETE FROM components WHERE uid = ?", (uid,))
+        self._db.execute("DELETE FROM events WHERE uid = ?", (uid,))

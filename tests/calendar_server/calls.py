@@ -1,0 +1,51 @@
+"""What the calendar tests share: the key, tool calls, approvals as pending-actions mints them."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from typing import Any
+
+from fastmcp import Client
+
+from fakes.clock import Clock
+from fakes.tool_calls import call
+from meshkit.proposals import Approvals, Proposal
+
+KEY = "calendar-test-approval-key-5e1c07b9a2d4f6"  # MESH_APPROVAL_KEY in every test
+BERLIN = "Europe/Berlin"
+SYDNEY = "Australia/Sydney"
+START = datetime(2026, 3, 16, 8, tzinfo=UTC).timestamp()  # Mon 16 Mar 2026, 09:00 in Berlin
+
+
+def mint(clock: Clock, kind: str, payload: dict[str, Any], action_id: str | None = None) -> str:
+    """An approval token, as pending-actions mints it when the user taps Confirm."""
+    action = action_id or f"act_{secrets.token_hex(6)}"
+    return Approvals(KEY.encode(), clock=clock).mint(action, "calendar", kind, payload)
+
+
+async def propose(client: Client[Any], tool: str, **arguments: Any) -> dict[str, Any]:
+    proposal = await call(client, tool, **arguments)
+    Proposal.model_validate(proposal)
+    return proposal
+
+
+async def approve(
+    client: Client[Any], clock: Clock, proposal: dict[str, Any], action_id: str | None = None
+) -> dict[str, Any]:
+    """What the orchestrator does after the tap: confirm_<kind> with a fresh token."""
+    token = mint(clock, proposal["kind"], proposal["payload"], action_id)
+    return await call(
+        client, f"confirm_{proposal['kind']}", payload=proposal["payload"], approval=token
+    )
+
+
+async def add(client: Client[Any], clock: Clock, **arguments: Any) -> dict[str, Any]:
+    """An event added the way a user does: propose, then tap Add."""
+    return await approve(client, clock, await propose(client, "propose_event_add", **arguments))
+
+
+async def day(client: Client[Any], start: str, **arguments: Any) -> list[tuple[str, str, str]]:
+    """(title, start, end) of the events of get_events."""
+    found = await call(client, "get_events", start=start, **arguments)
+    return [(e["title"], e["start"], e["end"]) for e in found["events"]]

@@ -1,0 +1,241 @@
+"""Producer tools: a proposal says the change in local time, lists overlaps, changes nothing."""
+
+from typing import Any
+
+import pytest
+from fastmcp import Client
+
+from calendar_server.calls import add, day, propose
+from fakes.clock import Clock
+from fakes.tool_calls import call_error
+from mcp_calendar.ics import import_file
+from mcp_calendar.settings import CalendarSettings
+
+pytestmark = pytest.mark.anyio
+
+HOLIDAYS = b"""BEGIN:VCALENDAR
+VERSION:2.0
+PRODID:-//test//holidays//EN
+BEGIN:VEVENT
+UID:good-friday-2026@holidays
+SUMMARY:Good Friday
+DTSTART;VALUE=DATE:20260403
+DTEND;VALUE=DATE:20260404
+END:VEVENT
+END:VCALENDAR
+"""
+
+
+async def test_an_add_proposal_states_the_change_and_its_overlaps_and_changes_nothing(
+    client: Client[Any], clock: Clock
+) -> None:
+    await add(client, clock, title="Standup", start="2026-03-17T09:00", duration_minutes=30)
+    await add(client, clock, title="Birthday", start="2026-03-17")  # all day: no overlap
+
+    proposal = await propose(
+        client,
+        "propose_event_add",
+        title="Dentist",
+        start="2026-03-17T08:45",
+        end="2026-03-17T09:45",
+    )
+
+    assert proposal["kind"] == "event_add"
+    assert proposal["summary"] == (
+        "Add “Dentist” Tue 17 Mar 2026, 08:45–09:45 (Europe/Berlin). "
+        "Overlaps: “Standup” Tue 17 Mar 2026, 09:00–09:30"
+    )
+    assert (proposal["confirm_label"], proposal["cancel_label"]) == ("📅 Add", "Skip")
+    payload = proposal["payload"]
+    assert (payload["start"], payload["end"], payload["zone"], payload["calendar"]) == (
+        "2026-03-17T08:45:00+01:00",
+        "2026-03-17T09:45:00+01:00",
+        "Europe/Berlin",
+        "personal",
+    )
+    assert [title for title, _, _ in await day(client, "2026-03-17")] == ["Birthday", "Standup"]
+
+
+async def test_a_time_with_another_offset_is_that_instant_shown_in_the_users_zone(
+    client: Client[Any],
+) -> None:
+    proposal = await propose(
+        client, "propose_event_add", title="Call NYC", start="2026-03-17T10:00-04:00"
+    )
+
+    assert proposal["summary"] == "Add “Call NYC” Tue 17 Mar 2026, 15:00–16:00 (Europe/Berlin)"
+    assert (proposal["payload"]["start"], proposal["payload"]["zone"]) == (
+        "2026-03-17T14:00:00+00:00",
+        "UTC",
+    )
+
+
+async def test_a_recurring_add_states_its_rule(client: Client[Any]) -> None:
+    proposal = await propose(
+        client,
+        "propose_event_add",
+        title="Yoga",
+        start="2026-03-18T18:00",
+        recurrence="RRULE:FREQ=WEEKLY;BYDAY=WE",
+    )
+
+    assert proposal["summary"] == (
+        "Add “Yoga” Wed 18 Mar 2026, 18:00–19:00 (Europe/Berlin), repeating FREQ=WEEKLY;BYDAY=WE"
+    )
+    assert proposal["payload"]["rule"] == "FREQ=WEEKLY;BYDAY=WE"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"recurrence": "EVERY MONDAY"}, "is not a recurrence rule: use RFC 5545 RRULE syntax"),
+        ({"calendar": "work"}, "There is no calendar 'work'. Calendars: personal."),
+        ({"end": "2026-03-17T08:00"}, "The end must come after the start."),
+        ({"end": "2026-03-18"}, "Give start and end both as times, or both as dates"),
+        ({"title": "  "}, "title must not be empty."),
+    ],
+)
+async def test_a_bad_add_gets_one_line_the_model_can_act_on(
+    client: Client[Any], arguments: dict[str, str], message: str
+) -> None:
+    wanted = {"title": "Dentist", "start": "2026-03-17T09:00", **arguments}
+
+    assert message in await call_error(client, "propose_event_add", **wanted)
+
+
+async def test_a_read_only_calendar_refuses_proposals_and_names_the_writable_ones(
+    client: Client[Any], settings: CalendarSettings
+) -> None:
+    await import_file(settings, HOLIDAYS, "holidays", writable=False, at=0)
+
+    add_error = await call_error(
+        client, "propose_event_add", title="Picnic", start="2026-04-03", calendar="holidays"
+    )
+    cancel_error = await call_error(client, "propose_event_cancel", event="good friday")
+
+    expected = (
+        "The calendar 'holidays' is read-only: it cannot be changed here. "
+        "Writable calendars: personal."
+    )
+    assert add_error == expected
+    assert cancel_error == expected
+
+
+async def test_a_move_proposal_keeps_the_length_and_lists_what_it_would_overlap(
+    client: Client[Any], clock: Clock
+) -> None:
+    await add(client, clock, title="Dentist", start="2026-03-19T15:00", duration_minutes=45)
+    await add(client, clock, title="School run", start="2026-03-20T15:30")
+
+    proposal = await propose(
+        client, "propose_event_move", event="the dentist", start="2026-03-20T15:00"
+    )
+
+    assert proposal["kind"] == "event_move"
+    assert proposal["summary"] == (
+        "Move “Dentist” from Thu 19 Mar 2026, 15:00–15:45 to Fri 20 Mar 2026, 15:00–15:45 "
+        "(Europe/Berlin). Overlaps: “School run” Fri 20 Mar 2026, 15:30–16:30"
+    )
+    assert (proposal["payload"]["version"], proposal["payload"]["scope"]) == (1, "this")
+    assert [t for t, _, _ in await day(client, "2026-03-19")] == ["Dentist"]
+
+
+async def test_an_event_not_found_lists_the_closest_titles(
+    client: Client[Any], clock: Clock
+) -> None:
+    await add(client, clock, title="Dental cleaning", start="2026-03-19T15:00")
+    await add(client, clock, title="Football", start="2026-03-19T18:00")
+
+    error = await call_error(
+        client, "propose_event_move", event="dentist", start="2026-03-20T15:00"
+    )
+    none = await call_error(client, "propose_event_cancel", event="zzz")
+
+    assert error.startswith(
+        "No event matches 'dentist'. Closest: 'Dental cleaning' Thu 19 Mar 2026, 15:00–16:00 (id "
+    )
+    assert "Football" not in error
+    assert none.startswith("No event in the calendar matches 'zzz'")
+
+
+async def test_two_events_with_the_same_title_are_ambiguous_until_the_day_is_named(
+    client: Client[Any], clock: Clock
+) -> None:
+    await add(client, clock, title="Dentist", start="2026-03-19T15:00")
+    await add(client, clock, title="Dentist", start="2026-04-02T09:00")
+
+    error = await call_error(client, "propose_event_cancel", event="Dentist")
+    chosen = await propose(client, "propose_event_cancel", event="Dentist", occurrence="2026-04-02")
+
+    assert error.startswith(
+        "Several events match 'Dentist': 'Dentist' Thu 19 Mar 2026, 15:00–16:00 (id "
+    )
+    assert "'Dentist' Thu 2 Apr 2026, 09:00–10:00" in error
+    assert error.endswith(
+        "Ask the user which one they mean, then call again with its id "
+        "(and occurrence for a recurring event)."
+    )
+    assert chosen["summary"] == "Cancel “Dentist” Thu 2 Apr 2026, 09:00–10:00 (Europe/Berlin)"
+
+
+async def test_an_event_can_be_named_by_its_id(client: Client[Any], clock: Clock) -> None:
+    added = await add(client, clock, title="Dentist", start="2026-03-19T15:00")
+
+    proposal = await propose(client, "propose_event_cancel", event=added["event_id"])
+
+    assert proposal["payload"]["uid"] == added["event_id"]
+
+
+async def test_moving_keeps_the_kind_of_event_and_says_which_time_to_give(
+    client: Client[Any], clock: Clock
+) -> None:
+    await add(client, clock, title="Trip", start="2026-03-20", end="2026-03-22")
+    await add(client, clock, title="Dentist", start="2026-03-19T15:00")
+
+    to_time = await call_error(client, "propose_event_move", event="trip", start="2026-03-27T10:00")
+    to_day = await call_error(client, "propose_event_move", event="dentist", start="2026-03-27")
+    missing = await call_error(
+        client,
+        "propose_event_move",
+        event="dentist",
+        occurrence="2026-03-25",
+        start="2026-03-27T10:00",
+    )
+
+    assert to_time.startswith("'Trip' is an all-day event: give a date")
+    assert to_day.startswith("'Dentist' is at a time: give one")
+    assert missing.startswith(
+        "'Dentist' has no occurrence at 2026-03-25; "
+        "the next is 'Dentist' Thu 19 Mar 2026, 15:00–16:00 (id "
+    )
+
+
+async def test_an_all_day_move_keeps_its_days(client: Client[Any], clock: Clock) -> None:
+    await add(client, clock, title="Trip", start="2026-03-20", end="2026-03-22")
+
+    proposal = await propose(client, "propose_event_move", event="trip", start="2026-03-27")
+
+    assert proposal["summary"] == (
+        "Move “Trip” from Fri 20 Mar – Sun 22 Mar 2026 (all day) to "
+        "Fri 27 Mar – Sun 29 Mar 2026 (all day) (Europe/Berlin)"
+    )
+
+
+async def test_the_agent_and_timezone_are_filled_in_by_the_assistant(client: Client[Any]) -> None:
+    tools = {tool.name: tool for tool in await client.list_tools()}
+
+    meta = {name: tool.meta or {} for name, tool in tools.items()}
+    for name in ("propose_event_add", "propose_event_move", "propose_event_cancel"):
+        assert meta[name]["clawmesh"] == {"context": ["agent", "timezone"]}
+    for name in ("list_calendars", "get_events", "search_events", "find_free_time"):
+        assert meta[name]["clawmesh"] == {"context": ["timezone"]}
+        zone = tools[name].input_schema["properties"]["timezone"]
+        assert zone["default"] == "Europe/Berlin"
+    confirm_tools = [name for name in tools if name.startswith("confirm_")]
+    assert sorted(confirm_tools) == [
+        "confirm_event_add",
+        "confirm_event_cancel",
+        "confirm_event_move",
+    ]
+    for name in confirm_tools:
+        assert meta[name]["fastmcp"]["tags"] == ["confirm"]

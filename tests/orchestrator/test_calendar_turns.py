@@ -1,0 +1,162 @@
+"""The calendar through the orchestrator, in-process: the agent's zone filled in for every
+calendar call, a day answered from the calendar, a move proposed with its overlap, the tap
+that moves it, and a tap after the event changed elsewhere that changes nothing.
+
+The servers are real (calendar, pending-actions in embedded mode on real SQLite files); the
+model is the fake; events come from an .ics imported with ``python -m mcp_calendar import``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from fakes.responses_api import call, calls, text
+from fakes.world import World, answer_from_output, clawdia
+from orchestrator.app import App
+from orchestrator.core.replies import Reply
+
+pytestmark = pytest.mark.anyio
+
+CHAT = USER = "4343"
+PARIS = ZoneInfo("Europe/Paris")  # the test fleet's agent zone; the server's default is UTC
+
+
+def tomorrow() -> date:
+    return (datetime.now(PARIS) + timedelta(days=1)).date()
+
+
+def ics(day: date, dentist_at: str) -> str:
+    stamp = day.strftime("%Y%m%d")
+    return (
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\n"
+        "BEGIN:VEVENT\r\nUID:dentist@test\r\nSUMMARY:Dentist\r\n"
+        f"DTSTART;TZID=Europe/Paris:{stamp}T{dentist_at}00\r\nDURATION:PT1H\r\nEND:VEVENT\r\n"
+        "BEGIN:VEVENT\r\nUID:school@test\r\nSUMMARY:School run\r\n"
+        f"DTSTART;TZID=Europe/Paris:{stamp}T170000\r\nDURATION:PT30M\r\nEND:VEVENT\r\n"
+        "END:VCALENDAR\r\n"
+    )
+
+
+def import_calendar(world: World, content: str) -> None:
+    """The calendar as a synced file brings it: ``python -m mcp_calendar import``."""
+    path = world.data_dir.parent / "family.ics"
+    path.write_text(content)
+    subprocess.run(
+        [sys.executable, "-m", "mcp_calendar", "import", str(path)],
+        env={**os.environ, "DATA_DIR": str(world.data_dir)},
+        check=True,
+        capture_output=True,
+    )
+
+
+@asynccontextmanager
+async def with_calendar(world: World) -> AsyncIterator[App]:
+    """The test fleet, with the calendar server in its registry and in clawdia's servers."""
+    registry, agents = world.settings.registry, world.settings.agents
+    registry.write_text(
+        registry.read_text() + "  calendar: {module: 'mcp_calendar.server:build_server'}\n"
+    )
+    agents.write_text(agents.read_text().replace("shopping]", "shopping, calendar]"))
+    async with clawdia(world) as app:
+        yield app
+
+
+async def ask(app: App, message: str) -> Reply:
+    return await app.dispatcher.on_text("clawdia", CHAT, message, user_id=USER)
+
+
+async def tap(app: App, reply: Reply, label: str) -> Reply:
+    [data] = [b.data for row in reply.buttons for b in row if label in b.label]
+    edits: list[Reply] = []
+
+    async def answer(_: str) -> None:
+        return None
+
+    async def edit(new: Reply) -> None:
+        edits.append(new)
+
+    await app.dispatcher.on_callback("clawdia", CHAT, USER, data, answer, edit)
+    [edited] = edits
+    return edited
+
+
+async def dentist(app: App, day: date) -> list[str]:
+    found = app.registry.find("calendar", "get_events")
+    assert found is not None
+    result = await app.registry.call(found, {"start": day.isoformat(), "timezone": "Europe/Paris"})
+    assert result.structured is not None
+    events: list[dict[str, Any]] = result.structured["events"]
+    return [e["start"][11:16] for e in events if e["title"] == "Dentist"]
+
+
+def say_the_day(out: dict[str, Any]) -> str:
+    listed = ", ".join(f"{e['title']} at {e['start'][11:16]}" for e in out["events"])
+    return f"Tomorrow: {listed} ({out['timezone']})."
+
+
+async def test_a_day_is_answered_from_the_calendar_in_the_agents_zone(world: World) -> None:
+    day = tomorrow()
+    import_calendar(world, ics(day, "1500"))
+    world.llm.script(
+        calls(call("calendar__get_events", start=day.isoformat())),
+        answer_from_output(say_the_day),
+    )
+    async with with_calendar(world) as app:
+        reply = await ask(app, "what's on tomorrow?")
+
+    assert reply.text == "Tomorrow: Dentist at 15:00, School run at 17:00 (Europe/Paris)."
+    sent = [i for i in world.llm.requests[0]["tools"] if i["name"] == "calendar__get_events"]
+    assert "timezone" not in sent[0]["parameters"]["properties"]  # the model never sets it
+
+
+async def test_a_move_is_proposed_with_its_overlap_and_happens_only_on_the_tap(
+    world: World,
+) -> None:
+    day = tomorrow()
+    import_calendar(world, ics(day, "1500"))
+    world.llm.script(
+        calls(call("calendar__propose_event_move", event="the dentist", start=f"{day}T17:00")),
+        text("Shall I move the dentist?"),
+    )
+    async with with_calendar(world) as app:
+        reply = await ask(app, "move the dentist to 5pm")
+        before = await dentist(app, day)
+        moved = await tap(app, reply, "Move")
+        after = await dentist(app, day)
+
+    assert "Overlaps: “School run”" in reply.text
+    assert "15:00–16:00 to " in reply.text
+    assert "17:00–18:00 (Europe/Paris)" in reply.text
+    assert [[b.label for b in row] for row in reply.buttons] == [["📅 Move", "Keep"]]
+    assert (before, after) == (["15:00"], ["17:00"])
+    assert "✅ Move “Dentist”" in moved.text
+
+
+async def test_a_tap_after_the_event_changed_elsewhere_changes_nothing_and_says_why(
+    world: World,
+) -> None:
+    day = tomorrow()
+    import_calendar(world, ics(day, "1500"))
+    world.llm.script(
+        calls(call("calendar__propose_event_move", event="dentist", start=f"{day}T17:00")),
+        text("Shall I move the dentist?"),
+    )
+    async with with_calendar(world) as app:
+        reply = await ask(app, "move the dentist to 5pm")
+        import_calendar(world, ics(day, "1130"))  # the practice moved it meanwhile
+        refused = await tap(app, reply, "Move")
+        after = await dentist(app, day)
+
+    assert after == ["11:30"]
+    assert "⚠️" in refused.text
+    assert "“Dentist” changed since it was proposed: it is now" in refused.text
+    assert "propose it again" in refused.text
