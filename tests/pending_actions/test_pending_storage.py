@@ -124,7 +124,7 @@ async def test_without_an_approval_key_in_the_environment_one_is_made_in_the_dat
     key_file = settings.data_dir / KEY_FILE
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     approvals = Approvals(load_approval_key(settings.data_dir), clock=clock)
-    approvals.check(decision["approval"], "shopping", "add_item", MILK["payload"])
+    approvals.check(decision["approval"], "shopping", "add_item", MILK["payload"], agent=AGENT)
 
 
 async def test_a_short_approval_key_stops_startup_naming_the_variable(
