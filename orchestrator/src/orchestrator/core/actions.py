@@ -48,6 +48,9 @@ NOT_STAGED = (
     "unavailable), so nothing will change. Ask me again in a moment."
 )
 
+# Waits between tries to record where a batch is shown (a server restart takes seconds).
+SHOW_RETRY_S = (1.0, 2.0, 4.0, 8.0)
+
 Answer = Callable[[str], Coroutine[Any, Any, None]]
 Edit = Callable[[Reply], Coroutine[Any, Any, None]]
 # Sends a reply; the id of the message its buttons are in (None: not known).
@@ -153,7 +156,24 @@ class ActionDesk:
                 logger.warning("batch %s: sent, but its message id is unknown", reply.batch_id)
                 return
             shown = {"agent": agent, "chat_id": chat_id, "message_id": message_id}
-            await self._pending.call("show", {"batch_id": reply.batch_id, **shown}, BatchView)
+            await self._show({"batch_id": reply.batch_id, **shown})
+
+    async def _show(self, arguments: dict[str, str]) -> None:
+        """Record where a batch is shown, trying again while pending-actions is restarting:
+        the buttons are on the user's screen already, and work only once it is recorded."""
+        for wait_s in (*SHOW_RETRY_S, None):
+            if self._pending.server is None:
+                break
+            try:
+                await self._registry.call_as(self._pending.server, "show", arguments, BatchView)
+                return
+            except ToolCallError as error:
+                if error.answered or wait_s is None:
+                    logger.warning("%s: %s", arguments["batch_id"], error)
+                    break
+            await anyio.sleep(wait_s)
+        logger.warning("batch %s: where it is shown was not recorded: its buttons will not work",
+                       arguments["batch_id"])  # fmt: skip
 
     async def tap(  # noqa: PLR0917 (who, where, what, and the two ways back)
         self,
