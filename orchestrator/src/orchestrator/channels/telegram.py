@@ -197,7 +197,12 @@ class TelegramChannel:
         async def deliver(reply: Reply) -> str | None:
             typing.cancel()  # the answer is here: no more "typing…"
             sent = await self._send(agent, update, reply)
-            return str(sent.message_ids[-1]) if sent.message_ids else None  # buttons: last part
+            shown_in = sent.message_ids[-1] if sent.message_ids else None  # buttons: last part
+            if sent.duplicate and reply.buttons and shown_in is not None:
+                # A turn redone after a crash: the message shows the first try's buttons,
+                # which were never recorded as shown there. This try's replace them.
+                await self._best_effort(self._io.edit(agent, chat, shown_in, reply))
+            return None if shown_in is None else str(shown_in)
 
         failed: TelegramIOFailed | None = None
         async with anyio.create_task_group() as turn:
