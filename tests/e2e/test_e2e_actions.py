@@ -8,6 +8,7 @@ processes start their own.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -276,11 +277,128 @@ async def test_a_strangers_tap_does_nothing(mesh: Mesh, user: int) -> None:
     assert await order_count(mesh) == before
 
 
+async def handled(mesh: Mesh) -> None:
+    """Until every update (taps included) was handled to the end, its edits made."""
+    await eventually(lambda: inbox_empty(mesh))
+
+
+async def test_real_action_and_batch_ids_tapped_on_another_message_are_refused(
+    mesh: Mesh, user: int
+) -> None:
+    mesh.llm.script(
+        calls(
+            call("shopping__propose_add_to_list", name="pears"),
+            call("shopping__propose_add_to_list", name="rice"),
+        ),
+        text("Two things for the list."),
+    )
+    proposal = await proposal_message(mesh, "add pears and rice", user)
+    mesh.telegram.user_message(CLAWDIA, user, "/help")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, user)) == 2, 60)
+    other = mesh.telegram.sent(CLAWDIA, user)[1]  # the same bot and chat, no buttons
+
+    # A crafted client sends the proposal's real button data from the other message.
+    for label in ("1. ", "2. ", "Confirm all", "Cancel all"):
+        data = data_of(proposal, label)
+        mesh.telegram.tap(CLAWDIA, user, other.message_id, data, forged=True)
+    assert await answered(mesh, 4) == ["That button is no longer active."] * 4
+    await handled(mesh)
+    assert (proposal.edits, other.edits) == ([], [])
+    batch_id = data_of(proposal, "Confirm all").split(":")[2]
+    assert await batch_states(mesh, batch_id) == ["pending", "pending"]
+    assert not {"pears", "rice"} & set(await on_list(mesh))
+
+    mesh.telegram.tap(CLAWDIA, user, proposal.message_id, data_of(proposal, "Confirm all"))
+    await edited(mesh, proposal)  # where they were shown, the same buttons work
+    assert {"pears", "rice"} <= set(await on_list(mesh))
+
+
+async def test_a_real_action_id_tapped_in_another_bots_chat_is_refused(tmp_path: Path) -> None:
+    async with running_mesh(tmp_path, agents=("clawdia", "bob"), orders_csv=ORDERS) as mesh:
+        bob = TOKENS["bob"]
+        before = await order_count(mesh)
+        reorder(mesh)
+        proposal = await proposal_message(mesh, "reorder the Kirkland water")
+        mesh.telegram.user_message(bob, USER, "/help")
+        await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(bob, USER)) == 1, 60)
+        bobs = mesh.telegram.sent(bob, USER)[0]
+        # Message ids count per chat: bob's message has the proposal's id, in a chat with
+        # the same id; only the agent differs.
+        assert (bobs.message_id, bobs.chat_id) == (proposal.message_id, proposal.chat_id)
+        confirm = data_of(proposal, "Add to cart")
+
+        mesh.telegram.tap(bob, USER, bobs.message_id, confirm, forged=True)
+
+        await mesh.telegram.wait_for(lambda: len(mesh.telegram.callback_answers(bob)) == 1, 30)
+        assert [a.text for a in mesh.telegram.callback_answers(bob)] == [
+            "That button is no longer active."
+        ]
+        await handled(mesh)
+        assert (bobs.edits, proposal.edits) == ([], [])
+        assert await action_is(mesh, confirm.split(":")[2], "pending")
+        assert await order_count(mesh) == before
+
+
+async def test_a_real_action_id_tapped_in_another_users_chat_is_refused(
+    mesh: Mesh, user: int
+) -> None:
+    other = mesh.new_user()  # a second allowed user (nothing is recorded yet to forget)
+    before = await order_count(mesh)
+    reorder(mesh)
+    proposal = await proposal_message(mesh, "reorder the Kirkland water", user)
+    mesh.telegram.user_message(CLAWDIA, other, "/help")
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, other)) == 1, 60)
+    theirs = mesh.telegram.sent(CLAWDIA, other)[0]
+    confirm = data_of(proposal, "Add to cart")
+
+    mesh.telegram.tap(CLAWDIA, other, theirs.message_id, confirm, forged=True)
+
+    assert await answered(mesh, 1) == ["That button is no longer active."]
+    await handled(mesh)
+    assert (theirs.edits, proposal.edits) == ([], [])
+    assert await action_is(mesh, confirm.split(":")[2], "pending")
+    assert await order_count(mesh) == before
+
+
+async def test_after_a_crash_between_sending_buttons_and_recording_them_the_redo_shows_its_own(
+    tmp_path: Path,
+) -> None:
+    async with running_mesh(tmp_path, orders_csv=ORDERS, lease_s=3) as mesh:
+        before = await order_count(mesh)
+        reorder(mesh)
+        reorder(mesh)  # the turn again, redone after the crash
+        pending = mesh.services["pending-actions"].process
+        assert pending is not None
+        mesh.telegram.hold("sendMessage")
+        mesh.telegram.user_message(CLAWDIA, USER, "reorder the Kirkland water")
+        await mesh.telegram.wait_for(lambda: len(mesh.telegram.calls("sendMessage")) == 1, 60)
+        pending.send_signal(signal.SIGSTOP)  # recording where the buttons are will hang
+        mesh.telegram.release("sendMessage")
+        await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 30)
+        message = mesh.telegram.sent(CLAWDIA, USER)[0]
+        first_try = data_of(message, "Add to cart")
+        await mesh.orchestrator.kill()  # while it waits for pending-actions
+        pending.send_signal(signal.SIGCONT)
+        await mesh.orchestrator.start()
+
+        await edited(mesh, message)  # the redone turn's buttons replace the first try's
+        redone = data_of(message, "Add to cart")
+        assert redone != first_try
+        assert len(mesh.telegram.sent(CLAWDIA, USER)) == 1  # delivered once
+        mesh.telegram.tap(CLAWDIA, USER, message.message_id, first_try, forged=True)
+        assert await answered(mesh, 1) == ["That button is no longer active."]
+        mesh.telegram.tap(CLAWDIA, USER, message.message_id, redone)
+        assert (await answered(mesh, 2))[1] == "Confirmed: on it."
+        await edited(mesh, message, 2)
+        assert "✅ Reorder" in message.text
+        assert await order_count(mesh) == before + 1
+
+
 async def test_another_mcp_client_cannot_confirm_without_a_tap(mesh: Mesh) -> None:
     before = await order_count(mesh)
     payload = {"agent": "clawdia", "item": WATER, "store": "Costco", "quantity": 1}
     async with mcp_client(mesh, "shopping") as client:
-        for approval in ["", "v1.act_0123456789ab.9999999999.AAAA", "please"]:
+        for approval in ["", "v2.act_0123456789ab.9999999999.AAAA", "please"]:
             result = await client.call_tool(
                 "confirm_reorder", {"payload": payload, "approval": approval}
             )

@@ -114,6 +114,16 @@ async def test_strangers_and_group_chats_get_nothing(mesh: Mesh, user: int) -> N
     assert mesh.telegram.actions(CLAWDIA, STRANGER) == []
 
 
+async def test_a_private_chat_that_is_not_the_users_own_gets_nothing(mesh: Mesh, user: int) -> None:
+    # Telegram gives a private chat the user's id; any other id is not the user's own chat.
+    mesh.telegram.user_message(CLAWDIA, user, "hello from elsewhere", chat_id=user + 100_000)
+    mesh.llm.script(text("Hi!"))
+    mesh.telegram.user_message(CLAWDIA, user, "hello")  # after it: answered last
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA)) >= 1, 60)
+    assert [(s.chat_id, s.text) for s in mesh.telegram.sent(CLAWDIA)] == [(user, "Hi!")]
+    assert len(mesh.llm.requests) == 1
+
+
 async def test_a_6000_character_reply_arrives_as_ordered_parts(mesh: Mesh, user: int) -> None:
     paragraphs = [f"Paragraph {n}: " + "word " * 58 for n in range(20)]  # ~300 chars each
     mesh.llm.script(text("\n\n".join(paragraphs)))

@@ -31,6 +31,7 @@ KEY = b"k" * 32
 OTHER_KEY = b"o" * 32
 ACTION = "act_0123456789ab"
 SERVER = "shopping"
+AGENT = "clawdia"
 KIND = "add_item"
 PAYLOAD: dict[str, Any] = {"item": "milk", "quantity": 2}
 MINTED_AT = 1_700_000_000
@@ -56,7 +57,7 @@ def approvals(clock: SteppingClock) -> Approvals:
 
 @pytest.fixture
 def token(approvals: Approvals) -> str:
-    return approvals.mint(ACTION, SERVER, KIND, PAYLOAD)
+    return approvals.mint(ACTION, SERVER, KIND, PAYLOAD, agent=AGENT)
 
 
 # --- Proposal ------------------------------------------------------------------------------
@@ -177,28 +178,28 @@ def test_unicode_text_is_hashed_without_normalisation() -> None:
 
 
 def test_a_minted_token_checks_for_the_same_change(approvals: Approvals, token: str) -> None:
-    approval = approvals.check(token, SERVER, KIND, dict(reversed(PAYLOAD.items())))
+    approval = approvals.check(token, SERVER, KIND, dict(reversed(PAYLOAD.items())), agent=AGENT)
 
-    assert approval == Approval(ACTION, SERVER, KIND, MINTED_AT + 300)
+    assert approval == Approval(ACTION, AGENT, SERVER, KIND, MINTED_AT + 300)
 
 
 def test_a_token_reads_version_action_expiry_and_mac(token: str) -> None:
     version, action_id, expiry, mac = token.split(".")
 
-    assert (version, action_id, expiry) == ("v1", ACTION, str(MINTED_AT + 300))
+    assert (version, action_id, expiry) == ("v2", ACTION, str(MINTED_AT + 300))
     assert len(mac) == 43  # 32 bytes of HMAC-SHA256, base64url without padding
 
 
 def test_a_token_checks_until_its_expiry_second_and_is_refused_after(
     approvals: Approvals, clock: SteppingClock
 ) -> None:
-    token = approvals.mint(ACTION, SERVER, KIND, PAYLOAD, ttl_s=60)
+    token = approvals.mint(ACTION, SERVER, KIND, PAYLOAD, ttl_s=60, agent=AGENT)
 
     clock.now = MINTED_AT + 60
-    assert approvals.check(token, SERVER, KIND, PAYLOAD).expires_at == MINTED_AT + 60
+    assert approvals.check(token, SERVER, KIND, PAYLOAD, agent=AGENT).expires_at == MINTED_AT + 60
     clock.now = MINTED_AT + 60.5
     with pytest.raises(ApprovalRefused, match="expired") as refused:
-        approvals.check(token, SERVER, KIND, PAYLOAD)
+        approvals.check(token, SERVER, KIND, PAYLOAD, agent=AGENT)
     assert "Nothing was changed" in str(refused.value)
 
 
@@ -215,7 +216,7 @@ def test_no_token_is_minted_for_a_malformed_change(
     approvals: Approvals, action_id: str, server: str, kind: str
 ) -> None:
     with pytest.raises(ValueError, match="cannot mint"):
-        approvals.mint(action_id, server, kind, PAYLOAD)
+        approvals.mint(action_id, server, kind, PAYLOAD, agent=AGENT)
 
 
 def test_a_blank_summary_or_a_boolean_ttl_is_refused() -> None:
@@ -241,7 +242,8 @@ def _with_part(token: str, index: int, value: str) -> str:
         pytest.param(lambda t: "", "none was given", id="empty"),
         pytest.param(lambda t: "please-let-me", "none was given", id="garbage"),
         pytest.param(lambda t: t + ".extra", "none was given", id="five-parts"),
-        pytest.param(lambda t: _with_part(t, 0, "v2"), "none was given", id="version"),
+        pytest.param(lambda t: _with_part(t, 0, "v3"), "none was given", id="version"),
+        pytest.param(lambda t: _with_part(t, 0, "v1"), "older format", id="version-1"),
         pytest.param(lambda t: _with_part(t, 1, "act_XYZ"), "none was given", id="short-id"),
         pytest.param(
             lambda t: _with_part(t, 1, "act_0123456789AB"), "none was given", id="upper-id"
@@ -270,7 +272,7 @@ def test_a_forged_or_altered_token_is_refused(
     approvals: Approvals, token: str, forge: Callable[[str], str], reason: str
 ) -> None:
     with pytest.raises(ApprovalRefused, match=reason) as refused:
-        approvals.check(forge(token), SERVER, KIND, PAYLOAD)
+        approvals.check(forge(token), SERVER, KIND, PAYLOAD, agent=AGENT)
     assert "Nothing was changed" in str(refused.value)
 
 
@@ -288,20 +290,41 @@ def test_a_token_for_another_change_is_refused(
     approvals: Approvals, token: str, server: str, kind: str, payload: dict[str, Any]
 ) -> None:
     with pytest.raises(ApprovalRefused, match="does not match") as refused:
-        approvals.check(token, server, kind, payload)
+        approvals.check(token, server, kind, payload, agent=AGENT)
     assert "Nothing was changed" in str(refused.value)
 
 
+@pytest.mark.parametrize(
+    "agent",
+    [
+        pytest.param("bob", id="another-agent"),
+        pytest.param("", id="no-agent"),
+        pytest.param(f'{AGENT}","{SERVER}', id="agent-spelling-other-parts"),
+    ],
+)
+def test_a_token_for_an_action_of_another_agent_is_refused(
+    approvals: Approvals, token: str, agent: str
+) -> None:
+    with pytest.raises(ApprovalRefused, match="another agent") as refused:
+        approvals.check(token, SERVER, KIND, PAYLOAD, agent=agent)
+    assert "Nothing was changed" in str(refused.value)
+
+
+def test_no_token_is_minted_without_an_agent(approvals: Approvals) -> None:
+    with pytest.raises(ValueError, match="cannot mint"):
+        approvals.mint(ACTION, SERVER, KIND, PAYLOAD, agent="")
+
+
 def test_a_token_minted_with_another_key_is_refused(clock: SteppingClock) -> None:
-    foreign = Approvals(OTHER_KEY, clock=clock).mint(ACTION, SERVER, KIND, PAYLOAD)
+    foreign = Approvals(OTHER_KEY, clock=clock).mint(ACTION, SERVER, KIND, PAYLOAD, agent=AGENT)
 
     with pytest.raises(ApprovalRefused, match="another key"):
-        Approvals(KEY, clock=clock).check(foreign, SERVER, KIND, PAYLOAD)
+        Approvals(KEY, clock=clock).check(foreign, SERVER, KIND, PAYLOAD, agent=AGENT)
 
 
 def test_a_refused_token_is_a_model_error(approvals: Approvals) -> None:
     with pytest.raises(ModelError, match="Nothing was changed"):
-        approvals.check("", SERVER, KIND, PAYLOAD)
+        approvals.check("", SERVER, KIND, PAYLOAD, agent=AGENT)
 
 
 def test_an_expired_token_is_refused_even_with_a_valid_mac(
@@ -310,7 +333,7 @@ def test_an_expired_token_is_refused_even_with_a_valid_mac(
     clock.now = MINTED_AT + 301
 
     with pytest.raises(ApprovalRefused, match="tap Confirm again"):
-        approvals.check(token, SERVER, KIND, PAYLOAD)
+        approvals.check(token, SERVER, KIND, PAYLOAD, agent=AGENT)
 
 
 @pytest.mark.parametrize("key", [b"", b"k" * 31])
@@ -374,7 +397,7 @@ def test_a_corrupted_key_file_is_refused(tmp_path: Path) -> None:
 
 # --- confirm_once --------------------------------------------------------------------------
 
-APPROVAL = Approval(ACTION, SERVER, KIND, MINTED_AT + 300)
+APPROVAL = Approval(ACTION, AGENT, SERVER, KIND, MINTED_AT + 300)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -454,7 +477,7 @@ def test_another_action_is_performed_again(db: sqlite3.Connection) -> None:
     perform = AddMilk()
     confirm_once(db, APPROVAL, perform, at=1.0)
 
-    other = Approval("act_ba9876543210", SERVER, KIND, MINTED_AT + 300)
+    other = Approval("act_ba9876543210", AGENT, SERVER, KIND, MINTED_AT + 300)
     confirmed = confirm_once(db, other, perform, at=2.0)
 
     assert confirmed.replayed is False

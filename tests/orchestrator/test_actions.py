@@ -26,6 +26,7 @@ pytestmark = pytest.mark.anyio
 
 CHAT = "4242"
 USER = "4242"
+MESSAGE = "1"  # the message every reply is delivered in, unless a test says otherwise
 ORDERS = (
     "date,item,store,quantity,price\n"
     "2026-10-02,Kirkland Signature Purified Water 40pk,Costco,1,4.99\n"
@@ -78,11 +79,13 @@ async def on_list(app: App, list_name: str = "groceries") -> list[str]:
 class Taps:
     """Taps a button as a user would, keeping what each tap was answered."""
 
-    def __init__(self, app: App, user: str = USER) -> None:
-        self.app, self.user = app, user
+    def __init__(
+        self, app: App, user: str = USER, *, agent: str = "clawdia", chat: str = CHAT
+    ) -> None:
+        self.app, self.user, self.agent, self.chat = app, user, agent, chat
         self.notices: list[str] = []
 
-    async def tap(self, data: str) -> Reply | None:
+    async def tap(self, data: str, message: str | None = MESSAGE) -> Reply | None:
         """The tapped message's new content, None when it was left alone."""
         edits: list[Reply] = []
 
@@ -92,13 +95,20 @@ class Taps:
         async def edit(reply: Reply) -> None:
             edits.append(reply)
 
-        await self.app.dispatcher.on_callback("clawdia", CHAT, self.user, data, answer, edit)
+        await self.app.dispatcher.on_callback(
+            self.agent, self.chat, self.user, message, data, answer, edit
+        )
         assert len(edits) <= 1
         return edits[0] if edits else None
 
 
-async def ask(app: App, message: str) -> Reply:
-    return await app.dispatcher.on_text("clawdia", CHAT, message, user_id=USER)
+async def ask(app: App, message: str, shown_in: str = MESSAGE) -> Reply:
+    """The reply to ``message``, delivered in message ``shown_in``."""
+
+    async def deliver(reply: Reply) -> str:
+        return shown_in
+
+    return await app.dispatcher.on_text("clawdia", CHAT, message, user_id=USER, deliver=deliver)
 
 
 def button(reply: Reply, label: str) -> str:
@@ -302,6 +312,39 @@ async def test_a_tap_from_another_user_changes_nothing(world: World) -> None:
         owner = Taps(app)
         await owner.tap(button(reply, "Add to cart"))  # still pending for its owner
         assert len(await orders(app)) == len(before) + 1
+
+
+@pytest.mark.parametrize(
+    ("tapped_from", "message"),
+    [
+        pytest.param({}, "2", id="another-message"),
+        pytest.param({"agent": "bob"}, MESSAGE, id="another-agent"),
+        pytest.param({"chat": "5001", "user": "5001"}, MESSAGE, id="another-chat"),
+        pytest.param({}, None, id="no-message"),
+    ],
+)
+async def test_a_tap_anywhere_but_where_the_buttons_were_sent_is_refused_and_edits_nothing(
+    world: World, tapped_from: dict[str, str], message: str | None
+) -> None:
+    world.llm.script(
+        calls(
+            call("shopping__propose_add_to_list", name="apples"),
+            call("shopping__propose_add_to_list", name="bread"),
+        ),
+        text("Two things for the list."),
+    )
+    async with shop(world) as app:
+        reply = await ask(app, "add apples and bread")
+        elsewhere = Taps(app, **tapped_from)
+        for label in ("1. ➕ Add", "2. Skip", "Confirm all", "Cancel all"):
+            # Each button's real data, tapped on a message that does not show it.
+            assert await elsewhere.tap(button(reply, label), message) is None
+        assert elsewhere.notices == ["That button is no longer active."] * 4
+        assert await on_list(app) == []
+        owner = Taps(app)
+        edited = await owner.tap(button(reply, "Confirm all"))  # all still pending here
+        assert edited is not None
+        assert sorted(await on_list(app)) == ["apples", "bread"]
 
 
 async def test_the_model_cannot_call_a_confirm_tool_even_when_a_tool_tells_it_to(

@@ -12,6 +12,7 @@ KEY = "pending-actions-test-approval-key-4f1c9e2a7b"  # MESH_APPROVAL_KEY in eve
 AGENT = "clawdia"
 CHAT = "42"
 USER = "7001"
+MESSAGE = "900"  # the Telegram message the batch's buttons are in
 MILK: dict[str, Any] = {
     "kind": "add_item",
     "summary": "Add milk to the shopping list",
@@ -25,23 +26,42 @@ EGGS: dict[str, Any] = {
 
 
 async def stage(
-    client: Client[Any], proposal: dict[str, Any] | None = None, **arguments: Any
+    client: Client[Any],
+    proposal: dict[str, Any] | None = None,
+    *,
+    shown_in: str | None = MESSAGE,
+    **arguments: Any,
 ) -> dict[str, Any]:
-    """Stage ``proposal`` (MILK by default) from the shopping server in AGENT's CHAT."""
+    """Stage ``proposal`` (MILK by default) from the shopping server in AGENT's CHAT, and
+    record its batch as shown in message ``shown_in`` (None: not shown)."""
     defaults = {"agent": AGENT, "chat_id": CHAT, "server": "shopping", "proposal": proposal or MILK}
-    return await call(client, "stage", **{**defaults, **arguments})
+    given = {**defaults, **arguments}
+    staged = await call(client, "stage", **given)
+    if shown_in is not None:
+        where = {"agent": given["agent"], "chat_id": given["chat_id"]}
+        await call(client, "show", batch_id=staged["batch_id"], message_id=shown_in, **where)
+    return staged
+
+
+def tap(**arguments: Any) -> dict[str, Any]:
+    """Where a tap comes from: USER, in AGENT's CHAT, on MESSAGE, unless told otherwise."""
+    return {"user_id": USER, "chat_id": CHAT, "agent": AGENT, "message_id": MESSAGE, **arguments}
 
 
 async def approve(client: Client[Any], action_id: str, **arguments: Any) -> dict[str, Any]:
-    return await call(
-        client, "approve", **{"action_id": action_id, "user_id": USER, "chat_id": CHAT, **arguments}
-    )
+    return await call(client, "approve", action_id=action_id, **tap(**arguments))
 
 
 async def cancel(client: Client[Any], action_id: str, **arguments: Any) -> dict[str, Any]:
-    return await call(
-        client, "cancel", **{"action_id": action_id, "user_id": USER, "chat_id": CHAT, **arguments}
-    )
+    return await call(client, "cancel", action_id=action_id, **tap(**arguments))
+
+
+async def approve_batch(client: Client[Any], batch_id: str, **arguments: Any) -> dict[str, Any]:
+    return await call(client, "approve_batch", batch_id=batch_id, **tap(**arguments))
+
+
+async def cancel_batch(client: Client[Any], batch_id: str, **arguments: Any) -> dict[str, Any]:
+    return await call(client, "cancel_batch", batch_id=batch_id, **tap(**arguments))
 
 
 async def transitions(client: Client[Any], action_id: str) -> list[tuple[str | None, str]]:

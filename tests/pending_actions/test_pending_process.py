@@ -47,12 +47,12 @@ async def test_a_proposal_is_staged_and_approved_over_http_with_the_token(
         )
         assert staged.structured_content is not None
         action_id = staged.structured_content["action_id"]
-        approved = await client.call_tool(
-            "approve", {"action_id": action_id, "user_id": USER, "chat_id": CHAT}
-        )
-        again = await client.call_tool(
-            "approve", {"action_id": action_id, "user_id": USER, "chat_id": CHAT}
-        )
+        where = {"agent": AGENT, "chat_id": CHAT}
+        batch_id = staged.structured_content["batch_id"]
+        await client.call_tool("show", {"batch_id": batch_id, "message_id": "900", **where})
+        tap = {"action_id": action_id, "user_id": USER, "message_id": "900", **where}
+        approved = await client.call_tool("approve", tap)
+        again = await client.call_tool("approve", tap)
 
     assert (health.status_code, health.json()["checks"]) == (
         200,
@@ -66,7 +66,11 @@ async def test_a_proposal_is_staged_and_approved_over_http_with_the_token(
     assert approved.structured_content is not None
     assert approved.structured_content["ok"] is True
     Approvals(KEY.encode()).check(
-        approved.structured_content["approval"], "shopping", "add_item", MILK["payload"]
+        approved.structured_content["approval"],
+        "shopping",
+        "add_item",
+        MILK["payload"],
+        agent=AGENT,
     )
     assert again.structured_content is not None
     assert (again.structured_content["ok"], again.structured_content["state"]) == (

@@ -11,7 +11,7 @@ from fakes.tool_calls import call
 from mcp_pending_actions.server import build_server
 from mcp_pending_actions.settings import PendingSettings
 from meshkit.proposals import Approvals
-from pending_actions.calls import MILK, USER, approve, cancel, stage, transitions
+from pending_actions.calls import AGENT, MILK, USER, approve, cancel, stage, transitions
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +34,7 @@ async def test_ten_approvals_at_once_let_exactly_one_through(
     [winner] = [d for d in decisions if d["ok"]]
     losers = [(d["state"], d["reason"], d["approval"]) for d in decisions if not d["ok"]]
     assert losers == [("executing", "being done right now", None)] * (TAPS - 1)
-    approvals.check(winner["approval"], "shopping", "add_item", MILK["payload"])
+    approvals.check(winner["approval"], "shopping", "add_item", MILK["payload"], agent=AGENT)
     assert await transitions(client, action_id) == [(None, "pending"), ("pending", "executing")]
 
 
@@ -97,7 +97,7 @@ async def test_an_action_stuck_executing_past_the_lease_can_be_approved_again(
     assert (elsewhere["ok"], elsewhere["reason"]) == (False, "not found")
     assert (resumed["ok"], resumed["resumed"], resumed["state"]) == (True, True, "executing")
     assert resumed["approval"] != first["approval"]
-    approvals.check(resumed["approval"], "shopping", "add_item", MILK["payload"])
+    approvals.check(resumed["approval"], "shopping", "add_item", MILK["payload"], agent=AGENT)
     assert (twice["ok"], twice["reason"]) == (False, "being done right now")
     assert done["state"] == "done"
     history = await call(client, "history", action_id=action_id)
@@ -126,7 +126,7 @@ async def test_a_restart_between_stage_and_approve_loses_nothing(
         batch = await call(after, "get_batch", batch_id=staged["batch_id"])
 
     assert approved["ok"] is True
-    approvals.check(approved["approval"], "shopping", "add_item", MILK["payload"])
+    approvals.check(approved["approval"], "shopping", "add_item", MILK["payload"], agent=AGENT)
     assert (again["ok"], again["state"]) == (False, "executing")
     assert batch["text"] == "Shall I add milk?"
     assert [a["state"] for a in batch["actions"]] == ["executing"]

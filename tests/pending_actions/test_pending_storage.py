@@ -124,7 +124,7 @@ async def test_without_an_approval_key_in_the_environment_one_is_made_in_the_dat
     key_file = settings.data_dir / KEY_FILE
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     approvals = Approvals(load_approval_key(settings.data_dir), clock=clock)
-    approvals.check(decision["approval"], "shopping", "add_item", MILK["payload"])
+    approvals.check(decision["approval"], "shopping", "add_item", MILK["payload"], agent=AGENT)
 
 
 async def test_a_short_approval_key_stops_startup_naming_the_variable(
@@ -168,3 +168,33 @@ async def test_embedded_mode_builds_the_server_from_the_environment(
     assert [a["expires_at"] for a in listed["actions"]] == [staged["expires_at"]]
     assert listed["actions"][0]["expires_at"] - listed["actions"][0]["created_at"] == 600
     assert (tmp_path / "pending_actions.sqlite3").is_file()
+
+
+async def test_a_database_from_before_messages_were_recorded_opens_and_its_buttons_take_no_tap(
+    settings: PendingSettings, clock: Clock
+) -> None:
+    # The schema as it was before the ``shown`` table, with a batch staged then.
+    before_shown = PendingStore.SCHEMA.split("CREATE TABLE IF NOT EXISTS shown")[0]
+    settings.db_path.parent.mkdir(parents=True)
+    with closing(sqlite3.connect(settings.db_path)) as db:
+        db.executescript(f"{before_shown} PRAGMA user_version = 1;")
+        db.execute(
+            "INSERT INTO batches VALUES ('bat_0123456789ab', ?, ?, 'Milk?', ?)",
+            (AGENT, CHAT, clock.now),
+        )
+        db.execute(
+            "INSERT INTO actions VALUES ('act_0123456789ab', 'bat_0123456789ab', ?, ?, NULL,"
+            " 'shopping', 'add_item', 'Add milk', '{}', 'OK', 'No', 'pending', ?, ?, ?,"
+            " NULL, NULL)",
+            (AGENT, CHAT, clock.now, clock.now + 60, clock.now),
+        )
+        db.commit()
+
+    async with Client(build_server(settings, clock=clock)) as client:
+        listed = await call(client, "list_pending", agent=AGENT, chat_id=CHAT)
+        approved = await approve(client, "act_0123456789ab", message_id="1")
+        batch = await call(client, "get_batch", batch_id="bat_0123456789ab")
+
+    assert [a["action_id"] for a in listed["actions"]] == ["act_0123456789ab"]
+    assert (approved["ok"], approved["reason"]) == (False, "not found")
+    assert (batch["message_id"], batch["actions"][0]["state"]) == (None, "pending")

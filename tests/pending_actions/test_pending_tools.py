@@ -8,7 +8,21 @@ from fastmcp import Client
 from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
 from meshkit.proposals import ApprovalRefused, Approvals
-from pending_actions.calls import AGENT, CHAT, EGGS, MILK, USER, approve, cancel, stage, transitions
+from pending_actions.calls import (
+    AGENT,
+    CHAT,
+    EGGS,
+    MESSAGE,
+    MILK,
+    USER,
+    approve,
+    approve_batch,
+    cancel,
+    cancel_batch,
+    stage,
+    tap,
+    transitions,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -18,6 +32,7 @@ TOOLS = {
     "cancel",
     "approve_batch",
     "cancel_batch",
+    "show",
     "complete",
     "fail",
     "list_pending",
@@ -48,6 +63,7 @@ async def test_every_tool_is_internal_with_honest_hints(client: Client[Any]) -> 
         "cancel": (False, True),
         "approve_batch": (False, False),
         "cancel_batch": (False, True),
+        "show": (False, True),
         "complete": (False, False),
         "fail": (False, False),
         "list_pending": (True, True),
@@ -81,10 +97,12 @@ async def test_an_approved_action_carries_a_token_the_confirm_tool_accepts(
         "add_item",
         MILK["payload"],
     )
-    approval = approvals.check(decision["approval"], "shopping", "add_item", MILK["payload"])
+    approval = approvals.check(
+        decision["approval"], "shopping", "add_item", MILK["payload"], agent=AGENT
+    )
     assert approval.action_id == action_id
     with pytest.raises(ApprovalRefused):
-        approvals.check(decision["approval"], "shopping", "add_item", EGGS["payload"])
+        approvals.check(decision["approval"], "shopping", "add_item", EGGS["payload"], agent=AGENT)
 
 
 async def test_a_completed_action_shows_its_result_in_its_batch(client: Client[Any]) -> None:
@@ -114,9 +132,7 @@ async def test_a_decision_carries_its_batch_as_it_stands_after_it(client: Client
         (first["action_id"], "executing"),
         (second["action_id"], "pending"),
     ]
-    cancelled = await call(
-        client, "cancel_batch", batch_id=first["batch_id"], user_id=USER, chat_id=CHAT
-    )
+    cancelled = await cancel_batch(client, first["batch_id"])
     assert [a["state"] for a in cancelled["batch"]["actions"]] == ["executing", "cancelled"]
     assert all(d.get("batch") is None for d in cancelled["decisions"])
 
@@ -283,7 +299,7 @@ async def test_an_action_staged_without_a_user_may_be_decided_by_anyone_in_its_c
 ) -> None:
     action_id = (await stage(client))["action_id"]
 
-    assert (await cancel(client, action_id, user_id="7002", chat_id=None))["ok"] is True
+    assert (await cancel(client, action_id, user_id="7002"))["ok"] is True
 
 
 @pytest.mark.parametrize(
@@ -300,6 +316,83 @@ async def test_an_unknown_or_malformed_id_is_not_found(client: Client[Any], acti
             "not found",
         )
         assert decision["action_id"] == action_id
+
+
+# Where a tap is taken from: the agent, chat and message its buttons were sent in
+
+
+@pytest.mark.parametrize(
+    "tapped_from",
+    [
+        pytest.param({"message_id": "901"}, id="another-message"),
+        pytest.param({"agent": "bob"}, id="another-agent"),
+        pytest.param({"agent": "bob", "message_id": "901"}, id="another-agent-and-message"),
+        pytest.param({"chat_id": "43"}, id="another-chat"),
+    ],
+)
+async def test_a_tap_from_anywhere_but_where_the_buttons_were_sent_is_not_found(
+    client: Client[Any], tapped_from: dict[str, str]
+) -> None:
+    first = await stage(client, MILK, user_id=USER)
+    second = await stage(client, EGGS, batch_id=first["batch_id"], user_id=USER)
+
+    decisions = [
+        await approve(client, first["action_id"], **tapped_from),
+        await cancel(client, second["action_id"], **tapped_from),
+    ]
+    batches = [
+        await approve_batch(client, first["batch_id"], **tapped_from),
+        await cancel_batch(client, first["batch_id"], **tapped_from),
+    ]
+
+    for decision in decisions:
+        assert (decision["ok"], decision["state"], decision["reason"]) == (
+            False,
+            "unknown",
+            "not found",
+        )
+        assert (decision["batch_id"], decision["approval"], decision["batch"]) == (None,) * 3
+    assert [(b["decisions"], b["batch"]) for b in batches] == [([], None), ([], None)]
+    for staged in (first, second):
+        assert await transitions(client, staged["action_id"]) == [(None, "pending")]
+    assert (await approve_batch(client, first["batch_id"]))["batch"]["message_id"] == MESSAGE
+
+
+async def test_a_batch_not_shown_in_any_message_takes_no_tap(client: Client[Any]) -> None:
+    staged = await stage(client, shown_in=None)
+
+    approved = await approve(client, staged["action_id"])
+    batch = await approve_batch(client, staged["batch_id"])
+    await call(
+        client, "show", agent=AGENT, chat_id=CHAT, batch_id=staged["batch_id"], message_id="5"
+    )
+    after_show = await approve(client, staged["action_id"], message_id="5")
+
+    assert (approved["ok"], approved["reason"]) == (False, "not found")
+    assert batch["decisions"] == []
+    assert (after_show["ok"], after_show["state"]) == (True, "executing")
+
+
+async def test_a_batch_is_shown_in_one_message_of_its_own_chat(client: Client[Any]) -> None:
+    staged = await stage(client)
+    batch_id = staged["batch_id"]
+    where = {"agent": AGENT, "chat_id": CHAT, "batch_id": batch_id}
+
+    again = await call(client, "show", message_id=MESSAGE, **where)
+    moved = await call_error(client, "show", **{**where, "message_id": "901"})
+    other_agent = await call_error(client, "show", **{**where, "agent": "bob", "message_id": "7"})
+    other_chat = await call_error(client, "show", **{**where, "chat_id": "43", "message_id": "7"})
+    unknown = await call_error(
+        client, "show", **{**where, "batch_id": "bat_000000000000", "message_id": "7"}
+    )
+
+    assert (again["batch_id"], again["message_id"]) == (batch_id, MESSAGE)
+    assert moved.startswith(f"Batch {batch_id} is shown in message {MESSAGE} already")
+    for error in (other_agent, other_chat):
+        assert error.startswith(f"There is no batch '{batch_id}' of this agent in this chat")
+    assert unknown.startswith("There is no batch 'bat_000000000000'")
+    assert (await call(client, "get_batch", batch_id=batch_id))["message_id"] == MESSAGE
+    assert (await approve(client, staged["action_id"], message_id="901"))["reason"] == "not found"
 
 
 # Batches
@@ -336,7 +429,7 @@ async def test_approve_batch_approves_the_pending_actions_and_reports_the_others
     await call(client, "complete", action_id=ids[1], result={"added": "eggs"})
     clock.advance(60)
 
-    result = await call(client, "approve_batch", batch_id=batch_id, user_id=USER, chat_id=CHAT)
+    result = await approve_batch(client, batch_id)
 
     decisions = result["decisions"]
     assert result["batch_id"] == batch_id
@@ -347,8 +440,8 @@ async def test_approve_batch_approves_the_pending_actions_and_reports_the_others
         (False, "done", "already done"),
         (True, "executing", None),
     ]
-    approvals.check(decisions[3]["approval"], "shopping", "add_item", EGGS["payload"])
-    again = await call(client, "approve_batch", batch_id=batch_id, user_id=USER, chat_id=CHAT)
+    approvals.check(decisions[3]["approval"], "shopping", "add_item", EGGS["payload"], agent=AGENT)
+    again = await approve_batch(client, batch_id)
     assert [d["ok"] for d in again["decisions"]] == [False] * 4
 
 
@@ -360,7 +453,7 @@ async def test_cancel_batch_cancels_the_pending_actions_and_reports_the_others(
     second = (await stage(client, EGGS, batch_id=batch_id))["action_id"]
     await approve(client, first["action_id"])
 
-    result = await call(client, "cancel_batch", batch_id=batch_id, user_id=USER)
+    result = await cancel_batch(client, batch_id)
 
     assert [(d["action_id"], d["ok"], d["state"]) for d in result["decisions"]] == [
         (first["action_id"], False, "executing"),
@@ -372,15 +465,9 @@ async def test_cancel_batch_cancels_the_pending_actions_and_reports_the_others(
 async def test_a_batch_of_another_chat_gets_no_decisions(client: Client[Any]) -> None:
     staged = await stage(client)
 
-    approved = await call(
-        client, "approve_batch", batch_id=staged["batch_id"], user_id=USER, chat_id="43"
-    )
-    cancelled = await call(
-        client, "cancel_batch", batch_id=staged["batch_id"], user_id=USER, chat_id="43"
-    )
-    unknown = await call(
-        client, "approve_batch", batch_id="bat_000000000000", user_id=USER, chat_id=CHAT
-    )
+    approved = await approve_batch(client, staged["batch_id"], chat_id="43")
+    cancelled = await cancel_batch(client, staged["batch_id"], chat_id="43")
+    unknown = await approve_batch(client, "bat_000000000000")
 
     assert approved["decisions"] == cancelled["decisions"] == unknown["decisions"] == []
     assert await transitions(client, staged["action_id"]) == [(None, "pending")]
@@ -551,16 +638,20 @@ async def test_bad_stage_arguments_are_clear_errors(
 @pytest.mark.parametrize(
     ("tool", "arguments"),
     [
-        ("approve", {"action_id": "", "user_id": USER, "chat_id": CHAT}),
-        ("approve", {"action_id": "act_000000000000", "user_id": " ", "chat_id": CHAT}),
-        ("approve", {"action_id": "act_000000000000", "user_id": USER}),
-        ("cancel", {"action_id": "x" * 101, "user_id": USER}),
+        ("approve", {"action_id": "", **tap()}),
+        ("approve", {"action_id": "act_000000000000", **tap(user_id=" ")}),
+        ("approve", {"action_id": "act_000000000000", **tap(message_id=" ")}),
+        ("approve", {"action_id": "act_000000000000", "user_id": USER, "chat_id": CHAT}),
+        ("cancel", {"action_id": "x" * 101, **tap()}),
+        ("cancel", {"action_id": "act_000000000000", "user_id": USER}),
         ("complete", {"action_id": "act_000000000000", "result": "done"}),
         ("complete", {"action_id": "act_000000000000", "result": {"x": "y" * 64_000}}),
         ("fail", {"action_id": "act_000000000000", "error": ""}),
         ("fail", {"action_id": "act_000000000000", "error": "x" * 2001}),
         ("list_pending", {"agent": AGENT, "chat_id": " "}),
         ("approve_batch", {"batch_id": "bat_000000000000", "user_id": USER}),
+        ("cancel_batch", {"batch_id": "bat_000000000000", **tap(agent="")}),
+        ("show", {"batch_id": "bat_000000000000", "agent": AGENT, "chat_id": CHAT}),
     ],
 )
 async def test_bad_arguments_are_tool_errors(

@@ -41,9 +41,14 @@ def mint(
     *,
     action_id: str = ACTION,
     key: str = KEY,
+    agent: str | None = None,
 ) -> str:
-    """An approval token, as pending-actions mints it when the user taps Confirm."""
-    return Approvals(key.encode(), clock=clock).mint(action_id, "shopping", kind, payload)
+    """An approval token, as pending-actions mints it when the user taps Confirm on an
+    action ``agent`` staged (by default the payload's agent, as the producer filled it in)."""
+    staged_by = payload["agent"] if agent is None else agent
+    return Approvals(key.encode(), clock=clock).mint(
+        action_id, "shopping", kind, payload, agent=staged_by
+    )
 
 
 def action_id() -> str:

@@ -8,6 +8,8 @@ from fastmcp import Client
 
 from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
+from mcp_pending_actions.server import build_server as build_pending_actions
+from mcp_pending_actions.settings import PendingSettings
 from mcp_shopping.server import build_server
 from mcp_shopping.settings import ShoppingSettings
 from shopping.calls import ACTION, KEY, TODAY, WATER, add, approve, mint, propose, snapshot
@@ -170,11 +172,13 @@ def refused_token(case: str, clock: Clock, proposal: dict[str, Any]) -> str | No
     if case == "empty":
         return ""
     if case == "garbage":
-        return "v1.act_0123456789ab.99999999999.not-a-mac"
+        return "v2.act_0123456789ab.99999999999.not-a-mac"
     if case == "other payload":
         return mint(clock, "add_to_list", {**payload, "quantity": 1})
     if case == "other kind":
         return mint(clock, "remove_from_list", payload)
+    if case == "other agent":  # staged by another agent's bot, on this agent's payload
+        return mint(clock, "add_to_list", payload, agent="bob")
     if case == "other key":
         return mint(clock, "add_to_list", payload, key="another-key-of-the-right-length-0123456")
     assert case == "expired"
@@ -192,6 +196,7 @@ def refused_token(case: str, clock: Clock, proposal: dict[str, Any]) -> str | No
         ("other payload", "does not match this change"),
         ("other kind", "does not match this change"),
         ("other key", "does not match this change"),
+        ("other agent", "does not match this change"),
         ("expired", "has expired"),
     ],
 )
@@ -214,6 +219,29 @@ async def test_a_confirm_without_a_valid_approval_changes_nothing(
     assert why in message
     assert snapshot(settings.db_path) == before
     assert KEY not in message
+
+
+async def test_a_token_for_an_action_another_agent_staged_is_refused(
+    client: Client[Any], clock: Clock, settings: ShoppingSettings, proposal: dict[str, Any]
+) -> None:
+    # Agent "default"'s proposal, staged by bob's bot (a caller holding the mesh
+    # credential could do so) and approved by a tap in bob's chat, where its buttons were.
+    before = snapshot(settings.db_path)
+    pending_settings = PendingSettings(data_dir=settings.data_dir.parent / "pending")
+    bob = {"agent": "bob", "chat_id": "42"}
+    async with Client(build_pending_actions(pending_settings, clock=clock)) as pending:
+        staged = await call(pending, "stage", server="shopping", proposal=proposal, **bob)
+        await call(pending, "show", batch_id=staged["batch_id"], message_id="9", **bob)
+        tap = {"user_id": "42", "message_id": "9", **bob}
+        decision = await call(pending, "approve", action_id=staged["action_id"], **tap)
+    assert decision["ok"] is True
+
+    message = await call_error(
+        client, "confirm_add_to_list", payload=decision["payload"], approval=decision["approval"]
+    )
+
+    assert "does not match this change (another change, another agent" in message
+    assert snapshot(settings.db_path) == before
 
 
 async def test_a_tampered_payload_is_refused(

@@ -4,13 +4,20 @@
     tap ──► pending-actions.approve ──token──► <server>.confirm_<kind>(payload, approval)
 
 - A ``producer`` tool returns a :class:`Proposal` and changes nothing.
-- pending-actions signs an approval token when the user taps Confirm: HMAC-SHA256 with
-  ``MESH_APPROVAL_KEY`` over the action id, server, kind, payload hash and expiry.
-- A ``confirm`` tool checks the token with :class:`Approvals` and performs the change
-  inside :func:`confirm_once`, which records the action id in the same SQLite transaction:
-  a replayed token returns the first result and changes nothing twice. A model (or another
-  MCP client) that calls a confirm tool without a token minted by pending-actions for
-  exactly this payload gets :class:`ApprovalRefused`.
+- pending-actions signs an approval token when the user taps Confirm:
+
+      v2.<action id>.<expiry, unix s>.<base64url HMAC-SHA256, unpadded>
+
+  keyed with ``MESH_APPROVAL_KEY``, over the JSON array ``["v2", action id, agent, server,
+  kind, payload hash, expiry]``. The agent is the one the action was staged for (the bot
+  whose chat showed its buttons); it is bound, not written out: the confirm tool names the
+  agent it acts for, and a token minted for another agent does not match.
+- A ``confirm`` tool checks the token with :class:`Approvals`, giving the agent its payload
+  acts on, and performs the change inside :func:`confirm_once`, which records the action
+  id in the same SQLite transaction: a replayed token returns the first result and changes
+  nothing twice. A model (or another MCP client) that calls a confirm tool without a token
+  minted by pending-actions for exactly this payload and this agent gets
+  :class:`ApprovalRefused`.
 """
 
 from __future__ import annotations
@@ -46,7 +53,7 @@ _EXPIRY = re.compile(r"[0-9]{1,12}")
 KEY_ENV = "MESH_APPROVAL_KEY"
 KEY_FILE = "approval_key"
 MIN_KEY_CHARS = 32
-TOKEN_VERSION = "v1"  # noqa: S105 (a format version, not a secret)
+TOKEN_VERSION = "v2"  # noqa: S105 (a format version, not a secret; v1 did not bind the agent)
 APPROVAL_TTL_S = 300  # how long a minted token may take to reach the confirm tool
 NOT_DONE_NOTE = (
     "Nothing has changed yet: the user sees this under your reply, with buttons to "
@@ -95,6 +102,7 @@ class Approval:
     """What a valid token vouches for."""
 
     action_id: str
+    agent: str
     server: str
     kind: str
     expires_at: int
@@ -103,9 +111,9 @@ class Approval:
 class Approvals:
     """Mints (pending-actions) and checks (confirm tools) approval tokens.
 
-    A token is ``v1.<action id>.<expiry, unix s>.<base64url HMAC>``; the HMAC covers the
-    action id, server, kind, payload hash and expiry, so any change to one of them, or a
-    token minted with another key, is refused.
+    A token is ``v2.<action id>.<expiry, unix s>.<base64url HMAC>``; the HMAC covers the
+    action id, agent, server, kind, payload hash and expiry, so any change to one of them
+    (another agent's payload included), or a token minted with another key, is refused.
     """
 
     def __init__(self, key: bytes, *, clock: Callable[[], float] = time.time) -> None:
@@ -121,18 +129,33 @@ class Approvals:
         kind: str,
         payload: dict[str, Any],
         ttl_s: int = APPROVAL_TTL_S,
+        *,
+        agent: str,
     ) -> str:
+        """A token for ``agent``'s action ``action_id``: ``server``'s confirm_<kind> on
+        exactly ``payload``."""
         if not (
-            _ACTION_ID.fullmatch(action_id) and _SERVER.fullmatch(server) and _KIND.fullmatch(kind)
+            _ACTION_ID.fullmatch(action_id)
+            and _SERVER.fullmatch(server)
+            and _KIND.fullmatch(kind)
+            and agent
         ):
             raise ValueError(f"cannot mint a token for {action_id!r} {server!r} {kind!r}")
         expires_at = int(self._clock()) + ttl_s
-        mac = self._mac(action_id, server, kind, payload_hash(payload), expires_at)
+        mac = self._mac(action_id, agent, server, kind, payload_hash(payload), expires_at)
         return f"{TOKEN_VERSION}.{action_id}.{expires_at}.{mac}"
 
-    def check(self, token: str, server: str, kind: str, payload: dict[str, Any]) -> Approval:
-        """The approval ``token`` grants for this exact change; ApprovalRefused otherwise."""
+    def check(
+        self, token: str, server: str, kind: str, payload: dict[str, Any], *, agent: str
+    ) -> Approval:
+        """The approval ``token`` grants for this exact change, acting for ``agent`` (the
+        agent the payload acts on); ApprovalRefused otherwise."""
         parts = token.split(".") if isinstance(token, str) else []
+        if len(parts) == 4 and parts[0] == "v1":
+            raise ApprovalRefused(
+                "The approval token is of an older format, minted before an update; the "
+                "user must tap Confirm again. Nothing was changed."
+            )
         if len(parts) != 4 or parts[0] != TOKEN_VERSION or not _ACTION_ID.fullmatch(parts[1]):
             raise ApprovalRefused(
                 "This change needs an approval token from a user's Confirm tap; "
@@ -145,21 +168,25 @@ class Approvals:
             raise ApprovalRefused(
                 f"No approval can exist for {server}/{kind}. Nothing was changed."
             )
-        expected = self._mac(action_id, server, kind, payload_hash(payload), int(expiry))
+        expected = self._mac(action_id, agent, server, kind, payload_hash(payload), int(expiry))
         if not hmac.compare_digest(expected, mac):
             raise ApprovalRefused(
                 "The approval token does not match this change (another change, another "
-                "key, or altered data). Nothing was changed."
+                "agent, another key, or altered data). Nothing was changed."
             )
         if int(expiry) < self._clock():
             raise ApprovalRefused(
                 "The approval token has expired; the user must tap Confirm again. "
                 "Nothing was changed."
             )
-        return Approval(action_id, server, kind, int(expiry))
+        return Approval(action_id, agent, server, kind, int(expiry))
 
-    def _mac(self, action_id: str, server: str, kind: str, digest: str, expires_at: int) -> str:
-        message = "\n".join([TOKEN_VERSION, action_id, server, kind, digest, str(expires_at)])
+    def _mac(  # noqa: PLR0917 (every part of what the token vouches for)
+        self, action_id: str, agent: str, server: str, kind: str, digest: str, expires_at: int
+    ) -> str:
+        # A JSON array: the agent is free text, and no choice of it can pass for other parts.
+        parts = [TOKEN_VERSION, action_id, agent, server, kind, digest, expires_at]
+        message = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
         raw = hmac.new(self._key, message.encode(), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 

@@ -54,6 +54,11 @@ class BatchView(BaseModel):
     agent: str
     chat_id: str
     text: str | None = Field(description="The message text the buttons sit under, if staged")
+    message_id: str | None = Field(
+        default=None,
+        description="The message that shows the buttons (show); null until recorded, and "
+        "then no tap is taken",
+    )
     actions: list[ActionView] = Field(description="In staging order")
 
 
@@ -95,7 +100,8 @@ class Decision(BaseModel):
 class BatchDecisions(BaseModel):
     batch_id: str
     decisions: list[Decision] = Field(
-        description="One per action in staging order; empty when no such batch is in this chat"
+        description="One per action in staging order; empty when no such batch is shown in "
+        "this message"
     )
     batch: BatchView | None = Field(
         default=None, description="The batch after the decisions; null when not found"

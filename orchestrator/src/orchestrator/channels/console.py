@@ -1,7 +1,9 @@
 """The console channel: a terminal conversation through the same dispatch as Telegram.
 
 Buttons are shown as numbered choices; typing the number taps the button, and the
-message's new lines are shown (not the whole answer again). On a terminal, "thinking…"
+message's new lines are shown (not the whole answer again). Each answer shown is a
+message with a number of its own, so a choice taps the buttons of the message they
+were shown with, as on Telegram. On a terminal, "thinking…"
 stands on the line while the model works, replaced by the tool lines and the answer.
 """
 
@@ -72,6 +74,7 @@ class Console:
         self._logs = logs
         self._choices: list[Button] = []
         self._shown: list[str] = []  # the lines of the message the choices belong to
+        self._messages = 0  # answers shown so far: the last one's number is its message id
         self._thinking = False
 
     async def run(self, lines: AsyncIterator[str]) -> None:
@@ -94,18 +97,37 @@ class Console:
     async def _handle(self, line: str) -> None:
         if self._choices and line.isdigit() and 1 <= int(line) <= len(self._choices):
             button = self._choices[int(line) - 1]
+            message_id = str(self._messages)  # the choices are those of the last answer
             await self._dispatcher.on_callback(
-                self._agent_id, CHAT_ID, USER_ID, button.data, self._notice, self._edited
+                self._agent_id,
+                CHAT_ID,
+                USER_ID,
+                message_id,
+                button.data,
+                self._notice,
+                self._edited,
             )
             return
         self._set_thinking(True)
         try:
             reply = await self._dispatcher.on_text(
-                self._agent_id, CHAT_ID, line, observe=self._show_tool, user_id=USER_ID
+                self._agent_id,
+                CHAT_ID,
+                line,
+                observe=self._show_tool,
+                user_id=USER_ID,
+                deliver=self._deliver,
             )
         finally:
             self._set_thinking(False)
+        if not reply.text:
+            self._show(reply)  # nothing was delivered: no choices stand any more
+
+    async def _deliver(self, reply: Reply) -> str:
+        """An answer, shown as a new message; its id."""
         self._show(reply)
+        self._messages += 1
+        return str(self._messages)
 
     async def _edited(self, reply: Reply) -> None:
         """A tapped message changed: its new lines only, then its choices again."""

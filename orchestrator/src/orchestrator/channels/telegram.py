@@ -3,7 +3,7 @@
     next_updates (long poll) ─► gate ─► per-chat queue ─► dispatch ─► send_message ─► ack
 
 - The gate drops, silently and with a log line, anything not from an allowed user
-  in a private chat (acked, so it is not handed over again).
+  in their own private chat (chat id = user id; acked, so it is not handed over again).
 - Turns are serial within a chat and concurrent across chats and agents; ``/stop``
   skips the queue and cancels the chat's running turn. "typing…" shows from 0.3 s
   into a turn, refreshed every 4 s.
@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from meshkit.wire.telegram_io import InboxUpdate
+from meshkit.wire.telegram_io import InboxUpdate, Sent
 from orchestrator.channels.telegram_io import (
     TelegramIO,
     TelegramIOFailed,
@@ -194,9 +194,15 @@ class TelegramChannel:
             with typing:
                 await self._keep_typing(agent, chat)
 
-        async def deliver(reply: Reply) -> None:
+        async def deliver(reply: Reply) -> str | None:
             typing.cancel()  # the answer is here: no more "typing…"
-            await self._send(agent, update, reply)
+            sent = await self._send(agent, update, reply)
+            shown_in = sent.message_ids[-1] if sent.message_ids else None  # buttons: last part
+            if sent.duplicate and reply.buttons and shown_in is not None:
+                # A turn redone after a crash: the message shows the first try's buttons,
+                # which were never recorded as shown there. This try's replace them.
+                await self._best_effort(self._io.edit(agent, chat, shown_in, reply))
+            return None if shown_in is None else str(shown_in)
 
         failed: TelegramIOFailed | None = None
         async with anyio.create_task_group() as turn:
@@ -236,7 +242,8 @@ class TelegramChannel:
                 logger.warning("update %s: the message could not be edited (%s)", update.id, error)
 
         user, data = str(update.user_id), update.callback_data or ""
-        await self._dispatcher.on_callback(agent, chat, user, data, answer, edit)
+        shown_in = None if update.message_id is None else str(update.message_id)
+        await self._dispatcher.on_callback(agent, chat, user, shown_in, data, answer, edit)
         if not answered:
             await answer("")
 
@@ -251,13 +258,13 @@ class TelegramChannel:
             await self._best_effort(self._io.typing(agent, chat))
             await self._sleep(self._typing_every_s)
 
-    async def _send(self, agent: str, update: InboxUpdate, reply: Reply) -> None:
+    async def _send(self, agent: str, update: InboxUpdate, reply: Reply) -> Sent:
         chat, key = str(update.chat_id), f"reply:{update.id}"
         try:
-            await self._io.send(agent, chat, reply, key)
+            return await self._io.send(agent, chat, reply, key)
         except TelegramIOUnavailable:
             # The key makes a second try safe: parts already delivered are not sent again.
-            await self._io.send(agent, chat, reply, key)
+            return await self._io.send(agent, chat, reply, key)
 
     async def _finish(self, uid: str) -> None:
         await self._ack(uid)
@@ -289,4 +296,5 @@ class TelegramChannel:
 
 
 def _allowed(runtime: AgentRuntime, update: InboxUpdate) -> bool:
-    return update.chat_type == "private" and update.user_id in runtime.agent.entry.allowed_user_ids
+    private = update.chat_type == "private" and update.chat_id == update.user_id  # their own
+    return private and update.user_id in runtime.agent.entry.allowed_user_ids

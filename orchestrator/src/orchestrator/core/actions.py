@@ -2,20 +2,24 @@
 
     turn ─► proposals in producer tools' results ─► pending-actions stage (one batch)
          ─► reply: the model's text, each change's summary (the server's words, not the
-            model's), and buttons
-    tap  ─► answer it ─► approve / cancel (pending-actions decides, atomically)
+            model's), and buttons ─► sent ─► pending-actions show (the message they are in)
+    tap  ─► answer it ─► approve / cancel (pending-actions decides, atomically, and only
+            for the agent, chat and message the buttons were sent in)
          ─► <server>.confirm_<kind>(payload, approval) ─► complete / fail
          ─► the message edited to show each outcome; the conversation told
 
 No model is involved in a tap. Double taps, taps after cancel or expiry, and forged
 data get a clear answer and never a second execution: pending-actions lets one
-approval through, and the confirm tool performs an action id once. The pending-actions
+approval through, and the confirm tool performs an action id once. A tap carrying the
+id of an action shown elsewhere (another bot, chat or message) is "not found": answered,
+nothing done, no message edited. The pending-actions
 server is the registry's server with ``role: pending-actions``.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -44,8 +48,13 @@ NOT_STAGED = (
     "unavailable), so nothing will change. Ask me again in a moment."
 )
 
+# Waits between tries to record where a batch is shown (a server restart takes seconds).
+SHOW_RETRY_S = (1.0, 2.0, 4.0, 8.0)
+
 Answer = Callable[[str], Coroutine[Any, Any, None]]
 Edit = Callable[[Reply], Coroutine[Any, Any, None]]
+# Sends a reply; the id of the message its buttons are in (None: not known).
+Deliver = Callable[[Reply], Coroutine[Any, Any, str | None]]
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -91,6 +100,9 @@ class ActionDesk:
         self._registry = registry
         self._conversation = conversation
         self._pending = RoleClient(registry, "pending-actions")
+        # Held from sending a batch's buttons until pending-actions knows their message,
+        # so a tap that comes back at once is not refused for a message not recorded yet.
+        self._showing: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
 
     async def stage(
         self,
@@ -132,10 +144,49 @@ class ActionDesk:
         assert batch_id is not None
         return render(text, batch_id, lines)
 
-    async def tap(  # noqa: PLR0917 (who, what, and the two ways back)
-        self, agent: str, chat_id: str, user_id: str, data: str, answer: Answer, edit: Edit
+    async def present(self, agent: str, chat_id: str, reply: Reply, deliver: Deliver) -> None:
+        """Send a reply with a batch's buttons and record the message they are in: taps are
+        taken from that message only. Unrecorded (no message id, pending-actions down), the
+        buttons answer that they are no longer active."""
+        async with self._showing[(agent, chat_id)]:
+            message_id = await deliver(reply)
+            if reply.batch_id is None:
+                return
+            if message_id is None:
+                logger.warning("batch %s: sent, but its message id is unknown", reply.batch_id)
+                return
+            shown = {"agent": agent, "chat_id": chat_id, "message_id": message_id}
+            await self._show({"batch_id": reply.batch_id, **shown})
+
+    async def _show(self, arguments: dict[str, str]) -> None:
+        """Record where a batch is shown, trying again while pending-actions is restarting:
+        the buttons are on the user's screen already, and work only once it is recorded."""
+        for wait_s in (*SHOW_RETRY_S, None):
+            if self._pending.server is None:
+                break
+            try:
+                await self._registry.call_as(self._pending.server, "show", arguments, BatchView)
+                return
+            except ToolCallError as error:
+                if error.answered or wait_s is None:
+                    logger.warning("%s: %s", arguments["batch_id"], error)
+                    break
+            await anyio.sleep(wait_s)
+        logger.warning("batch %s: where it is shown was not recorded: its buttons will not work",
+                       arguments["batch_id"])  # fmt: skip
+
+    async def tap(  # noqa: PLR0917 (who, where, what, and the two ways back)
+        self,
+        agent: str,
+        chat_id: str,
+        user_id: str,
+        message_id: str | None,
+        data: str,
+        answer: Answer,
+        edit: Edit,
     ) -> None:
-        """Do what a button says, once.
+        """Do what a button says, once, if it is on the message ``message_id`` of this
+        agent's chat that shows the action.
 
         ``answer`` stops the button's spinner with a short notice, as soon as
         pending-actions has decided; ``edit`` gets the tapped message's new content (not
@@ -147,10 +198,13 @@ class ActionDesk:
         with its first result.)
         """
         tap = decode(data)
-        if tap is None:
+        if tap is None or message_id is None:
             await answer(NO_LONGER_ACTIVE)
             return
-        decided = await self._decide(tap, user_id, chat_id)
+        async with self._showing[(agent, chat_id)]:
+            pass  # a reply being sent in this chat: its message is recorded first
+        where = {"agent": agent, "chat_id": chat_id, "message_id": message_id}
+        decided = await self._decide(tap, {"user_id": user_id, **where})
         if decided is None:
             await answer(UNAVAILABLE)
             return
@@ -158,7 +212,7 @@ class ActionDesk:
         async with anyio.create_task_group() as beside:
             beside.start_soon(answer, notice(tap, decisions))
             if batch is None:
-                return  # nothing of this chat's (or nothing at all): leave the message alone
+                return  # nothing shown in this message (or nothing at all): leave it alone
             if not any(d.ok for d in decisions) and any(
                 a.state == "executing" for a in batch.actions
             ):
@@ -182,10 +236,9 @@ class ActionDesk:
                 beside.start_soon(self._conversation.append, agent, chat_id, [note])
 
     async def _decide(
-        self, tap: Tap, user_id: str, chat_id: str
+        self, tap: Tap, who: dict[str, str]
     ) -> tuple[list[Decision], BatchView | None] | None:
         """The decisions, and the batch as it stands after them (None: no answer)."""
-        who = {"user_id": user_id, "chat_id": chat_id}
         if tap.scope == "action":
             tool = "approve" if tap.verb == "confirm" else "cancel"
             decision = await self._pending.call(tool, {"action_id": tap.target, **who}, Decision)

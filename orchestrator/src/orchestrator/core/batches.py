@@ -82,7 +82,7 @@ def render(text: str, batch_id: str, lines: list[Line]) -> Reply:
                 Button("❌ Cancel all", encode(Tap("batch", "cancel", batch_id))),
             ]
         )
-    return Reply(body, rows)
+    return Reply(body, rows, batch_id)
 
 
 def message_of(result: dict[str, Any] | None) -> str:

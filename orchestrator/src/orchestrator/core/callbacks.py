@@ -4,7 +4,9 @@
     pa:x:<action id>   cancel one action         pb:x:<batch id>   cancel all of a batch
 
 Anything else (an old button, forged data) decodes to None. The data only names what
-was tapped: whether it may happen is decided by pending-actions, for the tapping user.
+was tapped: whether it may happen is decided by pending-actions, for the tapping user,
+the bot and chat the tap came through, and the message the button is on (the only one
+where those ids act).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from orchestrator.core.actions import ActionDesk, Answer, Edit, proposals_of
+from orchestrator.core.actions import ActionDesk, Answer, Deliver, Edit, proposals_of
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.replies import Button, Reply
 from orchestrator.core.turn import AgentRuntime, ToolObserver, TurnEngine
@@ -24,7 +24,6 @@ __all__ = ["Button", "Dispatcher", "Reply"]
 
 
 StatusProbe = Callable[[], Awaitable[list[str]]]
-Deliver = Callable[[Reply], Awaitable[None]]
 STOPPED = "Stopped: I dropped that request. What next?"
 NOTHING_TO_STOP = "Nothing is running right now."
 
@@ -72,7 +71,8 @@ class Dispatcher:
         so a turn redone after a crash is remembered once. Changes the turn proposed are
         staged for ``user_id`` to confirm: the reply carries their buttons. ``deliver``
         sends a non-empty reply before the turn is stored, which then costs the user no
-        time (a crash in between redoes the turn; the channel delivers a reply once).
+        time (a crash in between redoes the turn; the channel delivers a reply once), and
+        says which message the reply's buttons are in: only taps on it are taken.
         """
         runtime = self.agents[agent_id]
         command = text.strip().split(maxsplit=1)[0].lower() if text.startswith("/") else ""
@@ -96,7 +96,10 @@ class Dispatcher:
             reply = Reply(result.text)
             if proposals:
                 reply = await self._desk.stage(agent_id, chat_id, user_id, result.text, proposals)
-            await _delivered(reply, deliver)
+            if reply.batch_id is not None and deliver is not None:
+                await self._desk.present(agent_id, chat_id, reply, deliver)
+            else:
+                await _delivered(reply, deliver)
             await self._engine.remember(runtime, chat_id, result, message_id)
             return reply
 
@@ -109,11 +112,19 @@ class Dispatcher:
         return True
 
     async def on_callback(  # noqa: PLR0917
-        self, agent_id: str, chat_id: str, user_id: str, data: str, answer: Answer, edit: Edit
+        self,
+        agent_id: str,
+        chat_id: str,
+        user_id: str,
+        message_id: str | None,
+        data: str,
+        answer: Answer,
+        edit: Edit,
     ) -> None:
-        """A button tap, never seen by the model: ``answer`` gets a short notice once it is
-        decided, ``edit`` the tapped message's new content (see ActionDesk.tap)."""
-        await self._desk.tap(agent_id, chat_id, user_id, data, answer, edit)
+        """A tap on a button of message ``message_id``, never seen by the model: ``answer``
+        gets a short notice once it is decided, ``edit`` the tapped message's new content
+        (see ActionDesk.tap)."""
+        await self._desk.tap(agent_id, chat_id, user_id, message_id, data, answer, edit)
 
     async def _command(self, runtime: AgentRuntime, chat_id: str, command: str) -> Reply:
         if command in ("/start", "/help"):

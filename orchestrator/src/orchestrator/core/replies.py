@@ -15,3 +15,4 @@ class Button:
 class Reply:
     text: str
     buttons: list[list[Button]] = field(default_factory=list)  # rows
+    batch_id: str | None = None  # the pending-actions batch its buttons decide, if any

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from mcp_pending_actions.errors import InvalidRequest
-from mcp_pending_actions.rows import ActionRow
+from mcp_pending_actions.rows import ActionRow, BatchRow
 
 MAX_JSON_CHARS = 64_000  # a payload or a result, encoded
 
@@ -31,8 +32,30 @@ def check_size(name: str, value: dict[str, Any]) -> None:
         )
 
 
-def yours(row: ActionRow, user_id: str, chat_id: str | None) -> bool:
-    """Whether the action is this user's to decide, in this chat (when one is given)."""
-    if chat_id is not None and row.chat_id != chat_id:
+@dataclass(frozen=True)
+class Tap:
+    """Where a tap came from: the agent (bot), its chat, the message its button is on, and
+    the user who tapped."""
+
+    agent: str
+    chat_id: str
+    message_id: str
+    user_id: str
+
+
+def shown_there(batch: BatchRow, tap: Tap) -> bool:
+    """Whether the tap came from the message that shows the batch's buttons, in its agent's
+    chat. A batch with no message recorded (not shown yet, or staged before messages were
+    recorded) is shown nowhere: no tap is taken."""
+    return (
+        (batch.agent, batch.chat_id) == (tap.agent, tap.chat_id)
+        and batch.message_id is not None
+        and batch.message_id == tap.message_id
+    )
+
+
+def yours(row: ActionRow, batch: BatchRow, tap: Tap) -> bool:
+    """Whether the action is this user's to decide, from this message."""
+    if (row.agent, row.chat_id) != (batch.agent, batch.chat_id) or not shown_there(batch, tap):
         return False
-    return row.user_id is None or row.user_id == user_id
+    return row.user_id is None or row.user_id == tap.user_id

@@ -2,13 +2,15 @@
 
 PendingActionsError (meshkit ModelError)
  ├── InvalidRequest    a blank id, a bad server name, an oversized payload or result,
- │                     a batch of another chat
+ │                     a batch of another chat, a batch shown in another message already
  ├── UnknownAction     no action with that id (complete, fail, history)
- ├── UnknownBatch      no batch with that id (stage into it, get_batch)
+ ├── UnknownBatch      no batch with that id (stage into it, get_batch), or none of this
+ │                     agent's in this chat (show)
  └── WrongState        complete or fail on an action that is not executing
 
 approve and cancel never raise these for a refusal: a tap on a done, cancelled or
-expired action is an ordinary answer (``Decision.ok`` is false), not an error.
+expired action, or from anywhere but the message that shows it, is an ordinary answer
+(``Decision.ok`` is false), not an error.
 """
 
 from __future__ import annotations

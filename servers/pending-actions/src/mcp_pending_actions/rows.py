@@ -15,6 +15,7 @@ class BatchRow:
     chat_id: str
     text: str | None
     created_at: float
+    message_id: str | None = None  # the message that shows its buttons; None: not known
 
 
 @dataclass(frozen=True)

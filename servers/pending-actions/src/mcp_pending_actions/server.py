@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from fastmcp import FastMCP
 from pydantic import Field
 
+from mcp_pending_actions.checks import Tap
 from mcp_pending_actions.models import (
     ActionList,
     ActionView,
@@ -30,7 +31,8 @@ from meshkit.tool_classes import internal
 
 INSTRUCTIONS = (
     "Pending actions for the clawmesh orchestrator: proposals wait here for the user's tap. "
-    "Stage a producer tool's Proposal; on Confirm, approve returns a token for "
+    "Stage a producer tool's Proposal, then show: the message its buttons are in, the only "
+    "place a tap is taken from; on Confirm, approve returns a token for "
     "<server>__confirm_<kind>(payload, approval); report how it went with complete or fail. "
     "Every action is decided once, and every change is kept in its history."
 )
@@ -51,6 +53,14 @@ ActionId = Annotated[
 BatchId = Annotated[
     str,
     Field(description="Batch id: 'bat_' + 12 hex digits", min_length=1, max_length=100),
+]
+MessageId = Annotated[
+    str,
+    Field(
+        description="The message the buttons are in (a Telegram message id, as a string)",
+        min_length=1,
+        max_length=100,
+    ),
 ]
 
 
@@ -123,50 +133,73 @@ def build_server(
             batch_text=batch_text,
         )
 
+    @mcp.tool(**internal(title="Record where a batch is shown", idempotent=True))
+    async def show(
+        agent: Agent, chat_id: ChatId, batch_id: BatchId, message_id: MessageId
+    ) -> BatchView:
+        """The batch's buttons were sent in this message: taps are taken from it only.
+
+        Recorded once; an error when the batch is not this agent's in this chat, or is
+        shown in another message already. Until it is recorded, no tap is taken.
+        """
+        return await service.show(agent, chat_id, batch_id, message_id)
+
     @mcp.tool(**internal(title="Approve an action"))
-    async def approve(action_id: ActionId, user_id: UserId, chat_id: ChatId) -> Decision:
+    async def approve(
+        action_id: ActionId,
+        user_id: UserId,
+        chat_id: ChatId,
+        agent: Agent,
+        message_id: MessageId,
+    ) -> Decision:
         """The user tapped Confirm: pending → executing, with an approval token.
 
         ok is false, with a reason the user can read, when the action is not pending
-        (already done, cancelled, expired, being done right now) or not found in this chat
-        for this user. An action stuck executing past the lease may be approved again
+        (already done, cancelled, expired, being done right now) or not found: not this
+        agent's, not in this chat, not for this user, or its buttons are not in this
+        message. An action stuck executing past the lease may be approved again
         (resumed). On ok, call <server>__confirm_<kind>(payload, approval), then complete
         or fail.
         """
-        return await service.approve(action_id, user_id, chat_id)
+        return await service.approve(action_id, Tap(agent, chat_id, message_id, user_id))
 
     @mcp.tool(**internal(title="Cancel an action", idempotent=True))
     async def cancel(
         action_id: ActionId,
         user_id: UserId,
-        chat_id: Annotated[
-            str | None,
-            Field(min_length=1, max_length=200, description="The chat the tap came from"),
-        ] = None,
+        chat_id: ChatId,
+        agent: Agent,
+        message_id: MessageId,
     ) -> Decision:
-        """The user tapped Cancel: pending → cancelled; ok is false when it was not pending."""
-        return await service.cancel(action_id, user_id, chat_id)
+        """The user tapped Cancel: pending → cancelled; ok is false when it was not pending,
+        or not found as for approve."""
+        return await service.cancel(action_id, Tap(agent, chat_id, message_id, user_id))
 
     @mcp.tool(**internal(title="Approve a batch"))
-    async def approve_batch(batch_id: BatchId, user_id: UserId, chat_id: ChatId) -> BatchDecisions:
+    async def approve_batch(
+        batch_id: BatchId,
+        user_id: UserId,
+        chat_id: ChatId,
+        agent: Agent,
+        message_id: MessageId,
+    ) -> BatchDecisions:
         """The user tapped Confirm all: approve each pending action of the batch.
 
         One decision per action, in staging order; actions that are not pending are
-        reported with their state.
+        reported with their state. No decisions when the batch is not found as for approve.
         """
-        return await service.approve_batch(batch_id, user_id, chat_id)
+        return await service.approve_batch(batch_id, Tap(agent, chat_id, message_id, user_id))
 
     @mcp.tool(**internal(title="Cancel a batch", idempotent=True))
     async def cancel_batch(
         batch_id: BatchId,
         user_id: UserId,
-        chat_id: Annotated[
-            str | None,
-            Field(min_length=1, max_length=200, description="The chat the tap came from"),
-        ] = None,
+        chat_id: ChatId,
+        agent: Agent,
+        message_id: MessageId,
     ) -> BatchDecisions:
         """The user tapped Cancel all: cancel each pending action of the batch."""
-        return await service.cancel_batch(batch_id, user_id, chat_id)
+        return await service.cancel_batch(batch_id, Tap(agent, chat_id, message_id, user_id))
 
     @mcp.tool(**internal(title="Record a confirmed action's result"))
     async def complete(

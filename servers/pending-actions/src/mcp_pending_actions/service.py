@@ -10,8 +10,11 @@
 - A pending action past its expiry is marked expired as soon as a call touches it, and by
   the sweep that starts ``list_pending`` and ``get_batch``. Nothing is deleted.
 - ``approve`` and ``cancel`` answer with a Decision, never an error: a refusal says why in
-  words the user can read. An action of another chat or user is "not found", exactly like
-  an unknown id, so nothing about it leaks.
+  words the user can read.
+- A tap acts only where it was shown: the orchestrator records with ``show`` which message
+  shows a batch's buttons, and a tap names its agent, chat and message. An action of
+  another agent, chat, message or user, or of a batch shown nowhere yet, is "not found",
+  exactly like an unknown id, so nothing about it leaks.
 - An action left executing longer than the lease (the orchestrator crashed between approve
   and complete) may be approved again from its chat: a fresh token, marked ``resumed``.
   Confirm tools record the action id, so the change still happens at most once.
@@ -25,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from mcp_pending_actions import views
-from mcp_pending_actions.checks import check_present, check_size, new_id, yours
+from mcp_pending_actions.checks import Tap, check_present, check_size, new_id, shown_there, yours
 from mcp_pending_actions.errors import InvalidRequest, UnknownAction, UnknownBatch, WrongState
 from mcp_pending_actions.models import (
     ActionList,
@@ -126,26 +129,38 @@ class PendingActions:
             summary=action.summary,
         )
 
-    async def approve(self, action_id: str, user_id: str, chat_id: str) -> Decision:
+    async def show(self, agent: str, chat_id: str, batch_id: str, message_id: str) -> BatchView:
+        """Record the message that shows the batch's buttons: taps are taken from it only."""
+        check_present(message_id=message_id)
+        batch = await self._store.batch(batch_id) if BATCH_ID.fullmatch(batch_id) else None
+        if batch is None or (batch.agent, batch.chat_id) != (agent, chat_id):
+            raise UnknownBatch(f"There is no batch {batch_id!r} of this agent in this chat.")
+        recorded = await self._store.show(batch_id, message_id, self._clock())
+        if recorded != message_id:
+            raise InvalidRequest(
+                f"Batch {batch_id} is shown in message {recorded} already: its buttons work "
+                "there only. Stage the proposals again to show them in another message."
+            )
+        return await self.get_batch(batch_id)
+
+    async def approve(self, action_id: str, tap: Tap) -> Decision:
         """pending → executing, with an approval token for the confirm tool."""
-        decision = await self._decide(self._approve, action_id, user_id, chat_id)
+        decision = await self._decide(self._approve, action_id, tap)
         return await self._with_batch(decision)
 
-    async def cancel(self, action_id: str, user_id: str, chat_id: str | None = None) -> Decision:
+    async def cancel(self, action_id: str, tap: Tap) -> Decision:
         """pending → cancelled."""
-        decision = await self._decide(self._cancel, action_id, user_id, chat_id)
+        decision = await self._decide(self._cancel, action_id, tap)
         return await self._with_batch(decision)
 
-    async def approve_batch(self, batch_id: str, user_id: str, chat_id: str) -> BatchDecisions:
+    async def approve_batch(self, batch_id: str, tap: Tap) -> BatchDecisions:
         """Approve each pending action of the batch, each on its own."""
-        decisions = await self._decide_batch(self._approve, batch_id, user_id, chat_id)
+        decisions = await self._decide_batch(self._approve, batch_id, tap)
         return await self._with_batch(decisions)
 
-    async def cancel_batch(
-        self, batch_id: str, user_id: str, chat_id: str | None = None
-    ) -> BatchDecisions:
+    async def cancel_batch(self, batch_id: str, tap: Tap) -> BatchDecisions:
         """Cancel each pending action of the batch, each on its own."""
-        decisions = await self._decide_batch(self._cancel, batch_id, user_id, chat_id)
+        decisions = await self._decide_batch(self._cancel, batch_id, tap)
         return await self._with_batch(decisions)
 
     async def _with_batch(self, decided: DecidedT) -> DecidedT:
@@ -202,28 +217,25 @@ class PendingActions:
         """Health: the database answers."""
         await self._store.ping()
 
-    async def _decide(
-        self, decide: Decide, action_id: str, user_id: str, chat_id: str | None
-    ) -> Decision:
-        check_present(user_id=user_id, chat_id=chat_id)
+    async def _decide(self, decide: Decide, action_id: str, tap: Tap) -> Decision:
+        _check_tap(tap)
         now = self._clock()
         row = await self._store.action(action_id) if ACTION_ID.fullmatch(action_id) else None
-        if row is None or not yours(row, user_id, chat_id):
+        batch = None if row is None else await self._store.batch(row.batch_id)
+        if row is None or batch is None or not yours(row, batch, tap):
             return views.not_found(action_id)
-        return await decide(await self._settle(row, now), user_id, now)
+        return await decide(await self._settle(row, now), tap.user_id, now)
 
-    async def _decide_batch(
-        self, decide: Decide, batch_id: str, user_id: str, chat_id: str | None
-    ) -> BatchDecisions:
-        check_present(user_id=user_id, chat_id=chat_id)
+    async def _decide_batch(self, decide: Decide, batch_id: str, tap: Tap) -> BatchDecisions:
+        _check_tap(tap)
         now = self._clock()
         batch = await self._store.batch(batch_id) if BATCH_ID.fullmatch(batch_id) else None
-        if batch is None or (chat_id is not None and batch.chat_id != chat_id):
+        if batch is None or not shown_there(batch, tap):
             return BatchDecisions(batch_id=batch_id, decisions=[])
         decisions = []
         for row in await self._store.batch_actions(batch_id):  # staging order
-            if yours(row, user_id, chat_id):
-                decisions.append(await decide(await self._settle(row, now), user_id, now))
+            if yours(row, batch, tap):
+                decisions.append(await decide(await self._settle(row, now), tap.user_id, now))
             else:
                 decisions.append(views.not_found(row.action_id))
         return BatchDecisions(batch_id=batch_id, decisions=decisions)
@@ -253,7 +265,9 @@ class PendingActions:
             done,
             ok=True,
             payload=done.payload,
-            approval=self._approvals.mint(done.action_id, done.server, done.kind, done.payload),
+            approval=self._approvals.mint(
+                done.action_id, done.server, done.kind, done.payload, agent=done.agent
+            ),
             resumed=change.from_state == State.EXECUTING,
         )
 
@@ -293,3 +307,9 @@ class PendingActions:
         change = Change(State.PENDING, State.EXPIRED, at=now, detail=EXPIRY_DETAIL, due_at=now)
         outcome = await self._store.change(row.action_id, change)
         return row if outcome is None else outcome.row
+
+
+def _check_tap(tap: Tap) -> None:
+    check_present(
+        agent=tap.agent, chat_id=tap.chat_id, message_id=tap.message_id, user_id=tap.user_id
+    )

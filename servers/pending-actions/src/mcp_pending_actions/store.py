@@ -3,13 +3,16 @@
 Tables:
 
     batches (batch_id, agent, chat_id, text, created_at)   one message's buttons
+    shown   (batch_id, message_id, at)                    the message that shows them
     actions (action_id, batch_id, agent, chat_id, user_id, server, kind, summary, payload,
              confirm_label, cancel_label, state, created_at, expires_at, updated_at,
              result, error)                                payload and result are JSON text
     events  (id, action_id, from_state, to_state, at, actor, detail)   every state change
 
-Nothing is ever deleted. A state change is one conditional UPDATE and its event, in one
-IMMEDIATE transaction: the UPDATE's rowcount says whether the change happened, so of two
+A batch is shown in one message, recorded once (``shown`` came after the other tables: a
+database from before it opens as it is, its batches shown nowhere). Nothing is ever
+deleted. A state change is one conditional UPDATE and its event, in one IMMEDIATE
+transaction: the UPDATE's rowcount says whether the change happened, so of two
 writers that race for the same change exactly one wins. The service decides which changes
 to ask for; this module only makes each one atomic.
 
@@ -68,6 +71,11 @@ CREATE TABLE IF NOT EXISTS events (
     detail TEXT
 );
 CREATE INDEX IF NOT EXISTS events_by_action ON events (action_id, id);
+CREATE TABLE IF NOT EXISTS shown (
+    batch_id TEXT PRIMARY KEY REFERENCES batches (batch_id),
+    message_id TEXT NOT NULL,
+    at REAL NOT NULL
+);
 """
 _COLUMNS = (
     "action_id, batch_id, agent, chat_id, user_id, server, kind, summary, payload,"
@@ -83,6 +91,10 @@ _EVENT = (
 )
 # Staging order, oldest first: rowids only grow, since nothing is deleted.
 _ORDER = "ORDER BY rowid"
+_BATCH = (
+    "SELECT b.batch_id, b.agent, b.chat_id, b.text, b.created_at, s.message_id"
+    " FROM batches b LEFT JOIN shown s USING (batch_id) WHERE b.batch_id = ?"
+)
 
 
 class PendingStore(SQLiteStore):
@@ -184,15 +196,29 @@ class PendingStore(SQLiteStore):
 
         return await self._run(write)
 
+    async def show(self, batch_id: str, message_id: str, at: float) -> str:
+        """Record that ``message_id`` shows the batch's buttons, unless a message was
+        recorded before; the message recorded (this one, or the earlier one)."""
+
+        def write(db: sqlite3.Connection) -> str:
+            with _transaction(db, "IMMEDIATE"):
+                db.execute(
+                    "INSERT OR IGNORE INTO shown (batch_id, message_id, at) VALUES (?, ?, ?)",
+                    (batch_id, message_id, at),
+                )
+                (recorded,) = db.execute(
+                    "SELECT message_id FROM shown WHERE batch_id = ?", (batch_id,)
+                ).fetchone()
+            return str(recorded)
+
+        return await self._run(write)
+
     async def action(self, action_id: str) -> ActionRow | None:
         return await self._run(lambda db: _select_action(db, action_id))
 
     async def batch(self, batch_id: str) -> BatchRow | None:
         def read(db: sqlite3.Connection) -> BatchRow | None:
-            row = db.execute(
-                "SELECT batch_id, agent, chat_id, text, created_at FROM batches WHERE batch_id = ?",
-                (batch_id,),
-            ).fetchone()
+            row = db.execute(_BATCH, (batch_id,)).fetchone()
             return None if row is None else BatchRow(*row)
 
         return await self._run(read)
@@ -202,11 +228,7 @@ class PendingStore(SQLiteStore):
 
         def read(db: sqlite3.Connection) -> tuple[BatchRow, list[ActionRow]] | None:
             with _transaction(db, "DEFERRED"):  # one snapshot for both
-                row = db.execute(
-                    "SELECT batch_id, agent, chat_id, text, created_at FROM batches"
-                    " WHERE batch_id = ?",
-                    (batch_id,),
-                ).fetchone()
+                row = db.execute(_BATCH, (batch_id,)).fetchone()
                 if row is None:
                     return None
                 return BatchRow(*row), _select_actions(db, f"batch_id = ? {_ORDER}", (batch_id,))

@@ -7,7 +7,7 @@ from typing import Any
 from mcp_pending_actions.models import UNKNOWN, ActionView, BatchView, Decision, State
 from mcp_pending_actions.rows import ActionRow, BatchRow
 
-NOT_FOUND = "not found"  # an unknown id, and an action of another chat or user alike
+NOT_FOUND = "not found"  # an unknown id, an action of another agent, chat, message or user alike
 REASONS = {
     State.PENDING: "still waiting for a decision",
     State.EXECUTING: "being done right now",
@@ -50,5 +50,6 @@ def batch(found: BatchRow, rows: list[ActionRow]) -> BatchView:
         agent=found.agent,
         chat_id=found.chat_id,
         text=found.text,
+        message_id=found.message_id,
         actions=[view(row) for row in rows],
     )

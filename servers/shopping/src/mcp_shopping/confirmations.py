@@ -1,10 +1,12 @@
 """Confirmations: an approved proposal performed once, and only with its approval.
 
 Each ``confirm_*`` checks the approval token against the payload exactly as it was
-proposed (meshkit's :class:`~meshkit.proposals.Approvals`), then reads the payload into
-its model, then performs the change inside the store's confirm-once transaction: a
-replayed approval returns the first result and changes nothing twice. A change that
-can no longer be made (the item left the list) fails and records nothing.
+proposed and the agent it acts on, the payload's ``agent`` (meshkit's
+:class:`~meshkit.proposals.Approvals`): a token minted for an action staged by another
+agent is refused. Then it reads the payload into its model, then performs the change
+inside the store's confirm-once transaction: a replayed approval returns the first result
+and changes nothing twice. A change that can no longer be made (the item left the list)
+fails and records nothing.
 
 A reorder puts the item in that store's cart list (``cart:<store>``) and records the
 order with today's date and no price; no retailer is contacted, nothing is bought.
@@ -57,7 +59,7 @@ class Confirmations:
 
     async def add(self, payload: dict[str, Any], approval: str) -> AddedToList:
         """Put the item on the list, or add to the quantity of the same item there."""
-        granted = self._approvals.check(approval, SERVER, ADD, payload)
+        granted = self._approvals.check(approval, SERVER, ADD, payload, agent=_agent(payload))
         change = _parse(AddPayload, ADD, payload)
         now = self._clock()
 
@@ -83,7 +85,7 @@ class Confirmations:
 
     async def remove(self, payload: dict[str, Any], approval: str) -> RemovedFromList:
         """Take the item off the list; NotOnList when it is gone already."""
-        granted = self._approvals.check(approval, SERVER, REMOVE, payload)
+        granted = self._approvals.check(approval, SERVER, REMOVE, payload, agent=_agent(payload))
         change = _parse(RemovePayload, REMOVE, payload)
 
         def perform(changes: Changes) -> dict[str, Any]:
@@ -103,7 +105,7 @@ class Confirmations:
 
     async def reorder(self, payload: dict[str, Any], approval: str) -> Reordered:
         """Put the item in the store's cart and record today's order."""
-        granted = self._approvals.check(approval, SERVER, REORDER, payload)
+        granted = self._approvals.check(approval, SERVER, REORDER, payload, agent=_agent(payload))
         change = _parse(ReorderPayload, REORDER, payload)
         now, today = self._clock(), self._today().isoformat()
         cart = list_key(CART_PREFIX + change.store)
@@ -125,6 +127,12 @@ class Confirmations:
 
         done = await self._store.confirm(change.agent, granted, perform, at=now)
         return Reordered.model_validate({**done.result, "replayed": done.replayed})
+
+
+def _agent(payload: dict[str, Any]) -> str:
+    """The agent whose data the payload changes ("" when it names none: no token matches)."""
+    agent = payload.get("agent")
+    return agent if isinstance(agent, str) else ""
 
 
 def _parse(model: type[PayloadT], kind: str, payload: dict[str, Any]) -> PayloadT:
