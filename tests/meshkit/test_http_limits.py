@@ -156,3 +156,35 @@ def _closed_by_server(socks: list[socket.socket], *, wanted: int) -> set[socket.
             if sock.recv(4096) == b"":
                 closed.add(sock)
     return closed
+
+
+def test_when_every_connection_is_serving_a_request_a_new_one_gets_503(
+    capped: ServerProcess,
+) -> None:
+    # A request whose body is still coming is being served: 8 of them fill the server.
+    busy = [connect(capped) for _ in range(8)]
+    try:
+        for sock in busy:
+            sock.sendall(
+                b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + f"Authorization: Bearer {TOKEN}\r\n".encode()
+                + b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+            )
+        with connect(capped) as extra:
+            assert read_until_closed(extra).startswith(b"HTTP/1.1 503 ")
+    finally:
+        for sock in busy:
+            sock.close()
+    assert _eventually_healthy(capped)
+
+
+def _eventually_healthy(server: ServerProcess) -> bool:
+    """The server serves again once the busy clients are gone (they close asynchronously)."""
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        try:
+            if httpx2.get(f"{server.url}/health", timeout=5).status_code == 200:
+                return True
+        except httpx2.TransportError:
+            pass
+    return False

@@ -8,6 +8,9 @@ The guard is plain ASGI in front of the MCP app and answers, in this order:
   orchestrator) or a ``MESH_CLIENTS`` entry's (``meshkit.credentials``); the caller it
   proves is left in the ASGI scope for ``meshkit.scopes``, which limits it to its tool classes,
 - 413 when the request body exceeds ``MESH_MAX_BODY_BYTES``,
+- 408 (and close) when the body has not arrived within ``MESH_BODY_TIMEOUT_S``: a client
+  that declares a Content-Length and never sends the body holds nothing for long (the
+  request head has its own deadline, ``meshkit.connections``),
 - 400 (a JSON-RPC "invalid request") for a request whose ``id`` is neither a string nor
   an integer, which the SDK would otherwise take for a notification and answer 202.
 
@@ -24,6 +27,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import anyio
 from fastmcp import FastMCP
 from pydantic import SecretStr
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -39,6 +43,9 @@ LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 class BodyTooLarge(Exception):
     pass
+
+
+DEFAULT_BODY_TIMEOUT_S = 30.0
 
 
 def default_allowed_hosts(server_name: str) -> set[str]:
@@ -68,9 +75,11 @@ class MeshGuard:
         allowed_hosts: Iterable[str],
         max_body_bytes: int,
         clients: Iterable[ClientCredential] = (),
+        body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
         on_request: Callable[[], None] | None = None,
     ) -> None:
         self._app = app
+        self._body_timeout_s = body_timeout_s
         self._on_request = on_request
         self._credentials = Credentials(token, clients)
         hosts = {h.lower() for h in allowed_hosts}
@@ -114,9 +123,18 @@ class MeshGuard:
     ) -> None:
         """The request's body, read (and bounded) here, checked, then handed on."""
         try:
-            body = await self._read_body(headers, receive)
+            with anyio.fail_after(self._body_timeout_s):
+                body = await self._read_body(headers, receive)
         except BodyTooLarge:
             await _reject(send, 413, f"request body over {self._max_body} bytes")
+            return
+        except TimeoutError:
+            await _reject(
+                send,
+                408,
+                f"request body not received within {self._body_timeout_s:g} s",
+                extra=[(b"connection", b"close")],
+            )
             return
         if _bad_id(body):
             await _reject_rpc(send, "Invalid Request: id must be a string or an integer")
@@ -161,6 +179,7 @@ def build_http_app(
     allowed_hosts: Iterable[str],
     max_body_bytes: int,
     clients: Iterable[ClientCredential] = (),
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
     on_request: Callable[[], None] | None = None,
 ) -> ASGIApp:
     """Stateless JSON Streamable HTTP at ``/mcp`` plus the server's custom routes, guarded;
@@ -180,6 +199,7 @@ def build_http_app(
         allowed_hosts=hosts,
         max_body_bytes=max_body_bytes,
         clients=clients,
+        body_timeout_s=body_timeout_s,
         on_request=on_request,
     )
 

@@ -24,6 +24,7 @@ from pydantic_settings import BaseSettings
 from uvicorn.config import Config
 from uvicorn.server import Server
 
+from meshkit.connections import Limits, protocol_with
 from meshkit.credentials import ClientCredential, CredentialError
 from meshkit.http import build_http_app
 from meshkit.logs import configure_logging
@@ -126,6 +127,7 @@ def _serve_http(
             clients=settings.clients,
             allowed_hosts=settings.allowed_hosts,
             max_body_bytes=settings.max_body_bytes,
+            body_timeout_s=settings.body_timeout_s,
             on_request=trimmer.request_seen,
         )
     except CredentialError as error:
@@ -146,7 +148,13 @@ def _serve_http(
         server_header=False,
         timeout_graceful_shutdown=2,
         loop="asyncio",
-        http="httptools",
+        # httptools plus what uvicorn lacks: a request-head deadline and size, a connection cap.
+        http=protocol_with(
+            Limits(
+                header_timeout_s=settings.header_timeout_s,
+                max_connections=settings.max_connections,
+            )
+        ),
         ws="none",
     )
 

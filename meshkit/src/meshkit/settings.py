@@ -99,6 +99,15 @@ class ServeSettings(ApprovalSettings):
         "'*' accepts any (behind a trusted proxy).",
     )
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    header_timeout_s: float = Field(
+        default=10.0, gt=0, description="A request head must arrive within this (else 408)."
+    )
+    body_timeout_s: float = Field(
+        default=30.0, gt=0, description="A request body must arrive within this (else 408)."
+    )
+    max_connections: int = Field(
+        default=200, ge=1, description="Open connections; beyond, the idlest one is closed."
+    )
     log_level: str = Field(default="INFO", validation_alias=AliasChoices("LOG_LEVEL"))
 
     @field_validator("allowed_hosts", mode="before")
