@@ -114,6 +114,15 @@ def test_a_request_whose_body_never_comes_gets_408_and_is_closed(quick: ServerPr
     assert b"request body not received within 1 s" in received
 
 
+def test_a_strangers_post_with_a_body_that_never_comes_holds_no_request(
+    quick: ServerProcess,
+) -> None:
+    with connect(quick) as sock:
+        sock.sendall(b"POST /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 500\r\n\r\n")
+        received = read_until_closed(sock)
+    assert received.startswith(b"HTTP/1.1 405 ")  # at once, not after waiting for the body
+
+
 def test_a_request_head_over_64_kib_gets_431(quick: ServerProcess) -> None:
     with connect(quick) as sock:
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
@@ -162,14 +171,18 @@ def test_when_every_connection_is_serving_a_request_a_new_one_gets_503(
     capped: ServerProcess,
 ) -> None:
     # A request whose body is still coming is being served: 8 of them fill the server.
+    # "Expect: 100-continue" makes it observable: the server says "100 Continue" once
+    # the request is being served and its body is awaited.
     busy = [connect(capped) for _ in range(8)]
     try:
         for sock in busy:
             sock.sendall(
                 b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 + f"Authorization: Bearer {TOKEN}\r\n".encode()
-                + b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+                + b"Content-Type: application/json\r\nContent-Length: 100\r\n"
+                b"Expect: 100-continue\r\n\r\n"
             )
+            assert sock.recv(4096).startswith(b"HTTP/1.1 100 Continue")
         with connect(capped) as extra:
             assert read_until_closed(extra).startswith(b"HTTP/1.1 503 ")
     finally:

@@ -113,7 +113,9 @@ class MeshGuard:
                 )
                 return
             scope[CALLER_KEY] = caller
-        if scope["method"] in {"GET", "HEAD", "DELETE", "OPTIONS"}:
+        # Bodies are read (and waited for) only for authenticated requests: a stranger's
+        # POST /health with a body that never comes cannot keep a connection busy.
+        if scope["method"] in {"GET", "HEAD", "DELETE", "OPTIONS"} or scope["path"] in PUBLIC_PATHS:
             await self._app(scope, receive, send)
             return
         await self._with_body(scope, headers, receive, send)
