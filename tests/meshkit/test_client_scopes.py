@@ -18,7 +18,7 @@ from fastmcp import FastMCP
 from pydantic import SecretStr
 
 from fakes.serving import ServerProcess, free_port, sdk_client, serving_in_thread
-from meshkit.credentials import new_client
+from meshkit.credentials import new_client, token_digest
 from meshkit.http import build_http_app
 from meshkit.server import create_server
 from meshkit.tool_classes import confirm, internal, producer, read
@@ -162,6 +162,10 @@ async def test_a_served_process_admits_a_client_from_mesh_clients_to_read_and_pr
         ),
         ("desk:read:sha256:not-hex", "client 'desk': the digest must be 64 lowercase hex"),
         (f"{DESKTOP.entry()},{DESKTOP.entry()}", "client 'claude-desktop' is listed twice"),
+        (
+            f"copy:read:sha256:{token_digest(ORCHESTRATOR_TOKEN)}",
+            "two credentials share a token (a client's token equals MESH_TOKEN",
+        ),
     ],
 )
 def test_a_malformed_mesh_clients_stops_the_server_with_one_line(

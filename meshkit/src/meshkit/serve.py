@@ -131,7 +131,7 @@ def _serve_http(
             on_request=trimmer.request_seen,
         )
     except CredentialError as error:
-        fail(f"MESH_CLIENTS: {error}")
+        fail(f"MESH_CLIENTS is invalid: {error}")
     if settings.clients:
         logger.info("clients besides the orchestrator: %s", ", ".join(describe(settings.clients)))
     port = settings.port or default_port
