@@ -21,7 +21,7 @@ empty :=
 space := $(empty) $(empty)
 export MYPYPATH := $(subst $(space),:,$(wildcard meshkit/src orchestrator/src servers/*/src))
 
-.PHONY: help install lock lint format typecheck test pytest bench chat run run-weather import-orders import-calendar forget-example-orders
+.PHONY: help install lock lint format typecheck test pytest bench chat run run-weather import-orders import-calendar forget-example-orders client
 
 help:
 	@echo "make run           install, then run the fleet on Telegram (servers in-process)"
@@ -30,6 +30,7 @@ help:
 	@echo "make run-weather   serve the weather MCP server on http://127.0.0.1:8101/mcp"
 	@echo "make import-orders FILE=orders.csv [AGENT=clawdia]   seed an agent's order history"
 	@echo "make import-calendar FILE=calendar.ics   load an .ics file into the local calendar"
+	@echo "make client NAME=claude-desktop [SCOPES=read]   a credential for another MCP client"
 	@echo "make install | lock | lint | format | typecheck | pytest | bench"
 
 $(CURDIR)/.tools/bin/uv:
@@ -102,6 +103,12 @@ import-calendar: install
 import-orders: install
 	@test -n "$(FILE)" || { echo "usage: make import-orders FILE=orders.csv [AGENT=clawdia]" >&2; exit 2; }
 	@.venv/bin/python -m mcp_shopping import "$(FILE)" --agent "$(or $(AGENT),clawdia)"
+
+# A credential for an MCP client other than the orchestrator (read and producer tools only):
+# prints its token once and the MESH_CLIENTS line for .env.
+client: install
+	@test -n "$(NAME)" || { echo "usage: make client NAME=claude-desktop [SCOPES=read]" >&2; exit 2; }
+	@.venv/bin/python -m meshkit.add_client "$(NAME)" $(if $(SCOPES),--scopes "$(SCOPES)")
 
 # A local bearer token for `make run-*`, created once (mode 600), never echoed.
 data/mesh_token:

@@ -306,7 +306,7 @@ async def run(iterations: int, warmup: int, rounds: int) -> None:
         over_http = write_config(
             tmp / "http" / "config",
             {
-                name: {"url": f"http://127.0.0.1:{port}/mcp"}
+                name: {"url": f"http://127.0.0.1:{port}/mcp", "auth": "mesh"}
                 | ({"role": "memory"} if name == "memory" else {})
                 for name, port in ports.items()
             },

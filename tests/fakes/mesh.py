@@ -149,7 +149,7 @@ def _write_registry(tmp: Path, ports: dict[str, int]) -> Path:
     registry.write_text(
         "servers:\n"
         + "".join(
-            f"  {name}: {{url: 'http://127.0.0.1:{ports[name]}/mcp'"
+            f"  {name}: {{url: 'http://127.0.0.1:{ports[name]}/mcp', auth: mesh"
             + (f", role: {name}" if name in ROLES else "")
             + "}\n"
             for name in SERVERS

@@ -130,7 +130,7 @@ async def test_a_third_party_stdio_server_works_and_read_only_tools_are_shown() 
 
 async def test_a_server_down_at_start_appears_when_it_comes_up() -> None:
     port = free_port()
-    entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp")}
+    entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp", auth="mesh")}
     registry = Registry(
         entries, token=TOKEN, retry_initial_s=0.05, retry_max_s=0.2, connect_wait_s=0.3
     )
@@ -149,7 +149,7 @@ async def test_a_server_down_at_start_appears_when_it_comes_up() -> None:
 
 async def test_a_wrong_token_keeps_the_server_down() -> None:
     port = free_port()
-    entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp")}
+    entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp", auth="mesh")}
     async with (
         toys_over_http(port),
         Registry(
@@ -165,7 +165,7 @@ async def test_a_wrong_token_keeps_the_server_down() -> None:
 async def restart_during_call(tool_name: str) -> tuple[ToolResult | ToolCallError, int]:
     """Stop the HTTP server, call, bring it back while the call waits; return the outcome."""
     port = free_port()
-    entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp")}
+    entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp", auth="mesh")}
     registry = Registry(
         entries, token=TOKEN, retry_initial_s=0.05, retry_max_s=0.1, connect_wait_s=0.2
     )
@@ -209,7 +209,7 @@ async def test_reload_rediscovers_tools_a_server_added_since_it_connected() -> N
     port = free_port()
     server = build_toys()
     app = build_http_app(server, token=SecretStr(TOKEN), allowed_hosts=[], max_body_bytes=1 << 20)
-    entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp")}
+    entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp", auth="mesh")}
     async with serving(app, port=port), Registry(entries, token=TOKEN).running() as registry:
         before = {t.qualified for t in registry.tools()}
         assert "toys__late" not in before

@@ -4,8 +4,13 @@ The guard is plain ASGI in front of the MCP app and answers, in this order:
 
 - 421 when the Host header names a host outside the allowlist (DNS rebinding),
 - 403 when an Origin header names a host outside the allowlist,
-- 401 on any path but ``/health`` without ``Authorization: Bearer $MESH_TOKEN``,
+- 401 on any path but ``/health`` without a known bearer token: ``MESH_TOKEN`` (the
+  orchestrator) or a ``MESH_CLIENTS`` entry's (``meshkit.credentials``); the caller it
+  proves is left in the ASGI scope for ``meshkit.scopes``, which limits it to its tool classes,
 - 413 when the request body exceeds ``MESH_MAX_BODY_BYTES``,
+- 408 (and close) when the body has not arrived within ``MESH_BODY_TIMEOUT_S``: a client
+  that declares a Content-Length and never sends the body holds nothing for long (the
+  request head has its own deadline, ``meshkit.connections``),
 - 400 (a JSON-RPC "invalid request") for a request whose ``id`` is neither a string nor
   an integer, which the SDK would otherwise take for a notification and answer 202.
 
@@ -17,16 +22,18 @@ for the SDK's ``Mcp-Param-*`` check come from a startup snapshot
 
 from __future__ import annotations
 
-import hmac
 import json
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import anyio
 from fastmcp import FastMCP
 from pydantic import SecretStr
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from meshkit.credentials import ClientCredential, Credentials
+from meshkit.scopes import CALLER_KEY, ScopeGate
 from meshkit.tool_schemas import ToolSchemaSnapshot
 
 MCP_PATH = "/mcp"
@@ -36,6 +43,9 @@ LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 class BodyTooLarge(Exception):
     pass
+
+
+DEFAULT_BODY_TIMEOUT_S = 30.0
 
 
 def default_allowed_hosts(server_name: str) -> set[str]:
@@ -64,11 +74,14 @@ class MeshGuard:
         token: SecretStr,
         allowed_hosts: Iterable[str],
         max_body_bytes: int,
+        clients: Iterable[ClientCredential] = (),
+        body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
         on_request: Callable[[], None] | None = None,
     ) -> None:
         self._app = app
+        self._body_timeout_s = body_timeout_s
         self._on_request = on_request
-        self._expected = f"Bearer {token.get_secret_value()}".encode()
+        self._credentials = Credentials(token, clients)
         hosts = {h.lower() for h in allowed_hosts}
         self._any_host = "*" in hosts
         self._hosts = frozenset(hosts - {"*"})
@@ -89,15 +102,20 @@ class MeshGuard:
         if origin is not None and not self._origin_allowed(origin.decode("latin-1")):
             await _reject(send, 403, "forbidden: Origin is not allowed")
             return
-        if scope["path"] not in PUBLIC_PATHS and not self._authorized(headers):
-            await _reject(
-                send,
-                401,
-                "unauthorized: send Authorization: Bearer <MESH_TOKEN>",
-                extra=[(b"www-authenticate", b'Bearer realm="clawmesh"')],
-            )
-            return
-        if scope["method"] in {"GET", "HEAD", "DELETE", "OPTIONS"}:
+        if scope["path"] not in PUBLIC_PATHS:
+            caller = self._credentials.identify(headers.get(b"authorization", b""))
+            if caller is None:
+                await _reject(
+                    send,
+                    401,
+                    "unauthorized: send Authorization: Bearer <your client token>",
+                    extra=[(b"www-authenticate", b'Bearer realm="clawmesh"')],
+                )
+                return
+            scope[CALLER_KEY] = caller
+        # Bodies are read (and waited for) only for authenticated requests: a stranger's
+        # POST /health with a body that never comes cannot keep a connection busy.
+        if scope["method"] in {"GET", "HEAD", "DELETE", "OPTIONS"} or scope["path"] in PUBLIC_PATHS:
             await self._app(scope, receive, send)
             return
         await self._with_body(scope, headers, receive, send)
@@ -107,9 +125,18 @@ class MeshGuard:
     ) -> None:
         """The request's body, read (and bounded) here, checked, then handed on."""
         try:
-            body = await self._read_body(headers, receive)
+            with anyio.fail_after(self._body_timeout_s):
+                body = await self._read_body(headers, receive)
         except BodyTooLarge:
             await _reject(send, 413, f"request body over {self._max_body} bytes")
+            return
+        except TimeoutError:
+            await _reject(
+                send,
+                408,
+                f"request body not received within {self._body_timeout_s:g} s",
+                extra=[(b"connection", b"close")],
+            )
             return
         if _bad_id(body):
             await _reject_rpc(send, "Invalid Request: id must be a string or an integer")
@@ -126,10 +153,6 @@ class MeshGuard:
             return False  # "null", file:, chrome-extension:, or a path after the host
         name = hostname(rest.rstrip("/"))
         return name is not None and (self._any_host or name in self._hosts)
-
-    def _authorized(self, headers: dict[bytes, bytes]) -> bool:
-        # Constant time, so the token cannot be learned byte by byte.
-        return hmac.compare_digest(headers.get(b"authorization", b""), self._expected)
 
     async def _read_body(self, headers: dict[bytes, bytes], receive: Receive) -> bytes:
         declared = headers.get(b"content-length")
@@ -157,10 +180,14 @@ def build_http_app(
     token: SecretStr,
     allowed_hosts: Iterable[str],
     max_body_bytes: int,
+    clients: Iterable[ClientCredential] = (),
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
     on_request: Callable[[], None] | None = None,
 ) -> ASGIApp:
     """Stateless JSON Streamable HTTP at ``/mcp`` plus the server's custom routes, guarded;
+    ``token`` is the orchestrator's credential, ``clients`` the others (read/producer only);
     ``on_request`` is told of every HTTP request (meshkit.memory trims in quiet moments)."""
+    server.add_middleware(ScopeGate(server))
     inner = server.http_app(
         path=MCP_PATH,
         stateless_http=True,
@@ -173,6 +200,8 @@ def build_http_app(
         token=token,
         allowed_hosts=hosts,
         max_body_bytes=max_body_bytes,
+        clients=clients,
+        body_timeout_s=body_timeout_s,
         on_request=on_request,
     )
 

@@ -24,6 +24,8 @@ from pydantic_settings import BaseSettings
 from uvicorn.config import Config
 from uvicorn.server import Server
 
+from meshkit.connections import Limits, protocol_with
+from meshkit.credentials import ClientCredential, CredentialError
 from meshkit.http import build_http_app
 from meshkit.logs import configure_logging
 from meshkit.memory import Trimmer
@@ -35,10 +37,10 @@ logger = logging.getLogger(__name__)
 S = TypeVar("S", bound=BaseSettings)
 
 HTTP_AUTH_HELP = (
-    "MESH_TOKEN is not set: HTTP mode requires a bearer token. Generate one with\n"
+    "MESH_TOKEN is not set: HTTP mode requires the orchestrator's bearer token. Generate one\n"
     "  python3 -c 'import secrets; print(secrets.token_urlsafe(32))'\n"
-    "and export MESH_TOKEN=<that value> (clients send it as Authorization: Bearer ...),\n"
-    "or run with --stdio for a local MCP client."
+    "and export MESH_TOKEN=<that value> (the orchestrator sends it as Authorization: Bearer;\n"
+    "other clients get their own with make client NAME=...), or run with --stdio."
 )
 
 
@@ -118,13 +120,20 @@ def _serve_http(
 ) -> None:
     assert settings.token is not None
     trimmer = Trimmer()
-    app = build_http_app(
-        server,
-        token=settings.token,
-        allowed_hosts=settings.allowed_hosts,
-        max_body_bytes=settings.max_body_bytes,
-        on_request=trimmer.request_seen,
-    )
+    try:
+        app = build_http_app(
+            server,
+            token=settings.token,
+            clients=settings.clients,
+            allowed_hosts=settings.allowed_hosts,
+            max_body_bytes=settings.max_body_bytes,
+            body_timeout_s=settings.body_timeout_s,
+            on_request=trimmer.request_seen,
+        )
+    except CredentialError as error:
+        fail(f"MESH_CLIENTS is invalid: {error}")
+    if settings.clients:
+        logger.info("clients besides the orchestrator: %s", ", ".join(describe(settings.clients)))
     port = settings.port or default_port
     logger.info("serving %s on http://%s:%d/mcp", name, settings.host, port)
     # uvicorn.run() minus reload/workers; ws="none": MCP over HTTP uses no WebSocket, and
@@ -139,7 +148,13 @@ def _serve_http(
         server_header=False,
         timeout_graceful_shutdown=2,
         loop="asyncio",
-        http="httptools",
+        # httptools plus what uvicorn lacks: a request-head deadline and size, a connection cap.
+        http=protocol_with(
+            Limits(
+                header_timeout_s=settings.header_timeout_s,
+                max_connections=settings.max_connections,
+            )
+        ),
         ws="none",
     )
 
@@ -162,3 +177,7 @@ def _serve_http(
     served.run()
     if not served.started:
         raise SystemExit(3)
+
+
+def describe(clients: Iterable[ClientCredential]) -> list[str]:
+    return [f"{client.name} ({'+'.join(client.scopes)})" for client in clients]

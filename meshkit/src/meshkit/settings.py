@@ -21,6 +21,8 @@ import dotenv
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from meshkit.credentials import ClientCredential, parse_clients
+
 SettingsT = TypeVar("SettingsT", bound=BaseSettings)
 
 CONFIG_ERROR_EXIT = 2
@@ -86,7 +88,13 @@ class ServeSettings(ApprovalSettings):
     model_config = SettingsConfigDict(env_prefix="MESH_", extra="ignore", env_ignore_empty=True)
 
     token: SecretStr | None = Field(
-        default=None, description="Bearer token every /mcp request must carry (MESH_TOKEN)."
+        default=None,
+        description="The orchestrator's bearer token (MESH_TOKEN): every tool class.",
+    )
+    clients: Annotated[list[ClientCredential], NoDecode] = Field(
+        default_factory=list,
+        description="Other clients (MESH_CLIENTS): name:scopes:sha256:<digest>, comma-separated; "
+        "scopes read and/or producer (make client NAME=... prints an entry).",
     )
     host: str = Field(
         default="127.0.0.1",
@@ -102,6 +110,15 @@ class ServeSettings(ApprovalSettings):
         "'*' accepts any (behind a trusted proxy).",
     )
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    header_timeout_s: float = Field(
+        default=10.0, gt=0, description="A request head must arrive within this (else 408)."
+    )
+    body_timeout_s: float = Field(
+        default=30.0, gt=0, description="A request body must arrive within this (else 408)."
+    )
+    max_connections: int = Field(
+        default=200, ge=1, description="Open connections; beyond, the idlest one is closed."
+    )
     log_level: str = Field(default="INFO", validation_alias=AliasChoices("LOG_LEVEL"))
 
     @field_validator("allowed_hosts", mode="before")
@@ -110,6 +127,11 @@ class ServeSettings(ApprovalSettings):
         if isinstance(value, str):
             return [part.strip().lower() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("clients", mode="before")
+    @classmethod
+    def _parse_clients(cls, value: object) -> object:
+        return parse_clients(value) if isinstance(value, str) else value
 
     @field_validator("log_level")
     @classmethod
@@ -144,7 +166,8 @@ def describe_error(settings_cls: type[BaseSettings], error: ValidationError) -> 
             lines.append(f"{name} is not set: export {name}=... (see .env.example)")
         else:
             # item["input"] may be a secret: never echo it.
-            lines.append(f"{name} is invalid: {item['msg']}")
+            message = str(item["msg"]).removeprefix("Value error, ")
+            lines.append(f"{name} is invalid: {message}")
     return "\n".join(lines)
 
 

@@ -6,7 +6,14 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from orchestrator.config import Agent, ConfigError, Role, load_fleet, load_registry
+from orchestrator.config import (
+    Agent,
+    ConfigError,
+    Role,
+    check_credentials,
+    load_fleet,
+    load_registry,
+)
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.dispatch import Dispatcher
 from orchestrator.core.turn import AgentRuntime, TurnEngine, TurnLimits
@@ -66,6 +73,7 @@ async def open_app(
     }
     fleet = load_fleet(settings.agents, entries, root=settings.root)
     token = settings.mesh_token.get_secret_value() if settings.mesh_token else None
+    check_credentials(entries, settings.registry, have_mesh_token=token is not None)
     try:
         registry = Registry(entries, token=token, default_timeout_s=settings.tool_timeout_s)
     except ModuleNotLoadable as error:

@@ -24,6 +24,7 @@ __all__ = [
     "Persona",
     "Role",
     "ServerEntry",
+    "check_credentials",
     "check_server_name",
     "load_fleet",
     "load_registry",
@@ -47,7 +48,14 @@ class ServerEntry(BaseModel):
     command: list[str] | None = Field(default=None, description="stdio server command line")
     module: str | None = Field(default=None, description="in-process 'package.module:factory'")
     description: str = ""
-    token: str | None = Field(default=None, description="bearer token (default: MESH_TOKEN)")
+    auth: Literal["mesh"] | None = Field(
+        default=None,
+        description="'mesh': send the orchestrator's MESH_TOKEN (clawmesh's own servers); "
+        "without auth or token a url server gets no credential",
+    )
+    token: str | None = Field(
+        default=None, description="a bearer token of this server's own (third-party servers)"
+    )
     headers: dict[str, str] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict, description="extra env for a command")
     timeout_s: float | None = Field(default=None, gt=0, description="per-call timeout")
@@ -62,7 +70,24 @@ class ServerEntry(BaseModel):
             raise ValueError("give exactly one of url, command or module")
         if self.module and ":" not in self.module:
             raise ValueError("module must look like 'package.module:factory'")
+        if (self.auth or self.token is not None) and not self.url:
+            raise ValueError("auth and token are for url entries (HTTP) only; remove them")
+        if self.auth and self.token is not None:
+            raise ValueError(
+                "give auth: mesh (clawmesh's MESH_TOKEN) or token (this server's own), not both"
+            )
+        if self.token is not None and not self.token.strip():
+            raise ValueError(
+                "token is empty: set the variable it names, or remove token to send none"
+            )
         return self
+
+    def bearer(self, mesh_token: str | None) -> str | None:
+        """The credential this server is sent: its own token, MESH_TOKEN if it asks for
+        ``auth: mesh``, else none, so a third-party server never sees the mesh's."""
+        if self.token is not None:
+            return self.token
+        return mesh_token if self.auth == "mesh" else None
 
     @property
     def transport(self) -> Literal["http", "stdio", "in-process"]:
@@ -183,6 +208,18 @@ def load_fleet(
         servers = tuple(registry if entry.servers is None else entry.servers)
         fleet[str(agent_id)] = Agent(str(agent_id), entry, persona, servers)
     return fleet
+
+
+def check_credentials(
+    entries: Mapping[str, ServerEntry], path: Path, *, have_mesh_token: bool
+) -> None:
+    """Fail at start, not at the first call, when ``auth: mesh`` has no MESH_TOKEN to send."""
+    needing = sorted(name for name, entry in entries.items() if entry.auth == "mesh")
+    if needing and not have_mesh_token:
+        raise ConfigError(
+            f"{path}: servers.{needing[0]}.auth: mesh needs MESH_TOKEN, which is not set; "
+            "set it in .env (the same value the servers have)"
+        )
 
 
 def check_server_name(name: str, path: Path) -> None:

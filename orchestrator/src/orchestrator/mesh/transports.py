@@ -39,10 +39,13 @@ def load_module_server(name: str, spec: str) -> FastMCP[Any]:
 def transport_for(
     entry: ServerEntry, *, token: str | None, server: FastMCP[Any] | None
 ) -> ClientTransport:
-    """The transport of ``entry``; ``token`` is the bearer an HTTP server gets, ``server``
-    the in-process server a ``module:`` entry was built into."""
+    """The transport of ``entry``; ``token`` is the orchestrator's MESH_TOKEN, sent only to
+    an entry that asks for it (``auth: mesh``); ``server`` the in-process server a
+    ``module:`` entry was built into."""
     if entry.url:
-        return StreamableHttpTransport(entry.url, headers=dict(entry.headers), auth=token)
+        return StreamableHttpTransport(
+            entry.url, headers=dict(entry.headers), auth=entry.bearer(token)
+        )
     if entry.command:
         # "python" means this interpreter, so a registry works inside any virtualenv.
         command = list(entry.command)
