@@ -81,7 +81,7 @@ class TelegramChannel:
         self._dispatcher = dispatcher
         # A new run id at each start: telegram-io then releases what the last run held.
         self._io = TelegramIO(registry, consumer=consumer, run=run or uuid.uuid4().hex[:16])
-        self._leases = LeaseKeeper(self._io, lambda: self._active, sleep=sleep)
+        self._leases = LeaseKeeper(self._io, lambda: self._active)
         self._grace_s = grace_s
         self._batch = batch
         self._wait_s = wait_s

@@ -10,7 +10,7 @@ leases run out, or are released at once when it starts again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Callable, Collection
 
 import anyio
 
@@ -23,27 +23,26 @@ SHORTEST_EVERY_S = 0.2  # however short the lease, not more often than this
 
 
 class LeaseKeeper:
-    def __init__(
-        self,
-        io: TelegramIO,
-        held: Callable[[], Collection[str]],
-        *,
-        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
-    ) -> None:
+    def __init__(self, io: TelegramIO, held: Callable[[], Collection[str]]) -> None:
         self._io = io
         self._held = held
-        self._sleep = sleep
         self.lease_s = FIRST_LEASE_S
+        self._shorter = anyio.Event()  # set when the lease time turns out shorter
 
     def leased_for(self, lease_s: float) -> None:
         """What next_updates said the lease time is (0: a server that does not say)."""
-        if lease_s > 0:
-            self.lease_s = lease_s
+        if lease_s <= 0 or lease_s == self.lease_s:
+            return
+        if lease_s < self.lease_s:
+            self._shorter.set()  # the round under way would come too late
+        self.lease_s = lease_s
 
     async def run(self) -> None:
         """Extend the leases of what is held, every third of the lease time, until cancelled."""
         while True:
-            await self._sleep(max(SHORTEST_EVERY_S, self.lease_s / 3))
+            with anyio.move_on_after(max(SHORTEST_EVERY_S, self.lease_s / 3)):
+                await self._shorter.wait()
+            self._shorter = anyio.Event()
             held = sorted(self._held())
             if not held:
                 continue
