@@ -136,3 +136,19 @@ async def test_a_turn_longer_than_the_grace_is_left_unacked_and_redone_once_by_t
         await all_acked(mesh)
         assert replies(mesh) == ["Redone after the stop."]
         assert len(mesh.llm.requests) == 2
+
+
+async def test_a_second_signal_cuts_the_grace_short(tmp_path: Path) -> None:
+    async with running("embedded", tmp_path, grace_s=600) as mesh:
+        mesh.llm.script(HANG)
+        mesh.telegram.user_message(CLAWDIA, USER, "think very hard")
+        await mesh.telegram.wait_for(lambda: len(mesh.llm.requests) == 1, 60)
+        mesh.orchestrator.send_signal(signal.SIGTERM)
+        await eventually(lambda: _logged(mesh, "running turns may finish"))
+        mesh.orchestrator.send_signal(signal.SIGINT)
+        assert await mesh.orchestrator.exited(30) == 0  # not the 600 s of grace
+        assert (replies(mesh), unacked(mesh)) == ([], 1)
+
+
+async def _logged(mesh: Mesh, text: str) -> bool:
+    return text in mesh.orchestrator.log.read_text(errors="replace")
