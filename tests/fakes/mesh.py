@@ -9,7 +9,8 @@
 with every server in-process (config/mcp_servers.local.yaml), against the same fakes.
 
 Each process writes its log to ``<tmp>/logs/<name>.log``. ``kill`` sends SIGKILL (a
-crash), ``start`` starts it again with the same data directory.
+crash), ``send_signal`` another signal (``exited`` waits for the exit code), ``start`` starts
+it again with the same data directory.
 """
 
 from __future__ import annotations
@@ -105,6 +106,16 @@ class Service:
         if self.process is not None and self.process.returncode is None:
             self.process.send_signal(signal.SIGKILL)
             await self.process.wait()
+
+    def send_signal(self, number: signal.Signals) -> None:
+        assert self.process is not None
+        self.process.send_signal(number)
+
+    async def exited(self, timeout_s: float = 60.0) -> int:
+        """The exit code, once the process has exited (within ``timeout_s``)."""
+        assert self.process is not None
+        with anyio.fail_after(timeout_s):
+            return await self.process.wait()
 
     async def stop(self) -> None:
         if self.process is not None and self.process.returncode is None:
@@ -204,6 +215,7 @@ async def running_mesh(
     pending_env: dict[str, str] | None = None,
     orders_csv: str | None = None,
     revoked: tuple[str, ...] = (),
+    orchestrator_env: dict[str, str] | None = None,
 ) -> AsyncIterator[Mesh]:
     """Fakes in this process, the servers and the orchestrator as processes, all started.
 
@@ -264,6 +276,7 @@ async def running_mesh(
                 "OPENAI_API_KEY": API_KEY,
                 "OPENAI_BASE_URL": llm_url,
                 "LLM_TIMEOUT_S": "30",
+                **(orchestrator_env or {}),
             },
             tmp / "logs" / "orchestrator.log",
         )
@@ -320,9 +333,10 @@ def _base_env(agents_file: Path) -> dict[str, str]:
 
 @asynccontextmanager
 async def running_embedded(
-    tmp: Path, *, agents: tuple[str, ...] = ("clawdia",)
+    tmp: Path, *, agents: tuple[str, ...] = ("clawdia",), env: dict[str, str] | None = None
 ) -> AsyncIterator[Mesh]:
-    """``make run``: one orchestrator process, every server in it, against the fakes."""
+    """``make run``: one orchestrator process, every server in it, against the fakes
+    (``env``: more environment for it)."""
     async with _serving_fakes(agents) as fakes:
         agents_file = _write_fleet(tmp, list(agents))
         environment = {
@@ -335,6 +349,7 @@ async def running_embedded(
             "WEATHER_FORECAST_URL": f"{fakes.weather_api}/v1/forecast",
             "WEATHER_GEOCODING_URL": f"{fakes.weather_api}/v1/search",
             **{f"{a.upper()}_BOT_TOKEN": TOKENS[a] for a in agents},
+            **(env or {}),
         }
         orchestrator = Service(
             "orchestrator",

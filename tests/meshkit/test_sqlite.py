@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import ClassVar
 
 import anyio
 import pytest
@@ -55,3 +56,33 @@ async def test_commits_alone_leave_the_database_file_to_the_checkpointer(tmp_pat
     await store.checkpoint()
     assert path.stat().st_size > before
     await store.aclose()
+
+
+class NotesV2(Notes):
+    """Notes, a version later: a column added."""
+
+    SCHEMA = (
+        "CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL, tag TEXT);"
+    )
+    SCHEMA_VERSION = 2
+    MIGRATIONS: ClassVar[dict[int, str]] = {2: "ALTER TABLE notes ADD COLUMN tag TEXT;"}
+
+
+async def test_a_file_of_an_older_schema_is_migrated_in_place_and_keeps_its_rows(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "notes.sqlite3"
+    old = Notes(path)
+    await old.add(3)
+    await old.aclose()
+    new = NotesV2(path)
+    assert await new.count() == 3
+    await new._run(lambda db: db.execute("UPDATE notes SET tag = 'kept'"))
+    await new.aclose()
+    fresh = NotesV2(tmp_path / "fresh.sqlite3")  # a new file: the schema alone, no steps
+    assert await fresh.count() == 0
+    await fresh.aclose()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        assert db.execute("SELECT DISTINCT tag FROM notes").fetchall() == [("kept",)]
+    db.close()

@@ -14,7 +14,7 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
 from fakes.telegram_api import FakeTelegram
-from fakes.tool_calls import call
+from fakes.tool_calls import call, call_error
 from mcp_telegram_io.poller import PollPolicy
 from mcp_telegram_io.server import build_server
 from mcp_telegram_io.settings import TelegramIOSettings
@@ -332,3 +332,19 @@ async def test_a_reply_of_300000_characters_is_sent_as_five_messages_saying_it_w
         match = re.search(r"([\d,]+) more characters were too long to send\.$", messages[-1].text)
         assert match is not None
         assert int(match[1].replace(",", "")) > 250_000
+async def test_the_tools_take_a_consumer_and_its_run_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch, lease_s=60) as (fake, client, _):
+        fake.user_message(ADA, USER, "hello")
+        holder = {"consumer": "orchestrator", "run": "a1"}
+        got = await call(client, "next_updates", max=10, wait_s=10, **holder)
+        assert (got["lease_s"], [u["text"] for u in got["updates"]]) == (60, ["hello"])
+        held = [u["id"] for u in got["updates"]]
+        assert (await call(client, "extend_leases", ids=held, **holder))["extended"] == 1
+        restarted = {"consumer": "orchestrator", "run": "a2"}
+        again = await call(client, "next_updates", max=10, wait_s=10, **restarted)
+        assert [u["id"] for u in again["updates"]] == held
+        assert "newer run" in await call_error(client, "next_updates", max=1, **holder)
+        refused = await call_error(client, "next_updates", max=1, consumer="orchestrator")
+        assert refused == "pass consumer and run together (or neither)"

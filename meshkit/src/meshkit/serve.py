@@ -36,6 +36,11 @@ logger = logging.getLogger(__name__)
 
 S = TypeVar("S", bound=BaseSettings)
 
+# On SIGTERM, requests in flight get this long to finish (long polls end at once, see
+# Stopping). Below the 10 s a container gets before SIGKILL by default; the orchestrator,
+# stopped first (it depends on the servers), finishes its turns before they stop.
+GRACE_S = 8
+
 HTTP_AUTH_HELP = (
     "MESH_TOKEN is not set: HTTP mode requires the orchestrator's bearer token. Generate one\n"
     "  python3 -c 'import secrets; print(secrets.token_urlsafe(32))'\n"
@@ -146,7 +151,7 @@ def _serve_http(
         lifespan="on",
         access_log=False,
         server_header=False,
-        timeout_graceful_shutdown=2,
+        timeout_graceful_shutdown=GRACE_S,
         loop="asyncio",
         # httptools plus what uvicorn lacks: a request-head deadline and size, a connection cap.
         http=protocol_with(

@@ -6,6 +6,11 @@ never the event loop. A store subclasses :class:`SQLiteStore` with its ``SCHEMA`
 (idempotent ``CREATE ... IF NOT EXISTS``) and version, and writes its queries as
 functions of the connection passed to ``_run``.
 
+A schema that changes raises ``SCHEMA_VERSION`` and gives ``MIGRATIONS[v]``: the
+statements that bring a database of version v-1 to v (``ALTER TABLE ... ADD COLUMN``).
+An existing file runs the steps it lacks, then ``SCHEMA`` (for new tables and indexes),
+in one transaction: its rows stay. A new file gets ``SCHEMA`` alone.
+
 Checkpoints (copying the WAL into the database file, with an fsync) would otherwise
 run inside whichever commit crosses 1000 pages, stalling that request for the
 length of an fsync (tens of ms here, far more on an SD card). While a server runs
@@ -29,7 +34,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
@@ -60,6 +65,7 @@ class SQLiteStore:
 
     SCHEMA: ClassVar[str] = ""
     SCHEMA_VERSION: ClassVar[int] = 1
+    MIGRATIONS: ClassVar[Mapping[int, str]] = {}  # version → statements from the one before
     checkpoint_every_s: float = 5.0
     checkpoint_quiet_s: float = 1.0  # no request for this long: a quiet moment
     checkpoint_late_s: float = 60.0  # under constant load, checkpoint anyway after this
@@ -227,13 +233,19 @@ class SQLiteStore:
                     ),
                 )
             db.executescript(
-                f"BEGIN IMMEDIATE; {self.SCHEMA} PRAGMA user_version = {self.SCHEMA_VERSION}; "
-                "COMMIT;"
+                f"BEGIN IMMEDIATE; {self._upgrade(found)} {self.SCHEMA} "
+                f"PRAGMA user_version = {self.SCHEMA_VERSION}; COMMIT;"
             )
         except BaseException:
             db.close()
             raise
         return db
+
+    def _upgrade(self, found: int) -> str:
+        """The migration steps a file of version ``found`` lacks (0: a new file, none)."""
+        if found == 0:
+            return ""
+        return " ".join(self.MIGRATIONS[v] for v in range(found + 1, self.SCHEMA_VERSION + 1))
 
 
 @contextmanager

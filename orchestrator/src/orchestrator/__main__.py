@@ -1,4 +1,5 @@
 """``python -m orchestrator``: the whole fleet on Telegram (through telegram-io).
+SIGTERM or Ctrl-C stops it gracefully: running turns finish (SHUTDOWN_GRACE_S), exit 0.
 
 ``python -m orchestrator chat [--agent ID]``: talk to one agent in this terminal.
 """
@@ -22,6 +23,7 @@ from orchestrator.channels.telegram import TelegramChannel
 from orchestrator.channels.telegram_ready import NoBotCanRun
 from orchestrator.config import ConfigError
 from orchestrator.settings import OrchestratorSettings
+from orchestrator.shutdown import Shutdown, on_signals
 
 logger = logging.getLogger("orchestrator")
 
@@ -69,13 +71,31 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 async def _telegram(settings: OrchestratorSettings) -> list[str]:
-    """Serve the fleet until stopped; what Telegram refused, when no bot can run."""
+    """Serve the fleet until SIGTERM or SIGINT; what Telegram refused, when no bot can run."""
+    shutdown = Shutdown()
+    async with anyio.create_task_group() as signals:
+        await signals.start(on_signals, shutdown)
+        try:
+            refused = await _serve(settings, shutdown)
+        finally:
+            signals.cancel_scope.cancel()
+    return refused
+
+
+async def _serve(settings: OrchestratorSettings, shutdown: Shutdown) -> list[str]:
     async with open_app(settings) as app:
         logger.info("Telegram channel for %s", ", ".join(sorted(app.dispatcher.agents)))
+        channel = TelegramChannel(
+            app.dispatcher,
+            app.registry,
+            consumer=settings.inbox_consumer,
+            grace_s=settings.shutdown_grace_s,
+        )
         try:
-            await TelegramChannel(app.dispatcher, app.registry).run()
+            await channel.run(shutdown)
         except NoBotCanRun as refused:  # here, before the registry's task group wraps it
             return refused.lines
+    logger.info("stopped; MCP sessions closed")
     return []
 
 

@@ -50,6 +50,20 @@ class OrchestratorSettings(DataSettings):
     max_tool_calls: int = Field(default=24, ge=1, le=500, validation_alias=_env("MAX_TOOL_CALLS"))
     turn_timeout_s: float = Field(default=180, gt=0, validation_alias=_env("TURN_TIMEOUT_S"))
     log_level: str = Field(default="INFO", validation_alias=_env("LOG_LEVEL"))
+    inbox_consumer: str = Field(
+        default="orchestrator",
+        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        validation_alias=_env("INBOX_CONSUMER"),
+        description="INBOX_CONSUMER: the name this orchestrator's leases of telegram-io's "
+        "inbox go by; a restart under the same name takes its crashed run's updates at once",
+    )
+    shutdown_grace_s: float = Field(
+        default=20,
+        ge=0,
+        validation_alias=_env("SHUTDOWN_GRACE_S"),
+        description="SHUTDOWN_GRACE_S: on SIGTERM/SIGINT, how long running turns and taps "
+        "may take to finish; what is cut off is redone by the next run",
+    )
 
     @property
     def llm_configured(self) -> bool:

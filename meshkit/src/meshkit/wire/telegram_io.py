@@ -53,6 +53,14 @@ class InboxUpdate(BaseModel):
 
 class Updates(BaseModel):
     updates: list[InboxUpdate]
+    lease_s: float = Field(
+        default=0,
+        description="how long each is leased: extend the leases before that to keep them",
+    )
+
+
+class Extended(BaseModel):
+    extended: int = Field(description="how many of the ids this run still held (now extended)")
 
 
 class Acked(BaseModel):

@@ -7,11 +7,16 @@
 - Turns are serial within a chat and concurrent across chats and agents; ``/stop``
   skips the queue and cancels the chat's running turn. "typing…" shows from 0.3 s
   into a turn, refreshed every 4 s.
-- An update is acked only after its reply was sent. A crash before that means
-  telegram-io hands it over again when its lease runs out; the reply's idempotency
-  key (the update id) makes sure it is delivered once.
+- An update is acked only after its reply was sent. Its lease is extended while this
+  run works on it (``LeaseKeeper``). A crash before the ack means telegram-io hands it
+  over again: at once to the next run of this consumer (``INBOX_CONSUMER``), or when
+  its lease runs out; the reply's idempotency key (the update id) makes sure it is
+  delivered once.
 - An update handed over again while this process still works on it is ignored;
   one it has finished is acked again.
+- Stopping (``Shutdown``, on SIGTERM/SIGINT): no new updates; running turns and taps get
+  ``grace_s`` to finish; queued ones and what the grace cuts off stay unacked, for the
+  next run.
 - After a batch, the next long poll waits until the batch is handled, or
   ``repoll_after_s`` (50 ms) at the latest. Updates come at human pace, so it rarely
   has anything to fetch that soon; on a small machine its work (here and in
@@ -22,10 +27,12 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 
 import anyio
+import anyio.abc
 
 from meshkit.wire.telegram_io import InboxUpdate, Sent
 from orchestrator.channels.telegram_io import (
@@ -36,10 +43,12 @@ from orchestrator.channels.telegram_io import (
     command_of,
     without_bot_name,
 )
+from orchestrator.channels.telegram_leases import LeaseKeeper
 from orchestrator.channels.telegram_ready import go_live
 from orchestrator.core.dispatch import Dispatcher, Reply
 from orchestrator.core.turn import AgentRuntime
 from orchestrator.mesh.registry import Registry
+from orchestrator.shutdown import Shutdown
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +72,17 @@ class TelegramChannel:
         typing_every_s: float = 4.0,
         repoll_after_s: float = 0.05,
         max_turns: int = 16,
+        consumer: str = "orchestrator",
+        run: str | None = None,
+        grace_s: float = 20.0,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         say: Callable[[str], None] = lambda line: print(line, flush=True),
     ) -> None:
         self._dispatcher = dispatcher
-        self._io = TelegramIO(registry)
+        # A new run id at each start: telegram-io then releases what the last run held.
+        self._io = TelegramIO(registry, consumer=consumer, run=run or uuid.uuid4().hex[:16])
+        self._leases = LeaseKeeper(self._io, lambda: self._active)
+        self._grace_s = grace_s
         self._batch = batch
         self._wait_s = wait_s
         self._typing_after_s = typing_after_s
@@ -77,30 +92,74 @@ class TelegramChannel:
         self._sleep = sleep
         self._say = say
         self._queues: dict[tuple[str, str], deque[InboxUpdate]] = {}
-        self._active: set[str] = set()
+        self._active: set[str] = set()  # accepted and not let go (its lease is kept)
+        self._running: set[str] = set()  # being answered right now
+        self._stopping = anyio.Event()  # taking no more updates
         self._finished = anyio.Event()  # set (and replaced) whenever an update is let go
         self._done: OrderedDict[str, None] = OrderedDict()
 
-    async def run(self) -> None:
+    async def run(self, shutdown: Shutdown | None = None) -> None:
         """Announce the bots (NoBotCanRun when Telegram refused them all), then poll
-        telegram-io and dispatch until cancelled."""
+        telegram-io and dispatch until cancelled or ``shutdown`` is requested; then let
+        the running work finish (``grace_s`` at most) and return."""
+        shutdown = shutdown or Shutdown()
         self._dispatcher.status_probes.append(self._status_lines)
         await go_live(self._io, self._dispatcher.agents, self._say)
+        async with anyio.create_task_group() as work:
+            work.start_soon(self._leases.run, name="leases")
+            async with anyio.create_task_group() as polling:
+                polling.start_soon(self._poll, work, name="poll")
+                await shutdown.requested.wait()
+                polling.cancel_scope.cancel()
+            await self._wind_down(shutdown)
+            work.cancel_scope.cancel()
+
+    async def _poll(self, tasks: anyio.abc.TaskGroup) -> None:
         delay = 0.5
-        async with anyio.create_task_group() as tasks:
-            while True:
-                try:
-                    batch = await self._io.next_updates(self._batch, self._wait_s)
-                except TelegramIOFailed as error:
-                    logger.warning("telegram-io: next_updates failed (%s); retrying", error)
-                    await self._sleep(delay)
-                    delay = min(delay * 2, 10.0)
-                    continue
-                delay = 0.5
-                for update in batch:
-                    await self._accept(update, tasks)
-                if batch:
-                    await self._settle({u.id for u in batch})
+        while True:
+            try:
+                batch = await self._io.next_updates(self._batch, self._wait_s)
+            except TelegramIOFailed as error:
+                logger.warning("telegram-io: next_updates failed (%s); retrying", error)
+                await self._sleep(delay)
+                delay = min(delay * 2, 10.0)
+                continue
+            delay = 0.5
+            self._leases.leased_for(batch.lease_s)
+            for update in batch.updates:
+                await self._accept(update, tasks)
+            if batch.updates:
+                await self._settle({u.id for u in batch.updates})
+
+    async def _wind_down(self, shutdown: Shutdown) -> None:
+        """No new updates any more: queued ones stay for the next run, running ones get
+        ``grace_s`` (or until ``shutdown`` is hurried); what is still running is cut."""
+        self._stopping.set()
+        self._active.intersection_update(self._running)  # the queued: left unacked
+        if self._running:
+            logger.info(
+                "stopping: %d running turn(s) or tap(s) may take %g s more",
+                len(self._running),
+                self._grace_s,
+            )
+        async with anyio.create_task_group() as waiting:
+
+            async def hurried() -> None:
+                await shutdown.hurried.wait()
+                waiting.cancel_scope.cancel()
+
+            waiting.start_soon(hurried)
+            with anyio.move_on_after(self._grace_s):
+                while self._running:
+                    await self._finished.wait()
+            waiting.cancel_scope.cancel()
+        if self._running:
+            logger.warning(
+                "stopped: %s cut short, left unacked for the next run",
+                ", ".join(sorted(self._running)),
+            )
+        else:
+            logger.info("stopped: nothing left running")
 
     async def _settle(self, uids: set[str]) -> None:
         """Until none of ``uids`` is being handled, ``repoll_after_s`` at the latest."""
@@ -132,6 +191,7 @@ class TelegramChannel:
         ):
             # Not behind the chat's queue: /stop must reach the running turn, and a tap is
             # answered at once even while a turn runs (pending-actions keeps taps atomic).
+            self._running.add(uid)
             tasks.start_soon(self._handle_now, runtime, update)
             return
         key = (runtime.id, update.chat_id)
@@ -145,9 +205,12 @@ class TelegramChannel:
     async def _work(self, key: tuple[str, str]) -> None:
         queue = self._queues[key]
         try:
-            while queue:
+            while queue and not self._stopping.is_set():
                 update = queue[0]
                 async with self._turns:
+                    if self._stopping.is_set():
+                        break  # stopped while it waited: left for the next run
+                    self._running.add(update.id)
                     await self._handle_now(self._dispatcher.agents[key[0]], update)
                 queue.popleft()
         finally:
@@ -176,6 +239,7 @@ class TelegramChannel:
             await self._finish(uid)
         finally:
             self._active.discard(uid)
+            self._running.discard(uid)
             self._finished.set()
             self._finished = anyio.Event()
 

@@ -12,7 +12,15 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from meshkit.wire.telegram_io import Acked, BotCommand, Done, InboxUpdate, Sent, Status, Updates
+from meshkit.wire.telegram_io import (
+    Acked,
+    BotCommand,
+    Done,
+    Extended,
+    Sent,
+    Status,
+    Updates,
+)
 from orchestrator.core.replies import Reply
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry
@@ -34,17 +42,26 @@ class TelegramRefused(TelegramIOFailed):
 
 
 class TelegramIO:
-    def __init__(self, registry: Registry) -> None:
+    """``consumer`` and ``run`` name who holds the leases: the inbox hands what an earlier
+    run of ``consumer`` held to the first ``next_updates`` of a new ``run`` at once."""
+
+    def __init__(self, registry: Registry, *, consumer: str, run: str) -> None:
         self._registry = registry
         self._server = registry.server_for("telegram-io")
+        self._holder = {"consumer": consumer, "run": run}
 
     @property
     def configured(self) -> bool:
         return self._server is not None
 
-    async def next_updates(self, batch: int, wait_s: float) -> list[InboxUpdate]:
-        updates = await self._call("next_updates", {"max": batch, "wait_s": wait_s}, Updates)
-        return updates.updates
+    async def next_updates(self, batch: int, wait_s: float) -> Updates:
+        arguments = {"max": batch, "wait_s": wait_s, **self._holder}
+        return await self._call("next_updates", arguments, Updates)
+
+    async def extend(self, update_ids: list[str]) -> int:
+        """Keep the leases of what this run still works on; how many it still held."""
+        arguments = {"ids": update_ids, **self._holder}
+        return (await self._call("extend_leases", arguments, Extended)).extended
 
     async def ack(self, update_id: str) -> None:
         await self._call("ack", {"ids": [update_id]}, Acked)

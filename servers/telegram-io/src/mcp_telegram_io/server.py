@@ -21,14 +21,23 @@ from pydantic import Field
 from telegram import Bot
 
 from mcp_telegram_io.fleet import BotConfig, load_bots
-from mcp_telegram_io.models import Acked, BotCommand, Button, Done, Sent, Status, Updates
+from mcp_telegram_io.models import (
+    Acked,
+    BotCommand,
+    Button,
+    Done,
+    Extended,
+    Sent,
+    Status,
+    Updates,
+)
 from mcp_telegram_io.pacer import Pacer
 from mcp_telegram_io.poller import Poller, PollPolicy
 from mcp_telegram_io.request import Httpx2Request, SharedClient
 from mcp_telegram_io.sender import ButtonSpec, Sender
-from mcp_telegram_io.service import Inbox
+from mcp_telegram_io.service import BadHolder, Inbox
 from mcp_telegram_io.settings import TelegramIOSettings
-from mcp_telegram_io.store import InboxStore
+from mcp_telegram_io.store import Holder, InboxStore
 from meshkit.serve import Stopping
 from meshkit.server import create_server
 from meshkit.settings import load_settings
@@ -40,12 +49,28 @@ logger = logging.getLogger(__name__)
 SEND_CONNECTIONS = 16
 INSTRUCTIONS = (
     "Telegram I/O for the clawmesh orchestrator: a durable inbox of the bots' updates "
-    "(next_updates leases them, ack after the reply is sent) and sending with Telegram "
+    "(next_updates leases them, extend_leases keeps them while working, ack after the reply "
+    "is sent) and sending with Telegram "
     "formatting, pacing and idempotency."
 )
 
 Agent = Annotated[str, Field(min_length=1, max_length=200, description="agent id (its bot)")]
 ChatId = Annotated[str, Field(min_length=1, max_length=64, description="Telegram chat id")]
+Consumer = Annotated[
+    str | None,
+    Field(
+        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        description="who consumes the inbox (a stable name); needs run",
+    ),
+]
+Run = Annotated[
+    str | None,
+    Field(
+        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        description="this run of the consumer (new at each start): a new run releases "
+        "what the consumer's earlier runs held",
+    ),
+]
 Buttons = Annotated[
     list[list[Button]] | None,
     Field(description="inline keyboard: rows of buttons, under the (last) message"),
@@ -142,13 +167,26 @@ def build_server(
         wait_s: Annotated[
             float, Field(ge=0, le=50, description="long-poll: wait this long for one to arrive")
         ] = 0,
+        consumer: Consumer = None,
+        run: Run = None,
     ) -> Updates:
         """Lease the oldest waiting updates of every bot (messages and button taps).
 
-        Each is handed to no one else for the lease time; ack it once handled, or it is
-        handed out again when the lease runs out.
+        Each is handed to no one else for the lease time (``lease_s``); extend the leases
+        while working on them, ack each once handled, or it is handed out again when its
+        lease runs out. The first call of a new run of a consumer releases what its earlier
+        runs held.
         """
-        return await inbox.next_updates(max, wait_s)
+        return await inbox.next_updates(max, wait_s, _holder(consumer, run))
+
+    @mcp.tool(**internal(title="Extend leases", idempotent=True))
+    async def extend_leases(
+        ids: Annotated[list[str], Field(max_length=1000, description="'id' fields of updates")],
+        consumer: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")],
+        run: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")],
+    ) -> Extended:
+        """Keep the updates this run is still working on for another lease time."""
+        return Extended(extended=await inbox.extend(ids, Holder(consumer, run)))
 
     @mcp.tool(**internal(title="Acknowledge updates", idempotent=True))
     async def ack(
@@ -226,6 +264,14 @@ def build_server(
         return await inbox.status()
 
     return mcp
+
+
+def _holder(consumer: str | None, run: str | None) -> Holder | None:
+    if consumer is None and run is None:
+        return None
+    if consumer is None or run is None:
+        raise BadHolder("pass consumer and run together (or neither)")
+    return Holder(consumer, run)
 
 
 def _bot(config: BotConfig, settings: TelegramIOSettings, client: SharedClient) -> Bot:

@@ -1,9 +1,13 @@
 """The inbox side: pollers fill it, ``next_updates`` leases from it, ``ack`` empties it.
 
-A leased update is handed to no one else until its lease runs out (default
-120 s); an update that is never acked (the orchestrator crashed mid-turn) is
-handed out again then, with ``deliveries`` counting up. Acked updates are kept
-two days so Telegram's resend of an unconfirmed batch is still recognised.
+A leased update is handed to no one else until its lease runs out (default 15 s);
+an update that is never acked is handed out again then, with ``deliveries``
+counting up. A consumer that names itself and its run (the orchestrator does) keeps
+what it works on by extending the leases (``extend_leases``, every few seconds), and
+when it starts again the first ``next_updates`` of the new run releases what the
+old run held: after a crash the update is handed out at once, not when its lease
+runs out. Acked updates are kept two days so Telegram's resend of an unconfirmed
+batch is still recognised.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from telegram import Update
 from mcp_telegram_io.models import BotStatus, InboxUpdate, Status, Updates, normalize
 from mcp_telegram_io.poller import FAILING, Poller
 from mcp_telegram_io.settings import TelegramIOSettings
-from mcp_telegram_io.store import InboxStore
+from mcp_telegram_io.store import Holder, InboxStore, RunSuperseded
 from meshkit.errors import ModelError
 from meshkit.health import CheckFailed
 from meshkit.storage import StorageFailed
@@ -30,6 +34,14 @@ HAND_OVER_S = 0.05  # how long a poller lets a waiting reader go first
 
 
 class BadUpdateId(ModelError):
+    pass
+
+
+class Superseded(ModelError):
+    pass
+
+
+class BadHolder(ModelError):
     pass
 
 
@@ -49,6 +61,7 @@ class Inbox:
         self._handed = anyio.Event()  # set (and replaced) whenever next_updates hands some out
         self._closing = False
         self._readers = 0  # next_updates calls waiting for updates right now
+        self._started: set[Holder] = set()  # runs whose start released their earlier runs
 
     def stop_waiting(self) -> None:
         """The server is stopping: waiting ``next_updates`` calls answer now (with nothing
@@ -66,11 +79,21 @@ class Inbox:
         with anyio.move_on_after(HAND_OVER_S):
             await handed.wait()
 
-    async def next_updates(self, limit: int, wait_s: float) -> Updates:
+    async def next_updates(
+        self, limit: int, wait_s: float, holder: Holder | None = None
+    ) -> Updates:
+        """Lease the oldest waiting updates, waiting up to ``wait_s`` for one; leased to
+        ``holder`` (a new run of it first releases what its earlier runs held)."""
+        lease_s = self._settings.lease_s
+        if holder is not None and holder not in self._started:
+            await self._start(holder)
         deadline = anyio.current_time() + wait_s
         while True:
             event = self._arrived
-            found = await self._store.lease(limit, self._clock(), self._settings.lease_s)
+            try:
+                found = await self._store.lease(limit, self._clock(), lease_s, holder)
+            except RunSuperseded:
+                raise _superseded(holder) from None
             if found:
                 self._handed.set()
                 self._handed = anyio.Event()
@@ -78,11 +101,12 @@ class Inbox:
                     updates=[
                         _normalized(u.agent, u.bot, u.update_id, u.body, u.deliveries)
                         for u in found
-                    ]
+                    ],
+                    lease_s=lease_s,
                 )
             remaining = deadline - anyio.current_time()
             if remaining <= 0 or self._closing:
-                return Updates(updates=[])
+                return Updates(updates=[], lease_s=lease_s)
             expiry = await self._store.next_lease_expiry()
             if expiry is not None:
                 remaining = min(remaining, max(0.01, expiry - self._clock()))
@@ -93,16 +117,30 @@ class Inbox:
             finally:
                 self._readers -= 1
 
+    async def _start(self, holder: Holder) -> None:
+        try:
+            released = await self._store.start(holder, self._clock())
+        except RunSuperseded:
+            raise _superseded(holder) from None
+        self._started.add(holder)
+        if released:
+            logger.info(
+                "inbox: consumer %s started again (run %s): %d update(s) its last run held "
+                "handed out again now",
+                holder.consumer,
+                holder.run,
+                released,
+            )
+        self._arrived.set()  # a waiting reader may take the released updates at once
+        self._arrived = anyio.Event()
+
+    async def extend(self, ids: Sequence[str], holder: Holder) -> int:
+        """Keep the leases ``holder`` holds among ``ids`` for another lease time; how many."""
+        until = self._clock() + self._settings.lease_s
+        return await self._store.extend(_keys(ids), holder, until)
+
     async def ack(self, ids: Sequence[str]) -> int:
-        keys = []
-        for update in ids:
-            bot, _, number = update.partition(":")
-            if not bot or not number.lstrip("-").isdigit():
-                raise BadUpdateId(
-                    f"{update!r} is not an update id; pass the 'id' fields of next_updates"
-                )
-            keys.append((bot, int(number)))
-        return await self._store.ack(keys, self._clock())
+        return await self._store.ack(_keys(ids), self._clock())
 
     async def status(self) -> Status:
         bots = [
@@ -140,6 +178,26 @@ class Inbox:
             if removed:
                 logger.info("inbox: forgot %d old acked updates", removed)
             await anyio.sleep(PRUNE_EVERY_S)
+
+
+def _keys(ids: Sequence[str]) -> list[tuple[str, int]]:
+    keys = []
+    for update in ids:
+        bot, _, number = update.partition(":")
+        if not bot or not number.lstrip("-").isdigit():
+            raise BadUpdateId(
+                f"{update!r} is not an update id; pass the 'id' fields of next_updates"
+            )
+        keys.append((bot, int(number)))
+    return keys
+
+
+def _superseded(holder: Holder | None) -> Superseded:
+    consumer = holder.consumer if holder else "?"
+    return Superseded(
+        f"a newer run of consumer {consumer!r} has started: this run gets no more updates. "
+        "Stop this process, or give each consumer its own name."
+    )
 
 
 def _normalized(agent: str, bot: str, update_id: int, body: str, deliveries: int) -> InboxUpdate:

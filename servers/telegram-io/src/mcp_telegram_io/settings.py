@@ -31,7 +31,10 @@ class TelegramIOSettings(DataSettings):
     )
     poll_timeout_s: int = Field(default=25, ge=0, le=50, description="getUpdates long-poll.")
     lease_s: float = Field(
-        default=120, gt=0, description="How long next_updates leases an update before redelivery."
+        default=15,
+        gt=0,
+        description="How long next_updates leases an update before redelivery; a consumer "
+        "that names itself extends the leases of what it still works on.",
     )
     backoff_max_s: float = Field(default=60, gt=0, description="Cap of the network backoff.")
     conflict_backoff_s: float = Field(

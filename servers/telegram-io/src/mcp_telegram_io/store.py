@@ -2,8 +2,12 @@
 
 Tables:
 
-    updates  (bot, update_id, agent, received_at, body, leased_until, deliveries, acked_at)
-             every update Telegram handed over; primary key (bot, update_id), insert-or-ignore
+    updates  (bot, update_id, agent, received_at, body, leased_until, deliveries, acked_at,
+              leased_by, lease_run)
+             every update Telegram handed over; primary key (bot, update_id), insert-or-ignore;
+             a lease names the consumer and the run of it that holds it
+    runs     (consumer, run, started_at, superseded_at)   each run of each named consumer;
+             the newest is current, the ones before it are superseded
     offsets  (bot, next_offset)     the getUpdates offset, written with the updates it confirms
     sends    (key, part, message_id, at)   what a send with an idempotency key delivered
     blocked  (agent, chat_id, at)   chats whose user blocked the bot (403): never retried
@@ -11,6 +15,11 @@ Tables:
 ``record`` stores a batch of updates and the new offset in one transaction, before
 the next getUpdates confirms them to Telegram: a crash at any point loses nothing,
 and a batch Telegram hands over twice is stored once.
+
+A consumer (the orchestrator) names itself and its run. When a new run of a consumer
+starts (``start``), what its earlier runs held is released at once (they crashed or
+stopped: nobody works on it) and those runs are superseded: they lease nothing more.
+The current run extends the leases of what it works on (``extend``).
 """
 
 from __future__ import annotations
@@ -31,9 +40,20 @@ CREATE TABLE IF NOT EXISTS updates (
     leased_until REAL NOT NULL DEFAULT 0,
     deliveries INTEGER NOT NULL DEFAULT 0,
     acked_at REAL,
+    leased_by TEXT,
+    lease_run TEXT,
     PRIMARY KEY (bot, update_id)
 );
 CREATE INDEX IF NOT EXISTS updates_waiting ON updates (acked_at, leased_until, received_at);
+CREATE INDEX IF NOT EXISTS updates_holder ON updates (leased_by, lease_run)
+    WHERE acked_at IS NULL;
+CREATE TABLE IF NOT EXISTS runs (
+    consumer TEXT NOT NULL,
+    run TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    superseded_at REAL,
+    PRIMARY KEY (consumer, run)
+);
 CREATE TABLE IF NOT EXISTS offsets (bot TEXT PRIMARY KEY, next_offset INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS sends (
     key TEXT NOT NULL,
@@ -49,6 +69,22 @@ CREATE TABLE IF NOT EXISTS blocked (
     PRIMARY KEY (agent, chat_id)
 );
 """
+MIGRATIONS = {
+    2: "ALTER TABLE updates ADD COLUMN leased_by TEXT; "
+    "ALTER TABLE updates ADD COLUMN lease_run TEXT;",
+}
+
+
+class RunSuperseded(Exception):
+    """A newer run of the same consumer has started: this one gets no more updates."""
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a lease: a consumer (a stable name) and one run of it (new at each start)."""
+
+    consumer: str
+    run: str
 
 
 @dataclass(frozen=True)
@@ -62,6 +98,8 @@ class StoredUpdate:
 
 class InboxStore(SQLiteStore):
     SCHEMA = SCHEMA
+    SCHEMA_VERSION = 2
+    MIGRATIONS = MIGRATIONS
 
     async def offset(self, bot: str) -> int | None:
         def read(db: sqlite3.Connection) -> int | None:
@@ -107,25 +145,76 @@ class InboxStore(SQLiteStore):
 
         return await self._run(write)
 
-    async def lease(self, limit: int, now: float, lease_s: float) -> list[StoredUpdate]:
-        """The oldest waiting updates (never leased, or lease expired), leased until now+lease_s."""
+    async def start(self, holder: Holder, now: float) -> int:
+        """Make ``holder.run`` its consumer's current run (once; again is harmless): the
+        earlier runs are superseded and their leases released. Returns how many updates
+        were released; RunSuperseded when a newer run has started already."""
+
+        def write(db: sqlite3.Connection) -> int:
+            with transaction(db, "IMMEDIATE"):
+                if _is_current(db, holder):
+                    return 0
+                db.execute(
+                    "INSERT INTO runs (consumer, run, started_at) VALUES (?, ?, ?)",
+                    (holder.consumer, holder.run, now),
+                )
+                db.execute(
+                    "UPDATE runs SET superseded_at = ?"
+                    " WHERE consumer = ? AND run != ? AND superseded_at IS NULL",
+                    (now, holder.consumer, holder.run),
+                )
+                cursor = db.execute(
+                    "UPDATE updates SET leased_until = 0, leased_by = NULL, lease_run = NULL"
+                    " WHERE leased_by = ? AND lease_run != ? AND acked_at IS NULL",
+                    (holder.consumer, holder.run),
+                )
+                return cursor.rowcount
+
+        return await self._run(write)
+
+    async def lease(
+        self, limit: int, now: float, lease_s: float, holder: Holder | None = None
+    ) -> list[StoredUpdate]:
+        """The oldest waiting updates (never leased, or lease expired), leased until now+lease_s
+        to ``holder`` (RunSuperseded when it is no longer its consumer's current run)."""
 
         def take(db: sqlite3.Connection) -> list[StoredUpdate]:
             with transaction(db, "IMMEDIATE"):
+                if holder is not None:
+                    _is_current(db, holder)  # raises when a newer run has started
                 found = db.execute(
                     "SELECT bot, update_id, agent, body, deliveries FROM updates"
                     " WHERE acked_at IS NULL AND leased_until <= ?"
                     " ORDER BY received_at, bot, update_id LIMIT ?",
                     (now, limit),
                 ).fetchall()
+                consumer, run = (holder.consumer, holder.run) if holder else (None, None)
                 db.executemany(
-                    "UPDATE updates SET leased_until = ?, deliveries = deliveries + 1"
-                    " WHERE bot = ? AND update_id = ?",
-                    [(now + lease_s, bot, update_id) for bot, update_id, *_ in found],
+                    "UPDATE updates SET leased_until = ?, deliveries = deliveries + 1,"
+                    " leased_by = ?, lease_run = ? WHERE bot = ? AND update_id = ?",
+                    [
+                        (now + lease_s, consumer, run, bot, update_id)
+                        for bot, update_id, *_ in found
+                    ],
                 )
             return [StoredUpdate(b, u, a, body, d + 1) for b, u, a, body, d in found]
 
         return await self._run(take)
+
+    async def extend(self, keys: Sequence[tuple[str, int]], holder: Holder, until: float) -> int:
+        """Extend to ``until`` the leases ``holder`` still holds among ``keys``; how many."""
+
+        def write(db: sqlite3.Connection) -> int:
+            with transaction(db, "IMMEDIATE"):
+                before = db.total_changes
+                db.executemany(
+                    "UPDATE updates SET leased_until = ? WHERE bot = ? AND update_id = ?"
+                    " AND leased_by = ? AND lease_run = ? AND acked_at IS NULL",
+                    [(until, bot, number, holder.consumer, holder.run) for bot, number in keys],
+                )
+                return db.total_changes - before
+
+        return await self._run(write)
 
     async def next_lease_expiry(self) -> float | None:
         """When the earliest current lease runs out (None when nothing is leased)."""
@@ -169,6 +258,7 @@ class InboxStore(SQLiteStore):
                     "DELETE FROM updates WHERE acked_at IS NOT NULL AND acked_at < ?", (before,)
                 )
                 db.execute("DELETE FROM sends WHERE at < ?", (before,))
+                db.execute("DELETE FROM runs WHERE superseded_at < ?", (before,))
                 return cursor.rowcount
 
         return await self._run(write)
@@ -202,6 +292,17 @@ class InboxStore(SQLiteStore):
                 (agent, chat_id, now),
             )
         )
+
+
+def _is_current(db: sqlite3.Connection, holder: Holder) -> bool:
+    """Whether ``holder.run`` is its consumer's current run; RunSuperseded when it was."""
+    row = db.execute(
+        "SELECT superseded_at FROM runs WHERE consumer = ? AND run = ?",
+        (holder.consumer, holder.run),
+    ).fetchone()
+    if row is not None and row[0] is not None:
+        raise RunSuperseded(holder.run)
+    return row is not None
 
 
 def _sent_parts(db: sqlite3.Connection, key: str) -> dict[int, int]:
