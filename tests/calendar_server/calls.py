@@ -18,10 +18,20 @@ SYDNEY = "Australia/Sydney"
 START = datetime(2026, 3, 16, 8, tzinfo=UTC).timestamp()  # Mon 16 Mar 2026, 09:00 in Berlin
 
 
-def mint(clock: Clock, kind: str, payload: dict[str, Any], action_id: str | None = None) -> str:
-    """An approval token, as pending-actions mints it when the user taps Confirm."""
+def mint(
+    clock: Clock,
+    kind: str,
+    payload: dict[str, Any],
+    action_id: str | None = None,
+    agent: str | None = None,
+) -> str:
+    """An approval token, as pending-actions mints it when the user taps Confirm (for the
+    agent the action was staged for: the payload's own unless ``agent`` says otherwise)."""
     action = action_id or f"act_{secrets.token_hex(6)}"
-    return Approvals(KEY.encode(), clock=clock).mint(action, "calendar", kind, payload)
+    staged_for = payload["agent"] if agent is None else agent
+    return Approvals(KEY.encode(), clock=clock).mint(
+        action, "calendar", kind, payload, agent=staged_for
+    )
 
 
 async def propose(client: Client[Any], tool: str, **arguments: Any) -> dict[str, Any]:

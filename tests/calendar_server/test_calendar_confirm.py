@@ -73,10 +73,18 @@ async def test_a_confirm_without_a_token_for_exactly_this_change_changes_nothing
         payload=proposal["payload"],
         approval=mint(clock, "event_cancel", proposal["payload"]),
     )
+    other_agent = await call_error(
+        client,
+        "confirm_event_cancel",
+        payload=proposal["payload"],
+        approval=mint(clock, "event_cancel", proposal["payload"], agent="bob"),
+    )
 
     assert none.startswith("This change needs an approval token from a user's Confirm tap")
     assert altered.startswith("The approval token does not match this change")
     assert wrong_kind.startswith("The approval token does not match this change")
+    assert other_agent.startswith("The approval token does not match this change")
+    assert proposal["payload"]["agent"] != "bob"
     assert rows(settings) == before
 
 

@@ -71,7 +71,7 @@ async def test_the_sdk_client_adds_an_event_over_http_after_an_approval(
         payload = proposed.structured_content["payload"]
         unsigned = await client.call_tool("confirm_event_add", {"payload": payload})
         token = Approvals(KEY.encode(), clock=Clock(time.time())).mint(
-            "act_00000000cafe", "calendar", "event_add", payload
+            "act_00000000cafe", "calendar", "event_add", payload, agent="clawdia"
         )
         done = await client.call_tool("confirm_event_add", {"payload": payload, "approval": token})
         day = await client.call_tool("get_events", {"start": "2030-05-14"})

@@ -70,8 +70,14 @@ async def with_calendar(world: World) -> AsyncIterator[App]:
         yield app
 
 
+MESSAGE = "7001"  # the message the replies' buttons are shown in
+
+
 async def ask(app: App, message: str) -> Reply:
-    return await app.dispatcher.on_text("clawdia", CHAT, message, user_id=USER)
+    async def deliver(reply: Reply) -> str:
+        return MESSAGE
+
+    return await app.dispatcher.on_text("clawdia", CHAT, message, user_id=USER, deliver=deliver)
 
 
 async def tap(app: App, reply: Reply, label: str) -> Reply:
@@ -84,7 +90,7 @@ async def tap(app: App, reply: Reply, label: str) -> Reply:
     async def edit(new: Reply) -> None:
         edits.append(new)
 
-    await app.dispatcher.on_callback("clawdia", CHAT, USER, data, answer, edit)
+    await app.dispatcher.on_callback("clawdia", CHAT, USER, MESSAGE, data, answer, edit)
     [edited] = edits
     return edited
 

@@ -332,6 +332,8 @@ async def test_a_reply_of_300000_characters_is_sent_as_five_messages_saying_it_w
         match = re.search(r"([\d,]+) more characters were too long to send\.$", messages[-1].text)
         assert match is not None
         assert int(match[1].replace(",", "")) > 250_000
+
+
 async def test_the_tools_take_a_consumer_and_its_run_together(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

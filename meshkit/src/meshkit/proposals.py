@@ -97,6 +97,13 @@ def payload_hash(payload: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def payload_agent(payload: dict[str, Any]) -> str:
+    """The agent whose data a confirm payload changes (its ``agent`` field; "" when it names
+    none, which no token matches): what a confirm tool checks its token against."""
+    agent = payload.get("agent")
+    return agent if isinstance(agent, str) else ""
+
+
 @dataclass(frozen=True)
 class Approval:
     """What a valid token vouches for."""

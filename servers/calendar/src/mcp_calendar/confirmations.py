@@ -33,7 +33,7 @@ from mcp_calendar.models import (
     MovePayload,
     TargetPayload,
 )
-from meshkit.proposals import Approvals, Confirmed
+from meshkit.proposals import Approvals, Confirmed, payload_agent
 
 PayloadT = TypeVar("PayloadT", bound=BaseModel)
 PROPOSE_AGAIN = "Nothing was changed: propose it again if it should still happen."
@@ -48,7 +48,9 @@ class Confirmations:
         self._clock = clock
 
     async def add(self, payload: dict[str, Any], approval: str) -> Added:
-        granted = self._approvals.check(approval, SERVER, ADD, payload)
+        granted = self._approvals.check(
+            approval, SERVER, ADD, payload, agent=payload_agent(payload)
+        )
         change = _parse(AddPayload, ADD, payload)
         tz = ZoneInfo(change.timezone)
         zone = ZoneInfo(change.zone) if change.zone else None
@@ -72,7 +74,9 @@ class Confirmations:
         return Added.model_validate({**done.result, "replayed": done.replayed})
 
     async def move(self, payload: dict[str, Any], approval: str) -> Moved:
-        granted = self._approvals.check(approval, SERVER, MOVE, payload)
+        granted = self._approvals.check(
+            approval, SERVER, MOVE, payload, agent=payload_agent(payload)
+        )
         change = _parse(MovePayload, MOVE, payload)
         tz = ZoneInfo(change.timezone)
         target = _target(change)
@@ -87,7 +91,9 @@ class Confirmations:
         return Moved.model_validate({**done.result, "replayed": done.replayed})
 
     async def cancel(self, payload: dict[str, Any], approval: str) -> Cancelled:
-        granted = self._approvals.check(approval, SERVER, CANCEL, payload)
+        granted = self._approvals.check(
+            approval, SERVER, CANCEL, payload, agent=payload_agent(payload)
+        )
         change = _parse(CancelPayload, CANCEL, payload)
         result = {
             "message": f"Cancelled “{change.title}” {change.was} ({change.timezone})",

@@ -38,7 +38,7 @@ from mcp_shopping.models import (
 )
 from mcp_shopping.service import amount, list_key
 from mcp_shopping.store import Changes, ShoppingStore
-from meshkit.proposals import Approvals
+from meshkit.proposals import Approvals, payload_agent
 
 PayloadT = TypeVar("PayloadT", bound=Payload)
 
@@ -59,7 +59,9 @@ class Confirmations:
 
     async def add(self, payload: dict[str, Any], approval: str) -> AddedToList:
         """Put the item on the list, or add to the quantity of the same item there."""
-        granted = self._approvals.check(approval, SERVER, ADD, payload, agent=_agent(payload))
+        granted = self._approvals.check(
+            approval, SERVER, ADD, payload, agent=payload_agent(payload)
+        )
         change = _parse(AddPayload, ADD, payload)
         now = self._clock()
 
@@ -85,7 +87,9 @@ class Confirmations:
 
     async def remove(self, payload: dict[str, Any], approval: str) -> RemovedFromList:
         """Take the item off the list; NotOnList when it is gone already."""
-        granted = self._approvals.check(approval, SERVER, REMOVE, payload, agent=_agent(payload))
+        granted = self._approvals.check(
+            approval, SERVER, REMOVE, payload, agent=payload_agent(payload)
+        )
         change = _parse(RemovePayload, REMOVE, payload)
 
         def perform(changes: Changes) -> dict[str, Any]:
@@ -105,7 +109,9 @@ class Confirmations:
 
     async def reorder(self, payload: dict[str, Any], approval: str) -> Reordered:
         """Put the item in the store's cart and record today's order."""
-        granted = self._approvals.check(approval, SERVER, REORDER, payload, agent=_agent(payload))
+        granted = self._approvals.check(
+            approval, SERVER, REORDER, payload, agent=payload_agent(payload)
+        )
         change = _parse(ReorderPayload, REORDER, payload)
         now, today = self._clock(), self._today().isoformat()
         cart = list_key(CART_PREFIX + change.store)
@@ -127,12 +133,6 @@ class Confirmations:
 
         done = await self._store.confirm(change.agent, granted, perform, at=now)
         return Reordered.model_validate({**done.result, "replayed": done.replayed})
-
-
-def _agent(payload: dict[str, Any]) -> str:
-    """The agent whose data the payload changes ("" when it names none: no token matches)."""
-    agent = payload.get("agent")
-    return agent if isinstance(agent, str) else ""
 
 
 def _parse(model: type[PayloadT], kind: str, payload: dict[str, Any]) -> PayloadT:
