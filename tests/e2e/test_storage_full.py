@@ -50,7 +50,7 @@ async def add_to_list(client: Client[Any], clock: Clock, n: int) -> CallToolResu
         client, "propose_add_to_list", name=f"item {n}", note="n" * 300, agent="clawdia"
     )
     token = Approvals(KEY.encode(), clock=clock).mint(
-        f"act_{n:012x}", "shopping", proposal["kind"], proposal["payload"]
+        f"act_{n:012x}", "shopping", proposal["kind"], proposal["payload"], agent="clawdia"
     )
     arguments = {"payload": proposal["payload"], "approval": token}
     return await client.call_tool("confirm_add_to_list", arguments, raise_on_error=False)

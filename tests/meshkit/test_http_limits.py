@@ -15,10 +15,9 @@ import pytest
 from fakes.serving import ServerProcess
 
 TOKEN = "limits-test-token-0123456789"
-NO_NETWORK = {
-    "WEATHER_FORECAST_URL": "http://127.0.0.1:9/v1/forecast",
-    "WEATHER_GEOCODING_URL": "http://127.0.0.1:9/v1/search",
-}
+# Open-Meteo's URLs pointed at a closed port: these servers never reach the network.
+NO_FORECAST = "http://127.0.0.1:9/v1/forecast"
+NO_GEOCODING = "http://127.0.0.1:9/v1/search"
 HEADER_TIMEOUT_S = 1
 DEADLINE_S = 15  # far beyond every limit under test: reaching it means "held for ever"
 
@@ -32,7 +31,8 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         TOKEN,
         MESH_HEADER_TIMEOUT_S=str(HEADER_TIMEOUT_S),
         MESH_BODY_TIMEOUT_S="1",
-        **NO_NETWORK,
+        WEATHER_FORECAST_URL=NO_FORECAST,
+        WEATHER_GEOCODING_URL=NO_GEOCODING,
     )
     server.ready()
     yield server
@@ -48,7 +48,8 @@ def capped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         TOKEN,
         MESH_MAX_CONNECTIONS="8",
         MESH_HEADER_TIMEOUT_S="120",
-        **NO_NETWORK,
+        WEATHER_FORECAST_URL=NO_FORECAST,
+        WEATHER_GEOCODING_URL=NO_GEOCODING,
     )
     server.ready()
     yield server

@@ -154,6 +154,25 @@ async def test_a_reorder_waits_for_the_tap_then_happens_once(world: World) -> No
         assert any("confirmed and it is done" in str(note["content"]) for note in notes)
 
 
+async def test_a_long_answer_with_a_proposal_is_sent_whole_and_its_redraw_lists_the_outcome(
+    world: World,
+) -> None:
+    answer = " ".join(f"word{n}" for n in range(900))  # ~8,000 characters: two messages
+    world.llm.script(
+        calls(call("shopping__propose_reorder", item="the Kirkland water")), text(answer)
+    )
+    async with shop(world) as app:
+        reply = await ask(app, "reorder the Kirkland water")
+        assert reply.text.startswith(answer)  # every word the model wrote
+        assert f"• Reorder 1 × {WATER} at Costco" in reply.text
+
+        edited = await Taps(app).tap(button(reply, "Add to cart"))
+        assert edited is not None
+        # The edit is of the last part only: the list, the text standing in the parts before.
+        assert edited.text.startswith("✅ Reorder 1 × ")
+        assert "word0 " not in edited.text
+
+
 async def test_two_taps_at_once_execute_once_and_both_are_answered(world: World) -> None:
     reorder_script(world)
     async with shop(world) as app:

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 from meshkit.proposals import Proposal
 from meshkit.tool_classes import CONFIRM, PRODUCER
 from meshkit.wire.pending_actions import ActionView, BatchDecisions, BatchView, Decision, Staged
-from orchestrator.core.batches import Line, message_of, render
+from orchestrator.core.batches import Line, message_of, redrawn_text, render
 from orchestrator.core.callbacks import Tap, decode
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.replies import Reply
@@ -115,14 +115,16 @@ class ActionDesk:
         """The reply for a turn that proposed changes: one batch, summaries, buttons."""
         batch_id: str | None = None
         lines: list[Line] = []
+        kept = redrawn_text(text)
         for server, proposal in proposals:
             arguments: dict[str, Any] = {
                 "agent": agent,
                 "chat_id": chat_id,
                 "server": server,
                 "proposal": proposal.model_dump(mode="json"),
-                "batch_text": text,
             }
+            if kept:
+                arguments["batch_text"] = kept
             if batch_id is not None:
                 arguments["batch_id"] = batch_id
             if user_id is not None:
@@ -222,7 +224,8 @@ class ActionDesk:
                 for decision in decisions
                 if decision.ok and tap.verb == "confirm"
             ]
-            await edit(render(batch.text or "", batch.batch_id, _overlay(batch.actions, outcomes)))
+            lines = _overlay(batch.actions, outcomes)
+            await edit(render(batch.text or "", batch.batch_id, lines, redraw=True))
             for outcome in outcomes:
                 if outcome.record is not None:
                     beside.start_soon(self._record, *outcome.record)

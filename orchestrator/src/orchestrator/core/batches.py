@@ -9,7 +9,9 @@ from meshkit.wire.pending_actions import ActionView
 from orchestrator.core.callbacks import Tap, encode
 from orchestrator.core.replies import Button, Reply
 
-FULL_TEXT_LIMIT = 3500  # above this the reply went out in parts: an edit shows the list only
+# Above this the reply went out in parts, the buttons on the last: a redraw (an edit of that
+# part, after a tap) shows the list only, since the text stands in the parts before it.
+FULL_TEXT_LIMIT = 3500
 MARKS = {
     "pending": "•",
     "executing": "⏳",
@@ -46,17 +48,19 @@ class Line:
         )
 
 
-def render(text: str, batch_id: str, lines: list[Line]) -> Reply:
-    """The message for a batch: the text, a line per action, buttons for the open ones."""
+def render(text: str, batch_id: str, lines: list[Line], *, redraw: bool = False) -> Reply:
+    """The message for a batch: the text, a line per action, buttons for the open ones.
+
+    The first time it is sent whole, however long (telegram-io sends it in parts); a
+    ``redraw`` of a long one edits its last part, and shows the list only."""
     many = len(lines) > 1
     listing = "\n".join(
         f"{MARKS.get(line.state, '•')} {f'{number}. ' if many else ''}{line.summary}"
         + _outcome(line)
         for number, line in enumerate(lines, start=1)
     )
-    body = (
-        f"{text}\n\n{listing}" if text and len(text) + len(listing) < FULL_TEXT_LIMIT else listing
-    )
+    whole = not redraw or len(text) + len(listing) < FULL_TEXT_LIMIT
+    body = f"{text}\n\n{listing}" if text and whole else listing
     # An action left executing (its confirm tool did not answer) keeps its buttons: a
     # later tap resumes it, and its confirm tool settles it once.
     open_ = [(n, line) for n, line in enumerate(lines, start=1) if line.state in OPEN]
@@ -83,6 +87,12 @@ def render(text: str, batch_id: str, lines: list[Line]) -> Reply:
             ]
         )
     return Reply(body, rows, batch_id)
+
+
+def redrawn_text(text: str) -> str:
+    """What pending-actions keeps of a batch's text to redraw from: a long one is never
+    redrawn (it stands in the parts before the buttons'), so nothing of it."""
+    return text if len(text) < FULL_TEXT_LIMIT else ""
 
 
 def message_of(result: dict[str, Any] | None) -> str:
