@@ -79,7 +79,7 @@ async def crash(process: Process) -> None:
 
 async def http_runs(runs: int, env: dict[str, str], *, call_while_down: bool) -> list[float]:
     port = free_port()
-    entry = ServerEntry(url=f"http://127.0.0.1:{port}/mcp")
+    entry = ServerEntry(url=f"http://127.0.0.1:{port}/mcp", auth="mesh")
     registry = Registry({"weather": entry}, token=TOKEN, retry_initial_s=NEVER, retry_max_s=NEVER)
     figures = []
     server = await start_http(port, env)

@@ -109,7 +109,7 @@ async def test_an_http_server_restarted_after_a_call_found_it_gone_answers_the_n
     tmp_path: Path,
 ) -> None:
     async with weather_process(tmp_path) as weather:
-        entries = {"weather": ServerEntry(url=mcp_url(weather))}
+        entries = {"weather": ServerEntry(url=mcp_url(weather), auth="mesh")}
         registry = Registry(entries, token=TOKEN, retry_initial_s=NEVER, retry_max_s=NEVER)
         async with registry.running():
             current = found(registry, "weather", "get_current_weather")
@@ -135,7 +135,7 @@ async def test_an_http_server_restarted_while_nobody_called_is_seen_down_then_up
     tmp_path: Path,
 ) -> None:
     async with weather_process(tmp_path) as weather:
-        entries = {"weather": ServerEntry(url=mcp_url(weather))}
+        entries = {"weather": ServerEntry(url=mcp_url(weather), auth="mesh")}
         registry = Registry(entries, token=TOKEN, retry_initial_s=NEVER, retry_max_s=NEVER)
         async with registry.running():
             await weather.kill()
@@ -227,7 +227,7 @@ class Echo(BaseModel):
 
 async def test_an_internal_call_to_a_server_down_since_the_start_connects_it_first() -> None:
     port = free_port()
-    entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp")}
+    entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp", auth="mesh")}
     registry = Registry(entries, token=TOKEN, retry_initial_s=NEVER, retry_max_s=NEVER)
     app = build_http_app(
         build_toys(), token=SecretStr(TOKEN), allowed_hosts=[], max_body_bytes=1 << 20
@@ -244,7 +244,9 @@ async def test_an_internal_call_to_a_server_down_since_the_start_connects_it_fir
 async def test_a_call_to_a_server_that_accepts_but_never_answers_fails_within_its_timeout() -> None:
     with socket.create_server(("127.0.0.1", 0)) as silent:  # listens, never accepts
         port = silent.getsockname()[1]
-        entries = {"mute": ServerEntry(url=f"http://127.0.0.1:{port}/mcp", timeout_s=1)}
+        entries = {
+            "mute": ServerEntry(url=f"http://127.0.0.1:{port}/mcp", auth="mesh", timeout_s=1)
+        }
         registry = Registry(entries, token=TOKEN, retry_initial_s=NEVER, retry_max_s=NEVER)
         mute = ToolInfo("mute", "echo", "mute__echo", "read", "", "", {}, True, True)
         async with registry.running():
@@ -259,7 +261,7 @@ def weather_and_memory(tmp_path: Path, weather: Service) -> tuple[Path, Path]:
     registry, agents = tmp_path / "servers.yaml", tmp_path / "agents.yaml"
     registry.write_text(
         "servers:\n"
-        f"  weather: {{url: '{mcp_url(weather)}'}}\n"
+        f"  weather: {{url: '{mcp_url(weather)}', auth: mesh}}\n"
         "  memory: {module: 'mcp_memory.server:build_server', role: memory}\n"
     )
     agents.write_text(
