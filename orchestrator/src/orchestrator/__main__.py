@@ -21,6 +21,7 @@ from orchestrator.channels.console import GOODBYE, Console, stdin_lines
 from orchestrator.channels.telegram import TelegramChannel
 from orchestrator.channels.telegram_ready import NoBotCanRun
 from orchestrator.config import ConfigError
+from orchestrator.health_http import serving_health
 from orchestrator.settings import OrchestratorSettings
 
 logger = logging.getLogger("orchestrator")
@@ -64,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 async def _telegram(settings: OrchestratorSettings) -> list[str]:
     """Serve the fleet until stopped; what Telegram refused, when no bot can run."""
-    async with open_app(settings) as app:
+    async with open_app(settings) as app, serving_health(settings.health_port):
         logger.info("Telegram channel for %s", ", ".join(sorted(app.dispatcher.agents)))
         try:
             await TelegramChannel(app.dispatcher, app.registry).run()

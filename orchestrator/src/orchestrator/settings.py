@@ -50,6 +50,13 @@ class OrchestratorSettings(DataSettings):
     max_tool_calls: int = Field(default=24, ge=1, le=500, validation_alias=_env("MAX_TOOL_CALLS"))
     turn_timeout_s: float = Field(default=180, gt=0, validation_alias=_env("TURN_TIMEOUT_S"))
     log_level: str = Field(default="INFO", validation_alias=_env("LOG_LEVEL"))
+    health_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        validation_alias=_env("MCP_PORT"),
+        description="MCP_PORT: GET /health on 127.0.0.1 (the container image sets 8100)",
+    )
 
     @property
     def llm_configured(self) -> bool:
