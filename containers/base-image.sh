@@ -2,10 +2,13 @@
 # A minimal Debian bookworm with Python 3.11 from Debian's own packages, imported as a Docker
 # image: the base for an engine that can reach no image registry (this project's CI). Users
 # never need it: the Dockerfile's default base is the official python:3.11-slim-bookworm.
-#   containers/base-image.sh [TAG]        (skips when TAG already exists)
+#   containers/base-image.sh [TAG [ARCH]]   (skips when TAG already exists)
+# ARCH arm64 on an amd64 machine needs qemu user-mode emulation registered with binfmt_misc
+# (Debian: qemu-user-static binfmt-support), as the Pi's image is tried here.
 set -euo pipefail
 
 TAG=${1:-clawmesh/base:bookworm-py311}
+ARCH=${2:-$(dpkg --print-architecture 2>/dev/null || echo amd64)}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
 
@@ -26,7 +29,7 @@ trap 'rm -rf "$rootfs"' EXIT
 
 # minbase: dpkg, apt and the essentials; python3-venv brings ensurepip (the builder stage
 # makes a venv for uv from it); ca-certificates for TLS to the LLM, Telegram and Open-Meteo.
-debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
+debootstrap --arch="$ARCH" --variant=minbase --include=python3,python3-venv,ca-certificates \
     "$SUITE" "$rootfs" "$MIRROR" >"$rootfs.log" 2>&1 || {
     tail -20 "$rootfs.log" >&2
     echo "debootstrap failed (full log: $rootfs.log)" >&2
@@ -41,7 +44,7 @@ rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/* "$rootfs"/var/cac
 find "$rootfs"/usr/share/locale -mindepth 1 -maxdepth 1 ! -name 'C*' -exec rm -rf {} +
 
 # python: the name the official image gives the interpreter (the Dockerfile uses python3).
-tar -C "$rootfs" -c . | docker import \
+tar -C "$rootfs" -c . | docker import --platform "linux/$ARCH" \
     --change 'ENV LANG=C.UTF-8' \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'CMD ["python3"]' \

@@ -70,3 +70,79 @@ def config(env: dict[str, str], *files: Path) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr
     loaded: dict[str, Any] = json.loads(done.stdout)
     return loaded
+
+
+PROJECT = "clawmesh-test"
+BASE_TAG = "clawmesh/base:bookworm-py311"
+BOT_TOKEN = "123456:container-test-token"
+USER_ID = 42
+# The stack as the tests run it: the fakes' URLs where the real services would be.
+TEST_ENV = {
+    "MESH_TOKEN": "container-test-mesh-token-0123456789abcdef",
+    "MESH_APPROVAL_KEY": "container-test-approval-key-0123456789abcdef",
+    "OPENAI_API_KEY": "sk-container-test-not-a-real-key",
+    "OPENAI_BASE_URL": "http://fake-llm:8080/v1",
+    "TELEGRAM_BOT_TOKEN": BOT_TOKEN,
+    "TELEGRAM_USER_ID": str(USER_ID),
+    "TELEGRAM_API_BASE": "http://fake-telegram:8443",
+    "WEATHER_FORECAST_URL": "http://fake-open-meteo:8090/v1/forecast",
+    "WEATHER_GEOCODING_URL": "http://fake-open-meteo:8090/v1/search",
+    "BASE_IMAGE": BASE_TAG,
+    "SHOPPING_EXAMPLE_AGENT": "clawdia",
+}
+FAKES = ("fake-telegram", "fake-llm", "fake-open-meteo")
+
+
+class Stack:
+    """The mesh and the fakes, up under the project name ``clawmesh-test``."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        command = compose_command()
+        assert command is not None
+        files = ["-f", str(COMPOSE_FILE), "-f", str(FAKES_FILE)]
+        self.command = [*command, "--project-name", PROJECT, *files]
+        self.env = env
+
+    def compose(
+        self, *args: str, check: bool = True, timeout_s: float = 600
+    ) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [*self.command, *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            cwd=ROOT,
+            check=False,
+            timeout=timeout_s,
+        )
+        if check:
+            assert done.returncode == 0, f"compose {' '.join(args)}: {done.stderr[-2000:]}"
+        return done
+
+    def services(self) -> list[str]:
+        names = self.compose("config", "--services").stdout.split()
+        return [name for name in names if name not in FAKES]
+
+    def container(self, service: str) -> str:
+        found = self.compose("ps", "--quiet", service).stdout.split()
+        assert found, f"no container for {service}"
+        return found[0]
+
+    def inspect(self, service: str) -> dict[str, Any]:
+        done = subprocess.run(
+            ["docker", "inspect", self.container(service)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        inspected: dict[str, Any] = json.loads(done.stdout)[0]
+        return inspected
+
+    def exec(self, service: str, *argv: str) -> subprocess.CompletedProcess[str]:
+        return self.compose("exec", "-T", service, *argv, check=False, timeout_s=60)
+
+    def url(self, fake: str, port: int) -> str:
+        """The loopback address the fake's port is published on (127.0.0.1:N)."""
+        published = self.compose("port", fake, str(port)).stdout.strip()
+        return f"http://{published}"

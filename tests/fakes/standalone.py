@@ -53,11 +53,11 @@ def converse(body: Body) -> Reply:
     last = items[-1] if items else {}
     if last.get("type") == "function_call_output" or last.get("role") == "tool":
         found = str(last.get("output") or last.get("content") or "")
-        return text(f"Here is what the tool said: {found[:300]}")
+        return text(f"Here is what the tool said: {found[:1500]}")
     said = _said(last).lower()
     forecast = _tool(body, "get_forecast")
     if "weather" in said and forecast:
-        return calls(call(forecast, location="Berlin", days=1))
+        return calls(call(forecast, location="Paris, France", days=1))
     reorder = _tool(body, "propose_reorder")
     if "reorder" in said and reorder:
         return calls(call(reorder, item=said.split("reorder", 1)[1].strip() or "oat milk"))
