@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -146,3 +147,54 @@ class Stack:
         """The loopback address the fake's port is published on (127.0.0.1:N)."""
         published = self.compose("port", fake, str(port)).stdout.strip()
         return f"http://{published}"
+
+
+def uv_command() -> str:
+    return shutil.which("uv") or str(ROOT / ".tools" / "bin" / "uv")
+
+
+def stack_environment(base: dict[str, str]) -> dict[str, str]:
+    """``base`` (the process environment) with the test stack's values, ARCH and UV."""
+    env = {**base, **TEST_ENV}
+    env["ARCH"] = (
+        env.get("ARCH")
+        or subprocess.run(
+            ["docker", "version", "-f", "{{.Server.Arch}}"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout.strip()
+    )
+    env["UV"] = uv_command()
+    return env
+
+
+def _timed(argv: list[str], env: dict[str, str], what: str) -> float:
+    started = time.monotonic()
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, f"{what} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return time.monotonic() - started
+
+
+def build(stack: Stack) -> dict[str, float]:
+    """Everything the test stack needs, from nothing but Docker: seconds per step."""
+    env = stack.env
+    return {
+        "base image": _timed([str(ROOT / "containers" / "base-image.sh"), BASE_TAG], env, "base"),
+        "wheels": _timed([str(ROOT / "containers" / "wheels.sh"), env["ARCH"]], env, "wheels"),
+        "stack images": _timed([*stack.command, "build", *stack.services()], env, "images"),
+        "fakes image": _timed([*stack.command, "build", "fake-llm"], env, "fakes image"),
+    }
+
+
+def up(stack: Stack) -> float:
+    """Start the stack from scratch (no volumes left over); seconds until all are healthy."""
+    stack.compose("down", "--volumes", "--remove-orphans", check=False)
+    started = time.monotonic()
+    stack.compose("up", "--detach", "--wait", "--wait-timeout", "240")
+    return time.monotonic() - started
+
+
+def down(stack: Stack) -> None:
+    stack.compose("down", "--volumes", "--remove-orphans", "--timeout", "30", check=False)

@@ -188,4 +188,4 @@ async def test_the_sdk_client_reaches_weather_over_stdio_through_compose_exec(
         result = await client.call_tool("get_forecast", {"location": "Paris, France", "days": 1})
         assert not result.is_error, result.content
         assert result.structured_content is not None
-        assert result.structured_content["place"]["name"] == "Paris"
+        assert result.structured_content["place"]["name"].startswith("Paris")
