@@ -2,8 +2,10 @@
 # What `make up` needs, checked before anything is built: one line per missing thing, each
 # saying what to do. Exit 1 when anything is missing.
 #   containers/preflight.sh COMPOSE...     (the compose command the Makefile chose)
+# ENV_FILE: the file compose reads (default .env at the project root).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+ENV_FILE=${ENV_FILE:-.env}
 
 problems=()
 say() { problems+=("$1"); }
@@ -23,9 +25,12 @@ fi
 command -v python3 >/dev/null 2>&1 \
     || say "python3 is missing (it fetches the locked wheels): sudo apt install python3 python3-venv"
 
-env_value() { sed -n "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*\([^#[:space:]][^#]*\).*/\1/p" .env 2>/dev/null | tail -1; }
-if [ ! -f .env ]; then
-    say ".env is missing: cp .env.example .env, then fill in the values make up names"
+env_value() {
+    sed -n "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*\([^#[:space:]][^#]*\).*/\1/p" "$ENV_FILE" \
+        2>/dev/null | tail -1
+}
+if [ ! -f "$ENV_FILE" ]; then
+    say "$ENV_FILE is missing: cp .env.example .env, then fill in the values make up names"
 else
     token_help="python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
     [ -n "$(env_value MESH_TOKEN)" ] || say ".env: MESH_TOKEN is empty: set it to the output of $token_help"
