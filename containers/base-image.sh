@@ -49,4 +49,22 @@ tar -C "$rootfs" -c . | docker import --platform "linux/$ARCH" \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'CMD ["python3"]' \
     - "$TAG" >/dev/null
+# Docker 20.10 ignores `import --platform`: the image claims the engine's architecture.
+# Rewrite its config (save, patch, load) so builds FROM it know it is ARCH.
+if [ "$(docker image inspect -f '{{.Architecture}}' "$TAG")" != "$ARCH" ]; then
+    saved=$(mktemp -d /tmp/clawmesh-save.XXXXXX)
+    docker save "$TAG" | tar -C "$saved" -x
+    python3 - "$saved" "$ARCH" <<'PATCH'
+import json, pathlib, sys
+root, arch = pathlib.Path(sys.argv[1]), sys.argv[2]
+config = root / json.loads((root / "manifest.json").read_text())[0]["Config"]
+image = json.loads(config.read_text())
+image["architecture"] = arch
+if arch == "arm64":
+    image["variant"] = "v8"
+config.write_text(json.dumps(image))
+PATCH
+    tar -C "$saved" -c . | docker load >/dev/null
+    rm -rf "$saved"
+fi
 echo "base image $TAG built in $(( $(date +%s) - start )) s ($(docker image inspect -f '{{.Size}}' "$TAG" | awk '{printf "%.0f MB", $1/1e6}'))"
