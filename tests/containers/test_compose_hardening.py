@@ -82,6 +82,7 @@ def test_every_service_has_limits_a_healthcheck_and_a_restart_policy(
         assert check.get("test"), name
         assert not check.get("disable"), name
         assert service.get("restart") == "unless-stopped", name
+        assert service.get("init") is True, name  # SIGTERM reaches the Python process
         assert duration_s(service.get("stop_grace_period", "10s")) > SHUTDOWN_GRACE_S, name
 
 
