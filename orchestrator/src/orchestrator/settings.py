@@ -64,6 +64,13 @@ class OrchestratorSettings(DataSettings):
         description="SHUTDOWN_GRACE_S: on SIGTERM/SIGINT, how long running turns and taps "
         "may take to finish; what is cut off is redone by the next run",
     )
+    health_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        validation_alias=_env("MCP_PORT"),
+        description="MCP_PORT: GET /health on 127.0.0.1 (the container image sets 8100)",
+    )
 
     @property
     def llm_configured(self) -> bool:

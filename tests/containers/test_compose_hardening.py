@@ -1,0 +1,143 @@
+"""compose.yaml, as Compose v2 resolves it, holds every service to the hardening rules:
+a service added without the shared template fails here (``docker compose config``)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from containers.stack import ROOT, compose_command, config
+
+# What the orchestrator's SHUTDOWN_GRACE_S gives a turn in flight.
+SHUTDOWN_GRACE_S = 20
+EGRESS = {"orchestrator", "telegram-io", "weather", "calendar"}
+STATELESS = {"weather"}
+ENV = {
+    "MESH_TOKEN": "static-mesh-token",
+    "MESH_APPROVAL_KEY": "static-approval-key",
+    "OPENAI_API_KEY": "sk-static",
+    "TELEGRAM_BOT_TOKEN": "1:static",
+    "CLAWDIA_BOT_TOKEN": "2:static",
+}
+
+pytestmark = pytest.mark.skipif(compose_command() is None, reason="no Compose v2 here")
+
+
+@pytest.fixture(scope="module")
+def resolved() -> dict[str, Any]:
+    return config({"PATH": os.environ.get("PATH", ""), **ENV})
+
+
+def services(resolved: dict[str, Any]) -> list[str]:
+    return sorted(resolved["services"])
+
+
+def with_confirm_tools() -> set[str]:
+    """The servers that declare confirm tools (they check signed approvals)."""
+    return {
+        path.name
+        for path in (ROOT / "servers").iterdir()
+        if any("**confirm(" in src.read_text() for src in path.glob("src/*/*.py"))
+    }
+
+
+def duration_s(value: str | int) -> float:
+    if isinstance(value, int):
+        return value / 1e9  # compose writes nanoseconds
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3}
+    return sum(float(n) * units[u] for n, u in re.findall(r"([\d.]+)(ms|h|m|s)", value))
+
+
+def test_the_stack_has_every_component_as_a_service(resolved: dict[str, Any]) -> None:
+    servers = {p.name for p in (ROOT / "servers").iterdir() if (p / "pyproject.toml").is_file()}
+    assert set(resolved["services"]) == servers | {"orchestrator"}
+
+
+def test_every_service_runs_read_only_as_non_root_without_capabilities(
+    resolved: dict[str, Any],
+) -> None:
+    for name, service in resolved["services"].items():
+        assert service.get("read_only") is True, name
+        assert any(t.split(":")[0] == "/tmp" for t in service.get("tmpfs", [])), name
+        assert service.get("cap_drop") == ["ALL"], name
+        assert not service.get("cap_add"), name
+        assert "no-new-privileges:true" in service.get("security_opt", []), name
+        user = str(service.get("user", "0")).split(":")[0]
+        assert user not in {"", "0", "root"}, name
+        assert not service.get("privileged"), name
+
+
+def test_every_service_has_limits_a_healthcheck_and_a_restart_policy(
+    resolved: dict[str, Any],
+) -> None:
+    for name, service in resolved["services"].items():
+        assert int(service.get("mem_limit", 0)) > 0, name
+        assert float(service.get("cpus", 0)) > 0, name
+        assert int(service.get("pids_limit", 0)) > 0, name
+        check = service.get("healthcheck", {})
+        assert check.get("test"), name
+        assert not check.get("disable"), name
+        assert service.get("restart") == "unless-stopped", name
+        assert service.get("init") is True, name  # SIGTERM reaches the Python process
+        assert duration_s(service.get("stop_grace_period", "10s")) > SHUTDOWN_GRACE_S, name
+
+
+def test_no_service_publishes_a_port(resolved: dict[str, Any]) -> None:
+    for name, service in resolved["services"].items():
+        assert not service.get("ports"), name
+
+
+def test_every_service_is_on_the_internal_mesh_and_only_some_reach_out(
+    resolved: dict[str, Any],
+) -> None:
+    networks = resolved["networks"]
+    assert networks["mesh"].get("internal") is True
+    assert not networks["egress"].get("internal")
+    for name, service in resolved["services"].items():
+        joined = set(service.get("networks", {}))
+        assert "mesh" in joined, name
+        assert joined <= {"mesh", "egress"}, name
+        assert ("egress" in joined) == (name in EGRESS), name
+
+
+def test_every_stateful_service_keeps_data_in_a_named_volume(resolved: dict[str, Any]) -> None:
+    for name, service in resolved["services"].items():
+        if name in STATELESS:
+            continue
+        data = [v for v in service.get("volumes", []) if v.get("target") == "/data"]
+        assert data, name
+        assert data[0]["type"] == "volume", name
+        assert data[0]["source"], name
+
+
+def test_the_orchestrator_starts_after_every_server_is_healthy(resolved: dict[str, Any]) -> None:
+    depends = resolved["services"]["orchestrator"].get("depends_on", {})
+    others = set(resolved["services"]) - {"orchestrator"}
+    assert set(depends) == others
+    assert all(d["condition"] == "service_healthy" for d in depends.values())
+
+
+def test_each_service_gets_only_its_own_secrets(resolved: dict[str, Any]) -> None:
+    approvers = with_confirm_tools() | {"pending-actions"}
+    for name, service in resolved["services"].items():
+        env = service.get("environment") or {}
+        bot_tokens = {key for key in env if key.endswith("BOT_TOKEN")}
+        assert not bot_tokens or name == "telegram-io", (name, bot_tokens)
+        assert "OPENAI_API_KEY" not in env or name == "orchestrator", name
+        assert ("MESH_APPROVAL_KEY" in env) == (name in approvers), name
+        assert not service.get("env_file"), name  # .env whole would hand out every secret
+
+
+def test_every_image_is_built_from_the_shared_dockerfile_with_its_own_package(
+    resolved: dict[str, Any],
+) -> None:
+    dockerfile = (ROOT / "containers" / "Dockerfile").read_text()
+    for name, service in resolved["services"].items():
+        build = service["build"]
+        assert Path(build["dockerfile"]).name == "Dockerfile", name
+        assert f"AS {build['target']}\n" in dockerfile, name
+        assert build["args"]["PACKAGE"], name

@@ -1,0 +1,191 @@
+"""The mesh in its containers on a real Docker engine, with the fakes of Telegram, the LLM
+and Open-Meteo as containers on the egress network (tests/containers/compose.fakes.yaml).
+The test process drives the fakes through their ports published on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from containers.stack import BOT_TOKEN, USER_ID, Stack
+
+Body = dict[str, Any]
+DEADLINE_S = 60.0
+
+
+def call(url: str, body: Body | None = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as answer:  # loopback only
+        return json.load(answer)
+
+
+def eventually(check: Callable[[], Any], timeout_s: float = DEADLINE_S, what: str = "") -> Any:
+    """Until ``check()`` returns something true: state in other containers offers no event."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"not within {timeout_s:g} s: {what}"
+        time.sleep(0.2)
+
+
+class Chat:
+    """The user's side of the chat, through the fake Telegram's control routes."""
+
+    def __init__(self, stack: Stack) -> None:
+        self.base = stack.url("fake-telegram", 8443)
+        self.llm = stack.url("fake-llm", 8080)
+
+    def say(self, text: str) -> None:
+        call(
+            f"{self.base}/_control/message", {"token": BOT_TOKEN, "user_id": USER_ID, "text": text}
+        )
+
+    def tap(self, message_id: int, data: str) -> None:
+        body = {"token": BOT_TOKEN, "user_id": USER_ID, "message_id": message_id, "data": data}
+        call(f"{self.base}/_control/tap", body)
+
+    def sent(self) -> list[Body]:
+        found: list[Body] = call(f"{self.base}/_control/sent?token={BOT_TOKEN}&chat_id={USER_ID}")
+        return found
+
+    def reply_after(self, count: int, timeout_s: float = DEADLINE_S) -> Body:
+        """The first message the bot sends after the ``count`` it had sent."""
+        sent = eventually(lambda: self.sent()[count:], timeout_s, "a reply from the bot")
+        first: Body = sent[0]
+        return first
+
+    def script(self, *steps: Body) -> None:
+        call(f"{self.llm}/_control/script", {"steps": list(steps)})
+
+    def llm_requests(self) -> int:
+        count: int = call(f"{self.llm}/_control/requests")["count"]
+        return count
+
+
+@pytest.fixture(scope="module")
+def chat(stack: Stack) -> Chat:
+    return Chat(stack)
+
+
+def test_a_message_gets_its_tool_using_reply(chat: Chat) -> None:
+    before = len(chat.sent())
+    chat.say("What's the weather in Paris?")
+    reply = chat.reply_after(before)
+    assert "Here is what the tool said" in reply["text"]
+    # A forecast from weather (via the fake Open-Meteo), not an error about the place.
+    assert "temperature_max" in reply["text"], reply["text"]
+
+
+def test_a_tap_confirms_the_proposed_action(chat: Chat) -> None:
+    before = len(chat.sent())
+    chat.say("reorder the oat milk")
+    proposal = chat.reply_after(before)
+    buttons = [b for row in proposal["reply_markup"]["inline_keyboard"] for b in row]
+    confirm = buttons[0]["callback_data"]
+    requests = chat.llm_requests()
+    chat.tap(proposal["message_id"], confirm)
+
+    def edited() -> list[Body]:
+        now = next(s for s in chat.sent() if s["message_id"] == proposal["message_id"])
+        edits: list[Body] = now["edits"]
+        return edits
+
+    eventually(edited, what="the proposal edited after the tap")
+    shown = next(s for s in chat.sent() if s["message_id"] == proposal["message_id"])
+    assert "✅" in shown["text"]
+    assert chat.llm_requests() == requests  # the tap never reached the model
+
+
+def test_a_restarted_weather_server_answers_the_next_question(stack: Stack, chat: Chat) -> None:
+    stack.compose("restart", "weather")
+    stack.compose("up", "--detach", "--wait", "--wait-timeout", "120", "weather")
+    before = len(chat.sent())
+    chat.say("And the weather in Paris now?")
+    assert "temperature_max" in chat.reply_after(before)["text"]
+
+
+def test_an_orchestrator_killed_mid_turn_replies_once_after_its_restart(
+    stack: Stack, chat: Chat
+) -> None:
+    # The model takes 3 s for the first answer: the orchestrator dies while it waits.
+    chat.script({"slow": 3, "step": {"text": "lost with the crash"}}, {"text": "Answered once."})
+    requests, before = chat.llm_requests(), len(chat.sent())
+    chat.say("are you there?")
+    eventually(lambda: chat.llm_requests() > requests, what="the turn reaching the model")
+    pid = stack.inspect("orchestrator")["State"]["Pid"]
+    os.kill(pid, signal.SIGKILL)  # a crash, not `docker kill`: the restart policy applies
+    # The update's lease runs out (5 s here) and the restarted orchestrator takes it again.
+    reply = chat.reply_after(before, timeout_s=240)
+    assert reply["text"] == "Answered once."
+    stack.compose("up", "--detach", "--wait", "--wait-timeout", "120", "orchestrator")
+    assert [s["text"] for s in chat.sent()[before:]] == ["Answered once."]
+
+
+def test_every_container_runs_read_only_non_root_without_capabilities_and_limited(
+    stack: Stack,
+) -> None:
+    for service in stack.services():
+        host = stack.inspect(service)["HostConfig"]
+        config = stack.inspect(service)["Config"]
+        assert host["ReadonlyRootfs"] is True, service
+        assert config["User"] == "10001:10001", service
+        assert host["CapDrop"] == ["ALL"], service
+        assert not host["CapAdd"], service
+        assert "no-new-privileges:true" in host["SecurityOpt"], service
+        assert host["Memory"] > 0, service
+        assert host["NanoCpus"] > 0, service
+        assert host["PidsLimit"] > 0, service
+
+
+def test_writing_to_the_root_filesystem_fails_in_every_container(stack: Stack) -> None:
+    for service in stack.services():
+        done = stack.exec(service, "python", "-c", "open('/written', 'w')")
+        assert done.returncode != 0, service
+        assert "Read-only file system" in done.stderr, service
+        assert stack.exec(service, "id", "-u").stdout.strip() == "10001", service
+
+
+def test_a_service_on_the_internal_network_only_cannot_reach_the_fake_telegram(
+    stack: Stack,
+) -> None:
+    connect = "import socket; socket.create_connection(('fake-telegram', 8443), timeout=3)"
+    for service in ("memory", "pending-actions", "shopping"):
+        assert stack.exec(service, "python", "-c", connect).returncode != 0, service
+    assert stack.exec("telegram-io", "python", "-c", connect).returncode == 0  # the control
+
+
+def test_no_service_of_the_stack_publishes_a_port(stack: Stack) -> None:
+    for service in stack.services():
+        ports = stack.inspect(service)["NetworkSettings"]["Ports"] or {}
+        assert all(not bound for bound in ports.values()), (service, ports)
+
+
+@pytest.mark.anyio
+async def test_the_sdk_client_reaches_weather_over_stdio_through_compose_exec(
+    stack: Stack,
+) -> None:
+    command, *args = stack.command
+    params = StdioServerParameters(
+        command=command,
+        args=[*args, "exec", "-T", "weather", "python", "-m", "mcp_weather", "--stdio"],
+        env=stack.env,
+    )
+    async with Client(params) as client:
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        assert "get_forecast" in tools
+        result = await client.call_tool("get_forecast", {"location": "Paris, France", "days": 1})
+        assert not result.is_error, result.content
+        assert result.structured_content is not None
+        assert result.structured_content["place"]["name"].startswith("Paris")
