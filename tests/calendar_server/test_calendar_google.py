@@ -1,0 +1,279 @@
+"""The google backend through the in-memory MCP client, against the fake Google (served
+over HTTP and driven by the real google-api-python-client)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from fastmcp import Client
+
+from calendar_server.calls import approve, mint, propose
+from calendar_server.google_setup import DENTIST, OWNER, STANDUP, credentials, seed, settings
+from fakes.clock import Clock
+from fakes.google_calendar import FakeGoogleCalendar
+from fakes.serving import serving
+from fakes.tool_calls import call, call_error
+from mcp_calendar.server import build_server
+from mcp_calendar.settings import CalendarSettings
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def google() -> AsyncIterator[tuple[FakeGoogleCalendar, str]]:
+    fake = FakeGoogleCalendar(OWNER, page_size=2)  # pages of two: every read pages
+    seed(fake)
+    async with serving(fake.app) as url:
+        yield fake, url
+
+
+@pytest.fixture
+def google_settings(tmp_path: Path, google: tuple[FakeGoogleCalendar, str]) -> CalendarSettings:
+    fake, url = google
+    return settings(tmp_path / "data", credentials(fake, tmp_path / "creds", url), url)
+
+
+@pytest.fixture
+async def gclient(google_settings: CalendarSettings, clock: Clock) -> AsyncIterator[Client[Any]]:
+    async with Client(build_server(google_settings, clock=clock)) as client:
+        yield client
+
+
+def _titles(found: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(e["title"], e["start"]) for e in found["events"]]
+
+
+async def test_the_week_is_read_from_google_with_the_series_expanded_and_paged(
+    gclient: Client[Any],
+) -> None:
+    week = await call(gclient, "get_events", start="2026-03-16", end="2026-03-24")
+    assert _titles(week) == [
+        ("Stand-up", "2026-03-16T09:30:00+01:00"),
+        ("Dentist", "2026-03-17T10:00:00+01:00"),
+        ("Team lunch", "2026-03-18T12:00:00+01:00"),
+        ("Stand-up", "2026-03-23T09:30:00+01:00"),
+    ]
+    assert week["events"][0]["recurring"] is True
+    assert week["events"][0]["id"] == STANDUP
+    assert week["timezone"] == "Europe/Berlin"
+
+
+async def test_calendars_search_and_free_time_answer_from_google(gclient: Client[Any]) -> None:
+    calendars = await call(gclient, "list_calendars")
+    assert calendars["calendars"] == [{"id": "primary", "name": OWNER, "writable": True}]
+    assert calendars["default"] == "primary"
+    found = await call(gclient, "search_events", query="dentst")
+    assert [e["id"] for e in found["events"]] == [DENTIST]
+    free = await call(
+        gclient, "find_free_time", duration_minutes=60, start="2026-03-17", end="2026-03-17"
+    )
+    assert [s["start"] for s in free["slots"]] == [
+        "2026-03-17T09:00:00+01:00",
+        "2026-03-17T11:00:00+01:00",
+    ]
+
+
+async def test_an_added_event_is_inserted_once_under_the_proposals_id(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    fake, _ = google
+    proposal = await propose(
+        gclient, "propose_event_add", title="Yoga", start="2026-03-19T18:00", duration_minutes=90
+    )
+    token = mint(clock, proposal["kind"], proposal["payload"])
+    arguments = {"payload": proposal["payload"], "approval": token}
+    first = await call(gclient, "confirm_event_add", **arguments)
+    again = await call(gclient, "confirm_event_add", **arguments)
+    assert first["message"] == again["message"]
+    assert (first["replayed"], again["replayed"]) == (False, True)
+    stored = fake.stored(OWNER, proposal["payload"]["uid"].partition("@")[0])
+    assert stored is not None
+    assert stored["start"] == {"dateTime": "2026-03-19T18:00:00+01:00", "timeZone": "Europe/Berlin"}
+    inserts = [r for r in fake.requests if r[0] == "POST" and r[1].endswith("/events")]
+    assert len(inserts) == 1
+
+
+async def test_a_move_is_sent_with_the_etag_it_was_proposed_against(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    fake, _ = google
+    etag = fake.stored(OWNER, DENTIST)["etag"]  # type: ignore[index]
+    proposal = await propose(
+        gclient, "propose_event_move", event="dentist", start="2026-03-18T12:30"
+    )
+    assert "Overlaps: “Team lunch”" in proposal["summary"]
+    moved = await approve(gclient, clock, proposal)
+    assert moved["message"].startswith("Moved “Dentist” to Wed 18 Mar 2026, 12:30–13:30")
+    [patch] = [r for r in fake.requests if r[0] == "PATCH"]
+    assert patch[2]["if-match"] == etag
+    assert fake.stored(OWNER, DENTIST)["start"]["dateTime"] == "2026-03-18T12:30:00+01:00"  # type: ignore[index]
+
+
+async def test_an_event_changed_in_google_after_the_proposal_is_left_alone(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    fake, _ = google
+    proposal = await propose(
+        gclient, "propose_event_move", event="dentist", start="2026-03-20T09:00"
+    )
+    fake.edit(
+        OWNER,
+        DENTIST,
+        start={"dateTime": "2026-03-17T15:00:00+01:00", "timeZone": "Europe/Berlin"},
+        end={"dateTime": "2026-03-17T16:00:00+01:00", "timeZone": "Europe/Berlin"},
+    )
+    token = mint(clock, proposal["kind"], proposal["payload"])
+    message = await call_error(
+        gclient, "confirm_event_move", payload=proposal["payload"], approval=token
+    )
+    assert "changed since it was proposed" in message
+    assert "it is now Tue 17 Mar 2026, 15:00–16:00" in message
+    assert "propose it again" in message
+    assert fake.stored(OWNER, DENTIST)["start"]["dateTime"] == "2026-03-17T15:00:00+01:00"  # type: ignore[index]
+    assert (
+        next(r for r in fake.requests if r[0] == "PATCH")[2]["if-match"]
+        != fake.stored(OWNER, DENTIST)["etag"]
+    )  # type: ignore[index]
+
+
+async def test_cancelling_one_occurrence_deletes_only_that_instance(
+    gclient: Client[Any], clock: Clock
+) -> None:
+    proposal = await propose(
+        gclient, "propose_event_cancel", event="stand-up", occurrence="2026-03-23", scope="this"
+    )
+    await approve(gclient, clock, proposal)
+    later = await call(gclient, "get_events", start="2026-03-16", end="2026-03-31")
+    assert [e["start"] for e in later["events"] if e["title"] == "Stand-up"] == [
+        "2026-03-16T09:30:00+01:00",
+        "2026-03-30T09:30:00+02:00",
+    ]
+
+
+async def test_moving_this_and_following_splits_the_series_in_google(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    fake, _ = google
+    proposal = await propose(
+        gclient,
+        "propose_event_move",
+        event="stand-up",
+        occurrence="2026-03-30",
+        scope="following",
+        start="2026-03-31T10:00",
+    )
+    await approve(gclient, clock, proposal)
+    ups = await call(
+        gclient, "search_events", query="stand-up", start="2026-03-16", end="2026-04-08"
+    )
+    assert fake.stored(OWNER, STANDUP)["recurrence"] == [  # type: ignore[index]
+        "RRULE:FREQ=WEEKLY;UNTIL=20260330T072959Z;BYDAY=MO"
+    ]
+    later = await call(gclient, "get_events", start="2026-03-16", end="2026-04-08")
+    assert [e["start"] for e in later["events"] if e["title"] == "Stand-up"] == [
+        "2026-03-16T09:30:00+01:00",
+        "2026-03-23T09:30:00+01:00",
+        "2026-03-31T10:00:00+02:00",
+        "2026-04-07T10:00:00+02:00",
+    ]
+    assert len(ups["events"]) == 2  # the old series and the new one
+
+
+async def test_moving_the_whole_series_keeps_its_wall_clock_time_across_dst(
+    gclient: Client[Any], clock: Clock
+) -> None:
+    proposal = await propose(
+        gclient,
+        "propose_event_move",
+        event="stand-up",
+        occurrence="2026-03-23",
+        scope="series",
+        start="2026-03-24T08:00",
+    )
+    await approve(gclient, clock, proposal)
+    later = await call(gclient, "get_events", start="2026-03-16", end="2026-04-01")
+    assert [e["start"] for e in later["events"] if e["title"] == "Stand-up"] == [
+        "2026-03-17T08:00:00+01:00",
+        "2026-03-24T08:00:00+01:00",
+        "2026-03-31T08:00:00+02:00",
+    ]
+
+
+async def test_a_rate_limit_is_retried_then_answered(
+    gclient: Client[Any], google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    fake, _ = google
+    await call(gclient, "list_calendars")  # the calendar list is known
+    fake.fail_next(403, "rateLimitExceeded", times=2)
+    day = await call(gclient, "get_events", start="2026-03-17")
+    assert _titles(day) == [("Dentist", "2026-03-17T10:00:00+01:00")]
+    fake.fail_next(429, "rateLimitExceeded", times=3)
+    message = await call_error(gclient, "get_events", start="2026-03-18")
+    assert message.endswith("try again in a minute.")
+
+
+async def test_an_expired_access_token_is_refreshed_and_written_back_private(
+    gclient: Client[Any], google: tuple[FakeGoogleCalendar, str], google_settings: CalendarSettings
+) -> None:
+    fake, _ = google
+    await call(gclient, "list_calendars")
+    fake.expire_access_tokens()
+    await call(gclient, "get_events", start="2026-03-17")
+    saved = json.loads(google_settings.token_file.read_text())
+    assert saved["token"] in fake.access_tokens
+    assert google_settings.token_file.stat().st_mode & 0o777 == 0o600
+    assert len(fake.token_requests) == 2
+
+
+async def test_a_token_that_cannot_be_written_back_is_kept_in_memory_and_said_once(
+    tmp_path: Path,
+    google: tuple[FakeGoogleCalendar, str],
+    clock: Clock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root writes through modes; a read-only mount needs a process of its own")
+    fake, url = google
+    creds = credentials(fake, tmp_path / "ro", url)
+    creds.chmod(0o500)  # mounted read-only
+    try:
+        async with Client(build_server(settings(tmp_path / "d", creds, url), clock=clock)) as c:
+            with caplog.at_level(logging.WARNING):
+                await call(c, "get_events", start="2026-03-17")
+                fake.expire_access_tokens()
+                await call(c, "get_events", start="2026-03-17")
+    finally:
+        creds.chmod(0o700)
+    warnings = [r.getMessage() for r in caplog.records if "kept in memory" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "ya29" not in warnings[0]
+    assert json.loads((creds / "token.json").read_text())["token"] == "ya29.expired"
+
+
+async def test_revoked_credentials_tell_the_operator_to_authorise_again_and_health_fails(
+    google: tuple[FakeGoogleCalendar, str], google_settings: CalendarSettings, clock: Clock
+) -> None:
+    fake, _ = google
+    server = build_server(google_settings, clock=clock)
+    transport = httpx2.ASGITransport(app=server.http_app())
+    async with (
+        Client(server) as client,
+        httpx2.AsyncClient(transport=transport, base_url="http://calendar") as http,
+    ):
+        assert (await http.get("/health")).json()["status"] == "ok"
+        fake.revoke()
+        message = await call_error(client, "get_events", start="2026-03-17")
+        health = (await http.get("/health")).json()
+    assert message == (
+        "Google refused the calendar credentials (expired or revoked): the operator must run "
+        "`python -m mcp_calendar auth`."
+    )
+    assert health["status"] == "fail"
+    assert health["checks"]["calendar"] == f"fail: {message}"
