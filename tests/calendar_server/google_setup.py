@@ -83,3 +83,10 @@ def seed(fake: FakeGoogleCalendar) -> None:
             "end": {"dateTime": "2026-03-18T13:00:00+01:00", "timeZone": BERLIN},
         },
     )
+
+
+def stored(fake: FakeGoogleCalendar, event_id: str) -> dict[str, Any]:
+    """The event as Google holds it now."""
+    event = fake.stored(OWNER, event_id)
+    assert event is not None
+    return event

@@ -15,7 +15,15 @@ import pytest
 from fastmcp import Client
 
 from calendar_server.calls import approve, mint, propose
-from calendar_server.google_setup import DENTIST, OWNER, STANDUP, credentials, seed, settings
+from calendar_server.google_setup import (
+    DENTIST,
+    OWNER,
+    STANDUP,
+    credentials,
+    seed,
+    settings,
+    stored,
+)
 from fakes.clock import Clock
 from fakes.google_calendar import FakeGoogleCalendar
 from fakes.serving import serving
@@ -93,9 +101,9 @@ async def test_an_added_event_is_inserted_once_under_the_proposals_id(
     again = await call(gclient, "confirm_event_add", **arguments)
     assert first["message"] == again["message"]
     assert (first["replayed"], again["replayed"]) == (False, True)
-    stored = fake.stored(OWNER, proposal["payload"]["uid"].partition("@")[0])
-    assert stored is not None
-    assert stored["start"] == {"dateTime": "2026-03-19T18:00:00+01:00", "timeZone": "Europe/Berlin"}
+    event = fake.stored(OWNER, proposal["payload"]["uid"].partition("@")[0])
+    assert event is not None
+    assert event["start"] == {"dateTime": "2026-03-19T18:00:00+01:00", "timeZone": "Europe/Berlin"}
     inserts = [r for r in fake.requests if r[0] == "POST" and r[1].endswith("/events")]
     assert len(inserts) == 1
 
@@ -104,7 +112,7 @@ async def test_a_move_is_sent_with_the_etag_it_was_proposed_against(
     gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
 ) -> None:
     fake, _ = google
-    etag = fake.stored(OWNER, DENTIST)["etag"]  # type: ignore[index]
+    etag = stored(fake, DENTIST)["etag"]
     proposal = await propose(
         gclient, "propose_event_move", event="dentist", start="2026-03-18T12:30"
     )
@@ -113,7 +121,7 @@ async def test_a_move_is_sent_with_the_etag_it_was_proposed_against(
     assert moved["message"].startswith("Moved “Dentist” to Wed 18 Mar 2026, 12:30–13:30")
     [patch] = [r for r in fake.requests if r[0] == "PATCH"]
     assert patch[2]["if-match"] == etag
-    assert fake.stored(OWNER, DENTIST)["start"]["dateTime"] == "2026-03-18T12:30:00+01:00"  # type: ignore[index]
+    assert stored(fake, DENTIST)["start"]["dateTime"] == "2026-03-18T12:30:00+01:00"
 
 
 async def test_an_event_changed_in_google_after_the_proposal_is_left_alone(
@@ -136,11 +144,11 @@ async def test_an_event_changed_in_google_after_the_proposal_is_left_alone(
     assert "changed since it was proposed" in message
     assert "it is now Tue 17 Mar 2026, 15:00–16:00" in message
     assert "propose it again" in message
-    assert fake.stored(OWNER, DENTIST)["start"]["dateTime"] == "2026-03-17T15:00:00+01:00"  # type: ignore[index]
+    assert stored(fake, DENTIST)["start"]["dateTime"] == "2026-03-17T15:00:00+01:00"
     assert (
         next(r for r in fake.requests if r[0] == "PATCH")[2]["if-match"]
-        != fake.stored(OWNER, DENTIST)["etag"]
-    )  # type: ignore[index]
+        != stored(fake, DENTIST)["etag"]
+    )
 
 
 async def test_cancelling_one_occurrence_deletes_only_that_instance(
@@ -173,7 +181,7 @@ async def test_moving_this_and_following_splits_the_series_in_google(
     ups = await call(
         gclient, "search_events", query="stand-up", start="2026-03-16", end="2026-04-08"
     )
-    assert fake.stored(OWNER, STANDUP)["recurrence"] == [  # type: ignore[index]
+    assert stored(fake, STANDUP)["recurrence"] == [
         "RRULE:FREQ=WEEKLY;UNTIL=20260330T072959Z;BYDAY=MO"
     ]
     later = await call(gclient, "get_events", start="2026-03-16", end="2026-04-08")

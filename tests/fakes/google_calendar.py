@@ -35,6 +35,7 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
+from urllib.parse import unquote
 from zoneinfo import ZoneInfo
 
 from dateutil.rrule import rrulestr
@@ -91,6 +92,11 @@ class FakeGoogleCalendar:
         self.client_secret = "fake-client-secret"
         self.calendars: dict[str, FakeCalendar] = {owner: FakeCalendar(owner, owner, primary=True)}
         self.page_size = page_size
+        # What the user ticked on the consent screen (the token endpoint reports it).
+        self.granted = (
+            "https://www.googleapis.com/auth/calendar.events "
+            "https://www.googleapis.com/auth/calendar.readonly"
+        )
         self.refresh_tokens: set[str] = set()
         self.access_tokens: set[str] = set()
         self.codes: set[str] = set()
@@ -168,6 +174,10 @@ class FakeGoogleCalendar:
 
     async def _token(self, request: Request) -> Response:
         form = {k: str(v) for k, v in (await request.form()).items()}
+        basic = request.headers.get("authorization", "")
+        if basic.startswith("Basic "):  # RFC 6749 2.3.1: the client may authenticate either way
+            name, _, secret = base64.b64decode(basic[6:]).decode().partition(":")
+            form.update(client_id=unquote(name), client_secret=unquote(secret))
         self.token_requests.append(form)
         if (form.get("client_id"), form.get("client_secret")) != (
             self.client_id,
@@ -194,7 +204,7 @@ class FakeGoogleCalendar:
             "access_token": token,
             "expires_in": 3599,
             "token_type": "Bearer",
-            "scope": "https://www.googleapis.com/auth/calendar",
+            "scope": self.granted,
         }
 
     # --- the API --------------------------------------------------------------------------
