@@ -42,12 +42,11 @@ def settings(data_dir: Path, credentials_dir: Path, base_url: str, **more: Any) 
         timezone=BERLIN,
         data_dir=data_dir,
         credentials_dir=credentials_dir,
-        ids=["primary"],
         google_api_url=f"{base_url}/calendar/v3/",
         google_token_url=f"{base_url}/token",
         google_retries=2,
         google_backoff_s=0.01,
-        **more,
+        **{"ids": ["primary"], **more},
     )
 
 

@@ -25,8 +25,8 @@ from calendar_server.google_setup import (
     stored,
 )
 from fakes.clock import Clock
-from fakes.google_calendar import FakeGoogleCalendar
-from fakes.serving import serving
+from fakes.google_calendar import FakeCalendar, FakeGoogleCalendar
+from fakes.serving import free_port, serving
 from fakes.tool_calls import call, call_error
 from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings
@@ -285,3 +285,97 @@ async def test_revoked_credentials_tell_the_operator_to_authorise_again_and_heal
     )
     assert health["status"] == "fail"
     assert health["checks"]["calendar"] == f"fail: {message}"
+
+
+async def test_an_event_deleted_in_google_after_the_proposal_is_said_to_be_gone(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    fake, _ = google
+    proposal = await propose(gclient, "propose_event_cancel", event="dentist")
+    fake.edit(OWNER, DENTIST, status="cancelled")
+    token = mint(clock, proposal["kind"], proposal["payload"])
+    message = await call_error(
+        gclient, "confirm_event_cancel", payload=proposal["payload"], approval=token
+    )
+    assert message == (
+        "“Dentist” (Tue 17 Mar 2026, 10:00–11:00) is no longer in the calendar. "
+        "Nothing was changed: propose it again if it should still happen."
+    )
+
+
+async def test_cancelling_this_and_following_ends_the_series_and_the_whole_series_deletes_it(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    fake, _ = google
+    following = await propose(
+        gclient,
+        "propose_event_cancel",
+        event="stand-up",
+        occurrence="2026-03-30",
+        scope="following",
+    )
+    await approve(gclient, clock, following)
+    later = await call(gclient, "get_events", start="2026-03-16", end="2026-04-20")
+    assert [e["start"][:10] for e in later["events"] if e["title"] == "Stand-up"] == [
+        "2026-03-16",
+        "2026-03-23",
+    ]
+    series = await propose(
+        gclient, "propose_event_cancel", event="stand-up", occurrence="2026-03-23", scope="series"
+    )
+    await approve(gclient, clock, series)
+    assert stored(fake, STANDUP)["status"] == "cancelled"
+
+
+async def test_an_unknown_event_lists_the_closest_google_events(gclient: Client[Any]) -> None:
+    message = await call_error(
+        gclient, "propose_event_move", event="team lunchh meeting room", start="2026-03-20T12:00"
+    )
+    assert message.startswith("No event matches 'team lunchh meeting room'. Closest: 'Team lunch'")
+
+
+async def test_a_calendar_shared_read_only_cannot_be_changed(
+    tmp_path: Path, google: tuple[FakeGoogleCalendar, str], clock: Clock
+) -> None:
+    fake, url = google
+    fake.add_calendar(FakeCalendar("holidays@group.calendar.google.com", "Holidays", "reader"))
+    fake.put(
+        "holidays@group.calendar.google.com",
+        {
+            "id": "easter0001",
+            "summary": "Easter Monday",
+            "start": {"date": "2026-04-06"},
+            "end": {"date": "2026-04-07"},
+        },
+    )
+    config = settings(
+        tmp_path / "d",
+        credentials(fake, tmp_path / "c", url),
+        url,
+        ids=["primary", "holidays@group.calendar.google.com"],
+    )
+    async with Client(build_server(config, clock=clock)) as client:
+        found = await call(client, "get_events", start="2026-04-06")
+        assert [(e["title"], e["start"], e["end"], e["all_day"]) for e in found["events"]] == [
+            ("Easter Monday", "2026-04-06", "2026-04-06", True),
+            ("Stand-up", "2026-04-06T09:30:00+02:00", "2026-04-06T09:45:00+02:00", False),
+        ]
+        message = await call_error(client, "propose_event_cancel", event="easter monday")
+    assert message.startswith(
+        "The calendar 'holidays@group.calendar.google.com' is read-only: it cannot be changed "
+        "here. Writable calendars: primary."
+    )
+
+
+async def test_an_unreachable_google_says_to_try_again_in_a_minute(
+    tmp_path: Path, google: tuple[FakeGoogleCalendar, str], clock: Clock
+) -> None:
+    fake, url = google
+    closed = f"http://127.0.0.1:{free_port()}"
+    config = settings(tmp_path / "d", credentials(fake, tmp_path / "c", url), url)
+    config.google_api_url = f"{closed}/calendar/v3/"
+    async with Client(build_server(config, clock=clock)) as client:
+        message = await call_error(client, "list_calendars")
+    assert message == (
+        "Google Calendar cannot be reached just now (network or DNS): try again in a minute."
+    )
