@@ -4,8 +4,6 @@ over HTTP and driven by the real google-api-python-client)."""
 from __future__ import annotations
 
 import json
-import logging
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -238,31 +236,6 @@ async def test_an_expired_access_token_is_refreshed_and_written_back_private(
     assert saved["token"] in fake.access_tokens
     assert google_settings.token_file.stat().st_mode & 0o777 == 0o600
     assert len(fake.token_requests) == 2
-
-
-async def test_a_token_that_cannot_be_written_back_is_kept_in_memory_and_said_once(
-    tmp_path: Path,
-    google: tuple[FakeGoogleCalendar, str],
-    clock: Clock,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root writes through modes; a read-only mount needs a process of its own")
-    fake, url = google
-    creds = credentials(fake, tmp_path / "ro", url)
-    creds.chmod(0o500)  # mounted read-only
-    try:
-        async with Client(build_server(settings(tmp_path / "d", creds, url), clock=clock)) as c:
-            with caplog.at_level(logging.WARNING):
-                await call(c, "get_events", start="2026-03-17")
-                fake.expire_access_tokens()
-                await call(c, "get_events", start="2026-03-17")
-    finally:
-        creds.chmod(0o700)
-    warnings = [r.getMessage() for r in caplog.records if "kept in memory" in r.getMessage()]
-    assert len(warnings) == 1
-    assert "ya29" not in warnings[0]
-    assert json.loads((creds / "token.json").read_text())["token"] == "ya29.expired"
 
 
 async def test_revoked_credentials_tell_the_operator_to_authorise_again_and_health_fails(
