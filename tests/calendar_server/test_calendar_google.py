@@ -238,7 +238,7 @@ async def test_an_expired_access_token_is_refreshed_and_written_back_private(
     assert len(fake.token_requests) == 2
 
 
-async def test_revoked_credentials_tell_the_operator_to_authorise_again_and_health_fails(
+async def test_revoked_credentials_fail_health_until_a_new_token_file_is_in_place(
     google: tuple[FakeGoogleCalendar, str], google_settings: CalendarSettings, clock: Clock
 ) -> None:
     fake, _ = google
@@ -252,12 +252,17 @@ async def test_revoked_credentials_tell_the_operator_to_authorise_again_and_heal
         fake.revoke()
         message = await call_error(client, "get_events", start="2026-03-17")
         health = (await http.get("/health")).json()
+        credentials(fake, google_settings.credentials_dir, google[1])  # `auth` was run again
+        recovered = (await http.get("/health")).json()
+        day = await call(client, "get_events", start="2026-03-17")
     assert message == (
         "Google refused the calendar credentials (expired or revoked): the operator must run "
         "`python -m mcp_calendar auth`."
     )
     assert health["status"] == "fail"
     assert health["checks"]["calendar"] == f"fail: {message}"
+    assert recovered["status"] == "ok"
+    assert _titles(day) == [("Dentist", "2026-03-17T10:00:00+01:00")]
 
 
 async def test_an_event_deleted_in_google_after_the_proposal_is_said_to_be_gone(

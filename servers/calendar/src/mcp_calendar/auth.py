@@ -79,8 +79,8 @@ def main(
         print(f"auth: cannot write {args.token}: {error.strerror}", file=sys.stderr)
         return 1
     say(
-        f"Wrote {args.token} (mode 600). Put it in CALENDAR_CREDENTIALS_DIR on the server "
-        "(with the client file) and restart the calendar server."
+        f"Wrote {args.token} (mode 600). The calendar server reads it from "
+        "CALENDAR_CREDENTIALS_DIR (with the client file) at its next request."
     )
     return 0
 
