@@ -67,6 +67,7 @@ async def test_the_week_is_read_from_google_with_the_series_expanded_and_paged(
         ("Stand-up", "2026-03-23T09:30:00+01:00"),
     ]
     assert week["events"][0]["recurring"] is True
+    assert week["events"][0]["rule"] == "FREQ=WEEKLY;BYDAY=MO"
     assert week["events"][0]["id"] == STANDUP
     assert week["timezone"] == "Europe/Berlin"
 
@@ -357,3 +358,22 @@ async def test_an_unreachable_google_says_to_try_again_in_a_minute(
     assert message == (
         "Google Calendar cannot be reached just now (network or DNS): try again in a minute."
     )
+
+
+async def test_a_server_not_yet_authorised_says_who_must_run_auth_and_health_fails(
+    google_settings: CalendarSettings, clock: Clock
+) -> None:
+    google_settings.token_file.unlink()
+    server = build_server(google_settings, clock=clock)
+    transport = httpx2.ASGITransport(app=server.http_app())
+    async with (
+        Client(server) as client,
+        httpx2.AsyncClient(transport=transport, base_url="http://calendar") as http,
+    ):
+        message = await call_error(client, "list_calendars")
+        health = (await http.get("/health")).json()
+    assert message == (
+        f"Google Calendar is not authorised yet (no {google_settings.token_file}): the operator "
+        "must run `python -m mcp_calendar auth`."
+    )
+    assert health["checks"]["calendar"] == f"fail: {message}"

@@ -40,6 +40,7 @@ PAGE = 250
 MAX_PAGES = 20  # 5,000 occurrences in one range at most
 CALENDARS_TTL_S = 600.0  # names and access change rarely: asked again after this
 GONE = (404, 410)
+MAX_RULES = 2_000  # series rules remembered
 
 
 class GoogleBackend:
@@ -49,6 +50,7 @@ class GoogleBackend:
         self._records = records
         self._calendars: tuple[float, list[CalendarInfo], dict[str, str]] | None = None
         self._confirming: anyio.Lock | None = None
+        self._rules: dict[str, tuple[float, str | None]] = {}  # series id → (read at, RRULE)
 
     async def calendars(self) -> list[CalendarInfo]:
         return (await self._known())[0]
@@ -93,10 +95,13 @@ class GoogleBackend:
                         pageToken=token,
                     )
                 )
+                items = [i for i in page.get("items", []) if i.get("status") != "cancelled"]
+                rules = await self._rules_of(calendar_id, items)
                 found += [
-                    google_events.occurrence(calendar_id, item, zones[calendar_id])
-                    for item in page.get("items", [])
-                    if item.get("status") != "cancelled"
+                    google_events.occurrence(
+                        calendar_id, item, zones[calendar_id], rules.get(item["id"])
+                    )
+                    for item in items
                 ]
                 token = page.get("nextPageToken")
                 if not token:
@@ -104,6 +109,26 @@ class GoogleBackend:
         return sorted(
             found, key=lambda o: (times.instant(o.start, ZoneInfo(zones[o.calendar])), o.title)
         )
+
+    async def _rules_of(self, calendar_id: str, items: list[Resource]) -> dict[str, str | None]:
+        """Each instance's series rule (instances do not carry it): the series read once,
+        then remembered for a while."""
+        now, rules = time.monotonic(), {}
+        for item in items:
+            series = item.get("recurringEventId")
+            if series is None:
+                continue
+            known = self._rules.get(series)
+            if known is None or now - known[0] > CALENDARS_TTL_S:
+                if len(self._rules) >= MAX_RULES:
+                    self._rules.clear()
+                try:
+                    master = await self._events(calendar_id, "get", series)
+                except ApiFailure:
+                    master = {}
+                known = self._rules[series] = (now, google_events.rule_of(master))
+            rules[item["id"]] = known[1]
+        return rules
 
     async def occurrence(self, uid: str, recurrence_id: Moment | None) -> Occurrence | None:
         found = await self._current(uid, recurrence_id)

@@ -32,7 +32,10 @@ Resource = dict[str, Any]
 ID_CHARS = frozenset("abcdefghijklmnopqrstuv0123456789")  # base32hex, as Google takes ids
 
 
-def occurrence(calendar: str, resource: Resource, calendar_zone: str) -> Occurrence:
+def occurrence(
+    calendar: str, resource: Resource, calendar_zone: str, rule: str | None = None
+) -> Occurrence:
+    """``rule``: the series' RRULE for an instance (which does not carry it)."""
     timed = "dateTime" in resource["start"]
     zone = (resource["start"].get("timeZone") or calendar_zone) if timed else None
     tz = ZoneInfo(zone) if zone else None
@@ -50,7 +53,7 @@ def occurrence(calendar: str, resource: Resource, calendar_zone: str) -> Occurre
         end=end,
         recurrence_id=rid,
         zone=zone,
-        rule=rule_of(resource),
+        rule=rule or rule_of(resource),
         location=resource.get("location"),
         description=resource.get("description"),
         busy=resource.get("transparency") != "transparent",
