@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -138,3 +141,21 @@ def test_a_consent_with_a_box_left_unticked_writes_nothing_and_says_so(
     assert auth.main(["--headless"], config, read=operator.read, say=operator.say) == 1
     assert not config.token_file.exists()
     assert "allow every box on the consent screen" in capsys.readouterr().err
+
+
+def test_the_auth_command_without_a_client_file_exits_with_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_calendar", "auth", "--headless"],
+        env={**os.environ, "CALENDAR_CREDENTIALS_DIR": str(tmp_path / "none")},
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"auth: no OAuth client file at {tmp_path / 'none' / 'client_secret.json'}: create a "
+        "Desktop app OAuth client in Google Cloud Console and download its JSON there "
+        "(README: Google Calendar).\n"
+    )

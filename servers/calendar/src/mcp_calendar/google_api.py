@@ -190,8 +190,7 @@ class GoogleClient:
                 logger.info("calendar: Google unreachable: %s (try %d)", error, attempt + 1)
         if busy:
             raise GoogleBusy(
-                "Google Calendar is busy or limiting requests just now: nothing more was done; "
-                "try again in a minute."
+                "Google Calendar is busy or limiting requests just now: try again in a minute."
             )
         raise GoogleUnreachable(
             "Google Calendar cannot be reached just now (network or DNS): try again in a minute."

@@ -79,6 +79,11 @@ class CalendarSettings(ApprovalSettings):
             raise ValueError("name at least one calendar, e.g. primary")
         return value
 
+    @field_validator("google_api_url")
+    @classmethod
+    def _ends_with_slash(cls, value: str) -> str:
+        return value if value.endswith("/") else f"{value}/"  # paths are joined onto it
+
     @model_validator(mode="after")
     def _hours_in_order(self) -> CalendarSettings:
         if self.work_end <= self.work_start:
