@@ -377,3 +377,13 @@ async def test_a_server_not_yet_authorised_says_who_must_run_auth_and_health_fai
         "must run `python -m mcp_calendar auth`."
     )
     assert health["checks"]["calendar"] == f"fail: {message}"
+
+
+async def test_a_refusal_google_does_not_retry_reaches_the_model_as_one_line(
+    gclient: Client[Any], google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    fake, _ = google
+    await call(gclient, "list_calendars")
+    fake.fail_next(403, "forbidden")
+    message = await call_error(gclient, "get_events", start="2026-03-17")
+    assert message == "Google Calendar refused the request (403 forbidden)."

@@ -222,8 +222,13 @@ class FakeGoogleCalendar:
                     )
                 if self._faults:
                     status, reason = self._faults.pop(0)
-                    domain = "usageLimits" if "Limit" in reason else "global"
-                    raise ApiError(status, reason, "Rate Limit Exceeded", domain)
+                    limited = "Limit" in reason
+                    raise ApiError(
+                        status,
+                        reason,
+                        "Rate Limit Exceeded" if limited else reason,
+                        "usageLimits" if limited else "global",
+                    )
                 body = await request.json() if request.method in ("POST", "PATCH") else {}
                 answer = handler(request, dict(request.query_params), body)
             except ApiError as error:

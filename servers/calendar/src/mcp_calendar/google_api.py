@@ -23,7 +23,6 @@ import logging
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,12 +61,14 @@ class GoogleUnreachable(CalendarError):
     pass
 
 
-@dataclass(frozen=True)
-class ApiFailure(Exception):
-    """An answer the backend turns into its own error (404, 409, 410, 412, 403...)."""
+class ApiFailure(CalendarError):
+    """An answer the backend turns into its own error (404, 409, 410, 412, 403...); one it
+    does not expect reaches the model as this one line."""
 
-    status: int
-    reason: str
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(f"Google Calendar refused the request ({status} {reason or 'error'}).")
+        self.status = status
+        self.reason = reason
 
 
 Request = Callable[[Any], Any]  # service -> googleapiclient HttpRequest
