@@ -8,8 +8,12 @@
                                        importing it again changes nothing)
     python -m mcp_calendar export [FILE] [--calendar ID]
                                        write the calendar(s) as .ics (default: stdout)
+    python -m mcp_calendar auth [--headless]
+                                       the one-time Google consent: writes the token file
+                                       into $CALENDAR_CREDENTIALS_DIR (CALENDAR_BACKEND=google)
 
-Events live in $DATA_DIR/calendar.sqlite3 (CALENDAR_BACKEND=local). Times without an
+Events live in $DATA_DIR/calendar.sqlite3 (CALENDAR_BACKEND=local), or in Google
+Calendar (CALENDAR_BACKEND=google, CALENDAR_IDS, CALENDAR_CREDENTIALS_DIR). Times without an
 offset are read in the caller's zone, else CALENDAR_TIMEZONE. Approval tokens are checked
 with MESH_APPROVAL_KEY, else with the key in $DATA_DIR/approval_key.
 """
@@ -20,14 +24,18 @@ import sys
 import time
 from collections.abc import Sequence
 
-from mcp_calendar import ics
+from mcp_calendar import auth, ics
 from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings
 from meshkit.serve import run_server
+from meshkit.settings import load_dotenv, load_settings
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["auth"]:
+        load_dotenv()
+        raise SystemExit(auth.main(args[1:], load_settings(CalendarSettings)))
     if args[:1] in (["import"], ["export"]):
         raise SystemExit(ics.main(args[1:], args[0], time.time()))
     run_server(

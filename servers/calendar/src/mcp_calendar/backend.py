@@ -23,6 +23,7 @@ from meshkit.proposals import Approval, Confirmed
 
 Moment = datetime | date
 Scope = Literal["this", "following", "series"]
+Version = int | str  # local: a counter; Google: the ETag
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class Occurrence:
     location: str | None
     description: str | None
     busy: bool  # False for transparent events (TRANSP:TRANSPARENT)
-    version: int
+    version: Version
 
     @property
     def all_day(self) -> bool:
@@ -69,7 +70,7 @@ class Target:
     """The occurrence a change is for, and the series version it was proposed against."""
 
     uid: str
-    version: int
+    version: Version
     recurrence_id: Moment | None
     scope: Scope
 

@@ -171,7 +171,7 @@ def _shift_series(components: list[Event], rid: Moment, start: Moment, end: Mome
     old_start = master.start
     rule: Any = master["RRULE"]
     if days % 7 and "BYDAY" in rule:
-        rule["BYDAY"] = [_shift_weekday(day, days) for day in rule["BYDAY"]]
+        rule["BYDAY"] = [shift_weekday(day, days) for day in rule["BYDAY"]]
     if days and any(part in rule for part in _DAY_BOUND):
         raise InvalidRequest(
             "This series repeats on fixed days of the month or year, so it cannot move to "
@@ -300,7 +300,7 @@ def _filter_exdates(master: Event, keep: Any) -> None:
         master.add("exdate", moment)
 
 
-def _shift_weekday(day: str, days: int) -> str:
+def shift_weekday(day: str, days: int) -> str:
     if not day.isalpha():
         raise InvalidRequest(
             "This series repeats on numbered weekdays (e.g. the 2nd Tuesday), so it cannot "

@@ -97,7 +97,7 @@ class AddPayload(Payload):
 
 class TargetPayload(Payload):
     uid: str
-    version: int
+    version: int | str  # local: a counter; Google: the ETag
     occurrence: str | None  # recurrence id, ISO (with offset) or a date
     zone: str | None  # the event's IANA zone; None for all-day
     scope: ScopeName

@@ -61,7 +61,7 @@ class Proposals:
     ) -> Proposal:
         tz = times.zone(timezone)
         name = _required("title", title)
-        calendar_id = await self._writable(calendar or self._settings.default_calendar)
+        calendar_id = await self._writable(calendar or self._settings.new_events_calendar)
         first = times.parse(start, tz, self.now())
         last = self._end_of(first, end, minutes, tz)
         zone = tz.key

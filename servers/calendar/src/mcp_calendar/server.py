@@ -12,10 +12,14 @@ from typing import Annotated, Any
 from fastmcp import FastMCP
 from pydantic import Field
 
+from mcp_calendar.backend import Backend
 from mcp_calendar.confirmations import Confirmations
+from mcp_calendar.google import GoogleBackend
+from mcp_calendar.google_api import GoogleClient
 from mcp_calendar.local import LocalBackend, default_calendar
 from mcp_calendar.models import Added, Calendars, Cancelled, Events, FreeTime, Moved, ScopeName
 from mcp_calendar.proposals import Proposals
+from mcp_calendar.records import ConfirmationRecords
 from mcp_calendar.service import CalendarService
 from mcp_calendar.settings import CalendarSettings
 from mcp_calendar.store import CalendarStore
@@ -31,6 +35,7 @@ INSTRUCTIONS = (
     "(this occurrence, this and following, or the whole series)."
 )
 CONTEXT = ("agent", "timezone")
+GOOGLE_DB_FILE = "calendar_google.sqlite3"  # the google backend's confirm-once record
 
 Agent = Annotated[
     str, Field(description="filled in by the assistant", min_length=1, max_length=200)
@@ -95,8 +100,14 @@ def build_server(
 ) -> FastMCP[Any]:
     """The calendar server; ``settings`` default to the environment (embedded mode)."""
     settings = settings or load_settings(CalendarSettings)
-    store = CalendarStore(settings.db_path)
-    backend = LocalBackend(store)
+    store: CalendarStore | ConfirmationRecords
+    backend: Backend
+    if settings.backend == "google":
+        store = ConfirmationRecords(settings.data_dir / GOOGLE_DB_FILE)
+        backend = GoogleBackend(settings.ids, GoogleClient(settings), store)
+    else:
+        store = CalendarStore(settings.db_path)
+        backend = LocalBackend(store)
     service = CalendarService(settings, backend, clock=clock)
     proposals = Proposals(settings, backend, service)
     confirmations = Confirmations(backend, Approvals(approval_key(settings), clock=clock))
@@ -105,7 +116,8 @@ def build_server(
     @asynccontextmanager
     async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
         async with store.lifespan():
-            await store.ensure_calendar(default_calendar(settings.default_calendar))
+            if isinstance(store, CalendarStore):
+                await store.ensure_calendar(default_calendar(settings.default_calendar))
             yield
 
     mcp = create_server(

@@ -44,7 +44,7 @@ class CalendarService:
         found = await self._backend.calendars()
         return Calendars(
             calendars=[CalendarOut(id=c.id, name=c.name, writable=c.writable) for c in found],
-            default=self._settings.default_calendar,
+            default=self._settings.new_events_calendar,
             timezone=times.zone(timezone).key,
         )
 
