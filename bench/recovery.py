@@ -19,11 +19,16 @@ run held. The restart includes starting Python and connecting every server: the
 shape's orchestrator imports, the part of the recovery that is the machine's speed (it
 is about 2 s on an idle laptop, far more on a loaded machine). Figures are medians over
 the runs (and each run's), printed, never asserted.
+
+Then, per shape, a graceful stop: SIGTERM while the model answers (in --model-s), timed
+from the signal to the reply reaching the fake Telegram and to the process's exit (code
+0); the next run starts after it.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import statistics
 import sys
 import tempfile
@@ -90,6 +95,24 @@ async def one(mesh: Mesh, mode: str, model_s: float) -> tuple[float, float, floa
     return imports, asked[0] - restarted, replies[0].time - restarted - model_s
 
 
+async def stopped(mesh: Mesh, model_s: float) -> tuple[float, float]:
+    """Seconds from SIGTERM (the model answering) to the reply at the fake, and to exit 0."""
+    user = mesh.new_user()
+    asked = len(mesh.llm.requests)
+    mesh.llm.script(Slow(model_s, text("Finished before stopping.")))
+    mesh.telegram.user_message(TOKEN, user, "one more thing")
+    await mesh.telegram.wait_for(lambda: len(mesh.llm.requests) > asked, 60)
+    signalled = time.time()
+    mesh.orchestrator.send_signal(signal.SIGTERM)
+    code = await mesh.orchestrator.exited()
+    exited = time.time()
+    replies = mesh.telegram.sent(TOKEN, user)
+    if code != 0 or [r.text for r in replies] != ["Finished before stopping."]:
+        raise RuntimeError(f"exit {code}, replies {[r.text for r in replies]}")
+    await mesh.orchestrator.start()  # for the next run
+    return replies[0].time - signalled, exited - signalled
+
+
 async def run(runs: int, model_s: float) -> None:
     print(
         f"restart of a SIGKILLed orchestrator → the reply it owed; {runs} runs per shape, "
@@ -110,6 +133,18 @@ async def run(runs: int, model_s: float) -> None:
         print(
             f"{mode:<9} | {imports:9.2f} | {asked:13.2f} | {recovery:10.2f} | {verdict:<4} | {each}"
         )
+    print(
+        f"\nSIGTERM while the model answers ({model_s:g} s): the reply is sent, then exit 0\n"
+        f"{'shape':<9} | {'reply s':>7} | {'exit s':>6} | runs (exit s)"
+    )
+    print(f"{'-' * 9}-+-{'-' * 7}-+-{'-' * 6}-+-{'-' * 30}")
+    for mode in ("embedded", "mesh"):
+        with tempfile.TemporaryDirectory(prefix="clawmesh-bench-") as tmp:
+            async with running(mode, Path(tmp)) as mesh:
+                stops = [await stopped(mesh, model_s) for _ in range(runs)]
+        reply, exit_s = (statistics.median(s[i] for s in stops) for i in range(2))
+        each = " ".join(f"{s[1]:.2f}" for s in stops)
+        print(f"{mode:<9} | {reply:7.2f} | {exit_s:6.2f} | {each}")
 
 
 def main() -> None:

@@ -141,3 +141,22 @@ def test_every_image_is_built_from_the_shared_dockerfile_with_its_own_package(
         assert Path(build["dockerfile"]).name == "Dockerfile", name
         assert f"AS {build['target']}\n" in dockerfile, name
         assert build["args"]["PACKAGE"], name
+
+
+def test_the_google_calendar_overlay_mounts_only_its_credentials_read_only() -> None:
+    google = config(
+        {"PATH": os.environ.get("PATH", ""), **ENV}, ROOT / "compose.calendar-google.yaml"
+    )
+    calendar = google["services"]["calendar"]
+    assert calendar["environment"]["CALENDAR_BACKEND"] == "google"
+    credentials = [v for v in calendar["volumes"] if v["target"] == "/credentials"]
+    assert [v["type"] for v in credentials] == ["bind"]
+    assert credentials[0]["read_only"] is True
+    assert calendar["environment"]["CALENDAR_CREDENTIALS_DIR"] == "/credentials"
+    assert calendar["read_only"] is True  # the template still applies
+    assert "egress" in calendar["networks"]
+    others = {name: s for name, s in google["services"].items() if name != "calendar"}
+    assert all(
+        all(v.get("target") != "/credentials" for v in s.get("volumes", []))
+        for s in others.values()
+    )

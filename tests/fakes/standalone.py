@@ -6,8 +6,9 @@
 
 Each binds 0.0.0.0 and adds ``GET /_control/health``. The LLM answers the way a model
 with the mesh's tools would (``converse``): a weather question gets a forecast call, then a
-reply that quotes the tool's answer; "reorder ..." gets a ``shopping__propose_reorder``
-call; anything else a short text. ``POST /_control/script`` queues exact steps first
+reply that quotes the tool's answer; so does "what's on tomorrow?" with the calendar's
+``get_events`` for tomorrow; "reorder ..." gets a ``shopping__propose_reorder`` call;
+anything else a short text. ``POST /_control/script`` queues exact steps first
 (``{"steps": [{"text": ...} | {"calls": [{"name", "arguments"}]} | {"slow": s, "step": ...}]}``)
 and ``GET /_control/requests`` counts the requests seen.
 """
@@ -15,6 +16,7 @@ and ``GET /_control/requests`` counts the requests seen.
 from __future__ import annotations
 
 import argparse
+from datetime import date, timedelta
 from typing import Any
 
 import uvicorn
@@ -58,6 +60,9 @@ def converse(body: Body) -> Reply:
     forecast = _tool(body, "get_forecast")
     if "weather" in said and forecast:
         return calls(call(forecast, location="Paris, France", days=1))
+    events = _tool(body, "get_events")
+    if "tomorrow" in said and events:
+        return calls(call(events, start=(date.today() + timedelta(days=1)).isoformat()))
     reorder = _tool(body, "propose_reorder")
     if "reorder" in said and reorder:
         return calls(call(reorder, item=said.split("reorder", 1)[1].strip() or "oat milk"))
