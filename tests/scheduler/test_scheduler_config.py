@@ -43,9 +43,9 @@ def test_an_invalid_schedule_entry_names_the_file_the_key_and_the_fix(
 ) -> None:
     settings = settings_for(tmp_path, f"agents:\n  clawdia:\n    {body}\n")
     with pytest.raises(ConfigError) as raised:
-        load_schedule(settings.schedule, settings.agents)
+        load_schedule(tmp_path / "schedule.yaml", settings.agents)
     message = str(raised.value)
-    assert message.startswith(f"{settings.schedule}: ")
+    assert message.startswith(f"{tmp_path / 'schedule.yaml'}: ")
     assert where in message
     assert fix in message
     assert "\n" not in message
@@ -54,13 +54,13 @@ def test_an_invalid_schedule_entry_names_the_file_the_key_and_the_fix(
 def test_an_agent_not_in_the_fleet_and_a_name_used_twice_are_refused(tmp_path: Path) -> None:
     settings = settings_for(tmp_path, 'agents:\n  nobody:\n    briefing: {at: "07:30"}\n')
     with pytest.raises(ConfigError, match=r"agents\.nobody: no agent 'nobody'"):
-        load_schedule(settings.schedule, settings.agents)
+        load_schedule(tmp_path / "schedule.yaml", settings.agents)
     twice = (
         "agents:\n  clawdia:\n    prompts:\n" + '      - {name: a, prompt: hi, at: "09:00"}\n' * 2
     )
     settings = settings_for(tmp_path, twice)
     with pytest.raises(ConfigError, match=r"prompts\[1\].name: 'a' is used twice"):
-        load_schedule(settings.schedule, settings.agents)
+        load_schedule(tmp_path / "schedule.yaml", settings.agents)
 
 
 def test_a_missing_schedule_file_says_how_to_get_one(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ agent's zone comes from the fleet file, so jobs follow the agent's clock.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from mcp_scheduler.recurrence import Cron, Rule, Weekly, valid_cron
 from meshkit.yaml_config import ConfigError, load_yaml
+
+logger = logging.getLogger(__name__)
 
 Part = Literal["calendar", "weather", "proposals", "reminders"]
 PARTS: tuple[Part, ...] = ("calendar", "weather", "proposals", "reminders")
@@ -158,9 +161,17 @@ class Job:
 
 
 def load_schedule(
-    path: Path, agents_path: Path, environ: Mapping[str, str] | None = None
+    path: Path,
+    agents_path: Path,
+    environ: Mapping[str, str] | None = None,
+    *,
+    required: bool = True,
 ) -> list[Job]:
-    """The jobs of ``path``; ConfigError naming the file, the key and the fix."""
+    """The jobs of ``path``; ConfigError naming the file, the key and the fix. A file that
+    is not ``required`` (the default path, not set by the operator) may be missing: no jobs."""
+    if not path.is_file() and not required:
+        logger.info("no schedule file at %s: no scheduled jobs (reminders work)", path)
+        return []
     if not path.is_file():
         raise ConfigError(
             f"{path}: file not found; create it (see config/schedule.yaml in the repository), "

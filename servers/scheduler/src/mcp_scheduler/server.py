@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from mcp_scheduler.reminders import ReminderDesk, Repeat, views
 from mcp_scheduler.schedule import load_schedule
 from mcp_scheduler.service import Scheduler
-from mcp_scheduler.settings import SchedulerSettings
+from mcp_scheduler.settings import DEFAULT_SCHEDULE, SchedulerSettings
 from mcp_scheduler.store import SchedulerStore
 from meshkit.proposals import Approvals, Proposal, approval_key
 from meshkit.serve import Stopping
@@ -58,7 +58,9 @@ def build_server(
     """The scheduler; ``settings`` default to the environment (embedded mode). The schedule
     file is read now: a mistake stops the start (ConfigError)."""
     settings = settings or load_settings(SchedulerSettings)
-    configured = load_schedule(settings.schedule, settings.agents)
+    configured = load_schedule(
+        settings.schedule or DEFAULT_SCHEDULE, settings.agents, required=bool(settings.schedule)
+    )
     store = SchedulerStore(settings.db_path, max_bytes=settings.max_db_bytes, clock=clock)
     scheduler = Scheduler(store, configured, clock=clock, lease_s=settings.lease_s)
     desk = ReminderDesk(

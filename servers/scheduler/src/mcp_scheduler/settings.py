@@ -11,15 +11,17 @@ from pydantic_settings import SettingsConfigDict
 from meshkit.settings import ApprovalSettings
 
 DB_FILE = "scheduler.sqlite3"
+DEFAULT_SCHEDULE = Path("config/schedule.yaml")
 
 
 class SchedulerSettings(ApprovalSettings):
     model_config = SettingsConfigDict(env_prefix="SCHEDULER_", extra="ignore")
 
-    schedule: Path = Field(
-        default=Path("config/schedule.yaml"),
+    schedule: Path | None = Field(
+        default=None,
         validation_alias=AliasChoices("CLAWMESH_SCHEDULE", "schedule"),
-        description="The jobs of each agent: morning briefing and scheduled prompts.",
+        description="The jobs of each agent: morning briefing and scheduled prompts (unset: "
+        "config/schedule.yaml if there is one, else no jobs; set: the file must exist).",
     )
     agents: Path = Field(
         default=Path("config/agents.yaml"),
