@@ -238,3 +238,29 @@ async def test_a_reminder_set_by_tap_is_delivered_with_buttons_and_snoozed_witho
         CLOCK.advance(10 * 60)
         [again] = await due(app)
         assert again.payload["text"] == "call mum"
+
+
+async def test_a_scheduled_prompt_is_a_normal_turn_answered_in_the_owners_chat(
+    world: World,
+) -> None:
+    (world.settings.agents.parent / "schedule.yaml").write_text(
+        "agents:\n  clawdia:\n    prompts:\n"
+        '      - {name: week-ahead, cron: "0 18 * * sun", prompt: Plan my week.}\n'
+    )
+    world.llm.script(text("Here is your week."))
+    async with clawdia(world) as app:
+        now = datetime.now(PARIS)
+        sunday = (now + timedelta(days=(6 - now.weekday()) % 7)).replace(
+            hour=18, minute=0, second=0, microsecond=0
+        )
+        if sunday <= now:
+            sunday += timedelta(days=7)
+        status = (await app.dispatcher.on_text("clawdia", OWNER, "/status")).text
+        assert f"⏱ clawdia/prompt/week-ahead: next {sunday:%a %-d %b %H:%M}" in status
+        CLOCK.advance(sunday.timestamp() - time.time() + 1)
+        [firing] = await due(app)
+        [reply] = await handled(app, firing)
+    assert reply.text == "Here is your week."
+    [request] = world.llm.requests
+    assert request["input"][-1]["content"] == "(Scheduled: week-ahead) Plan my week."
+    assert any(t["name"] == "calendar__get_events" for t in request["tools"])
