@@ -170,7 +170,7 @@ def load_schedule(
     """The jobs of ``path``; ConfigError naming the file, the key and the fix. A file that
     is not ``required`` (the default path, not set by the operator) may be missing: no jobs."""
     if not path.is_file() and not required:
-        logger.info("no schedule file at %s: no scheduled jobs (reminders work)", path)
+        logger.debug("no schedule file at %s: no scheduled jobs (reminders work)", path)
         return []
     if not path.is_file():
         raise ConfigError(
