@@ -12,6 +12,7 @@ from typing import Any
 from fastmcp import FastMCP
 
 from mcp_pending_actions.server import build_server
+from mcp_scheduler.server import build_server as build_scheduler
 
 
 class Clock:
@@ -32,3 +33,8 @@ CLOCK = Clock()
 
 def pending_actions() -> FastMCP[Any]:
     return build_server(clock=CLOCK)
+
+
+def scheduler() -> FastMCP[Any]:
+    """The scheduler in embedded mode on ``CLOCK``: a test makes a briefing due at once."""
+    return build_scheduler(clock=CLOCK)

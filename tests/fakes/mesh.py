@@ -2,6 +2,7 @@
 
     test process:  fake Telegram, fake OpenAI, fake Open-Meteo   (served on loopback)
     processes:     python -m mcp_telegram_io, mcp_memory, mcp_weather, mcp_shopping,
+                   mcp_scheduler,
                    mcp_pending_actions                  (HTTP, bearer token, one approval key)
                    python -m orchestrator               (the Telegram channel)
 
@@ -53,8 +54,10 @@ SERVERS = {
     "telegram-io": "mcp_telegram_io",
     "shopping": "mcp_shopping",
     "pending-actions": "mcp_pending_actions",
+    "scheduler": "mcp_scheduler",
 }
-ROLES = {"memory", "telegram-io", "pending-actions"}  # the servers' names are their roles
+ROLES = {"memory", "telegram-io", "pending-actions", "scheduler"}  # names are their roles
+NO_JOBS = "agents: {}\n"  # config/schedule.yaml of a test that sets none: no briefing
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 30.0) -> None:
@@ -169,7 +172,13 @@ def _write_registry(tmp: Path, ports: dict[str, int]) -> Path:
     return registry
 
 
-def _write_fleet(tmp: Path, agents: list[str]) -> Path:
+def _write_fleet(
+    tmp: Path,
+    agents: list[str],
+    servers: tuple[str, ...] = ("weather", "memory", "shopping"),
+    schedule: str = NO_JOBS,
+) -> Path:
+    """The fleet file, and beside it schedule.yaml (``CLAWMESH_SCHEDULE``, see _base_env)."""
     config = tmp / "config"
     config.mkdir(parents=True, exist_ok=True)
     fleet = ["agents:"]
@@ -185,9 +194,11 @@ def _write_fleet(tmp: Path, agents: list[str]) -> Path:
             f"    bot_token_env: {agent.upper()}_BOT_TOKEN",
             f"    allowed_user_ids: {[str(user) for user in (USER, *MORE_USERS)]}",
             f"    persona: {persona}",
-            "    servers: [weather, memory, shopping]",
+            f"    servers: [{', '.join(servers)}]",
             "    timezone: Europe/Paris",
+            "    home: Paris",
         ]
+    (config / "schedule.yaml").write_text(schedule)
     agents_file = config / "agents.yaml"
     agents_file.write_text("\n".join(fleet) + "\n")
     return agents_file
@@ -216,8 +227,11 @@ async def running_mesh(
     orders_csv: str | None = None,
     revoked: tuple[str, ...] = (),
     orchestrator_env: dict[str, str] | None = None,
+    servers: tuple[str, ...] = ("weather", "memory", "shopping"),
 ) -> AsyncIterator[Mesh]:
     """Fakes in this process, the servers and the orchestrator as processes, all started.
+
+    ``servers``: the servers whose tools the agents' model sees.
 
     ``orders_csv`` seeds clawdia's shopping history (``python -m mcp_shopping import``);
     the bots of ``revoked`` agents have tokens Telegram refuses.
@@ -228,7 +242,8 @@ async def running_mesh(
         telegram, llm = fakes.telegram, fakes.llm
         telegram_url, llm_url, weather_api = fakes.telegram_url, fakes.llm_url, fakes.weather_api
         ports = {name: free_port() for name in SERVERS}
-        registry, agents_file = _write_registry(tmp, ports), _write_fleet(tmp, list(agents))
+        registry = _write_registry(tmp, ports)
+        agents_file = _write_fleet(tmp, list(agents), servers)
         base = {
             **_base_env(agents_file),
             "MESH_TOKEN": MESH_TOKEN,
@@ -243,6 +258,7 @@ async def running_mesh(
             "memory": {},
             "shopping": {},
             "pending-actions": pending_env or {},
+            "scheduler": {},
             "telegram-io": {
                 **tokens,
                 "TELEGRAM_API_BASE": telegram_url,
@@ -328,17 +344,23 @@ def _base_env(agents_file: Path) -> dict[str, str]:
         "PTB_TIMEDELTA": "true",
         "LOG_LEVEL": "INFO",
         "CLAWMESH_AGENTS": str(agents_file),
+        "CLAWMESH_SCHEDULE": str(agents_file.parent / "schedule.yaml"),
     }
 
 
 @asynccontextmanager
 async def running_embedded(
-    tmp: Path, *, agents: tuple[str, ...] = ("clawdia",), env: dict[str, str] | None = None
+    tmp: Path,
+    *,
+    agents: tuple[str, ...] = ("clawdia",),
+    env: dict[str, str] | None = None,
+    servers: tuple[str, ...] = ("weather", "memory", "shopping"),
+    schedule: str = NO_JOBS,
 ) -> AsyncIterator[Mesh]:
     """``make run``: one orchestrator process, every server in it, against the fakes
-    (``env``: more environment for it)."""
+    (``env``: more environment for it; ``schedule``: its config/schedule.yaml)."""
     async with _serving_fakes(agents) as fakes:
-        agents_file = _write_fleet(tmp, list(agents))
+        agents_file = _write_fleet(tmp, list(agents), servers, schedule)
         environment = {
             **_base_env(agents_file),
             "CLAWMESH_REGISTRY": str(ROOT / "config" / "mcp_servers.local.yaml"),

@@ -19,6 +19,7 @@ from meshkit.settings import environment, fail, fail_all, load_dotenv
 from orchestrator import preflight
 from orchestrator.app import open_app
 from orchestrator.channels.console import GOODBYE, Console, stdin_lines
+from orchestrator.channels.scheduled import ScheduledChannel
 from orchestrator.channels.telegram import TelegramChannel
 from orchestrator.channels.telegram_ready import NoBotCanRun
 from orchestrator.config import ConfigError
@@ -98,10 +99,22 @@ async def _serve(settings: OrchestratorSettings, shutdown: Shutdown) -> list[str
             consumer=settings.inbox_consumer,
             grace_s=settings.shutdown_grace_s,
         )
-        try:
-            await channel.run(shutdown)
-        except NoBotCanRun as refused:  # here, before the registry's task group wraps it
-            return refused.lines
+        scheduled = ScheduledChannel(
+            app.proactive,
+            app.registry,
+            consumer=settings.inbox_consumer,
+            grace_s=settings.shutdown_grace_s,
+        )
+        refused: list[str] = []
+        async with anyio.create_task_group() as channels:
+            channels.start_soon(scheduled.run, shutdown, name="scheduled")
+            try:
+                await channel.run(shutdown)
+            except NoBotCanRun as error:  # here, before a task group wraps it
+                refused = error.lines
+                channels.cancel_scope.cancel()
+        if refused:
+            return refused
     logger.info("stopped; MCP sessions closed")
     return []
 

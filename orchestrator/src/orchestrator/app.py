@@ -16,6 +16,7 @@ from orchestrator.config import (
 )
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.dispatch import Dispatcher
+from orchestrator.core.proactive import Proactive
 from orchestrator.core.turn import AgentRuntime, TurnEngine, TurnLimits
 from orchestrator.llm.base import LLM
 from orchestrator.llm.openai_api import build_llm
@@ -32,6 +33,7 @@ class App:
     registry: Registry
     dispatcher: Dispatcher
     engine: TurnEngine
+    proactive: Proactive  # briefings, scheduled prompts, reminders (with role: scheduler)
 
 
 def llm_for(agent: Agent, settings: OrchestratorSettings) -> LLM:
@@ -87,10 +89,12 @@ async def open_app(
             agent_id: AgentRuntime(agent, llm_factory(agent, settings), limits(agent, settings))
             for agent_id, agent in fleet.items()
         }
+        dispatcher = Dispatcher(runtimes, engine, registry, conversation)
+        proactive = Proactive(registry, dispatcher)
+        if proactive.server is not None:
+            proactive.install()
         try:
-            yield App(
-                settings, registry, Dispatcher(runtimes, engine, registry, conversation), engine
-            )
+            yield App(settings, registry, dispatcher, engine, proactive)
         finally:
             for runtime in runtimes.values():
                 await runtime.llm.aclose()

@@ -36,7 +36,7 @@ _NAME = re.compile(r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$")  # no "__", no leading/t
 MAX_TOOL_NAME = 64
 M = TypeVar("M", bound=BaseModel)
 # The infrastructure the orchestrator itself calls, found by role rather than by name.
-Role = Literal["telegram-io", "pending-actions", "memory"]
+Role = Literal["telegram-io", "pending-actions", "memory", "scheduler"]
 
 
 class ServerEntry(BaseModel):
@@ -101,6 +101,9 @@ class AgentEntry(BaseModel):
     persona: Path
     servers: list[str] | None = None  # None: every server of the registry
     timezone: str = "UTC"
+    home: str | None = Field(
+        default=None, max_length=200, description="the place of the morning briefing's weather"
+    )
     bot_token_env: list[str] = Field(default_factory=list)
     allowed_user_ids: list[str] = Field(default_factory=list)
     api: Literal["responses", "chat"] | None = None

@@ -48,3 +48,39 @@ def decode(data: str) -> Tap | None:
     scope: Literal["action", "batch"] = "action" if prefix == "pa" else "batch"
     kind: Literal["confirm", "cancel"] = "confirm" if verb == "c" else "cancel"
     return Tap(scope, kind, target)
+
+
+# --- reminders (the scheduler's firings) ---------------------------------------------------
+#
+#     rm:d:<firing id>     done            rm:s10:<firing id>   snooze 10 min
+#                                          rm:s60:<firing id>   snooze 1 h
+#
+# The firing id names the reminder as it was delivered: the scheduler follows each firing
+# up once, for the agent it belongs to.
+
+_FIRING = re.compile(r"fir_[0-9a-f]{12}")
+_FOLLOW_UPS = {"d": "done", "s10": "snooze_10", "s60": "snooze_60"}
+
+
+@dataclass(frozen=True)
+class ReminderTap:
+    outcome: Literal["done", "snooze_10", "snooze_60"]
+    firing_id: str
+
+
+def encode_reminder(tap: ReminderTap) -> str:
+    verb = next(v for v, outcome in _FOLLOW_UPS.items() if outcome == tap.outcome)
+    data = f"rm:{verb}:{tap.firing_id}"
+    if decode_reminder(data) != tap or len(data.encode()) > MAX_BYTES:
+        raise ValueError(f"cannot encode {tap}")
+    return data
+
+
+def decode_reminder(data: str) -> ReminderTap | None:
+    parts = data.split(":")
+    if len(parts) != 3 or parts[0] != "rm" or parts[1] not in _FOLLOW_UPS:
+        return None
+    if not _FIRING.fullmatch(parts[2]):
+        return None
+    outcome: Literal["done", "snooze_10", "snooze_60"] = _FOLLOW_UPS[parts[1]]  # type: ignore[assignment]
+    return ReminderTap(outcome, parts[2])

@@ -24,6 +24,9 @@ __all__ = ["Button", "Dispatcher", "Reply"]
 
 
 StatusProbe = Callable[[], Awaitable[list[str]]]
+CommandHandler = Callable[[AgentRuntime, str], Awaitable[Reply]]  # (agent, chat) -> reply
+# A tap handler takes the taps it knows (True), such as a reminder's buttons.
+TapHandler = Callable[[str, str, str, str | None, str, Answer, Edit], Awaitable[bool]]
 STOPPED = "Stopped: I dropped that request. What next?"
 NOTHING_TO_STOP = "Nothing is running right now."
 
@@ -53,6 +56,8 @@ class Dispatcher:
         self._locks: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
         self._running: dict[tuple[str, str], anyio.CancelScope] = {}
         self.status_probes: list[StatusProbe] = []  # a channel's own lines for /status
+        self.extra_commands: dict[str, tuple[str, CommandHandler]] = {}  # a module's commands
+        self.tap_handlers: list[TapHandler] = []  # asked before pending-actions' taps
 
     async def on_text(
         self,
@@ -124,6 +129,9 @@ class Dispatcher:
         """A tap on a button of message ``message_id``, never seen by the model: ``answer``
         gets a short notice once it is decided, ``edit`` the tapped message's new content
         (see ActionDesk.tap)."""
+        for handler in self.tap_handlers:
+            if await handler(agent_id, chat_id, user_id, message_id, data, answer, edit):
+                return
         await self._desk.tap(agent_id, chat_id, user_id, message_id, data, answer, edit)
 
     async def _command(self, runtime: AgentRuntime, chat_id: str, command: str) -> Reply:
@@ -146,6 +154,8 @@ class Dispatcher:
             await self._registry.reload()
             count = len(self._engine.visible_tools(runtime))
             return Reply(f"Reloaded: {count} tools available.")
+        if command in self.extra_commands:
+            return await self.extra_commands[command][1](runtime, chat_id)
         return Reply(f"I don't know {command}. " + self._commands_line())
 
     def help_text(self, runtime: AgentRuntime) -> str:
@@ -182,9 +192,9 @@ class Dispatcher:
             lines.append(f"{mark} {status.name} ({status.transport}): {state}")
         return "\n".join(lines)
 
-    @staticmethod
-    def _commands_line() -> str:
-        return "Commands: " + ", ".join(f"{c} ({d})" for c, d in COMMANDS.items())
+    def _commands_line(self) -> str:
+        extra = {c: d for c, (d, _) in self.extra_commands.items()}
+        return "Commands: " + ", ".join(f"{c} ({d})" for c, d in {**COMMANDS, **extra}.items())
 
 
 async def _delivered(reply: Reply, deliver: Deliver | None) -> Reply:

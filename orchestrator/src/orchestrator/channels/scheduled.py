@@ -1,0 +1,140 @@
+"""The scheduler's due firings, handled like Telegram updates: leased, handled, sent, acked.
+
+    scheduler.next_due (long poll) ─► Proactive.handle ─► telegram-io send_message
+                                       (idempotency key: fire:<firing key>) ─► ack
+
+A crash between sending and acking leaves the firing due: the next run of this consumer
+gets it at once and sends it with the same key, which telegram-io delivers once. A crash
+before sending sends it then. A firing that cannot be sent because telegram-io is down
+is not acked: it comes back when its lease runs out. Stopping (``Shutdown``): no new
+firings; the one being handled gets ``grace_s`` to finish.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from meshkit.wire.scheduler import Acked, Due, Firing
+from orchestrator.channels.telegram_io import (
+    TelegramIO,
+    TelegramIOFailed,
+    TelegramIOUnavailable,
+    TelegramRefused,
+)
+from orchestrator.core.actions import Deliver
+from orchestrator.core.proactive import Proactive, owner_of
+from orchestrator.core.replies import Reply
+from orchestrator.mesh.errors import ToolCallError
+from orchestrator.mesh.registry import Registry
+from orchestrator.shutdown import Shutdown
+
+logger = logging.getLogger(__name__)
+
+
+class ScheduledChannel:
+    def __init__(
+        self,
+        proactive: Proactive,
+        registry: Registry,
+        *,
+        consumer: str = "orchestrator",
+        run: str | None = None,
+        wait_s: float = 20.0,
+        grace_s: float = 20.0,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+    ) -> None:
+        self._proactive = proactive
+        self._registry = registry
+        self._run = run or uuid.uuid4().hex[:16]
+        self._holder = {"consumer": consumer, "run": self._run}
+        self._io = TelegramIO(registry, consumer=consumer, run=self._run)
+        self._wait_s = wait_s
+        self._grace_s = grace_s
+        self._sleep = sleep
+        self._polling = anyio.CancelScope()  # the long poll under way
+
+    async def run(self, shutdown: Shutdown) -> None:
+        """Handle due firings until ``shutdown`` is requested."""
+        server = self._proactive.server
+        if server is None:
+            return
+        with anyio.CancelScope() as everything:
+            async with anyio.create_task_group() as tasks:
+
+                async def stop() -> None:
+                    await shutdown.requested.wait()
+                    self._polling.cancel()  # a firing being handled gets the grace
+                    with anyio.move_on_after(self._grace_s):
+                        await shutdown.hurried.wait()
+                    everything.cancel()
+
+                tasks.start_soon(stop)
+                await self._poll(server, shutdown)
+                tasks.cancel_scope.cancel()
+
+    async def _poll(self, server: str, shutdown: Shutdown) -> None:
+        delay = 0.5
+        while not shutdown.requested.is_set():
+            arguments = {**self._holder, "max": 10, "wait_s": self._wait_s}
+            with anyio.CancelScope() as self._polling:
+                try:
+                    due = await self._registry.call_as(server, "next_due", arguments, Due)
+                except ToolCallError as error:
+                    logger.warning("scheduler: next_due failed (%s); retrying", error)
+                    await self._sleep(delay)
+                    delay = min(delay * 2, 10.0)
+                    continue
+            if self._polling.cancelled_caught:
+                return
+            delay = 0.5
+            for firing in due.firings:
+                if shutdown.requested.is_set():
+                    return  # left leased to this run: the next run takes it at once
+                await self._handle(server, firing)
+
+    async def _handle(self, server: str, firing: Firing) -> None:
+        """One firing, sent to its agent's owner and acked; the boundary of one firing."""
+        try:
+            await self._proactive.handle(firing, self._deliverer(firing))
+        except TelegramIOUnavailable as error:
+            logger.warning(
+                "firing %s: telegram-io failed (%s); left for redelivery", firing.key, error
+            )
+            return
+        except TelegramRefused as error:
+            logger.warning("firing %s: the message was refused (%s); acked", firing.key, error)
+        except Exception:
+            logger.exception(
+                "firing %s: failed; acked so it does not come back forever", firing.key
+            )
+        logger.info("firing %s (%s) handled", firing.key, firing.kind)
+        try:
+            await self._registry.call_as(server, "ack", {"keys": [firing.key]}, Acked)
+        except ToolCallError as error:
+            logger.warning("ack %s failed (%s); it will be handed over again", firing.key, error)
+
+    def _deliverer(self, firing: Firing) -> Deliver:
+        runtime = self._proactive.runtime(firing.agent)
+        owner = None if runtime is None else owner_of(runtime)
+
+        async def deliver(reply: Reply) -> str | None:
+            if owner is None or not reply.text:
+                return None
+            key = f"fire:{firing.key}"
+            try:
+                sent = await self._io.send(firing.agent, owner, reply, key)
+            except TelegramIOUnavailable:  # the key makes a second try safe
+                sent = await self._io.send(firing.agent, owner, reply, key)
+            shown_in = sent.message_ids[-1] if sent.message_ids else None
+            if sent.duplicate and reply.buttons and shown_in is not None:
+                try:  # a redone prompt turn: its new buttons replace the first try's
+                    await self._io.edit(firing.agent, owner, shown_in, reply)
+                except TelegramIOFailed as error:
+                    logger.info("telegram-io: %s", error)
+            return None if shown_in is None else str(shown_in)
+
+        return deliver

@@ -1,0 +1,175 @@
+"""The agent speaks first: what a due firing of the scheduler becomes, and the taps and
+commands that go with it.
+
+    briefing  ─► Briefings.compose (parts by direct tool calls; the model writes, or the
+                 template) ─► a message to the owner
+    prompt    ─► a normal turn (the agent's tools, proposals with buttons, remembered) in
+                 the owner's chat, its reply sent there
+    reminder  ─► "⏰ <text>" with Done / Snooze 10 min / Snooze 1 h
+    tap on those buttons ─► scheduler.follow_up (once per firing), no model ─► edited
+
+The owner is the agent's first allowed user (a private chat's id is its user's id).
+``/jobs`` lists the agent's jobs and reminders; ``/status`` gets the next firing of each job.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from meshkit.wire.scheduler import Firing, FiringKind, FollowedUp, FollowUp, Jobs
+from orchestrator.core.actions import Answer, Deliver, Edit
+from orchestrator.core.briefing import Briefings
+from orchestrator.core.callbacks import ReminderTap, decode_reminder, encode_reminder
+from orchestrator.core.dispatch import Dispatcher
+from orchestrator.core.replies import Button, Reply
+from orchestrator.core.turn import AgentRuntime
+from orchestrator.mesh.errors import ToolCallError
+from orchestrator.mesh.registry import Registry
+
+logger = logging.getLogger(__name__)
+
+SNOOZED_NOTICE = {
+    "done": "Done ✅",
+    "snooze_10": "Snoozed for 10 minutes",
+    "snooze_60": "Snoozed for an hour",
+}
+UNAVAILABLE = "I can't reach the scheduler right now. Try again in a moment."
+PROMPT_PREFIX = "(Scheduled: {name}) "
+
+
+def owner_of(runtime: AgentRuntime) -> str | None:
+    """The chat proactive messages go to: the agent's first allowed user."""
+    users = runtime.agent.entry.allowed_user_ids
+    return users[0] if users else None
+
+
+def reminder_reply(firing: Firing) -> Reply:
+    text = f"⏰ {firing.payload.get('text', '')}"
+    if firing.late:
+        due = datetime.fromisoformat(firing.scheduled_at)
+        text += f"\n(late: it was due {due:%a %-d %b, %H:%M})"
+    choices: list[tuple[str, FollowUp]] = [
+        ("✅ Done", "done"),
+        ("💤 10 min", "snooze_10"),
+        ("💤 1 h", "snooze_60"),
+    ]
+    buttons = [
+        Button(label, encode_reminder(ReminderTap(outcome, firing.id)))
+        for label, outcome in choices
+    ]
+    return Reply(text, [buttons])
+
+
+class Proactive:
+    def __init__(self, registry: Registry, dispatcher: Dispatcher) -> None:
+        self._registry = registry
+        self._dispatcher = dispatcher
+        self._briefings = Briefings(registry)
+        self.server = registry.server_for("scheduler")
+
+    def install(self) -> None:
+        """Give the dispatcher ``/jobs``, the reminders' taps and the lines of ``/status``."""
+        self._dispatcher.extra_commands["/jobs"] = ("scheduled jobs and reminders", self.jobs)
+        self._dispatcher.tap_handlers.append(self.tap)
+        self._dispatcher.status_probes.append(self.status_lines)
+
+    def runtime(self, agent: str) -> AgentRuntime | None:
+        return self._dispatcher.agents.get(agent)
+
+    async def handle(self, firing: Firing, deliver: Deliver) -> bool:
+        """Deliver what ``firing`` says to its agent's owner; False when there is nobody
+        to send it to (the firing is done all the same)."""
+        runtime = self._dispatcher.agents.get(firing.agent)
+        owner = None if runtime is None else owner_of(runtime)
+        if runtime is None or owner is None:
+            logger.warning(
+                "firing %s: agent %s has no owner to tell; dropped", firing.key, firing.agent
+            )
+            return False
+        kind: FiringKind = firing.kind
+        if kind == "reminder":
+            await deliver(reminder_reply(firing))
+        elif kind == "briefing":
+            await deliver(Reply(await self._briefings.compose(runtime, firing, owner)))
+        else:
+            name = firing.source.rsplit("/", 1)[-1]
+            prompt = PROMPT_PREFIX.format(name=name) + str(firing.payload.get("prompt", ""))
+            await self._dispatcher.on_text(
+                runtime.id,
+                owner,
+                prompt,
+                message_id=f"fire:{firing.key}",
+                user_id=owner,
+                deliver=deliver,
+            )
+        return True
+
+    async def tap(  # noqa: PLR0917 (the dispatcher's tap signature)
+        self,
+        agent: str,
+        chat_id: str,
+        user_id: str,
+        message_id: str | None,
+        data: str,
+        answer: Answer,
+        edit: Edit,
+    ) -> bool:
+        """A tap on a reminder's button (False: not one of ours)."""
+        tap = decode_reminder(data)
+        if tap is None:
+            return False
+        if self.server is None:
+            await answer(UNAVAILABLE)
+            return True
+        arguments = {"agent": agent, "firing_id": tap.firing_id, "outcome": tap.outcome}
+        try:
+            done = await self._registry.call_as(self.server, "follow_up", arguments, FollowedUp)
+        except ToolCallError as error:
+            logger.warning("reminder tap %s: %s", data, error)
+            await answer(UNAVAILABLE if not error.answered else "That reminder is gone.")
+            return True
+        await answer(SNOOZED_NOTICE[done.outcome] if done.changed else "Already done.")
+        await edit(Reply(done.message))
+        return True
+
+    async def jobs(self, runtime: AgentRuntime, chat_id: str) -> Reply:
+        listed = await self._jobs(runtime.id)
+        if listed is None:
+            return Reply(UNAVAILABLE)
+        lines = (
+            ["Scheduled jobs:"] if listed.jobs else ["No scheduled jobs (config/schedule.yaml)."]
+        )
+        lines += [
+            f"• {j.id.split('/', 1)[1]}: {j.when}, next {_short(j.next_at)}" for j in listed.jobs
+        ]
+        lines.append("Reminders:" if listed.reminders else "No reminders.")
+        for r in listed.reminders:
+            again = f" ({r.repeat})" if r.repeat else ""
+            waiting = " — waiting for Done" if r.state == "waiting" else ""
+            lines.append(f"• {_short(r.due_at)}{again}: {r.text}{waiting}")
+        return Reply("\n".join(lines))
+
+    async def status_lines(self) -> list[str]:
+        lines = []
+        for agent in self._dispatcher.agents:
+            listed = await self._jobs(agent)
+            if listed is None:
+                return ["Scheduler: unavailable"]
+            lines += [f"⏱ {j.id}: next {_short(j.next_at)}" for j in listed.jobs]
+        return lines
+
+    async def _jobs(self, agent: str) -> Jobs | None:
+        if self.server is None:
+            return None
+        try:
+            return await self._registry.call_as(self.server, "jobs", {"agent": agent}, Jobs)
+        except ToolCallError as error:
+            logger.warning("scheduler jobs: %s", error)
+            return None
+
+
+def _short(iso: str | None) -> str:
+    if iso is None:
+        return "none"
+    return f"{datetime.fromisoformat(iso):%a %-d %b %H:%M}"

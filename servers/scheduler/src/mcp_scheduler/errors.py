@@ -1,0 +1,23 @@
+"""Scheduler errors, each written for the model.
+
+SchedulerError (meshkit ModelError)
+ ├── InvalidRequest    a time that cannot be read, one in the past, a malformed payload
+ └── NotFound          no such reminder (or not this agent's, or not active any more)
+ApprovalRefused (meshkit) a confirm tool without a valid approval token for exactly this change
+"""
+
+from __future__ import annotations
+
+from meshkit.errors import ModelError
+
+
+class SchedulerError(ModelError):
+    pass
+
+
+class InvalidRequest(SchedulerError):
+    pass
+
+
+class NotFound(SchedulerError):
+    pass

@@ -1,0 +1,266 @@
+"""Reminders the user asked for: proposed by the model, set by a Confirm tap, followed up by
+a tap on the reminder's own buttons (Done, Snooze).
+
+``when`` is a time the model resolved from the user's words ("tomorrow 9am", "in 2 hours")
+to ISO 8601: without an offset it is wall-clock time in the agent's zone. ``repeat``
+(daily, weekdays, weekly, monthly) repeats it at that wall time, by dateutil's rrule.
+
+A follow-up acts once per firing (a conditional UPDATE on the firing's outcome): a double
+tap on Snooze snoozes once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, Field, ValidationError
+
+from mcp_scheduler import store as q
+from mcp_scheduler.errors import InvalidRequest, NotFound
+from mcp_scheduler.recurrence import Monthly, Rule, Weekly
+from mcp_scheduler.store import ReminderRow, SchedulerStore
+from meshkit.proposals import Approvals, Proposal, payload_agent
+from meshkit.wire.scheduler import SNOOZE_MINUTES, FollowedUp, FollowUp, ReminderView
+
+SERVER = "scheduler"
+SET, CANCEL = "reminder", "cancel_reminder"
+Repeat = Literal["daily", "weekdays", "weekly", "monthly"]
+REPEAT_WORDS = {
+    "daily": "every day",
+    "weekdays": "every weekday",
+    "weekly": "every week",
+    "monthly": "every month",
+}
+MAX_TEXT = 300
+
+
+class SetPayload(BaseModel):
+    agent: str = Field(min_length=1)
+    text: str = Field(min_length=1, max_length=MAX_TEXT)
+    due_at: float
+    timezone: str
+    repeat: Repeat | None = None
+
+
+class CancelPayload(BaseModel):
+    agent: str = Field(min_length=1)
+    reminder_id: str
+    text: str
+
+
+def repeat_rule(repeat: str | None, anchor: float, tz: ZoneInfo) -> Rule | None:
+    """The wall-clock rule a reminder repeats by, from its first time (None: once)."""
+    if repeat is None:
+        return None
+    first = datetime.fromtimestamp(anchor, tz)
+    at = first.time().replace(second=0, microsecond=0)
+    if repeat == "daily":
+        return Weekly(at)
+    if repeat == "weekdays":
+        return Weekly(at, (0, 1, 2, 3, 4))
+    if repeat == "weekly":
+        return Weekly(at, (first.weekday(),))
+    return Monthly(at, first.day)
+
+
+def words(at: float, tz: ZoneInfo) -> str:
+    return f"{datetime.fromtimestamp(at, tz):%a %-d %b, %H:%M}"
+
+
+class ReminderDesk:
+    def __init__(
+        self,
+        store: SchedulerStore,
+        approvals: Approvals,
+        *,
+        clock: Callable[[], float],
+        changed: Callable[[], None],
+    ) -> None:
+        self._store = store
+        self._approvals = approvals
+        self._clock = clock
+        self._changed = changed
+
+    def propose(
+        self, agent: str, text: str, when: str, repeat: Repeat | None, timezone: str
+    ) -> Proposal:
+        tz = _zone(timezone)
+        due = _parse(when, tz)
+        if due <= self._clock():
+            raise InvalidRequest(
+                f"{words(due, tz)} is in the past (it is {words(self._clock(), tz)} now): "
+                "give a time to come."
+            )
+        text = text.strip()
+        every = f" ({REPEAT_WORDS[repeat]})" if repeat else ""
+        payload = SetPayload(agent=agent, text=text, due_at=due, timezone=tz.key, repeat=repeat)
+        return Proposal(
+            kind=SET,
+            summary=f"⏰ Remind you “{text[:200]}” on {words(due, tz)}{every}",
+            payload=payload.model_dump(),
+            confirm_label="⏰ Set reminder",
+        )
+
+    async def propose_cancel(self, agent: str, reminder_id: str) -> Proposal:
+        row = await self._store.read(lambda db: q.reminder(db, reminder_id.strip()))
+        if row is None or row.agent != agent or row.state not in ("active", "waiting"):
+            raise NotFound(f"No active reminder {reminder_id!r}: list_reminders shows the ids.")
+        payload = CancelPayload(agent=agent, reminder_id=row.id, text=row.text)
+        return Proposal(
+            kind=CANCEL,
+            summary=f"🗑 Cancel the reminder “{row.text[:200]}”",
+            payload=payload.model_dump(),
+            confirm_label="🗑 Cancel reminder",
+            cancel_label="Keep it",
+        )
+
+    async def confirm_set(self, payload: dict[str, Any], approval: str) -> dict[str, Any]:
+        granted = self._approvals.check(
+            approval, SERVER, SET, payload, agent=payload_agent(payload)
+        )
+        change = _read(SetPayload, payload)
+        tz = _zone(change.timezone)
+        now = self._clock()
+        reminder_id = "rem_" + granted.action_id.removeprefix("act_")
+
+        def perform(db: sqlite3.Connection) -> dict[str, Any]:
+            row = ReminderRow(
+                reminder_id,
+                change.agent,
+                change.text,
+                tz.key,
+                change.repeat,
+                change.due_at,
+                change.due_at,
+                "active",
+                now,
+            )
+            q.add_reminder(db, row)
+            return {
+                "message": f"Reminder set for {words(change.due_at, tz)}",
+                "reminder_id": reminder_id,
+            }
+
+        done = await self._store.confirm(granted, perform, now)
+        self._changed()
+        return {**done.result, "replayed": done.replayed}
+
+    async def confirm_cancel(self, payload: dict[str, Any], approval: str) -> dict[str, Any]:
+        granted = self._approvals.check(
+            approval, SERVER, CANCEL, payload, agent=payload_agent(payload)
+        )
+        change = _read(CancelPayload, payload)
+
+        def perform(db: sqlite3.Connection) -> dict[str, Any]:
+            row = q.reminder(db, change.reminder_id)
+            if row is None or row.agent != change.agent or row.state not in ("active", "waiting"):
+                raise NotFound(f"The reminder “{change.text}” is not active any more.")
+            q.set_reminder(db, row.id, state="cancelled")
+            return {"message": f"Cancelled the reminder “{row.text}”", "reminder_id": row.id}
+
+        done = await self._store.confirm(granted, perform, self._clock())
+        return {**done.result, "replayed": done.replayed}
+
+    async def listed(self, agent: str) -> list[ReminderRow]:
+        return await self._store.read(lambda db: q.reminders(db, agent, ("active", "waiting")))
+
+    async def follow_up(self, agent: str, firing_id: str, outcome: FollowUp) -> FollowedUp:
+        """Done or snooze, once per firing of a reminder of ``agent``."""
+        now = self._clock()
+
+        def work(db: sqlite3.Connection) -> FollowedUp:
+            firing = q.firing(db, firing_id)
+            if firing is None or firing.agent != agent or firing.kind != "reminder":
+                raise NotFound("No such reminder.")
+            text, tz = str(firing.payload.get("text", "")), ZoneInfo(firing.timezone)
+            if not q.follow_up(db, firing_id, outcome):
+                return FollowedUp(
+                    firing_id=firing_id,
+                    outcome=firing.outcome or outcome,
+                    changed=False,
+                    message=_followed(text, firing.outcome, None, tz),
+                )
+            row = q.reminder(db, firing.source)
+            until = None
+            if outcome in SNOOZE_MINUTES:
+                until = now + SNOOZE_MINUTES[outcome] * 60
+                if row is not None and row.repeat is None and row.state != "cancelled":
+                    q.set_reminder(db, row.id, state="active", due_at=until)
+                else:  # a repeating one keeps its series: the snooze is a one-off copy
+                    copy = "rem_" + firing_id.removeprefix("fir_")
+                    q.add_reminder(
+                        db,
+                        ReminderRow(copy, agent, text, tz.key, None, until, until, "active", now),
+                    )
+            elif row is not None and row.repeat is None and row.state == "waiting":
+                q.set_reminder(db, row.id, state="done")
+            return FollowedUp(
+                firing_id=firing_id,
+                outcome=outcome,
+                changed=True,
+                message=_followed(text, outcome, until, tz),
+            )
+
+        result = await self._store.transact(work)
+        self._changed()
+        return result
+
+
+def _followed(text: str, outcome: str | None, until: float | None, tz: ZoneInfo) -> str:
+    if outcome == "done":
+        return f"✅ Done: {text}"
+    again = f" until {datetime.fromtimestamp(until, tz):%H:%M}" if until is not None else ""
+    return f"💤 Snoozed{again}: {text}"
+
+
+def views(rows: list[ReminderRow]) -> list[ReminderView]:
+    from_rows = []
+    for row in rows:
+        tz = ZoneInfo(row.timezone)
+        from_rows.append(
+            ReminderView(
+                id=row.id,
+                text=row.text,
+                due_at=datetime.fromtimestamp(row.due_at, tz).isoformat(timespec="minutes"),
+                repeat=row.repeat,
+                state="waiting" if row.state == "waiting" else "active",
+            )
+        )
+    return from_rows
+
+
+def _zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name.strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidRequest(f"{name!r} is not an IANA time zone (e.g. Europe/Berlin).") from None
+
+
+def _parse(when: str, tz: ZoneInfo) -> float:
+    try:
+        value = datetime.fromisoformat(when.strip())
+    except ValueError:
+        raise InvalidRequest(
+            f"{when!r} is not a time I can read: resolve the user's words to "
+            "YYYY-MM-DDTHH:MM in their zone (or with an offset, +01:00)."
+        ) from None
+    if value.tzinfo is None:
+        aware = value.replace(tzinfo=tz)
+        if aware.astimezone(ZoneInfo("UTC")).astimezone(tz).replace(tzinfo=None) != value:
+            aware = (value + timedelta(hours=1)).replace(tzinfo=tz)  # skipped by DST: an hour on
+        value = aware
+    return value.timestamp()
+
+
+def _read(model: type[SetPayload] | type[CancelPayload], payload: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(payload)
+    except ValidationError as error:
+        raise InvalidRequest(
+            f"The approved payload is malformed ({error.error_count()} problems). "
+            "Nothing was changed."
+        ) from None
