@@ -16,6 +16,7 @@ from orchestrator.config import (
 )
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.dispatch import Dispatcher
+from orchestrator.core.remembered import Remembered
 from orchestrator.core.turn import AgentRuntime, TurnEngine, TurnLimits
 from orchestrator.llm.base import LLM
 from orchestrator.llm.openai_api import build_llm
@@ -82,15 +83,16 @@ async def open_app(
         ) from None
     async with registry.running():
         conversation = Conversation(registry)
-        engine = TurnEngine(registry, conversation)
+        engine = TurnEngine(registry, conversation, remembered=Remembered(registry))
         runtimes = {
             agent_id: AgentRuntime(agent, llm_factory(agent, settings), limits(agent, settings))
             for agent_id, agent in fleet.items()
         }
         try:
-            yield App(
-                settings, registry, Dispatcher(runtimes, engine, registry, conversation), engine
+            dispatcher = Dispatcher(
+                runtimes, engine, registry, conversation, clarify_ttl_s=settings.clarify_ttl_s
             )
+            yield App(settings, registry, dispatcher, engine)
         finally:
             for runtime in runtimes.values():
                 await runtime.llm.aclose()

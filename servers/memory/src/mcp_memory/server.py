@@ -3,26 +3,34 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Annotated, Any
 
 from fastmcp import FastMCP
 from pydantic import Field
 
+from mcp_memory.memories import MemoryService
+from mcp_memory.memory_store import MemoryStore
+from mcp_memory.memory_tools import add_memory_tools
 from mcp_memory.models import AppendResult, ResetResult, Window
+from mcp_memory.question_tools import add_question_tools
+from mcp_memory.questions import QuestionStore
 from mcp_memory.service import ConversationService
 from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS, MemorySettings
 from mcp_memory.store import ConversationStore
 from meshkit.params import Agent, ChatId
+from meshkit.proposals import Approvals, approval_key
 from meshkit.server import create_server
 from meshkit.settings import load_settings
 from meshkit.tool_classes import internal
 
 INSTRUCTIONS = (
-    "Conversation memory for the clawmesh orchestrator. Each (agent, chat_id) has a "
-    "conversation of Responses API input items: append each turn's items, load the window "
-    "before the next turn, reset to start over."
+    "Memory for the clawmesh orchestrator. Each (agent, chat_id) has a conversation of "
+    "Responses API input items: append each turn's items, load the window before the next "
+    "turn, reset to start over. Rules and notes the user asked to keep are remembered only "
+    "when the user confirms a propose_remember proposal; list_memories shows them."
 )
 MAX_APPEND_ITEMS = 1000
 
@@ -36,15 +44,25 @@ def build_server(
     settings = settings or load_settings(MemorySettings)
     store = ConversationStore(settings.db_path, max_bytes=settings.max_db_bytes, clock=clock)
     service = ConversationService(settings, store, clock=clock)
+    memories = MemoryStore(settings.memories_path, max_bytes=settings.max_db_bytes, clock=clock)
+    questions = QuestionStore(settings.questions_path, max_bytes=settings.max_db_bytes, clock=clock)
+    approvals = Approvals(approval_key(settings), clock=clock)
+
+    @asynccontextmanager
+    async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
+        async with store.lifespan(), memories.lifespan(), questions.lifespan():
+            yield
 
     mcp = create_server(
         "memory",
         version=version("mcp-memory"),
         instructions=INSTRUCTIONS,
-        lifespan=store.lifespan,
+        lifespan=lifespan,
         checks={"database": service.check},
-        stores=[store],
+        stores=[store, memories, questions],
     )
+    add_memory_tools(mcp, MemoryService(memories, approvals, clock=clock))
+    add_question_tools(mcp, questions)
 
     @mcp.tool(**internal(title="Append conversation items"))
     async def append_items(

@@ -1,0 +1,103 @@
+"""Long-term memory in SQLite: rules and notes, written only inside a confirmed proposal.
+
+Tables:
+
+    memories       (id, agent, scope, user, text, created_at, forgotten_at)
+    confirmations  meshkit's confirm-once record (one row per approved action)
+
+``scope`` is ``agent`` (how the agent behaves for everyone; ``user`` is '') or ``user``
+(about one user). A forgotten memory keeps its row (``forgotten_at`` set): the audit
+trail of what was remembered stays, and no list, instruction or recall shows it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from meshkit.proposals import CONFIRMATIONS_SCHEMA, Approval, Confirmed, confirm_once
+from meshkit.sqlite import SQLiteStore
+from meshkit.wire.memory import Memory
+
+SCHEMA = (
+    """
+CREATE TABLE IF NOT EXISTS memories (
+    id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    scope TEXT NOT NULL CHECK (scope IN ('user', 'agent')),
+    user TEXT NOT NULL,
+    text TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    forgotten_at REAL
+);
+CREATE INDEX IF NOT EXISTS memories_by_agent ON memories (agent, scope, user, created_at);
+"""
+    + CONFIRMATIONS_SCHEMA
+)
+_VISIBLE = (
+    "SELECT id, scope, text, created_at FROM memories WHERE agent = ? AND forgotten_at IS NULL"
+    " AND (scope = 'agent' OR user = ?)"
+)
+
+
+class MemoryStore(SQLiteStore):
+    SCHEMA = SCHEMA
+
+    async def visible(self, agent: str, user: str) -> list[Memory]:
+        """The agent's rules, then the user's notes, each oldest first."""
+
+        def read(db: sqlite3.Connection) -> list[Memory]:
+            rows = db.execute(
+                _VISIBLE + " ORDER BY scope = 'user', created_at, id", (agent, user)
+            ).fetchall()
+            return [Memory(id=r[0], scope=r[1], text=r[2], created_at=r[3]) for r in rows]
+
+        return await self._run(read)
+
+    async def find(self, agent: str, user: str, memory_id: str) -> Memory | None:
+        def read(db: sqlite3.Connection) -> Memory | None:
+            row = db.execute(_VISIBLE + " AND id = ?", (agent, user, memory_id)).fetchone()
+            return None if row is None else Memory(id=row[0], scope=row[1], text=row[2],
+                                                   created_at=row[3])  # fmt: skip
+
+        return await self._run(read)
+
+    async def confirm(
+        self,
+        approval: Approval,
+        perform: Callable[[Changes], dict[str, Any]],
+        *,
+        at: float,
+    ) -> Confirmed:
+        """Perform an approved change once: a replayed approval returns the first result."""
+        return await self._run(
+            lambda db: confirm_once(db, approval, lambda db: perform(Changes(db)), at=at)
+        )
+
+
+class Changes:
+    """The writes of one approved change, inside its confirm transaction."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def remember(  # noqa: PLR0917 (the row's columns)
+        self, memory_id: str, agent: str, scope: str, user: str, text: str, at: float
+    ) -> Memory:
+        self._db.execute(
+            "INSERT INTO memories (id, agent, scope, user, text, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (memory_id, agent, scope, user if scope == "user" else "", text, at),
+        )
+        return Memory(id=memory_id, scope=scope, text=text, created_at=at)
+
+    def forget(self, agent: str, user: str, memory_id: str, at: float) -> bool:
+        """Whether a memory this user sees was forgotten now."""
+        return bool(
+            self._db.execute(
+                "UPDATE memories SET forgotten_at = ? WHERE id = ? AND agent = ?"
+                " AND forgotten_at IS NULL AND (scope = 'agent' OR user = ?)",
+                (at, memory_id, agent, user),
+            ).rowcount
+        )
