@@ -197,3 +197,22 @@ async def test_status_shows_each_layers_budget_and_what_was_left_out(world: Worl
 
     layers = f"for everyone 0 (0/2000 chars); about this user 1 ({len(METRIC)}/2000 chars)"
     assert f"🧠 Remembered: {layers}" in status.text
+
+
+async def test_notes_beyond_their_budget_are_left_out_of_the_instructions_and_counted(
+    world: World,
+) -> None:
+    notes = [f"Note {n}: " + "x" * 290 for n in range(7)]  # 7 x 298 characters > 2000
+    async with clawdia(world) as app:
+        chat = Chat(app)
+        for note in notes:
+            await chat.tap(await proposed(world, chat, note), "💾 Remember")
+        world.llm.script(text("ok"))
+        await chat.say("Hello")
+        status = await chat.say("/status")
+
+    instructions = instructions_of_last(world)
+    assert all(note in instructions for note in notes[:6])
+    assert notes[6] not in instructions
+    assert "about this user 6 (1788/2000 chars, 1 left out)" in status.text
+    assert "💬 Conversation: " in status.text

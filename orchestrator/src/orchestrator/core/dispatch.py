@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
+from meshkit.wire.memory import Window
 from orchestrator.core.actions import ActionDesk, Answer, Deliver, Edit, proposals_of
 from orchestrator.core.callbacks import decode_choice, decode_forget
 from orchestrator.core.clarify import Questions
@@ -193,6 +194,9 @@ class Dispatcher:
         if command == "/status":
             await self._registry.check()  # the truth now, not as of the last call
             lines = [self.status_text(runtime), await self._memory.status_line(runtime.id, user)]
+            window = await self._conversation.loaded(runtime.id, chat_id)
+            if window is not None:
+                lines.append(conversation_line(window))
             for probe in self.status_probes:
                 lines += await probe()
             return Reply("\n".join(lines))
@@ -239,6 +243,15 @@ class Dispatcher:
     @staticmethod
     def _commands_line() -> str:
         return "Commands: " + ", ".join(f"{c} ({d})" for c, d in COMMANDS.items())
+
+
+def conversation_line(window: Window) -> str:
+    """The conversation layer: what the window gives the model, and what it leaves out."""
+    left = f", {window.dropped} older left out" if window.dropped else ""
+    return (
+        f"💬 Conversation: {len(window.items)} items in the window "
+        f"(~{window.token_estimate} tokens){left}"
+    )
 
 
 async def _delivered(reply: Reply, deliver: Deliver | None) -> Reply:
