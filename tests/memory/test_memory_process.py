@@ -21,6 +21,7 @@ TOOLS = {
     "append_items", "load_window", "reset",
     "ask_question", "question_shown", "choose_answer", "answer_question",
     "list_memories", "propose_remember", "propose_forget", "confirm_remember", "confirm_forget",
+    "recall",
 }  # fmt: skip
 KEY = {"agent": "clawdia", "chat_id": "42"}
 TURN = [

@@ -19,7 +19,14 @@ QUESTION_TOOLS = {"ask_question", "question_shown", "choose_answer", "answer_que
 TOOLS = (
     CONVERSATION_TOOLS
     | QUESTION_TOOLS
-    | {"list_memories", "propose_remember", "propose_forget", "confirm_remember", "confirm_forget"}
+    | {
+        "list_memories",
+        "propose_remember",
+        "propose_forget",
+        "confirm_remember",
+        "confirm_forget",
+        "recall",
+    }
 )
 KEY = {"agent": "clawdia", "chat_id": "42"}
 TURN = [

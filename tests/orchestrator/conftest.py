@@ -15,7 +15,7 @@ from fakes.serving import serving
 from fakes.world import API_KEY, World, write_config
 from orchestrator.settings import OrchestratorSettings
 
-MODEL_MEMORY_TOOLS = ("list_memories", "propose_remember", "propose_forget")
+MODEL_MEMORY_TOOLS = ("list_memories", "propose_remember", "propose_forget", "recall")
 
 
 @pytest.fixture

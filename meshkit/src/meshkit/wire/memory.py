@@ -87,3 +87,19 @@ class Question(BaseModel):
 class QuestionLookup(BaseModel):
     question: Question | None = Field(description="None: no such question")
     changed: bool = Field(default=False, description="Whether this call changed it")
+
+
+# --- recall: full-text search over the notes and the archived conversation -----------------
+
+
+class RecallHit(BaseModel):
+    source: Literal["note", "conversation"]
+    when: str = Field(description="Local date and time it was said or remembered")
+    who: Literal["user", "assistant"] | None = Field(
+        description="Who said it (conversation); null for a note"
+    )
+    snippet: str = Field(description="The matching words in [brackets], with some context")
+
+
+class Recalled(BaseModel):
+    hits: list[RecallHit] = Field(description="Best matches first: notes, then conversation")

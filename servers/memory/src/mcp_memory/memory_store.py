@@ -3,6 +3,7 @@
 Tables:
 
     memories       (id, agent, scope, user, text, created_at, forgotten_at)
+    memories_fts   FTS5 over the text of the memories not forgotten (recall)
     confirmations  meshkit's confirm-once record (one row per approved action)
 
 ``scope`` is ``agent`` (how the agent behaves for everyone; ``user`` is '') or ``user``
@@ -32,6 +33,9 @@ CREATE TABLE IF NOT EXISTS memories (
     forgotten_at REAL
 );
 CREATE INDEX IF NOT EXISTS memories_by_agent ON memories (agent, scope, user, created_at);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    memory_id UNINDEXED, text, tokenize = 'unicode61'
+);
 """
     + CONFIRMATIONS_SCHEMA
 )
@@ -63,6 +67,24 @@ class MemoryStore(SQLiteStore):
 
         return await self._run(read)
 
+    async def search(
+        self, agent: str, user: str, match: str, since: float, limit: int
+    ) -> list[tuple[float, str]]:
+        """The user's notes (scope user) matching the FTS5 query: (created_at, snippet)."""
+
+        def read(db: sqlite3.Connection) -> list[tuple[float, str]]:
+            rows = db.execute(
+                "SELECT m.created_at, snippet(memories_fts, 1, '[', ']', '…', 16)"
+                " FROM memories_fts JOIN memories AS m ON m.id = memories_fts.memory_id"
+                " WHERE memories_fts MATCH ? AND m.agent = ? AND m.scope = 'user'"
+                " AND m.user = ? AND m.forgotten_at IS NULL AND m.created_at >= ?"
+                " ORDER BY bm25(memories_fts) LIMIT ?",
+                (match, agent, user, since, limit),
+            ).fetchall()
+            return [(float(r[0]), str(r[1])) for r in rows]
+
+        return await self._run(read)
+
     async def confirm(
         self,
         approval: Approval,
@@ -90,14 +112,18 @@ class Changes:
             " VALUES (?, ?, ?, ?, ?, ?)",
             (memory_id, agent, scope, user if scope == "user" else "", text, at),
         )
+        self._db.execute(
+            "INSERT INTO memories_fts (memory_id, text) VALUES (?, ?)", (memory_id, text)
+        )
         return Memory(id=memory_id, scope=scope, text=text, created_at=at)
 
     def forget(self, agent: str, user: str, memory_id: str, at: float) -> bool:
         """Whether a memory this user sees was forgotten now."""
-        return bool(
-            self._db.execute(
-                "UPDATE memories SET forgotten_at = ? WHERE id = ? AND agent = ?"
-                " AND forgotten_at IS NULL AND (scope = 'agent' OR user = ?)",
-                (at, memory_id, agent, user),
-            ).rowcount
-        )
+        forgotten = self._db.execute(
+            "UPDATE memories SET forgotten_at = ? WHERE id = ? AND agent = ?"
+            " AND forgotten_at IS NULL AND (scope = 'agent' OR user = ?)",
+            (at, memory_id, agent, user),
+        ).rowcount
+        if forgotten:
+            self._db.execute("DELETE FROM memories_fts WHERE memory_id = ?", (memory_id,))
+        return bool(forgotten)

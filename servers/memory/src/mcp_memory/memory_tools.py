@@ -12,9 +12,10 @@ from fastmcp import FastMCP
 from pydantic import Field
 
 from mcp_memory.memories import MAX_TEXT, MemoryService, Scope
+from mcp_memory.recall import Recall
 from meshkit.proposals import Proposal
 from meshkit.tool_classes import confirm, producer, read
-from meshkit.wire.memory import Forgotten, Memories, Remembered
+from meshkit.wire.memory import Forgotten, Memories, Recalled, Remembered
 
 Agent = Annotated[
     str, Field(description="filled in by the assistant", min_length=1, max_length=200)
@@ -32,7 +33,29 @@ ApprovalToken = Annotated[
 ]
 
 
-def add_memory_tools(mcp: FastMCP[Any], service: MemoryService) -> None:
+def add_memory_tools(mcp: FastMCP[Any], service: MemoryService, recall: Recall) -> None:
+    @mcp.tool(name="recall", **read(title="Recall", context=("agent", "user", "timezone")))
+    async def recall_tool(
+        query: Annotated[
+            str,
+            Field(min_length=1, max_length=300, description="Words to look for: 'dentist'"),
+        ],
+        since: Annotated[
+            str | None,
+            Field(
+                pattern=r"^\d{4}-\d{2}-\d{2}$",
+                description="Only from this date on (YYYY-MM-DD); null: any time",
+            ),
+        ] = None,
+        agent: Agent = "default",
+        user: User = "",
+        timezone: Annotated[str, Field(description="filled in by the assistant")] = "UTC",
+    ) -> Recalled:
+        """Search what the user told you before: their remembered notes and your earlier
+        conversation with them (older than what you see now). Dated snippets, best first;
+        the matching words are in [brackets]."""
+        return await recall.recall(agent, user, query, since, timezone)
+
     @mcp.tool(**read(title="What I remember", context=("agent", "user")))
     async def list_memories(agent: Agent = "default", user: User = "") -> Memories:
         """Everything remembered for this conversation: rules for how you behave (scope

@@ -17,6 +17,7 @@ from mcp_memory.memory_tools import add_memory_tools
 from mcp_memory.models import AppendResult, ResetResult, Window
 from mcp_memory.question_tools import add_question_tools
 from mcp_memory.questions import QuestionStore
+from mcp_memory.recall import Recall
 from mcp_memory.service import ConversationService
 from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS, MemorySettings
 from mcp_memory.store import ConversationStore
@@ -61,7 +62,9 @@ def build_server(
         checks={"database": service.check},
         stores=[store, memories, questions],
     )
-    add_memory_tools(mcp, MemoryService(memories, approvals, clock=clock))
+    add_memory_tools(
+        mcp, MemoryService(memories, approvals, clock=clock), Recall(service, store, memories)
+    )
     add_question_tools(mcp, questions)
 
     @mcp.tool(**internal(title="Append conversation items"))
