@@ -13,12 +13,13 @@ trail of what was remembered stays, and no list, instruction or recall shows it.
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 from collections.abc import Callable
 from typing import Any
 
 from meshkit.proposals import CONFIRMATIONS_SCHEMA, Approval, Confirmed, confirm_once
-from meshkit.sqlite import SQLiteStore
+from meshkit.sqlite import SQLiteStore, transaction
 from meshkit.wire.memory import Memory
 
 SCHEMA = (
@@ -53,7 +54,7 @@ class MemoryStore(SQLiteStore):
 
         def read(db: sqlite3.Connection) -> list[Memory]:
             rows = db.execute(
-                _VISIBLE + " ORDER BY scope = 'user', created_at, id", (agent, user)
+                _VISIBLE + " ORDER BY scope = 'user', created_at, rowid", (agent, user)
             ).fetchall()
             return [Memory(id=r[0], scope=r[1], text=r[2], created_at=r[3]) for r in rows]
 
@@ -84,6 +85,45 @@ class MemoryStore(SQLiteStore):
             return [(float(r[0]), str(r[1])) for r in rows]
 
         return await self._run(read)
+
+    async def everything(self, agent: str, user: str | None) -> list[tuple[str, str, str]]:
+        """(scope, user, text) of the agent's memories not forgotten, rules first, oldest
+        first; with ``user``, only that user's notes."""
+
+        def read(db: sqlite3.Connection) -> list[tuple[str, str, str]]:
+            rows = db.execute(
+                "SELECT scope, user, text FROM memories WHERE agent = ? AND forgotten_at IS NULL"
+                " AND (scope = 'agent' OR ? IS NULL OR user = ?)"
+                " ORDER BY scope = 'user', user, created_at, rowid",
+                (agent, user, user),
+            ).fetchall()
+            return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+        return await self._run(read)
+
+    async def load(
+        self, agent: str, entries: list[tuple[str, str, str]], at: float
+    ) -> tuple[int, int]:
+        """Add (scope, user, text) entries in one transaction, skipping those remembered
+        already; (added, already present)."""
+
+        def write(db: sqlite3.Connection) -> tuple[int, int]:
+            added = 0
+            with transaction(db, "IMMEDIATE"):
+                for scope, user, text in entries:
+                    present = db.execute(
+                        "SELECT 1 FROM memories WHERE agent = ? AND scope = ? AND user = ?"
+                        " AND text = ? AND forgotten_at IS NULL",
+                        (agent, scope, user, text),
+                    ).fetchone()
+                    if present is None:
+                        Changes(db).remember(
+                            f"mem_{secrets.token_hex(6)}", agent, scope, user, text, at
+                        )
+                        added += 1
+            return added, len(entries) - added
+
+        return await self._run(write)
 
     async def confirm(
         self,
