@@ -16,9 +16,11 @@ pytestmark = pytest.mark.anyio
 
 CONVERSATION_TOOLS = {"append_items", "load_window", "reset"}
 QUESTION_TOOLS = {"ask_question", "question_shown", "choose_answer", "answer_question"}
+SUMMARY_TOOLS = {"evicted_items", "save_summary"}
 TOOLS = (
     CONVERSATION_TOOLS
     | QUESTION_TOOLS
+    | SUMMARY_TOOLS
     | {
         "list_memories",
         "propose_remember",
@@ -175,7 +177,9 @@ async def test_reset_empties_the_window_and_reports_the_ended_conversation(
     window = await load(client)
 
     assert reset.structured_content == {"at": clock.now, "previous_items": 4}
-    assert window == {"items": [], "token_estimate": 0, "dropped": 0, "last_activity": None}
+    assert window == {
+        "items": [], "token_estimate": 0, "dropped": 0, "last_activity": None, "summary": None
+    }  # fmt: skip
 
 
 async def test_an_idle_chat_gets_an_empty_window(client: Client[Any], clock: Clock) -> None:

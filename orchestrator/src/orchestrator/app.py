@@ -6,6 +6,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import anyio
+
 from orchestrator.config import (
     Agent,
     ConfigError,
@@ -81,7 +83,7 @@ async def open_app(
         raise ConfigError(
             f"{settings.registry}: {error}; check the module path and that its package is installed"
         ) from None
-    async with registry.running():
+    async with registry.running(), anyio.create_task_group() as background:
         conversation = Conversation(registry)
         engine = TurnEngine(registry, conversation, remembered=Remembered(registry))
         runtimes = {
@@ -90,9 +92,11 @@ async def open_app(
         }
         try:
             dispatcher = Dispatcher(
-                runtimes, engine, registry, conversation, clarify_ttl_s=settings.clarify_ttl_s
-            )
+                runtimes, engine, registry, conversation,
+                clarify_ttl_s=settings.clarify_ttl_s, background=background.start_soon,
+            )  # fmt: skip
             yield App(settings, registry, dispatcher, engine)
         finally:
+            background.cancel_scope.cancel()  # summaries in progress: not worth waiting for
             for runtime in runtimes.values():
                 await runtime.llm.aclose()

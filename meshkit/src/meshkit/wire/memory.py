@@ -26,6 +26,11 @@ class Window(BaseModel):
         description="When the newest item of this conversation was appended (Unix seconds), "
         "or null when it has none"
     )
+    summary: str | None = Field(
+        default=None,
+        description="A summary of this conversation's items that left the window, if one "
+        "was written",
+    )
 
 
 class ResetResult(BaseModel):
@@ -103,3 +108,16 @@ class RecallHit(BaseModel):
 
 class Recalled(BaseModel):
     hits: list[RecallHit] = Field(description="Best matches first: notes, then conversation")
+
+
+# --- summaries of what left the window -----------------------------------------------------
+
+
+class Evicted(BaseModel):
+    lines: list[str] = Field(description="'user: …' / 'assistant: …', oldest first")
+    up_to_id: int | None = Field(description="The last item they reach; null: nothing to do")
+    summary: str | None = Field(description="The summary so far, which a new one replaces")
+
+
+class SummarySaved(BaseModel):
+    saved: bool = Field(description="False: a summary reaching as far exists, or a reset came")

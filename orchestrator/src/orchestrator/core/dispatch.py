@@ -23,6 +23,7 @@ from orchestrator.core.memory_desk import MemoryDesk
 from orchestrator.core.questions_desk import EditMessage, QuestionDesk
 from orchestrator.core.remembered import Remembered
 from orchestrator.core.replies import Button, Reply
+from orchestrator.core.summaries import Spawn, Summarizer
 from orchestrator.core.turn import AgentRuntime, ToolObserver, TurnEngine
 from orchestrator.mesh.registry import Registry
 
@@ -52,7 +53,9 @@ class Dispatcher:
         conversation: Conversation,
         *,
         clarify_ttl_s: float = 3600.0,
+        background: Spawn | None = None,
     ) -> None:
+        """``background`` runs work off the replies' path (summaries); without it, none."""
         self.agents = agents
         self._engine = engine
         self._registry = registry
@@ -60,6 +63,7 @@ class Dispatcher:
         self._desk = ActionDesk(registry, conversation)
         self._memory = MemoryDesk(registry, self._desk, Remembered(registry))
         self._questions = QuestionDesk(Questions(registry, clarify_ttl_s))
+        self._summarizer = Summarizer(registry, background)
         self._started = time.monotonic()
         self._locks: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
         self._running: dict[tuple[str, str], anyio.CancelScope] = {}
@@ -135,6 +139,8 @@ class Dispatcher:
             else:
                 await _delivered(reply, deliver)
         await self._engine.remember(runtime, chat_id, result, message_id)
+        if result.stored:
+            self._summarizer.after_turn(runtime, chat_id)
         return reply
 
     def stop(self, agent_id: str, chat_id: str) -> bool:

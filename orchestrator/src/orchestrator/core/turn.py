@@ -22,7 +22,7 @@ from orchestrator.config import Agent
 from orchestrator.core import clarify
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.instructions import instructions
-from orchestrator.core.remembered import Remembered
+from orchestrator.core.remembered import Remembered, earlier
 from orchestrator.llm.base import LLM, FunctionCall, Item, ToolSpec, Usage
 from orchestrator.llm.errors import LLMError
 from orchestrator.mesh.bridge import (
@@ -168,7 +168,8 @@ class TurnEngine:
         tools = {tool.qualified: tool for tool in self.visible_tools(runtime)}
         specs = [*(self._spec(tool) for tool in tools.values()), clarify.SPEC]
         user: Item = {"type": "message", "role": "user", "content": text}
-        history = await self._conversation.window(runtime.id, chat_id)
+        window = await self._conversation.loaded(runtime.id, chat_id)
+        history = list(window.items) if window is not None else []
         items = [*history, user]
         result.new_items.append(user)
         remembered = (
@@ -176,7 +177,10 @@ class TurnEngine:
             if self._remembered is None
             else (await self._remembered.layers(runtime.id, user_id)).section()
         )
-        system = instructions(runtime.agent, self._now(), remembered)
+        summary = earlier(window.summary if window is not None else None)
+        system = instructions(
+            runtime.agent, self._now(), "\n\n".join(filter(None, [remembered, summary]))
+        )
         context = {"agent": runtime.id, "timezone": runtime.agent.entry.timezone, "user": user_id}
         limits = runtime.limits
         try:

@@ -21,11 +21,13 @@ from mcp_memory.recall import Recall
 from mcp_memory.service import ConversationService
 from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS, MemorySettings
 from mcp_memory.store import ConversationStore
+from mcp_memory.summaries import Summaries
 from meshkit.params import Agent, ChatId
 from meshkit.proposals import Approvals, approval_key
 from meshkit.server import create_server
 from meshkit.settings import load_settings
 from meshkit.tool_classes import internal
+from meshkit.wire.memory import Evicted, SummarySaved
 
 INSTRUCTIONS = (
     "Memory for the clawmesh orchestrator. Each (agent, chat_id) has a conversation of "
@@ -113,6 +115,30 @@ def build_server(
         after a reset or when the chat has been inactive longer than the timeout.
         """
         return await service.window(agent, chat_id, max_items, max_tokens)
+
+    summaries = Summaries(service, store, clock=clock)
+
+    @mcp.tool(**internal(title="Items to summarize", read_only=True, idempotent=True))
+    async def evicted_items(
+        agent: Agent,
+        chat_id: ChatId,
+        min_items: Annotated[
+            int, Field(ge=1, le=1000, description="Hand out nothing until this many wait")
+        ] = 10,
+    ) -> Evicted:
+        """What left the chat's window and no summary covers yet, with the summary so far."""
+        return await summaries.evicted(agent, chat_id, min_items)
+
+    @mcp.tool(**internal(title="Save a summary", idempotent=True))
+    async def save_summary(
+        agent: Agent,
+        chat_id: ChatId,
+        text: Annotated[str, Field(min_length=1, max_length=20_000)],
+        up_to_id: Annotated[int, Field(ge=1, description="evicted_items' up_to_id")],
+    ) -> SummarySaved:
+        """Keep the summary of the conversation up to that item (it replaces the one before);
+        later windows carry it. Not saved when a newer one exists or the chat was reset."""
+        return await summaries.save(agent, chat_id, text, up_to_id)
 
     @mcp.tool(**internal(title="Reset conversation", idempotent=True))
     async def reset(agent: Agent, chat_id: ChatId) -> ResetResult:

@@ -75,11 +75,20 @@ class ConversationService:
     ) -> Window:
         """The items to send the model before the next user message."""
         chosen, total, last = await self._chosen(agent, chat_id, max_items, max_tokens)
+        summary = await self._store.summary(agent, chat_id)
+        # The summary belongs to this conversation when no silence ended it in between.
+        current = (
+            summary is not None
+            and bool(chosen)
+            and summary.up_to_id < chosen[0].row_id
+            and chosen[0].at - summary.up_to_at <= self._settings.inactivity_s
+        )
         return Window(
             items=[c.item for c in chosen],
             token_estimate=sum(c.cost for c in chosen),
             dropped=total - len(chosen),
             last_activity=last,
+            summary=summary.text if current and summary is not None else None,
         )
 
     async def archive_below(self, agent: str, chat_id: str) -> int:
@@ -123,6 +132,7 @@ class Chosen(NamedTuple):
     item: Item
     cost: int  # tokens
     row_id: int
+    at: float  # when it was stored
 
 
 def select(
@@ -147,7 +157,7 @@ def select(
         if cost > budget:
             break
         budget -= cost
-        newest_first.append(Chosen(item, cost, row.id))
+        newest_first.append(Chosen(item, cost, row.id, row.created_at))
     chosen = newest_first[::-1]
     start = next(
         (i for i, c in enumerate(chosen) if responses.is_user_message(c.item)), len(chosen)

@@ -6,6 +6,9 @@ Tables:
     resets  (id, agent, chat_id, after_item_id, at)  a conversation starts after its last reset
     turns   (agent, chat_id, turn_id, at)            turns appended with an id: never twice
     items_fts (rowid = items.id, text)               FTS5 over the messages' text (recall)
+    summaries (agent, chat_id, text, up_to_id, up_to_at, at)
+                                                     what left the window, summarized up to
+                                                     item up_to_id; a reset deletes it
 
 A reset keeps the old rows (a later summary reads them): it records the highest item
 id of the chat, and the current conversation is the chat's items above that id.
@@ -41,6 +44,15 @@ CREATE TABLE IF NOT EXISTS resets (
 );
 CREATE INDEX IF NOT EXISTS resets_by_chat ON resets (agent, chat_id, after_item_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS items_fts USING fts5(text, tokenize = 'unicode61');
+CREATE TABLE IF NOT EXISTS summaries (
+    agent TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    up_to_id INTEGER NOT NULL,
+    up_to_at REAL NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (agent, chat_id)
+);
 CREATE TABLE IF NOT EXISTS turns (
     agent TEXT NOT NULL,
     chat_id TEXT NOT NULL,
@@ -67,6 +79,13 @@ class Found:
     created_at: float
     body: str
     snippet: str
+
+
+@dataclass(frozen=True)
+class Summary:
+    text: str
+    up_to_id: int
+    up_to_at: float  # when the last item it covers was stored
 
 
 @dataclass(frozen=True)
@@ -160,6 +179,9 @@ class ConversationStore(SQLiteStore):
                     "INSERT INTO resets (agent, chat_id, after_item_id, at) VALUES (?, ?, ?, ?)",
                     (agent, chat_id, last, at),
                 )
+                db.execute(
+                    "DELETE FROM summaries WHERE agent = ? AND chat_id = ?", (agent, chat_id)
+                )
             return int(ended)
 
         return await self._run(write)
@@ -183,3 +205,60 @@ class ConversationStore(SQLiteStore):
             return [Found(*row) for row in rows]
 
         return await self._run(read)
+
+    async def summary(self, agent: str, chat_id: str) -> Summary | None:
+        def read(db: sqlite3.Connection) -> Summary | None:
+            row = db.execute(
+                "SELECT text, up_to_id, up_to_at FROM summaries WHERE agent = ? AND chat_id = ?",
+                (agent, chat_id),
+            ).fetchone()
+            return None if row is None else Summary(*row)
+
+        return await self._run(read)
+
+    async def unsummarized(self, agent: str, chat_id: str, below_id: int, limit: int) -> list[Row]:
+        """The current conversation's items below ``below_id`` (out of the window) that no
+        summary covers yet, oldest first."""
+
+        def read(db: sqlite3.Connection) -> list[Row]:
+            (start,) = db.execute(_START, (agent, chat_id)).fetchone()
+            done = db.execute(
+                "SELECT up_to_id FROM summaries WHERE agent = ? AND chat_id = ?", (agent, chat_id)
+            ).fetchone()
+            after = max(start, done[0] if done else 0)
+            rows = db.execute(
+                "SELECT id, created_at, body FROM items WHERE agent = ? AND chat_id = ?"
+                " AND id > ? AND id < ? ORDER BY id LIMIT ?",
+                (agent, chat_id, after, below_id, limit),
+            ).fetchall()
+            return [Row(*row) for row in rows]
+
+        return await self._run(read)
+
+    async def save_summary(
+        self, agent: str, chat_id: str, text: str, up_to_id: int, at: float
+    ) -> bool:
+        """Keep a summary of the conversation up to item ``up_to_id``, unless one reaching
+        as far is kept already or the conversation was reset past it."""
+
+        def write(db: sqlite3.Connection) -> bool:
+            with _transaction(db, "IMMEDIATE"):
+                (start,) = db.execute(_START, (agent, chat_id)).fetchone()
+                found = db.execute(
+                    "SELECT created_at FROM items WHERE id = ? AND agent = ? AND chat_id = ?",
+                    (up_to_id, agent, chat_id),
+                ).fetchone()
+                if found is None or up_to_id <= start:
+                    return False
+                return bool(
+                    db.execute(
+                        "INSERT INTO summaries (agent, chat_id, text, up_to_id, up_to_at, at)"
+                        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (agent, chat_id) DO UPDATE SET"
+                        " text = excluded.text, up_to_id = excluded.up_to_id,"
+                        " up_to_at = excluded.up_to_at, at = excluded.at"
+                        " WHERE excluded.up_to_id > summaries.up_to_id",
+                        (agent, chat_id, text, up_to_id, found[0], at),
+                    ).rowcount
+                )
+
+        return await self._run(write)
