@@ -83,20 +83,28 @@ async def open_app(
         raise ConfigError(
             f"{settings.registry}: {error}; check the module path and that its package is installed"
         ) from None
-    async with registry.running(), anyio.create_task_group() as background:
+    async with registry.running():
         conversation = Conversation(registry)
         engine = TurnEngine(registry, conversation, remembered=Remembered(registry))
         runtimes = {
             agent_id: AgentRuntime(agent, llm_factory(agent, settings), limits(agent, settings))
             for agent_id, agent in fleet.items()
         }
+        failed: Exception | None = None
         try:
-            dispatcher = Dispatcher(
-                runtimes, engine, registry, conversation,
-                clarify_ttl_s=settings.clarify_ttl_s, background=background.start_soon,
-            )  # fmt: skip
-            yield App(settings, registry, dispatcher, engine)
+            async with anyio.create_task_group() as background:
+                dispatcher = Dispatcher(
+                    runtimes, engine, registry, conversation,
+                    clarify_ttl_s=settings.clarify_ttl_s, background=background.start_soon,
+                )  # fmt: skip
+                try:
+                    yield App(settings, registry, dispatcher, engine)
+                except Exception as error:  # raised as itself below, not in an exception group
+                    failed = error
+                finally:
+                    background.cancel_scope.cancel()  # summaries under way: not worth a wait
+            if failed is not None:
+                raise failed
         finally:
-            background.cancel_scope.cancel()  # summaries in progress: not worth waiting for
             for runtime in runtimes.values():
                 await runtime.llm.aclose()
