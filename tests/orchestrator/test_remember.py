@@ -216,3 +216,30 @@ async def test_notes_beyond_their_budget_are_left_out_of_the_instructions_and_co
     assert notes[6] not in instructions
     assert "about this user 6 (1788/2000 chars, 1 left out)" in status.text
     assert "💬 Conversation: " in status.text
+
+
+async def test_the_model_never_chooses_whose_memory_it_writes(world: World) -> None:
+    world.llm.script(
+        calls(
+            call(
+                "memory__propose_remember",
+                text="Likes jazz",
+                scope="user",
+                user="9999",
+                agent="otto",
+            )
+        ),  # fmt: skip
+        text("Confirm?"),
+    )
+    async with clawdia(world) as app:
+        chat = Chat(app)
+        await chat.tap(await chat.say("I like jazz"), "💾 Remember")
+        mine = await chat.say("/memory")
+        theirs = await Chat(app, "9999").say("/memory")
+
+    sent = next(
+        t for t in world.llm.requests[0]["tools"] if t["name"] == "memory__propose_remember"
+    )
+    assert set(sent["parameters"]["properties"]) == {"text", "scope"}
+    assert "1. [about this user] Likes jazz" in mine.text
+    assert "I remember nothing for you yet" in theirs.text
