@@ -228,7 +228,7 @@ async def test_the_model_never_chooses_whose_memory_it_writes(world: World) -> N
                 user="9999",
                 agent="otto",
             )
-        ),  # fmt: skip
+        ),
         text("Confirm?"),
     )
     async with clawdia(world) as app:
