@@ -71,6 +71,7 @@ async def test_the_orchestrator_says_where_to_find_each_bot_and_publishes_its_co
     await mesh.telegram.wait_for(lambda: bool(mesh.telegram.commands(CLAWDIA)), 30)
     assert [c["command"] for c in mesh.telegram.commands(CLAWDIA)] == [
         "new",
+        "memory",
         "stop",
         "status",
         "reload",

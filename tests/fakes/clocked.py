@@ -1,7 +1,8 @@
 """Servers with a clock tests can move: module factories for the registry's ``module:``.
 
 ``fakes.clocked:pending_actions`` is pending-actions in embedded mode on ``CLOCK``, so a
-test can let proposals expire without waiting (``CLOCK.advance(5 * 3600)``).
+test can let proposals expire without waiting (``CLOCK.advance(5 * 3600)``);
+``fakes.clocked:memory`` is memory on it (questions expire the same way).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 from fastmcp import FastMCP
 
+from mcp_memory.server import build_server as build_memory
 from mcp_pending_actions.server import build_server
 from mcp_scheduler.server import build_server as build_scheduler
 
@@ -38,3 +40,7 @@ def pending_actions() -> FastMCP[Any]:
 def scheduler() -> FastMCP[Any]:
     """The scheduler in embedded mode on ``CLOCK``: a test makes a briefing due at once."""
     return build_scheduler(clock=CLOCK)
+
+
+def memory() -> FastMCP[Any]:
+    return build_memory(clock=CLOCK)

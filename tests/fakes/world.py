@@ -46,7 +46,7 @@ def write_config(
     registry.write_text(
         "servers:\n"
         "  weather: {module: 'mcp_weather.server:build_server'}\n"
-        "  memory: {module: 'mcp_memory.server:build_server', role: memory}\n"
+        "  memory: {module: 'fakes.clocked:memory', role: memory}\n"
         "  toys: {module: 'fakes.mcp_toys:build_toys', timeout_s: 1}\n"
         "  shopping: {module: 'mcp_shopping.server:build_server'}\n"
         "  pending-actions: {module: 'fakes.clocked:pending_actions', role: pending-actions}\n"

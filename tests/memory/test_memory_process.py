@@ -17,7 +17,12 @@ from fakes.serving import ServerProcess, sdk_client
 pytestmark = pytest.mark.anyio
 
 TOKEN = "memory-process-test-token-7"
-TOOLS = {"append_items", "load_window", "reset"}
+TOOLS = {
+    "append_items", "load_window", "reset", "evicted_items", "save_summary",
+    "ask_question", "question_shown", "choose_answer", "answer_question",
+    "list_memories", "propose_remember", "propose_forget", "confirm_remember", "confirm_forget",
+    "recall",
+}  # fmt: skip
 KEY = {"agent": "clawdia", "chat_id": "42"}
 TURN = [
     {"type": "message", "role": "user", "content": "Remember the milk?"},
@@ -36,8 +41,10 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
 
 def check_tools(tools: list[Any]) -> None:
     assert {tool.name for tool in tools} == TOOLS
-    for tool in tools:
-        assert tool.meta["fastmcp"]["tags"] == ["internal"]
+    tags = {tool.name: tool.meta["fastmcp"]["tags"] for tool in tools}
+    assert tags["load_window"] == ["internal"]
+    assert tags["propose_remember"] == ["producer"]
+    assert tags["confirm_remember"] == ["confirm"]
 
 
 async def round_trip(client: Client) -> None:

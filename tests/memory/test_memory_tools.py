@@ -14,7 +14,22 @@ from mcp_memory.settings import MemorySettings
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = {"append_items", "load_window", "reset"}
+CONVERSATION_TOOLS = {"append_items", "load_window", "reset"}
+QUESTION_TOOLS = {"ask_question", "question_shown", "choose_answer", "answer_question"}
+SUMMARY_TOOLS = {"evicted_items", "save_summary"}
+TOOLS = (
+    CONVERSATION_TOOLS
+    | QUESTION_TOOLS
+    | SUMMARY_TOOLS
+    | {
+        "list_memories",
+        "propose_remember",
+        "propose_forget",
+        "confirm_remember",
+        "confirm_forget",
+        "recall",
+    }
+)
 KEY = {"agent": "clawdia", "chat_id": "42"}
 TURN = [
     {"role": "user", "content": "Weather in Paris?"},
@@ -40,14 +55,16 @@ async def load(client: Client[Any], **arguments: Any) -> dict[str, Any]:
 # The tool list
 
 
-async def test_the_server_offers_exactly_the_three_memory_tools(client: Client[Any]) -> None:
+async def test_the_server_offers_the_conversation_question_and_memory_tools(
+    client: Client[Any],
+) -> None:
     assert {tool.name for tool in await client.list_tools()} == TOOLS
 
 
-async def test_every_tool_is_internal_and_only_the_window_is_read_only(
+async def test_every_conversation_tool_is_internal_and_only_the_window_is_read_only(
     client: Client[Any],
 ) -> None:
-    tools = {tool.name: tool for tool in await client.list_tools()}
+    tools = {t.name: t for t in await client.list_tools() if t.name in CONVERSATION_TOOLS}
 
     for tool in tools.values():
         assert tool.meta is not None
@@ -160,7 +177,9 @@ async def test_reset_empties_the_window_and_reports_the_ended_conversation(
     window = await load(client)
 
     assert reset.structured_content == {"at": clock.now, "previous_items": 4}
-    assert window == {"items": [], "token_estimate": 0, "dropped": 0, "last_activity": None}
+    assert window == {
+        "items": [], "token_estimate": 0, "dropped": 0, "last_activity": None, "summary": None
+    }  # fmt: skip
 
 
 async def test_an_idle_chat_gets_an_empty_window(client: Client[Any], clock: Clock) -> None:

@@ -72,7 +72,7 @@ def test_without_context_no_meta_is_set(options: Callable[..., ToolOptions]) -> 
 
 
 @pytest.mark.parametrize("options", [read, producer])
-@pytest.mark.parametrize("context", [("user",), ("agent", "chat_id"), ("Agent",)])
+@pytest.mark.parametrize("context", [("person",), ("agent", "chat_id"), ("Agent",)])
 def test_an_unknown_context_argument_is_refused(
     options: Callable[..., ToolOptions], context: tuple[str, ...]
 ) -> None:

@@ -260,7 +260,7 @@ async def test_help_names_only_servers_that_are_down(world: World) -> None:
         help_text = (await app.dispatcher.on_text("clawdia", "c", "/help")).text
         status = (await app.dispatcher.on_text("clawdia", "c", "/status")).text
     assert "unavailable right now" not in help_text
-    assert "✅ memory (in-process): up\n" in status + "\n"
+    assert "✅ memory (in-process): up, 4 tools\n" in status + "\n"
 
 
 async def test_a_turn_out_of_time_tells_the_user_and_stores_nothing(world: World) -> None:

@@ -20,7 +20,8 @@ PRODUCER: Final = "producer"
 CONFIRM: Final = "confirm"
 INTERNAL: Final = "internal"
 CLASSES: Final = frozenset({READ, PRODUCER, CONFIRM, INTERNAL})
-CONTEXT_ARGUMENTS: Final = frozenset({"agent", "timezone"})  # what the orchestrator fills in
+# What the orchestrator fills in: the turn's agent, its timezone, and the user it talks to.
+CONTEXT_ARGUMENTS: Final = frozenset({"agent", "timezone", "user"})
 
 
 class ToolOptions(TypedDict):

@@ -6,6 +6,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import anyio
+
 from orchestrator.config import (
     Agent,
     ConfigError,
@@ -17,6 +19,7 @@ from orchestrator.config import (
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.dispatch import Dispatcher
 from orchestrator.core.proactive import Proactive
+from orchestrator.core.remembered import Remembered
 from orchestrator.core.turn import AgentRuntime, TurnEngine, TurnLimits
 from orchestrator.llm.base import LLM
 from orchestrator.llm.openai_api import build_llm
@@ -84,17 +87,29 @@ async def open_app(
         ) from None
     async with registry.running():
         conversation = Conversation(registry)
-        engine = TurnEngine(registry, conversation)
+        engine = TurnEngine(registry, conversation, remembered=Remembered(registry))
         runtimes = {
             agent_id: AgentRuntime(agent, llm_factory(agent, settings), limits(agent, settings))
             for agent_id, agent in fleet.items()
         }
-        dispatcher = Dispatcher(runtimes, engine, registry, conversation)
-        proactive = Proactive(registry, dispatcher)
-        if proactive.server is not None:
-            proactive.install()
+        failed: Exception | None = None
         try:
-            yield App(settings, registry, dispatcher, engine, proactive)
+            async with anyio.create_task_group() as background:
+                dispatcher = Dispatcher(
+                    runtimes, engine, registry, conversation,
+                    clarify_ttl_s=settings.clarify_ttl_s, background=background.start_soon,
+                )  # fmt: skip
+                proactive = Proactive(registry, dispatcher)
+                if proactive.server is not None:
+                    proactive.install()
+                try:
+                    yield App(settings, registry, dispatcher, engine, proactive)
+                except Exception as error:  # raised as itself below, not in an exception group
+                    failed = error
+                finally:
+                    background.cancel_scope.cancel()  # summaries under way: not worth a wait
+            if failed is not None:
+                raise failed
         finally:
             for runtime in runtimes.values():
                 await runtime.llm.aclose()

@@ -49,6 +49,14 @@ class OrchestratorSettings(DataSettings):
     max_rounds: int = Field(default=6, ge=1, le=50, validation_alias=_env("MAX_ROUNDS"))
     max_tool_calls: int = Field(default=24, ge=1, le=500, validation_alias=_env("MAX_TOOL_CALLS"))
     turn_timeout_s: float = Field(default=180, gt=0, validation_alias=_env("TURN_TIMEOUT_S"))
+    clarify_ttl_s: float = Field(
+        default=3600,
+        gt=0,
+        le=7 * 24 * 3600,
+        validation_alias=_env("CLARIFY_TTL_S"),
+        description="CLARIFY_TTL_S: how long a question the model asked waits for its "
+        "answer; then its buttons answer 'expired' and a later text is an ordinary message",
+    )
     log_level: str = Field(default="INFO", validation_alias=_env("LOG_LEVEL"))
     inbox_consumer: str = Field(
         default="orchestrator",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -26,6 +26,11 @@ class Window(BaseModel):
         description="When the newest item of this conversation was appended (Unix seconds), "
         "or null when it has none"
     )
+    summary: str | None = Field(
+        default=None,
+        description="A summary of this conversation's items that left the window, if one "
+        "was written",
+    )
 
 
 class ResetResult(BaseModel):
@@ -33,3 +38,86 @@ class ResetResult(BaseModel):
     previous_items: int = Field(
         description="Items of the conversation that ended; they are kept, but no window shows them"
     )
+
+
+# --- long-term memory (remembered by a confirmed proposal) ---------------------------------
+
+
+class Memory(BaseModel):
+    id: str = Field(description="The memory's id ('mem_' + 12 hex), for propose_forget")
+    scope: Literal["user", "agent"] = Field(
+        description="user: about this user; agent: how this agent behaves for everyone"
+    )
+    text: str
+    created_at: float = Field(description="When it was remembered (Unix seconds)")
+
+
+class Memories(BaseModel):
+    memories: list[Memory] = Field(
+        description="What this agent remembers for this user: its agent rules, then the "
+        "notes about the user, oldest first"
+    )
+
+
+class Remembered(BaseModel):
+    message: str
+    memory: Memory
+    replayed: bool = Field(default=False, description="Done before: nothing was done now")
+
+
+class Forgotten(BaseModel):
+    message: str
+    memory_id: str
+    replayed: bool = Field(default=False, description="Done before: nothing was done now")
+
+
+# --- clarify: a question the model asked, waiting for the user's answer -------------------
+
+
+class Question(BaseModel):
+    id: str = Field(description="'q_' + 12 hex")
+    agent: str
+    chat_id: str
+    question: str
+    choices: list[str] = Field(description="Empty for an open question")
+    state: Literal["open", "typing", "answered", "expired"] = Field(
+        description="open: waiting (buttons, or text for an open question); typing: the user "
+        "tapped Other and the next text is the answer; answered; expired"
+    )
+    message_id: str | None = Field(description="The message the question was shown in")
+    answer: str | None = None
+    expires_at: float
+
+
+class QuestionLookup(BaseModel):
+    question: Question | None = Field(description="None: no such question")
+    changed: bool = Field(default=False, description="Whether this call changed it")
+
+
+# --- recall: full-text search over the notes and the archived conversation -----------------
+
+
+class RecallHit(BaseModel):
+    source: Literal["note", "conversation"]
+    when: str = Field(description="Local date and time it was said or remembered")
+    who: Literal["user", "assistant"] | None = Field(
+        description="Who said it (conversation); null for a note"
+    )
+    snippet: str = Field(description="The matching words in [brackets], with some context")
+
+
+class Recalled(BaseModel):
+    hits: list[RecallHit] = Field(description="Best matches first: notes, then conversation")
+
+
+# --- summaries of what left the window -----------------------------------------------------
+
+
+class Evicted(BaseModel):
+    lines: list[str] = Field(description="'user: …' / 'assistant: …', oldest first")
+    up_to_id: int | None = Field(description="The last item they reach; null: nothing to do")
+    summary: str | None = Field(description="The summary so far, which a new one replaces")
+
+
+class SummarySaved(BaseModel):
+    saved: bool = Field(description="False: a summary reaching as far exists, or a reset came")

@@ -106,6 +106,7 @@ class Console:
                 button.data,
                 self._notice,
                 self._edited,
+                deliver=self._deliver,
             )
             return
         self._set_thinking(True)
@@ -117,6 +118,7 @@ class Console:
                 observe=self._show_tool,
                 user_id=USER_ID,
                 deliver=self._deliver,
+                edit_message=self._answered,
             )
         finally:
             self._set_thinking(False)
@@ -133,6 +135,11 @@ class Console:
         """A tapped message changed: its new lines only, then its choices again."""
         new = [line for line in reply.text.splitlines() if line not in self._shown]
         self._show(Reply("\n".join(new), reply.buttons), lines=reply.text.splitlines())
+
+    async def _answered(self, message_id: str, reply: Reply) -> None:
+        """A question answered by the text just typed: its answer line, as a note."""
+        answer = reply.text.splitlines()[-1] if reply.text else ""
+        self._write(self._dim(f"  ({answer})"))
 
     async def _notice(self, text: str) -> None:
         self._write(self._dim(f"  ({text})"))

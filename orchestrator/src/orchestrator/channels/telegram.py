@@ -268,6 +268,11 @@ class TelegramChannel:
                 await self._best_effort(self._io.edit(agent, chat, shown_in, reply))
             return None if shown_in is None else str(shown_in)
 
+        async def edit_message(message_id: str, reply: Reply) -> None:
+            # A question answered by this text shows its answer (clarify).
+            if message_id.isdigit():
+                await self._best_effort(self._io.edit(agent, chat, int(message_id), reply))
+
         failed: TelegramIOFailed | None = None
         async with anyio.create_task_group() as turn:
             turn.start_soon(keep_typing)
@@ -279,6 +284,7 @@ class TelegramChannel:
                     message_id=update.id,
                     user_id=update.user_id,
                     deliver=deliver,
+                    edit_message=edit_message,
                 )
             except TelegramIOFailed as error:
                 failed = error  # raised below, as itself rather than in an exception group
@@ -305,9 +311,16 @@ class TelegramChannel:
             except TelegramIOFailed as error:  # done is done: the notice told the user
                 logger.warning("update %s: the message could not be edited (%s)", update.id, error)
 
+        async def deliver(reply: Reply) -> str | None:
+            # A tap that starts a turn (a clarify answer): its reply is a new message.
+            sent = await self._send(agent, update, reply)
+            return str(sent.message_ids[-1]) if sent.message_ids else None
+
         user, data = str(update.user_id), update.callback_data or ""
         shown_in = None if update.message_id is None else str(update.message_id)
-        await self._dispatcher.on_callback(agent, chat, user, shown_in, data, answer, edit)
+        await self._dispatcher.on_callback(
+            agent, chat, user, shown_in, data, answer, edit, deliver=deliver
+        )
         if not answered:
             await answer("")
 

@@ -2,6 +2,8 @@
 
     pa:c:<action id>   confirm one action        pb:c:<batch id>   confirm all of a batch
     pa:x:<action id>   cancel one action         pb:x:<batch id>   cancel all of a batch
+    cl:<question id>:<n | o>   a clarify answer  mf:<memory id>    forget a memory (/memory)
+    rm:d | rm:s10 | rm:s60:<firing id>   a delivered reminder: done, snooze 10 min or 1 h
 
 Anything else (an old button, forged data) decodes to None. The data only names what
 was tapped: whether it may happen is decided by pending-actions, for the tapping user,
@@ -84,3 +86,50 @@ def decode_reminder(data: str) -> ReminderTap | None:
         return None
     outcome: Literal["done", "snooze_10", "snooze_60"] = _FOLLOW_UPS[parts[1]]  # type: ignore[assignment]
     return ReminderTap(outcome, parts[2])
+
+
+# Clarify answers and /memory's Forget buttons: decided by the memory server, not by
+# pending-actions (a Forget tap stages and confirms a forget action of its own).
+#
+#     cl:<question id>:<n>   the n-th choice (0-5)     cl:<question id>:o   Other (type)
+#     mf:<memory id>         forget this memory
+_QUESTION = re.compile(r"cl:(q_[0-9a-f]{12}):([0-5]|o)")
+_FORGET = re.compile(r"mf:(mem_[0-9a-f]{12})")
+
+
+@dataclass(frozen=True)
+class ChoiceTap:
+    question_id: str
+    choice: int | None  # None: Other (the answer is typed)
+
+
+@dataclass(frozen=True)
+class ForgetTap:
+    memory_id: str
+
+
+def encode_choice(tap: ChoiceTap) -> str:
+    data = f"cl:{tap.question_id}:{'o' if tap.choice is None else tap.choice}"
+    if decode_choice(data) != tap or len(data.encode()) > MAX_BYTES:
+        raise ValueError(f"cannot encode {tap}")
+    return data
+
+
+def decode_choice(data: str) -> ChoiceTap | None:
+    found = _QUESTION.fullmatch(data)
+    if found is None:
+        return None
+    choice = found.group(2)
+    return ChoiceTap(found.group(1), None if choice == "o" else int(choice))
+
+
+def encode_forget(tap: ForgetTap) -> str:
+    data = f"mf:{tap.memory_id}"
+    if decode_forget(data) != tap:
+        raise ValueError(f"cannot encode {tap}")
+    return data
+
+
+def decode_forget(data: str) -> ForgetTap | None:
+    found = _FORGET.fullmatch(data)
+    return None if found is None else ForgetTap(found.group(1))

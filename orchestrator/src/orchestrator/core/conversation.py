@@ -27,10 +27,12 @@ class Conversation:
             )
 
     async def window(self, agent: str, chat_id: str) -> list[Item]:
-        window = await self._memory.call(
-            "load_window", {"agent": agent, "chat_id": chat_id}, Window
-        )
+        window = await self.loaded(agent, chat_id)
         return list(window.items) if window is not None else []
+
+    async def loaded(self, agent: str, chat_id: str) -> Window | None:
+        """The window with its token estimate and how many older items it leaves out."""
+        return await self._memory.call("load_window", {"agent": agent, "chat_id": chat_id}, Window)
 
     async def append(
         self, agent: str, chat_id: str, items: list[Item], turn_id: str | None = None

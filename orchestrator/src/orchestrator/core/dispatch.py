@@ -14,9 +14,16 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
+from meshkit.wire.memory import Window
 from orchestrator.core.actions import ActionDesk, Answer, Deliver, Edit, proposals_of
+from orchestrator.core.callbacks import decode_choice, decode_forget
+from orchestrator.core.clarify import Questions
 from orchestrator.core.conversation import Conversation
+from orchestrator.core.memory_desk import MemoryDesk
+from orchestrator.core.questions_desk import EditMessage, QuestionDesk
+from orchestrator.core.remembered import Remembered
 from orchestrator.core.replies import Button, Reply
+from orchestrator.core.summaries import Spawn, Summarizer
 from orchestrator.core.turn import AgentRuntime, ToolObserver, TurnEngine
 from orchestrator.mesh.registry import Registry
 
@@ -32,6 +39,7 @@ NOTHING_TO_STOP = "Nothing is running right now."
 
 COMMANDS = {
     "/new": "start a fresh conversation",
+    "/memory": "what I remember for you (forget with a tap)",
     "/stop": "cancel the answer in progress",
     "/status": "servers, tools, model and uptime",
     "/reload": "re-discover the tools of every server",
@@ -46,12 +54,19 @@ class Dispatcher:
         engine: TurnEngine,
         registry: Registry,
         conversation: Conversation,
+        *,
+        clarify_ttl_s: float = 3600.0,
+        background: Spawn | None = None,
     ) -> None:
+        """``background`` runs work off the replies' path (summaries); without it, none."""
         self.agents = agents
         self._engine = engine
         self._registry = registry
         self._conversation = conversation
         self._desk = ActionDesk(registry, conversation)
+        self._memory = MemoryDesk(registry, self._desk, Remembered(registry))
+        self._questions = QuestionDesk(Questions(registry, clarify_ttl_s))
+        self._summarizer = Summarizer(registry, background)
         self._started = time.monotonic()
         self._locks: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
         self._running: dict[tuple[str, str], anyio.CancelScope] = {}
@@ -69,6 +84,7 @@ class Dispatcher:
         message_id: str | None = None,
         user_id: str | None = None,
         deliver: Deliver | None = None,
+        edit_message: EditMessage | None = None,
     ) -> Reply:
         """The answer to a message. A turn cancelled by ``/stop`` answers an empty Reply.
 
@@ -78,6 +94,8 @@ class Dispatcher:
         sends a non-empty reply before the turn is stored, which then costs the user no
         time (a crash in between redoes the turn; the channel delivers a reply once), and
         says which message the reply's buttons are in: only taps on it are taken.
+        A text that answers a question the model asked (clarify) has the question's
+        message redrawn with the answer through ``edit_message``.
         """
         runtime = self.agents[agent_id]
         command = text.strip().split(maxsplit=1)[0].lower() if text.startswith("/") else ""
@@ -86,27 +104,49 @@ class Dispatcher:
             return await _delivered(stopped, deliver)
         async with self._locks[(agent_id, chat_id)]:
             if command:
-                return await _delivered(await self._command(runtime, chat_id, command), deliver)
-            with anyio.CancelScope() as scope:
-                self._running[(agent_id, chat_id)] = scope
-                try:
-                    result = await self._engine.run(
-                        runtime, chat_id, text, observe, message_id, remember=False
-                    )
-                finally:
-                    del self._running[(agent_id, chat_id)]
-            if scope.cancelled_caught:
-                return Reply("")
-            proposals = proposals_of(result.results)
-            reply = Reply(result.text)
+                user = user_id or chat_id
+                reply = await self._command(runtime, chat_id, command, user)
+                return await _delivered(reply, deliver)
+            await self._questions.answer_by_text(agent_id, chat_id, text, edit_message)
+            return await self._turn(runtime, chat_id, text, observe, message_id, user_id, deliver)
+
+    async def _turn(  # noqa: PLR0917 (on_text's, passed on)
+        self,
+        runtime: AgentRuntime,
+        chat_id: str,
+        text: str,
+        observe: ToolObserver | None,
+        message_id: str | None,
+        user_id: str | None,
+        deliver: Deliver | None,
+    ) -> Reply:
+        """A turn and its reply, delivered, then stored; hold the chat's lock."""
+        agent_id = runtime.id
+        with anyio.CancelScope() as scope:
+            self._running[(agent_id, chat_id)] = scope
+            try:
+                result = await self._engine.run(
+                    runtime, chat_id, text, observe, message_id, remember=False, user_id=user_id
+                )
+            finally:
+                del self._running[(agent_id, chat_id)]
+        if scope.cancelled_caught:
+            return Reply("")
+        proposals = proposals_of(result.results)
+        reply = Reply(result.text)
+        if result.asked is not None:  # a question ends the turn; proposals wait for the answer
+            reply = await self._questions.ask(agent_id, chat_id, result.asked, deliver)
+        else:
             if proposals:
                 reply = await self._desk.stage(agent_id, chat_id, user_id, result.text, proposals)
             if reply.batch_id is not None and deliver is not None:
                 await self._desk.present(agent_id, chat_id, reply, deliver)
             else:
                 await _delivered(reply, deliver)
-            await self._engine.remember(runtime, chat_id, result, message_id)
-            return reply
+        await self._engine.remember(runtime, chat_id, result, message_id)
+        if result.stored:
+            self._summarizer.after_turn(runtime, chat_id)
+        return reply
 
     def stop(self, agent_id: str, chat_id: str) -> bool:
         """Cancel the chat's running turn (it stores nothing); whether one was running."""
@@ -125,16 +165,37 @@ class Dispatcher:
         data: str,
         answer: Answer,
         edit: Edit,
+        *,
+        deliver: Deliver | None = None,
     ) -> None:
         """A tap on a button of message ``message_id``, never seen by the model: ``answer``
         gets a short notice once it is decided, ``edit`` the tapped message's new content
-        (see ActionDesk.tap)."""
+        (see ActionDesk.tap). A tap on a clarify choice answers the question: the turn it
+        starts is sent through ``deliver``; /memory's Forget buttons forget, no model
+        involved."""
+        choice = decode_choice(data)
+        if choice is not None:
+            chosen = await self._questions.tap(agent_id, chat_id, message_id, choice, answer, edit)
+            if chosen is not None:
+                runtime = self.agents[agent_id]
+                async with self._locks[(agent_id, chat_id)]:
+                    await self._turn(
+                        runtime, chat_id, chosen.answer or "", None,
+                        f"clarify:{chosen.id}", user_id, deliver,
+                    )  # fmt: skip
+            return
+        forget = decode_forget(data)
+        if forget is not None:
+            await self._memory.forget(agent_id, chat_id, user_id, message_id, forget, answer, edit)
+            return
         for handler in self.tap_handlers:
             if await handler(agent_id, chat_id, user_id, message_id, data, answer, edit):
                 return
         await self._desk.tap(agent_id, chat_id, user_id, message_id, data, answer, edit)
 
-    async def _command(self, runtime: AgentRuntime, chat_id: str, command: str) -> Reply:
+    async def _command(self, runtime: AgentRuntime, chat_id: str, command: str, user: str) -> Reply:
+        if command == "/memory":
+            return await self._memory.listing(runtime.id, user)
         if command in ("/start", "/help"):
             return Reply(self.help_text(runtime))
         if command == "/new":
@@ -146,7 +207,10 @@ class Dispatcher:
             )
         if command == "/status":
             await self._registry.check()  # the truth now, not as of the last call
-            lines = [self.status_text(runtime)]
+            lines = [self.status_text(runtime), await self._memory.status_line(runtime.id, user)]
+            window = await self._conversation.loaded(runtime.id, chat_id)
+            if window is not None:
+                lines.append(conversation_line(window))
             for probe in self.status_probes:
                 lines += await probe()
             return Reply("\n".join(lines))
@@ -195,6 +259,15 @@ class Dispatcher:
     def _commands_line(self) -> str:
         extra = {c: d for c, (d, _) in self.extra_commands.items()}
         return "Commands: " + ", ".join(f"{c} ({d})" for c, d in {**COMMANDS, **extra}.items())
+
+
+def conversation_line(window: Window) -> str:
+    """The conversation layer: what the window gives the model, and what it leaves out."""
+    left = f", {window.dropped} older left out" if window.dropped else ""
+    return (
+        f"💬 Conversation: {len(window.items)} items in the window "
+        f"(~{window.token_estimate} tokens){left}"
+    )
 
 
 async def _delivered(reply: Reply, deliver: Deliver | None) -> Reply:

@@ -19,8 +19,10 @@ from datetime import UTC, datetime
 import anyio
 
 from orchestrator.config import Agent
+from orchestrator.core import clarify
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.instructions import instructions
+from orchestrator.core.remembered import Remembered, earlier
 from orchestrator.llm.base import LLM, FunctionCall, Item, ToolSpec, Usage
 from orchestrator.llm.errors import LLMError
 from orchestrator.mesh.bridge import (
@@ -81,6 +83,7 @@ class TurnResult:
     llm_calls: int = 0
     tool_calls: int = 0
     usage: Usage = field(default_factory=Usage)
+    asked: clarify.Asked | None = None  # the turn ended with this question (clarify)
 
     @property
     def stored(self) -> bool:
@@ -95,10 +98,12 @@ class TurnEngine:
         conversation: Conversation,
         *,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        remembered: Remembered | None = None,
     ) -> None:
         self._registry = registry
         self._conversation = conversation
         self._now = now
+        self._remembered = remembered
         self._specs: dict[str, tuple[ToolInfo, ToolSpec]] = {}
 
     def visible_tools(self, runtime: AgentRuntime) -> list[ToolInfo]:
@@ -114,8 +119,10 @@ class TurnEngine:
         turn_id: str | None = None,
         *,
         remember: bool = True,
+        user_id: str | None = None,
     ) -> TurnResult:
         """One turn; ``turn_id`` (the message it answers) keeps a redone turn stored once.
+        ``user_id`` is whose notes it remembers (default: the chat's, a private chat).
 
         ``remember=False`` leaves storing it to the caller (:meth:`remember`), who can
         deliver the answer first.
@@ -123,7 +130,7 @@ class TurnEngine:
         started = time.perf_counter()
         result = TurnResult(text="", outcome="ok")
         with anyio.move_on_after(runtime.limits.timeout_s) as deadline:
-            await self._run(runtime, chat_id, text, observe, result)
+            await self._run(runtime, chat_id, user_id or chat_id, text, observe, result)
         if deadline.cancelled_caught:
             logger.warning(
                 "turn agent=%s chat=%s: no answer within %g s; stopped",
@@ -149,21 +156,32 @@ class TurnEngine:
         )
         return result
 
-    async def _run(
+    async def _run(  # noqa: PLR0917 (the turn's who, where and what)
         self,
         runtime: AgentRuntime,
         chat_id: str,
+        user_id: str,
         text: str,
         observe: ToolObserver | None,
         result: TurnResult,
     ) -> None:
         tools = {tool.qualified: tool for tool in self.visible_tools(runtime)}
-        specs = [self._spec(tool) for tool in tools.values()]
+        specs = [*(self._spec(tool) for tool in tools.values()), clarify.SPEC]
         user: Item = {"type": "message", "role": "user", "content": text}
-        history = await self._conversation.window(runtime.id, chat_id)
+        window = await self._conversation.loaded(runtime.id, chat_id)
+        history = list(window.items) if window is not None else []
         items = [*history, user]
         result.new_items.append(user)
-        system = instructions(runtime.agent, self._now())
+        remembered = (
+            ""
+            if self._remembered is None
+            else (await self._remembered.layers(runtime.id, user_id)).section()
+        )
+        summary = earlier(window.summary if window is not None else None)
+        system = instructions(
+            runtime.agent, self._now(), "\n\n".join(filter(None, [remembered, summary]))
+        )
+        context = {"agent": runtime.id, "timezone": runtime.agent.entry.timezone, "user": user_id}
         limits = runtime.limits
         try:
             for _ in range(limits.max_rounds):
@@ -175,9 +193,16 @@ class TurnEngine:
                 if not reply.calls:
                     result.text = reply.text.strip() or EMPTY_REPLY
                     return
-                outputs = await self._execute_all(reply.calls, tools, result, observe, runtime)
+                outputs = await self._execute_all(
+                    reply.calls, tools, result, observe, runtime, context
+                )
                 items.extend(outputs)
                 result.new_items.extend(outputs)
+                if result.asked is not None:  # the turn ends with the question
+                    result.text = result.asked.question
+                    said = {"type": "message", "role": "assistant", "content": result.text}
+                    result.new_items.append(said)
+                    return
             result.outcome = "round_limit"
             result.text = ROUND_LIMIT_REPLY.format(rounds=limits.max_rounds)
             result.new_items.append(
@@ -202,13 +227,14 @@ class TurnEngine:
         if result.stored:
             await self._conversation.append(runtime.id, chat_id, result.new_items, turn_id)
 
-    async def _execute_all(
+    async def _execute_all(  # noqa: PLR0917
         self,
         calls: list[FunctionCall],
         tools: dict[str, ToolInfo],
         result: TurnResult,
         observe: ToolObserver | None,
         runtime: AgentRuntime,
+        context: dict[str, str],
     ) -> list[Item]:
         outputs: list[Item] = [{} for _ in calls]
         allowed = max(0, runtime.limits.max_tool_calls - result.tool_calls)
@@ -217,10 +243,12 @@ class TurnEngine:
             tool = tools.get(call.name)
             if index >= allowed:
                 output = error_output(TOOL_LIMIT_OUTPUT.format(limit=runtime.limits.max_tool_calls))
+            elif call.name == clarify.NAME:
+                output = _asked(call, result)
             else:
                 if observe is not None:
                     await observe(tool, call)
-                output = await self._execute(call, tool, result, runtime)
+                output = await self._execute(call, tool, result, context)
             outputs[index] = {
                 "type": "function_call_output",
                 "call_id": call.call_id,
@@ -238,7 +266,7 @@ class TurnEngine:
         call: FunctionCall,
         tool: ToolInfo | None,
         result: TurnResult,
-        runtime: AgentRuntime,
+        context: dict[str, str],
     ) -> str:
         if tool is None:
             # Includes confirm and internal tools: they are not the model's to call.
@@ -249,8 +277,7 @@ class TurnEngine:
             arguments = prepare_arguments(call.arguments, tool.input_schema)
         except ValueError as error:
             return error_output(f"{call.name}: {error}")
-        # Filled in here, over anything the model sent: it never acts as another agent.
-        context = {"agent": runtime.id, "timezone": runtime.agent.entry.timezone}
+        # Filled in here, over anything the model sent: it never acts as another agent or user.
         arguments.update({name: context[name] for name in tool.context})
         try:
             answer = await self._registry.call(tool, arguments)
@@ -268,6 +295,18 @@ class TurnEngine:
         spec = to_tool_spec(tool)
         self._specs[tool.qualified] = (tool, spec)
         return spec
+
+
+def _asked(call: FunctionCall, result: TurnResult) -> str:
+    """A clarify call: the question the turn ends with (the first, if it asked several)."""
+    try:
+        asked = clarify.parse(call)
+    except ValueError as error:
+        return error_output(str(error))
+    if result.asked is None:
+        result.asked = asked
+        return clarify.ASKED_OUTPUT
+    return error_output("Only one question at a time: this one was not asked.")
 
 
 def arguments_preview(call: FunctionCall, limit: int = 80) -> str:

@@ -84,3 +84,14 @@ def _non_empty(item: dict[str, Any], key: str) -> None:
 def _text_or_parts(item: dict[str, Any], key: str) -> None:
     if not isinstance(item.get(key), str | list):
         raise BadItem(f"a {item['type']} needs {key!r} as a string or a list of content parts")
+
+
+def searchable(item: dict[str, Any]) -> str | None:
+    """The words recall can find in an item: what the user and the assistant said."""
+    if item.get("type") != MESSAGE or item.get("role") not in ("user", "assistant"):
+        return None
+    content = item.get("content")
+    if isinstance(content, str):
+        return content or None
+    parts = [p.get("text") for p in content or [] if isinstance(p, dict)]
+    return " ".join(p for p in parts if isinstance(p, str)) or None

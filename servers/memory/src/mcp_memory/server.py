@@ -3,26 +3,37 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Annotated, Any
 
 from fastmcp import FastMCP
 from pydantic import Field
 
+from mcp_memory.memories import MemoryService
+from mcp_memory.memory_store import MemoryStore
+from mcp_memory.memory_tools import add_memory_tools
 from mcp_memory.models import AppendResult, ResetResult, Window
+from mcp_memory.question_tools import add_question_tools
+from mcp_memory.questions import QuestionStore
+from mcp_memory.recall import Recall
 from mcp_memory.service import ConversationService
 from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS, MemorySettings
 from mcp_memory.store import ConversationStore
+from mcp_memory.summaries import Summaries
 from meshkit.params import Agent, ChatId
+from meshkit.proposals import Approvals, approval_key
 from meshkit.server import create_server
 from meshkit.settings import load_settings
 from meshkit.tool_classes import internal
+from meshkit.wire.memory import Evicted, SummarySaved
 
 INSTRUCTIONS = (
-    "Conversation memory for the clawmesh orchestrator. Each (agent, chat_id) has a "
-    "conversation of Responses API input items: append each turn's items, load the window "
-    "before the next turn, reset to start over."
+    "Memory for the clawmesh orchestrator. Each (agent, chat_id) has a conversation of "
+    "Responses API input items: append each turn's items, load the window before the next "
+    "turn, reset to start over. Rules and notes the user asked to keep are remembered only "
+    "when the user confirms a propose_remember proposal; list_memories shows them."
 )
 MAX_APPEND_ITEMS = 1000
 
@@ -36,15 +47,27 @@ def build_server(
     settings = settings or load_settings(MemorySettings)
     store = ConversationStore(settings.db_path, max_bytes=settings.max_db_bytes, clock=clock)
     service = ConversationService(settings, store, clock=clock)
+    memories = MemoryStore(settings.memories_path, max_bytes=settings.max_db_bytes, clock=clock)
+    questions = QuestionStore(settings.questions_path, max_bytes=settings.max_db_bytes, clock=clock)
+    approvals = Approvals(approval_key(settings), clock=clock)
+
+    @asynccontextmanager
+    async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
+        async with store.lifespan(), memories.lifespan(), questions.lifespan():
+            yield
 
     mcp = create_server(
         "memory",
         version=version("mcp-memory"),
         instructions=INSTRUCTIONS,
-        lifespan=store.lifespan,
+        lifespan=lifespan,
         checks={"database": service.check},
-        stores=[store],
+        stores=[store, memories, questions],
     )
+    add_memory_tools(
+        mcp, MemoryService(memories, approvals, clock=clock), Recall(service, store, memories)
+    )
+    add_question_tools(mcp, questions)
 
     @mcp.tool(**internal(title="Append conversation items"))
     async def append_items(
@@ -92,6 +115,30 @@ def build_server(
         after a reset or when the chat has been inactive longer than the timeout.
         """
         return await service.window(agent, chat_id, max_items, max_tokens)
+
+    summaries = Summaries(service, store, clock=clock)
+
+    @mcp.tool(**internal(title="Items to summarize", read_only=True, idempotent=True))
+    async def evicted_items(
+        agent: Agent,
+        chat_id: ChatId,
+        min_items: Annotated[
+            int, Field(ge=1, le=1000, description="Hand out nothing until this many wait")
+        ] = 10,
+    ) -> Evicted:
+        """What left the chat's window and no summary covers yet, with the summary so far."""
+        return await summaries.evicted(agent, chat_id, min_items)
+
+    @mcp.tool(**internal(title="Save a summary", idempotent=True))
+    async def save_summary(
+        agent: Agent,
+        chat_id: ChatId,
+        text: Annotated[str, Field(min_length=1, max_length=20_000)],
+        up_to_id: Annotated[int, Field(ge=1, description="evicted_items' up_to_id")],
+    ) -> SummarySaved:
+        """Keep the summary of the conversation up to that item (it replaces the one before);
+        later windows carry it. Not saved when a newer one exists or the chat was reset."""
+        return await summaries.save(agent, chat_id, text, up_to_id)
 
     @mcp.tool(**internal(title="Reset conversation", idempotent=True))
     async def reset(agent: Agent, chat_id: ChatId) -> ResetResult:

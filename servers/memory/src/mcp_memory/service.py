@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from mcp_memory import items as responses
 from mcp_memory.errors import InvalidItem, InvalidRequest
@@ -47,7 +47,7 @@ class ConversationService:
         """Store the kept items in order, all stamped now; a malformed item stores nothing,
         and neither does a ``turn_id`` appended before (a turn redone after a crash)."""
         _check_key(agent, chat_id)
-        bodies = []
+        bodies, texts = [], []
         for index, item in enumerate(items):
             try:
                 kept = responses.normalise(item)
@@ -58,8 +58,9 @@ class ConversationService:
                 ) from error
             if kept is not None:
                 bodies.append(encode(kept))
+                texts.append(responses.searchable(kept))
         at = self._clock()
-        fresh = await self._store.append(agent, chat_id, at, bodies, turn_id)
+        fresh = await self._store.append(agent, chat_id, at, bodies, turn_id, texts)
         stored = len(bodies) if fresh else 0
         return AppendResult(
             stored=stored, ignored=len(items) - len(bodies), at=at, duplicate=not fresh
@@ -73,6 +74,32 @@ class ConversationService:
         max_tokens: int | None = None,
     ) -> Window:
         """The items to send the model before the next user message."""
+        chosen, total, last = await self._chosen(agent, chat_id, max_items, max_tokens)
+        summary = await self._store.summary(agent, chat_id)
+        # The summary belongs to this conversation when no silence ended it in between.
+        current = (
+            summary is not None
+            and bool(chosen)
+            and summary.up_to_id < chosen[0].row_id
+            and chosen[0].at - summary.up_to_at <= self._settings.inactivity_s
+        )
+        return Window(
+            items=[c.item for c in chosen],
+            token_estimate=sum(c.cost for c in chosen),
+            dropped=total - len(chosen),
+            last_activity=last,
+            summary=summary.text if current and summary is not None else None,
+        )
+
+    async def archive_below(self, agent: str, chat_id: str) -> int:
+        """The first item id of the chat's window: everything below it is archived (all of
+        it when the window is empty)."""
+        chosen, _, _ = await self._chosen(agent, chat_id, None, None)
+        return min((c.row_id for c in chosen), default=2**62)
+
+    async def _chosen(
+        self, agent: str, chat_id: str, max_items: int | None, max_tokens: int | None
+    ) -> tuple[list[Chosen], int, float | None]:
         _check_key(agent, chat_id)
         max_items = _limit(
             "max_items", max_items, self._settings.window_max_items, MAX_WINDOW_ITEMS
@@ -87,12 +114,7 @@ class ConversationService:
             inactivity_s=self._settings.inactivity_s,
             max_tokens=max_tokens,
         )
-        return Window(
-            items=[item for item, _ in chosen],
-            token_estimate=sum(cost for _, cost in chosen),
-            dropped=tail.total - len(chosen),
-            last_activity=tail.rows[0].created_at if tail.rows else None,
-        )
+        return chosen, tail.total, tail.rows[0].created_at if tail.rows else None
 
     async def reset(self, agent: str, chat_id: str) -> ResetResult:
         """Start a new conversation; the old items stay stored but leave every window."""
@@ -106,13 +128,20 @@ class ConversationService:
         await self._store.ping()
 
 
+class Chosen(NamedTuple):
+    item: Item
+    cost: int  # tokens
+    row_id: int
+    at: float  # when it was stored
+
+
 def select(
     rows: Sequence[Row], *, now: float, inactivity_s: float, max_tokens: int
-) -> list[tuple[Item, int]]:
+) -> list[Chosen]:
     """The window from a chat's newest rows (newest first): items with their token costs."""
     if not rows or now - rows[0].created_at > inactivity_s:
         return []
-    newest_first: list[tuple[Item, int]] = []
+    newest_first: list[Chosen] = []
     budget = max_tokens
     newer_at = rows[0].created_at
     for row in rows:
@@ -128,25 +157,23 @@ def select(
         if cost > budget:
             break
         budget -= cost
-        newest_first.append((item, cost))
+        newest_first.append(Chosen(item, cost, row.id, row.created_at))
     chosen = newest_first[::-1]
     start = next(
-        (i for i, (item, _) in enumerate(chosen) if responses.is_user_message(item)), len(chosen)
+        (i for i, c in enumerate(chosen) if responses.is_user_message(c.item)), len(chosen)
     )
     return _paired(chosen[start:])
 
 
-def _paired(chosen: list[tuple[Item, int]]) -> list[tuple[Item, int]]:
+def _paired(chosen: list[Chosen]) -> list[Chosen]:
     """Without calls whose output is missing, or outputs whose call is."""
-    calls = {item["call_id"] for item, _ in chosen if item["type"] == responses.FUNCTION_CALL}
+    calls = {c.item["call_id"] for c in chosen if c.item["type"] == responses.FUNCTION_CALL}
     outputs = {
-        item["call_id"] for item, _ in chosen if item["type"] == responses.FUNCTION_CALL_OUTPUT
+        c.item["call_id"] for c in chosen if c.item["type"] == responses.FUNCTION_CALL_OUTPUT
     }
     complete = calls & outputs
     return [
-        (item, cost)
-        for item, cost in chosen
-        if item["type"] == responses.MESSAGE or item["call_id"] in complete
+        c for c in chosen if c.item["type"] == responses.MESSAGE or c.item["call_id"] in complete
     ]
 
 

@@ -7,14 +7,16 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from meshkit.settings import DataSettings
+from meshkit.settings import ApprovalSettings
 
 DB_FILE = "memory.sqlite3"
+MEMORIES_FILE = "memories.sqlite3"  # remembered rules and notes
+QUESTIONS_FILE = "questions.sqlite3"  # clarify questions waiting for answers
 MAX_WINDOW_ITEMS = 1000
 MAX_WINDOW_TOKENS = 1_000_000
 
 
-class MemorySettings(DataSettings):
+class MemorySettings(ApprovalSettings):
     model_config = SettingsConfigDict(env_prefix="MEMORY_", extra="ignore")
 
     window_max_items: int = Field(
@@ -35,3 +37,11 @@ class MemorySettings(DataSettings):
     @property
     def db_path(self) -> Path:
         return self.data_dir / DB_FILE
+
+    @property
+    def memories_path(self) -> Path:
+        return self.data_dir / MEMORIES_FILE
+
+    @property
+    def questions_path(self) -> Path:
+        return self.data_dir / QUESTIONS_FILE

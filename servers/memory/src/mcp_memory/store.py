@@ -5,6 +5,10 @@ Tables:
     items   (id, agent, chat_id, created_at, body)   every item ever appended, body = JSON text
     resets  (id, agent, chat_id, after_item_id, at)  a conversation starts after its last reset
     turns   (agent, chat_id, turn_id, at)            turns appended with an id: never twice
+    items_fts (rowid = items.id, text)               FTS5 over the messages' text (recall)
+    summaries (agent, chat_id, text, up_to_id, up_to_at, at)
+                                                     what left the window, summarized up to
+                                                     item up_to_id; a reset deletes it
 
 A reset keeps the old rows (a later summary reads them): it records the highest item
 id of the chat, and the current conversation is the chat's items above that id.
@@ -39,6 +43,16 @@ CREATE TABLE IF NOT EXISTS resets (
     at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS resets_by_chat ON resets (agent, chat_id, after_item_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS items_fts USING fts5(text, tokenize = 'unicode61');
+CREATE TABLE IF NOT EXISTS summaries (
+    agent TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    up_to_id INTEGER NOT NULL,
+    up_to_at REAL NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (agent, chat_id)
+);
 CREATE TABLE IF NOT EXISTS turns (
     agent TEXT NOT NULL,
     chat_id TEXT NOT NULL,
@@ -47,7 +61,31 @@ CREATE TABLE IF NOT EXISTS turns (
     PRIMARY KEY (agent, chat_id, turn_id)
 );
 """
+# Version 2 indexes the text of the messages stored so far (plain-text content).
+MIGRATIONS = {
+    2: "CREATE VIRTUAL TABLE IF NOT EXISTS items_fts USING fts5(text, tokenize = 'unicode61');"
+    " INSERT INTO items_fts (rowid, text) SELECT id, json_extract(body, '$.content') FROM items"
+    " WHERE json_extract(body, '$.type') = 'message'"
+    " AND json_extract(body, '$.role') IN ('user', 'assistant')"
+    " AND json_type(body, '$.content') = 'text';"
+}
 _START = "SELECT COALESCE(MAX(after_item_id), 0) FROM resets WHERE agent = ? AND chat_id = ?"
+
+
+@dataclass(frozen=True)
+class Found:
+    """A recall hit in the conversation: when, who said it, the matching words marked."""
+
+    created_at: float
+    body: str
+    snippet: str
+
+
+@dataclass(frozen=True)
+class Summary:
+    text: str
+    up_to_id: int
+    up_to_at: float  # when the last item it covers was stored
 
 
 @dataclass(frozen=True)
@@ -67,18 +105,23 @@ class Tail:
 
 class ConversationStore(SQLiteStore):
     SCHEMA = SCHEMA
+    SCHEMA_VERSION = 2
+    MIGRATIONS = MIGRATIONS
 
-    async def append(
+    async def append(  # noqa: PLR0917 (the rows' columns, the turn, the search text)
         self,
         agent: str,
         chat_id: str,
         created_at: float,
         bodies: Sequence[str],
         turn_id: str | None = None,
+        texts: Sequence[str | None] = (),
     ) -> bool:
         """Store all the bodies, in order, or none of them; False when ``turn_id`` was
-        appended before (then nothing is stored)."""
+        appended before (then nothing is stored). ``texts[i]`` is the searchable text of
+        ``bodies[i]`` (None: nothing to find in it)."""
         rows = [(agent, chat_id, created_at, body) for body in bodies]
+        searchable = list(texts) + [None] * (len(bodies) - len(texts))
 
         def write(db: sqlite3.Connection) -> bool:
             with _transaction(db, "IMMEDIATE"):
@@ -90,10 +133,16 @@ class ConversationStore(SQLiteStore):
                     ).rowcount
                     if not new:
                         return False
-                db.executemany(
-                    "INSERT INTO items (agent, chat_id, created_at, body) VALUES (?, ?, ?, ?)",
-                    rows,
-                )
+                for row, text in zip(rows, searchable, strict=True):
+                    cursor = db.execute(
+                        "INSERT INTO items (agent, chat_id, created_at, body) VALUES (?, ?, ?, ?)",
+                        row,
+                    )
+                    if text:
+                        db.execute(
+                            "INSERT INTO items_fts (rowid, text) VALUES (?, ?)",
+                            (cursor.lastrowid, text),
+                        )
             return True
 
         return await self._run(write)
@@ -130,6 +179,86 @@ class ConversationStore(SQLiteStore):
                     "INSERT INTO resets (agent, chat_id, after_item_id, at) VALUES (?, ?, ?, ?)",
                     (agent, chat_id, last, at),
                 )
+                db.execute(
+                    "DELETE FROM summaries WHERE agent = ? AND chat_id = ?", (agent, chat_id)
+                )
             return int(ended)
+
+        return await self._run(write)
+
+    async def search(  # noqa: PLR0917 (whose, what, from when, below which item, how many)
+        self, agent: str, chat_id: str, match: str, since: float, below_id: int, limit: int
+    ) -> list[Found]:
+        """The chat's items below ``below_id`` (older than the window) that match the FTS5
+        query ``match``, stored from ``since`` on, best first."""
+
+        def read(db: sqlite3.Connection) -> list[Found]:
+            rows = db.execute(
+                "SELECT items.created_at, items.body,"
+                " snippet(items_fts, 0, '[', ']', '…', 16) FROM items_fts"
+                " JOIN items ON items.id = items_fts.rowid"
+                " WHERE items_fts MATCH ? AND items.agent = ? AND items.chat_id = ?"
+                " AND items.id < ? AND items.created_at >= ?"
+                " ORDER BY bm25(items_fts) LIMIT ?",
+                (match, agent, chat_id, below_id, since, limit),
+            ).fetchall()
+            return [Found(*row) for row in rows]
+
+        return await self._run(read)
+
+    async def summary(self, agent: str, chat_id: str) -> Summary | None:
+        def read(db: sqlite3.Connection) -> Summary | None:
+            row = db.execute(
+                "SELECT text, up_to_id, up_to_at FROM summaries WHERE agent = ? AND chat_id = ?",
+                (agent, chat_id),
+            ).fetchone()
+            return None if row is None else Summary(*row)
+
+        return await self._run(read)
+
+    async def unsummarized(self, agent: str, chat_id: str, below_id: int, limit: int) -> list[Row]:
+        """The current conversation's items below ``below_id`` (out of the window) that no
+        summary covers yet, oldest first."""
+
+        def read(db: sqlite3.Connection) -> list[Row]:
+            (start,) = db.execute(_START, (agent, chat_id)).fetchone()
+            done = db.execute(
+                "SELECT up_to_id FROM summaries WHERE agent = ? AND chat_id = ?", (agent, chat_id)
+            ).fetchone()
+            after = max(start, done[0] if done else 0)
+            rows = db.execute(
+                "SELECT id, created_at, body FROM items WHERE agent = ? AND chat_id = ?"
+                " AND id > ? AND id < ? ORDER BY id LIMIT ?",
+                (agent, chat_id, after, below_id, limit),
+            ).fetchall()
+            return [Row(*row) for row in rows]
+
+        return await self._run(read)
+
+    async def save_summary(
+        self, agent: str, chat_id: str, text: str, up_to_id: int, at: float
+    ) -> bool:
+        """Keep a summary of the conversation up to item ``up_to_id``, unless one reaching
+        as far is kept already or the conversation was reset past it."""
+
+        def write(db: sqlite3.Connection) -> bool:
+            with _transaction(db, "IMMEDIATE"):
+                (start,) = db.execute(_START, (agent, chat_id)).fetchone()
+                found = db.execute(
+                    "SELECT created_at FROM items WHERE id = ? AND agent = ? AND chat_id = ?",
+                    (up_to_id, agent, chat_id),
+                ).fetchone()
+                if found is None or up_to_id <= start:
+                    return False
+                return bool(
+                    db.execute(
+                        "INSERT INTO summaries (agent, chat_id, text, up_to_id, up_to_at, at)"
+                        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (agent, chat_id) DO UPDATE SET"
+                        " text = excluded.text, up_to_id = excluded.up_to_id,"
+                        " up_to_at = excluded.up_to_at, at = excluded.at"
+                        " WHERE excluded.up_to_id > summaries.up_to_id",
+                        (agent, chat_id, text, up_to_id, found[0], at),
+                    ).rowcount
+                )
 
         return await self._run(write)

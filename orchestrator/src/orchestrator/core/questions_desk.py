@@ -1,0 +1,94 @@
+"""The clarify questions on the chat side: ask, take a tap, take a typed answer.
+
+See ``clarify`` for the flow. The question's message is redrawn as it changes: with
+the answer, "type your answer" after Other, or "expired". Memory trouble never breaks
+a turn: a question that cannot be stored is sent as plain text (its answer then comes
+as an ordinary message, with the question in the window all the same).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from meshkit.wire.memory import Question
+from orchestrator.core.actions import NO_LONGER_ACTIVE, UNAVAILABLE, Answer, Deliver, Edit
+from orchestrator.core.callbacks import ChoiceTap
+from orchestrator.core.clarify import ANSWERED, EXPIRED, TYPE_IT, Asked, Questions, render
+from orchestrator.core.replies import Reply
+
+logger = logging.getLogger(__name__)
+
+# Redraws message ``message_id`` of the chat (a question, once answered by text).
+EditMessage = Callable[[str, Reply], Coroutine[Any, Any, None]]
+
+
+class QuestionDesk:
+    def __init__(self, questions: Questions) -> None:
+        self._questions = questions
+
+    async def ask(self, agent: str, chat_id: str, asked: Asked, deliver: Deliver | None) -> Reply:
+        """Store the question, send it with its buttons, record the message it is in."""
+        question = await self._questions.ask(agent, chat_id, asked)
+        if question is None:
+            listed = "".join(f"\n• {choice}" for choice in asked.choices)
+            reply = Reply(f"❓ {asked.question}{listed}")
+            if deliver is not None:
+                await deliver(reply)
+            return reply
+        reply = render(question)
+        if deliver is not None:
+            message_id = await deliver(reply)
+            if message_id is not None:
+                await self._questions.shown(question, message_id)
+            else:
+                logger.warning("question %s: sent, but its message id is unknown", question.id)
+        return reply
+
+    async def tap(  # noqa: PLR0917, PLR0911 (where, what, the ways back; one return a case)
+        self,
+        agent: str,
+        chat_id: str,
+        message_id: str | None,
+        tap: ChoiceTap,
+        answer: Answer,
+        edit: Edit,
+    ) -> Question | None:
+        """A tap on a question's button: the question, answered by it (its answer starts the
+        next turn), or None (Other tapped, expired, answered before, not this chat's)."""
+        if message_id is None:
+            await answer(NO_LONGER_ACTIVE)
+            return None
+        found = await self._questions.choose(agent, chat_id, message_id, tap)
+        if found is None:
+            await answer(UNAVAILABLE)
+            return None
+        question = found.question
+        if question is None:
+            await answer(NO_LONGER_ACTIVE)
+            return None
+        if question.state == "expired":
+            await answer(EXPIRED)
+            await edit(render(question))
+            return None
+        if not found.changed:
+            await answer(TYPE_IT if question.state == "typing" else ANSWERED)
+            return None
+        if question.state == "typing":
+            await answer(TYPE_IT)
+            await edit(render(question))
+            return None
+        await answer(f"→ {question.answer}")
+        await edit(render(question))
+        return question
+
+    async def answer_by_text(
+        self, agent: str, chat_id: str, text: str, edit_message: EditMessage | None
+    ) -> Question | None:
+        """A text that answers the chat's waiting question, which is redrawn with it; None
+        when no question waits for text (the text is an ordinary message)."""
+        question = await self._questions.answer(agent, chat_id, text)
+        if question is not None and question.message_id and edit_message is not None:
+            await edit_message(question.message_id, render(question))
+        return question

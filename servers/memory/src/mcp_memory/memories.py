@@ -1,0 +1,149 @@
+"""Remembered rules and notes: proposed by the model, written only after the user's tap.
+
+    propose_remember(text, scope) ─► Proposal (kind "remember", [💾 Remember] [Skip])
+    tap ─► pending-actions ─► confirm_remember(payload, approval) ─► a memory row
+    propose_forget(id)            ─► Proposal (kind "forget")  ─► confirm_forget
+
+The approval token is checked for the agent the payload acts on, and each approved
+action is performed once (meshkit's confirm-once). Nothing else writes memory: no read
+tool, no tool result, no other agent (a token minted for another agent does not match).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, Field, ValidationError
+
+from mcp_memory.errors import InvalidRequest
+from mcp_memory.memory_store import Changes, MemoryStore
+from meshkit.proposals import Approvals, Proposal, payload_agent
+from meshkit.wire.memory import Forgotten, Memories, Remembered
+
+SERVER = "memory"  # as approval tokens name it
+REMEMBER = "remember"
+FORGET = "forget"
+MAX_TEXT = 300
+MAX_MEMORIES = 200  # per agent and user: beyond that, forget something first
+Scope = Literal["user", "agent"]
+P = TypeVar("P", bound=BaseModel)
+SCOPE_WORDS = {"user": "about you", "agent": "for everyone"}
+
+
+class RememberPayload(BaseModel):
+    agent: str = Field(min_length=1)
+    user: str
+    scope: Scope
+    text: str = Field(min_length=1, max_length=MAX_TEXT)
+    memory_id: str = Field(pattern=r"^mem_[0-9a-f]{12}$")
+
+
+class ForgetPayload(BaseModel):
+    agent: str = Field(min_length=1)
+    user: str
+    memory_id: str = Field(pattern=r"^mem_[0-9a-f]{12}$")
+    text: str
+
+
+def one_line(text: str) -> str:
+    """A remembered line is one line: runs of whitespace (newlines too) become one space."""
+    return " ".join(text.split())
+
+
+class MemoryService:
+    def __init__(
+        self, store: MemoryStore, approvals: Approvals, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._store = store
+        self._approvals = approvals
+        self._clock = clock
+
+    async def list(self, agent: str, user: str) -> Memories:
+        return Memories(memories=await self._store.visible(agent, user))
+
+    async def propose_remember(self, agent: str, user: str, text: str, scope: Scope) -> Proposal:
+        line = one_line(text)
+        if not line:
+            raise InvalidRequest("There is nothing to remember: give the rule or note in words.")
+        if len(line) > MAX_TEXT:
+            raise InvalidRequest(
+                f"That is {len(line)} characters; a memory holds at most {MAX_TEXT}. "
+                "Say it shorter."
+            )
+        if scope == "user" and not user:
+            raise InvalidRequest("No user is known here: remember it with scope 'agent'.")
+        if len(await self._store.visible(agent, user)) >= MAX_MEMORIES:
+            raise InvalidRequest(
+                f"{MAX_MEMORIES} things are remembered already: ask the user to forget some "
+                "first (/memory)."
+            )
+        payload = RememberPayload(
+            agent=agent, user=user, scope=scope, text=line,
+            memory_id=f"mem_{secrets.token_hex(6)}",
+        )  # fmt: skip
+        return Proposal(
+            kind=REMEMBER,
+            summary=f"Remember {SCOPE_WORDS[scope]}: {line}",
+            payload=payload.model_dump(),
+            confirm_label="💾 Remember",
+            cancel_label="Skip",
+        )
+
+    async def propose_forget(self, agent: str, user: str, memory_id: str) -> Proposal:
+        found = await self._store.find(agent, user, memory_id)
+        if found is None:
+            raise InvalidRequest(
+                f"No memory {memory_id!r} is remembered here: list_memories gives the ids."
+            )
+        payload = ForgetPayload(agent=agent, user=user, memory_id=memory_id, text=found.text)
+        return Proposal(
+            kind=FORGET,
+            summary=f"Forget: {found.text}",
+            payload=payload.model_dump(),
+            confirm_label="🗑 Forget",
+            cancel_label="Keep",
+        )
+
+    async def confirm_remember(self, payload: dict[str, Any], approval: str) -> Remembered:
+        granted = self._approvals.check(
+            approval, SERVER, REMEMBER, payload, agent=payload_agent(payload)
+        )
+        change = _parse(RememberPayload, REMEMBER, payload)
+        now = self._clock()
+
+        def perform(changes: Changes) -> dict[str, Any]:
+            memory = changes.remember(
+                change.memory_id, change.agent, change.scope, change.user, change.text, now
+            )
+            return {"message": f"Remembered: {change.text}", "memory": memory.model_dump()}
+
+        done = await self._store.confirm(granted, perform, at=now)
+        return Remembered.model_validate({**done.result, "replayed": done.replayed})
+
+    async def confirm_forget(self, payload: dict[str, Any], approval: str) -> Forgotten:
+        granted = self._approvals.check(
+            approval, SERVER, FORGET, payload, agent=payload_agent(payload)
+        )
+        change = _parse(ForgetPayload, FORGET, payload)
+        now = self._clock()
+
+        def perform(changes: Changes) -> dict[str, Any]:
+            if not changes.forget(change.agent, change.user, change.memory_id, now):
+                raise InvalidRequest(f"{change.text!r} is not remembered any more: nothing to do.")
+            return {"message": f"Forgotten: {change.text}", "memory_id": change.memory_id}
+
+        done = await self._store.confirm(granted, perform, at=now)
+        return Forgotten.model_validate({**done.result, "replayed": done.replayed})
+
+
+def _parse(model: type[P], kind: str, payload: dict[str, Any]) -> P:
+    try:
+        return model.model_validate(payload)
+    except ValidationError as error:
+        raise InvalidRequest(
+            f"The approved payload is not a {kind} payload ({error.error_count()} problems). "
+            "Nothing was changed."
+        ) from error

@@ -1,0 +1,169 @@
+"""Long-term memory in SQLite: rules and notes, written only inside a confirmed proposal.
+
+Tables:
+
+    memories       (id, agent, scope, user, text, created_at, forgotten_at)
+    memories_fts   FTS5 over the text of the memories not forgotten (recall)
+    confirmations  meshkit's confirm-once record (one row per approved action)
+
+``scope`` is ``agent`` (how the agent behaves for everyone; ``user`` is '') or ``user``
+(about one user). A forgotten memory keeps its row (``forgotten_at`` set): the audit
+trail of what was remembered stays, and no list, instruction or recall shows it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from meshkit.proposals import CONFIRMATIONS_SCHEMA, Approval, Confirmed, confirm_once
+from meshkit.sqlite import SQLiteStore, transaction
+from meshkit.wire.memory import Memory
+
+SCHEMA = (
+    """
+CREATE TABLE IF NOT EXISTS memories (
+    id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    scope TEXT NOT NULL CHECK (scope IN ('user', 'agent')),
+    user TEXT NOT NULL,
+    text TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    forgotten_at REAL
+);
+CREATE INDEX IF NOT EXISTS memories_by_agent ON memories (agent, scope, user, created_at);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    memory_id UNINDEXED, text, tokenize = 'unicode61'
+);
+"""
+    + CONFIRMATIONS_SCHEMA
+)
+_VISIBLE = (
+    "SELECT id, scope, text, created_at FROM memories WHERE agent = ? AND forgotten_at IS NULL"
+    " AND (scope = 'agent' OR user = ?)"
+)
+
+
+class MemoryStore(SQLiteStore):
+    SCHEMA = SCHEMA
+
+    async def visible(self, agent: str, user: str) -> list[Memory]:
+        """The agent's rules, then the user's notes, each oldest first."""
+
+        def read(db: sqlite3.Connection) -> list[Memory]:
+            rows = db.execute(
+                _VISIBLE + " ORDER BY scope = 'user', created_at, rowid", (agent, user)
+            ).fetchall()
+            return [Memory(id=r[0], scope=r[1], text=r[2], created_at=r[3]) for r in rows]
+
+        return await self._run(read)
+
+    async def find(self, agent: str, user: str, memory_id: str) -> Memory | None:
+        def read(db: sqlite3.Connection) -> Memory | None:
+            row = db.execute(_VISIBLE + " AND id = ?", (agent, user, memory_id)).fetchone()
+            return None if row is None else Memory(id=row[0], scope=row[1], text=row[2],
+                                                   created_at=row[3])  # fmt: skip
+
+        return await self._run(read)
+
+    async def search(
+        self, agent: str, user: str, match: str, since: float, limit: int
+    ) -> list[tuple[float, str]]:
+        """The user's notes (scope user) matching the FTS5 query: (created_at, snippet)."""
+
+        def read(db: sqlite3.Connection) -> list[tuple[float, str]]:
+            rows = db.execute(
+                "SELECT m.created_at, snippet(memories_fts, 1, '[', ']', '…', 16)"
+                " FROM memories_fts JOIN memories AS m ON m.id = memories_fts.memory_id"
+                " WHERE memories_fts MATCH ? AND m.agent = ? AND m.scope = 'user'"
+                " AND m.user = ? AND m.forgotten_at IS NULL AND m.created_at >= ?"
+                " ORDER BY bm25(memories_fts) LIMIT ?",
+                (match, agent, user, since, limit),
+            ).fetchall()
+            return [(float(r[0]), str(r[1])) for r in rows]
+
+        return await self._run(read)
+
+    async def everything(self, agent: str, user: str | None) -> list[tuple[str, str, str]]:
+        """(scope, user, text) of the agent's memories not forgotten, rules first, oldest
+        first; with ``user``, only that user's notes."""
+
+        def read(db: sqlite3.Connection) -> list[tuple[str, str, str]]:
+            rows = db.execute(
+                "SELECT scope, user, text FROM memories WHERE agent = ? AND forgotten_at IS NULL"
+                " AND (scope = 'agent' OR ? IS NULL OR user = ?)"
+                " ORDER BY scope = 'user', user, created_at, rowid",
+                (agent, user, user),
+            ).fetchall()
+            return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+        return await self._run(read)
+
+    async def load(
+        self, agent: str, entries: list[tuple[str, str, str]], at: float
+    ) -> tuple[int, int]:
+        """Add (scope, user, text) entries in one transaction, skipping those remembered
+        already; (added, already present)."""
+
+        def write(db: sqlite3.Connection) -> tuple[int, int]:
+            added = 0
+            with transaction(db, "IMMEDIATE"):
+                for scope, user, text in entries:
+                    present = db.execute(
+                        "SELECT 1 FROM memories WHERE agent = ? AND scope = ? AND user = ?"
+                        " AND text = ? AND forgotten_at IS NULL",
+                        (agent, scope, user, text),
+                    ).fetchone()
+                    if present is None:
+                        Changes(db).remember(
+                            f"mem_{secrets.token_hex(6)}", agent, scope, user, text, at
+                        )
+                        added += 1
+            return added, len(entries) - added
+
+        return await self._run(write)
+
+    async def confirm(
+        self,
+        approval: Approval,
+        perform: Callable[[Changes], dict[str, Any]],
+        *,
+        at: float,
+    ) -> Confirmed:
+        """Perform an approved change once: a replayed approval returns the first result."""
+        return await self._run(
+            lambda db: confirm_once(db, approval, lambda db: perform(Changes(db)), at=at)
+        )
+
+
+class Changes:
+    """The writes of one approved change, inside its confirm transaction."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def remember(  # noqa: PLR0917 (the row's columns)
+        self, memory_id: str, agent: str, scope: str, user: str, text: str, at: float
+    ) -> Memory:
+        self._db.execute(
+            "INSERT INTO memories (id, agent, scope, user, text, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (memory_id, agent, scope, user if scope == "user" else "", text, at),
+        )
+        self._db.execute(
+            "INSERT INTO memories_fts (memory_id, text) VALUES (?, ?)", (memory_id, text)
+        )
+        return Memory(id=memory_id, scope=scope, text=text, created_at=at)
+
+    def forget(self, agent: str, user: str, memory_id: str, at: float) -> bool:
+        """Whether a memory this user sees was forgotten now."""
+        forgotten = self._db.execute(
+            "UPDATE memories SET forgotten_at = ? WHERE id = ? AND agent = ?"
+            " AND forgotten_at IS NULL AND (scope = 'agent' OR user = ?)",
+            (at, memory_id, agent, user),
+        ).rowcount
+        if forgotten:
+            self._db.execute("DELETE FROM memories_fts WHERE memory_id = ?", (memory_id,))
+        return bool(forgotten)

@@ -1,0 +1,65 @@
+"""The clarify tools: internal, for the orchestrator that asks the user on the model's behalf."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastmcp import FastMCP
+from pydantic import Field
+
+from mcp_memory.questions import MAX_CHOICES, QuestionStore
+from meshkit.params import Agent, ChatId
+from meshkit.tool_classes import internal
+from meshkit.wire.memory import Question, QuestionLookup
+
+QuestionId = Annotated[str, Field(pattern=r"^q_[0-9a-f]{12}$")]
+MessageId = Annotated[str, Field(min_length=1, max_length=100)]
+
+
+def add_question_tools(mcp: FastMCP[Any], questions: QuestionStore) -> None:
+    @mcp.tool(**internal(title="Ask a question"))
+    async def ask_question(
+        agent: Agent,
+        chat_id: ChatId,
+        question: Annotated[str, Field(min_length=1, max_length=1000)],
+        choices: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=100)]],
+            Field(max_length=MAX_CHOICES, description="Empty for an open question"),
+        ],
+        ttl_s: Annotated[float, Field(gt=0, le=7 * 24 * 3600)],
+    ) -> Question:
+        """Record a question the model asks the chat; one still waiting there is ended."""
+        return await questions.ask(agent, chat_id, question, choices, ttl_s)
+
+    @mcp.tool(**internal(title="Question shown", idempotent=True))
+    async def question_shown(
+        question_id: QuestionId, agent: Agent, chat_id: ChatId, message_id: MessageId
+    ) -> Question:
+        """The question was sent in this message: its buttons act there only (recorded once)."""
+        return await questions.shown(question_id, agent, chat_id, message_id)
+
+    @mcp.tool(**internal(title="Choose an answer"))
+    async def choose_answer(
+        question_id: QuestionId,
+        agent: Agent,
+        chat_id: ChatId,
+        message_id: MessageId,
+        choice: Annotated[
+            int | None,
+            Field(ge=0, lt=MAX_CHOICES, description="The tapped choice; null: Other (type)"),
+        ],
+    ) -> QuestionLookup:
+        """A tap on the question's buttons. The question as it stands after it: answered (a
+        choice), typing (Other: the next text answers), or unchanged when it was no longer
+        open (answered before, expired); null when it is not in this chat's message."""
+        changed, found = await questions.choose(question_id, agent, chat_id, message_id, choice)
+        return QuestionLookup(question=found, changed=changed)
+
+    @mcp.tool(**internal(title="Answer by text"))
+    async def answer_question(
+        agent: Agent, chat_id: ChatId, text: Annotated[str, Field(min_length=1)]
+    ) -> QuestionLookup:
+        """A text in the chat: the question it answers (an open question, or one whose
+        Other was tapped), now answered; null when no question waits for text."""
+        found = await questions.answer_text(agent, chat_id, text)
+        return QuestionLookup(question=found, changed=found is not None)

@@ -1,0 +1,184 @@
+"""Clarify questions: what the model asked, where it was shown, and how it was answered.
+
+    ask ─► open ─┬─ choose(n) ─────────────► answered (the choice)
+                 ├─ choose(other) ─► typing ─► answer_text ─► answered (the text)
+                 ├─ answer_text (open question, no choices) ─► answered
+                 └─ past expires_at ─► expired (buttons answer "expired"; text is a message)
+
+A chat has at most one question waiting: a new one ends the one before. Every change is
+one conditional UPDATE, so a double tap answers once. State lives here, in SQLite, so an
+orchestrator restarted between question and answer finds it as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from mcp_memory.errors import InvalidRequest
+from meshkit.sqlite import SQLiteStore
+from meshkit.sqlite import transaction as _transaction
+from meshkit.wire.memory import Question
+
+MAX_CHOICES = 6
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS questions (
+    id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    question TEXT NOT NULL,
+    choices TEXT NOT NULL,
+    state TEXT NOT NULL,
+    message_id TEXT,
+    answer TEXT,
+    asked_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    answered_at REAL
+);
+CREATE INDEX IF NOT EXISTS questions_by_chat ON questions (agent, chat_id, state);
+"""
+_SELECT = (
+    "SELECT id, agent, chat_id, question, choices, state, message_id, answer, expires_at"
+    " FROM questions"
+)
+
+
+def _question(row: tuple[object, ...], now: float) -> Question:
+    qid, agent, chat_id, question, choices, state, message_id, answer, expires_at = row
+    assert isinstance(expires_at, float | int)
+    assert isinstance(choices, str)
+    if state in ("open", "typing") and expires_at <= now:
+        state = "expired"
+    return Question.model_validate(
+        {
+            "id": qid, "agent": agent, "chat_id": chat_id, "question": question,
+            "choices": json.loads(choices), "state": state, "message_id": message_id,
+            "answer": answer, "expires_at": expires_at,
+        }
+    )  # fmt: skip
+
+
+class QuestionStore(SQLiteStore):
+    """The questions, one SQLite file; ``clock`` (Unix seconds) decides expiry."""
+
+    SCHEMA = SCHEMA
+
+    def __init__(
+        self, path: Path, *, max_bytes: int | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
+        super().__init__(path, max_bytes=max_bytes, clock=clock)
+        self._clock = clock
+
+    async def ask(
+        self, agent: str, chat_id: str, question: str, choices: list[str], ttl_s: float
+    ) -> Question:
+        """A new question in the chat; one still waiting there is ended (expired)."""
+        if len(choices) > MAX_CHOICES:
+            raise InvalidRequest(f"At most {MAX_CHOICES} choices; got {len(choices)}.")
+        now = self._clock()
+        qid = f"q_{secrets.token_hex(6)}"
+
+        def write(db: sqlite3.Connection) -> None:
+            with _transaction(db, "IMMEDIATE"):
+                db.execute(
+                    "UPDATE questions SET expires_at = ? WHERE agent = ? AND chat_id = ?"
+                    " AND state IN ('open', 'typing') AND expires_at > ?",
+                    (now, agent, chat_id, now),
+                )
+                db.execute(
+                    "INSERT INTO questions (id, agent, chat_id, question, choices, state,"
+                    " asked_at, expires_at) VALUES (?, ?, ?, ?, ?, 'open', ?, ?)",
+                    (qid, agent, chat_id, question, json.dumps(choices), now, now + ttl_s),
+                )
+
+        await self._run(write)
+        found = await self.get(qid)
+        assert found is not None
+        return found
+
+    async def get(self, question_id: str) -> Question | None:
+        now = self._clock()
+
+        def read(db: sqlite3.Connection) -> Question | None:
+            row = db.execute(_SELECT + " WHERE id = ?", (question_id,)).fetchone()
+            return None if row is None else _question(row, now)
+
+        return await self._run(read)
+
+    async def shown(self, question_id: str, agent: str, chat_id: str, message_id: str) -> Question:
+        """Record the message the question is in (once): its buttons act there only."""
+
+        def write(db: sqlite3.Connection) -> None:
+            db.execute(
+                "UPDATE questions SET message_id = ? WHERE id = ? AND agent = ? AND chat_id = ?"
+                " AND message_id IS NULL",
+                (message_id, question_id, agent, chat_id),
+            )
+
+        await self._run(write)
+        found = await self.get(question_id)
+        if found is None or (found.agent, found.chat_id) != (agent, chat_id):
+            raise InvalidRequest(f"No question {question_id} in this chat.")
+        return found
+
+    async def choose(
+        self, question_id: str, agent: str, chat_id: str, message_id: str, choice: int | None
+    ) -> tuple[bool, Question | None]:
+        """A tap: a choice (its index) answers, None (Other) waits for text. Whether the tap
+        changed the question now, and the question as it stands (None: not in this chat's
+        message)."""
+        now = self._clock()
+
+        def write(db: sqlite3.Connection) -> tuple[bool, Question | None]:
+            with _transaction(db, "IMMEDIATE"):
+                row = db.execute(
+                    _SELECT + " WHERE id = ? AND agent = ? AND chat_id = ? AND message_id = ?",
+                    (question_id, agent, chat_id, message_id),
+                ).fetchone()
+                if row is None:
+                    return False, None
+                found = _question(row, now)
+                if found.state != "open" or (
+                    choice is not None and not 0 <= choice < len(found.choices)
+                ):
+                    return False, found
+                if choice is None:
+                    db.execute("UPDATE questions SET state = 'typing' WHERE id = ?", (found.id,))
+                    return True, found.model_copy(update={"state": "typing"})
+                answer = found.choices[choice]
+                db.execute(
+                    "UPDATE questions SET state = 'answered', answer = ?, answered_at = ?"
+                    " WHERE id = ?",
+                    (answer, now, found.id),
+                )
+                return True, found.model_copy(update={"state": "answered", "answer": answer})
+
+        return await self._run(write)
+
+    async def answer_text(self, agent: str, chat_id: str, text: str) -> Question | None:
+        """A text that answers the chat's waiting question (an open one, or one whose Other
+        was tapped): the question, answered; None when nothing waits for text."""
+        now = self._clock()
+
+        def write(db: sqlite3.Connection) -> Question | None:
+            with _transaction(db, "IMMEDIATE"):
+                row = db.execute(
+                    _SELECT + " WHERE agent = ? AND chat_id = ?"
+                    " AND expires_at > ? AND (state = 'typing' OR (state = 'open'"
+                    " AND choices = '[]')) ORDER BY asked_at DESC LIMIT 1",
+                    (agent, chat_id, now),
+                ).fetchone()
+                if row is None:
+                    return None
+                db.execute(
+                    "UPDATE questions SET state = 'answered', answer = ?, answered_at = ?"
+                    " WHERE id = ?",
+                    (text, now, row[0]),
+                )
+                return _question(row, now).model_copy(update={"state": "answered", "answer": text})
+
+        return await self._run(write)

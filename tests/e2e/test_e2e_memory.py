@@ -1,0 +1,69 @@
+"""Remember by tap across real processes: every server its own HTTP process (memory and
+pending-actions apart, sharing only MESH_APPROVAL_KEY), the orchestrator another, fake
+Telegram and model. The user asks, taps 💾 Remember, later turns follow the rule, /memory
+lists it and 🗑 forgets it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fakes.mesh import TOKENS, USER, Mesh, running_mesh
+from fakes.responses_api import call, calls, text
+from fakes.telegram_api import Sent
+
+pytestmark = pytest.mark.anyio
+
+CLAWDIA = TOKENS["clawdia"]
+RULE = "Use metric units and no emojis"
+
+
+def data_of(message: Sent, label: str) -> str:
+    rows = (message.reply_markup or {}).get("inline_keyboard", [])
+    return next(str(b["callback_data"]) for row in rows for b in row if label in b["text"])
+
+
+async def said(mesh: Mesh, words: str) -> Sent:
+    before = len(mesh.telegram.sent(CLAWDIA, USER))
+    mesh.telegram.user_message(CLAWDIA, USER, words)
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) > before, 60)
+    return mesh.telegram.sent(CLAWDIA, USER)[before]
+
+
+async def tapped(mesh: Mesh, message: Sent, label: str) -> Sent:
+    edits = len(message.edits)
+    mesh.telegram.tap(CLAWDIA, USER, message.message_id, data_of(message, label))
+    await mesh.telegram.wait_for(lambda: len(message.edits) > edits, 30)
+    return message
+
+
+async def test_remember_tap_rule_in_later_turns_then_forget_from_the_memory_list(
+    tmp_path: Path,
+) -> None:
+    async with running_mesh(tmp_path) as mesh:
+        mesh.llm.script(
+            calls(call("memory__propose_remember", text=RULE, scope="user")),
+            text("I'll keep that in mind once you confirm."),
+        )
+        proposal = await said(mesh, "From now on, metric units and no emojis please")
+        assert "Remember about you: " + RULE in proposal.text
+        await tapped(mesh, proposal, "💾 Remember")
+        assert proposal.edits[-1].text.endswith(
+            f"✅ Remember about you: {RULE} — Remembered: {RULE}"
+        )
+
+        mesh.llm.script(text("It is 12 °C in Paris."))
+        await said(mesh, "How warm is it in Paris?")
+        assert f"- [about this user] {RULE}" in mesh.llm.requests[-1]["instructions"]
+
+        listing = await said(mesh, "/memory")
+        assert listing.text == f"What I remember (🗑 forgets one):\n1. [about this user] {RULE}"
+        await tapped(mesh, listing, "🗑 1")
+        assert listing.edits[-1].text.startswith(f"✅ Forget: {RULE} — Forgotten: {RULE}")
+        assert "I remember nothing for you yet" in listing.edits[-1].text
+
+        mesh.llm.script(text("Hello!"))
+        await said(mesh, "hi")
+        assert RULE not in mesh.llm.requests[-1]["instructions"]
+        assert len(mesh.llm.requests) == 4  # the taps and /memory never reached the model

@@ -1,0 +1,131 @@
+"""Long-term memory tools through an in-memory MCP client, real SQLite files: only a confirmed
+proposal writes, once, for the agent its approval was minted for."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from fastmcp.exceptions import ToolError
+
+from fakes.clock import Clock
+from mcp_memory.server import build_server
+from mcp_memory.settings import MemorySettings
+from meshkit.proposals import Approvals, load_approval_key
+
+pytestmark = pytest.mark.anyio
+
+CLAWDIA = {"agent": "clawdia", "user": "42"}
+
+
+@pytest.fixture
+async def client(settings: MemorySettings, clock: Clock) -> AsyncIterator[Client[Any]]:
+    async with Client(build_server(settings, clock=clock)) as client:
+        yield client
+
+
+@pytest.fixture
+def approvals(settings: MemorySettings, clock: Clock) -> Approvals:
+    return Approvals(load_approval_key(settings.data_dir), clock=clock)
+
+
+async def structured(client: Client[Any], tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def texts(client: Client[Any], **who: str) -> list[str]:
+    listed = await structured(client, "list_memories", **(who or CLAWDIA))
+    return [m["text"] for m in listed["memories"]]
+
+
+async def remembered(
+    client: Client[Any], approvals: Approvals, text: str, scope: str = "user", **who: str
+) -> dict[str, Any]:
+    proposal = await structured(
+        client, "propose_remember", text=text, scope=scope, **(who or CLAWDIA)
+    )
+    payload = proposal["payload"]
+    token = approvals.mint("act_00000000000" + str(len(text) % 10), "memory", "remember", payload,
+                           agent=payload["agent"])  # fmt: skip
+    return await structured(client, "confirm_remember", payload=payload, approval=token)
+
+
+async def test_a_proposal_changes_nothing_until_it_is_confirmed(
+    client: Client[Any], approvals: Approvals
+) -> None:
+    proposal = await structured(
+        client, "propose_remember", text="Metric  units,\nplease", **CLAWDIA
+    )
+
+    assert proposal["summary"] == "Remember about you: Metric units, please"
+    assert (proposal["confirm_label"], proposal["cancel_label"]) == ("💾 Remember", "Skip")
+    assert await texts(client) == []
+    await remembered(client, approvals, "Metric units, please")
+    assert await texts(client) == ["Metric units, please"]
+
+
+async def test_a_replayed_approval_remembers_once(
+    client: Client[Any], approvals: Approvals
+) -> None:
+    proposal = await structured(client, "propose_remember", text="No emojis", **CLAWDIA)
+    token = approvals.mint("act_0123456789ab", "memory", "remember", proposal["payload"],
+                           agent="clawdia")  # fmt: skip
+    first = await structured(
+        client, "confirm_remember", payload=proposal["payload"], approval=token
+    )
+    again = await structured(
+        client, "confirm_remember", payload=proposal["payload"], approval=token
+    )
+
+    assert (first["replayed"], again["replayed"]) == (False, True)
+    assert await texts(client) == ["No emojis"]
+
+
+async def test_a_token_minted_for_another_agent_or_none_at_all_writes_nothing(
+    client: Client[Any], approvals: Approvals
+) -> None:
+    proposal = await structured(client, "propose_remember", text="Obey strangers", **CLAWDIA)
+    payload = proposal["payload"]
+    other = approvals.mint("act_0123456789ab", "memory", "remember", payload, agent="mallory")
+
+    with pytest.raises(ToolError, match="does not match this change"):
+        await client.call_tool("confirm_remember", {"payload": payload, "approval": other})
+    with pytest.raises(ToolError, match="needs an approval token"):
+        await client.call_tool("confirm_remember", {"payload": payload, "approval": "please"})
+    assert await texts(client) == []
+
+
+async def test_notes_stay_with_their_user_and_rules_with_their_agent(
+    client: Client[Any], approvals: Approvals
+) -> None:
+    await remembered(client, approvals, "Has a dog called Rex")
+    await remembered(client, approvals, "Answer in English", scope="agent")
+
+    assert await texts(client) == ["Answer in English", "Has a dog called Rex"]
+    assert await texts(client, agent="clawdia", user="77") == ["Answer in English"]
+    assert await texts(client, agent="otto", user="42") == []
+
+
+async def test_forget_needs_its_own_confirmation_and_another_user_cannot_forget_a_note(
+    client: Client[Any], approvals: Approvals
+) -> None:
+    done = await remembered(client, approvals, "Has a dog called Rex")
+    memory_id = done["memory"]["id"]
+
+    with pytest.raises(ToolError, match="list_memories gives the ids"):
+        await client.call_tool("propose_forget", {"memory_id": memory_id, "agent": "clawdia",
+                                                  "user": "77"})  # fmt: skip
+    proposal = await structured(client, "propose_forget", memory_id=memory_id, **CLAWDIA)
+    assert await texts(client) == ["Has a dog called Rex"]
+    token = approvals.mint("act_aaaaaaaaaaaa", "memory", "forget", proposal["payload"],
+                           agent="clawdia")  # fmt: skip
+    forgotten = await structured(
+        client, "confirm_forget", payload=proposal["payload"], approval=token
+    )
+
+    assert forgotten["message"] == "Forgotten: Has a dog called Rex"
+    assert await texts(client) == []
