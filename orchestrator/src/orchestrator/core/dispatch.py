@@ -196,6 +196,13 @@ class Dispatcher:
     async def _command(self, runtime: AgentRuntime, chat_id: str, command: str, user: str) -> Reply:
         if command == "/memory":
             return await self._memory.listing(runtime.id, user)
+        if command == "/status":
+            return await self._status(runtime, chat_id, user)
+        if command in self.extra_commands:
+            return await self.extra_commands[command][1](runtime, chat_id)
+        return await self._plain_command(runtime, chat_id, command)
+
+    async def _plain_command(self, runtime: AgentRuntime, chat_id: str, command: str) -> Reply:
         if command in ("/start", "/help"):
             return Reply(self.help_text(runtime))
         if command == "/new":
@@ -205,22 +212,21 @@ class Dispatcher:
                 if ok
                 else "I could not reset the conversation (memory is unavailable)."
             )
-        if command == "/status":
-            await self._registry.check()  # the truth now, not as of the last call
-            lines = [self.status_text(runtime), await self._memory.status_line(runtime.id, user)]
-            window = await self._conversation.loaded(runtime.id, chat_id)
-            if window is not None:
-                lines.append(conversation_line(window))
-            for probe in self.status_probes:
-                lines += await probe()
-            return Reply("\n".join(lines))
         if command == "/reload":
             await self._registry.reload()
             count = len(self._engine.visible_tools(runtime))
             return Reply(f"Reloaded: {count} tools available.")
-        if command in self.extra_commands:
-            return await self.extra_commands[command][1](runtime, chat_id)
         return Reply(f"I don't know {command}. " + self._commands_line())
+
+    async def _status(self, runtime: AgentRuntime, chat_id: str, user: str) -> Reply:
+        await self._registry.check()  # the truth now, not as of the last call
+        lines = [self.status_text(runtime), await self._memory.status_line(runtime.id, user)]
+        window = await self._conversation.loaded(runtime.id, chat_id)
+        if window is not None:
+            lines.append(conversation_line(window))
+        for probe in self.status_probes:
+            lines += await probe()
+        return Reply("\n".join(lines))
 
     def help_text(self, runtime: AgentRuntime) -> str:
         tools = self._engine.visible_tools(runtime)
