@@ -34,9 +34,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field, StrictInt, field_validator
+from pydantic import BaseModel, Field, StrictInt, ValidationError, field_validator
 
 from meshkit.errors import ModelError
 from meshkit.settings import ApprovalSettings, fail
@@ -95,6 +95,24 @@ def payload_hash(payload: dict[str, Any]) -> str:
     """SHA-256 of the payload's canonical JSON (sorted keys, no spaces, UTF-8)."""
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+PayloadT = TypeVar("PayloadT", bound=BaseModel)
+
+
+class NotThisPayload(ModelError):
+    """An approved payload that is not what the confirm tool it was given to changes."""
+
+
+def approved_payload(model: type[PayloadT], kind: str, payload: dict[str, Any]) -> PayloadT:
+    """A confirm tool's payload read as its ``model`` (after the token was checked)."""
+    try:
+        return model.model_validate(payload)
+    except ValidationError as error:
+        raise NotThisPayload(
+            f"The approved payload is not a {kind} payload ({error.error_count()} problems). "
+            "Nothing was changed."
+        ) from error
 
 
 def payload_agent(payload: dict[str, Any]) -> str:

@@ -15,11 +15,11 @@ from datetime import date, datetime
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from mcp_calendar import times
 from mcp_calendar.backend import Add, Backend, Cancel, Change, Moment, Move, NewEvent, Target
-from mcp_calendar.errors import InvalidRequest, Stale
+from mcp_calendar.errors import Stale
 from mcp_calendar.models import (
     ADD,
     CANCEL,
@@ -33,7 +33,7 @@ from mcp_calendar.models import (
     MovePayload,
     TargetPayload,
 )
-from meshkit.proposals import Approvals, Confirmed, payload_agent
+from meshkit.proposals import Approvals, Confirmed, approved_payload, payload_agent
 
 PayloadT = TypeVar("PayloadT", bound=BaseModel)
 PROPOSE_AGAIN = "Nothing was changed: propose it again if it should still happen."
@@ -51,7 +51,7 @@ class Confirmations:
         granted = self._approvals.check(
             approval, SERVER, ADD, payload, agent=payload_agent(payload)
         )
-        change = _parse(AddPayload, ADD, payload)
+        change = approved_payload(AddPayload, ADD, payload)
         tz = ZoneInfo(change.timezone)
         zone = ZoneInfo(change.zone) if change.zone else None
         start, end = _moment(change.start, zone), _moment(change.end, zone)
@@ -77,7 +77,7 @@ class Confirmations:
         granted = self._approvals.check(
             approval, SERVER, MOVE, payload, agent=payload_agent(payload)
         )
-        change = _parse(MovePayload, MOVE, payload)
+        change = approved_payload(MovePayload, MOVE, payload)
         tz = ZoneInfo(change.timezone)
         target = _target(change)
         zone = ZoneInfo(change.zone) if change.zone else None
@@ -94,7 +94,7 @@ class Confirmations:
         granted = self._approvals.check(
             approval, SERVER, CANCEL, payload, agent=payload_agent(payload)
         )
-        change = _parse(CancelPayload, CANCEL, payload)
+        change = approved_payload(CancelPayload, CANCEL, payload)
         result = {
             "message": f"Cancelled “{change.title}” {change.was} ({change.timezone})",
             "event_id": change.uid,
@@ -142,13 +142,3 @@ def _moment(text: str, zone: ZoneInfo | None) -> Moment:
         return date.fromisoformat(text)
     value = datetime.fromisoformat(text)
     return value.astimezone(zone) if zone else value
-
-
-def _parse(model: type[PayloadT], kind: str, payload: dict[str, Any]) -> PayloadT:
-    try:
-        return model.model_validate(payload)
-    except ValidationError as error:
-        raise InvalidRequest(
-            f"The approved payload is not a {kind} payload ({error.error_count()} problems). "
-            "Nothing was changed."
-        ) from error

@@ -16,11 +16,11 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from mcp_memory.errors import InvalidRequest
 from mcp_memory.memory_store import Changes, MemoryStore
-from meshkit.proposals import Approvals, Proposal, payload_agent
+from meshkit.proposals import Approvals, Proposal, approved_payload, payload_agent
 from meshkit.wire.memory import Forgotten, Memories, Remembered
 
 SERVER = "memory"  # as approval tokens name it
@@ -111,7 +111,7 @@ class MemoryService:
         granted = self._approvals.check(
             approval, SERVER, REMEMBER, payload, agent=payload_agent(payload)
         )
-        change = _parse(RememberPayload, REMEMBER, payload)
+        change = approved_payload(RememberPayload, REMEMBER, payload)
         now = self._clock()
 
         def perform(changes: Changes) -> dict[str, Any]:
@@ -127,7 +127,7 @@ class MemoryService:
         granted = self._approvals.check(
             approval, SERVER, FORGET, payload, agent=payload_agent(payload)
         )
-        change = _parse(ForgetPayload, FORGET, payload)
+        change = approved_payload(ForgetPayload, FORGET, payload)
         now = self._clock()
 
         def perform(changes: Changes) -> dict[str, Any]:
@@ -137,13 +137,3 @@ class MemoryService:
 
         done = await self._store.confirm(granted, perform, at=now)
         return Forgotten.model_validate({**done.result, "replayed": done.replayed})
-
-
-def _parse(model: type[P], kind: str, payload: dict[str, Any]) -> P:
-    try:
-        return model.model_validate(payload)
-    except ValidationError as error:
-        raise InvalidRequest(
-            f"The approved payload is not a {kind} payload ({error.error_count()} problems). "
-            "Nothing was changed."
-        ) from error

@@ -19,9 +19,7 @@ from collections.abc import Callable
 from datetime import date
 from typing import Any, TypeVar
 
-from pydantic import ValidationError
-
-from mcp_shopping.errors import InvalidRequest, NotOnList
+from mcp_shopping.errors import NotOnList
 from mcp_shopping.models import (
     ADD,
     CART_PREFIX,
@@ -38,7 +36,7 @@ from mcp_shopping.models import (
 )
 from mcp_shopping.service import amount, list_key
 from mcp_shopping.store import Changes, ShoppingStore
-from meshkit.proposals import Approvals, payload_agent
+from meshkit.proposals import Approvals, approved_payload, payload_agent
 
 PayloadT = TypeVar("PayloadT", bound=Payload)
 
@@ -62,7 +60,7 @@ class Confirmations:
         granted = self._approvals.check(
             approval, SERVER, ADD, payload, agent=payload_agent(payload)
         )
-        change = _parse(AddPayload, ADD, payload)
+        change = approved_payload(AddPayload, ADD, payload)
         now = self._clock()
 
         def perform(changes: Changes) -> dict[str, Any]:
@@ -90,7 +88,7 @@ class Confirmations:
         granted = self._approvals.check(
             approval, SERVER, REMOVE, payload, agent=payload_agent(payload)
         )
-        change = _parse(RemovePayload, REMOVE, payload)
+        change = approved_payload(RemovePayload, REMOVE, payload)
 
         def perform(changes: Changes) -> dict[str, Any]:
             if changes.remove_item(change.list_name, change.item_id) is None:
@@ -112,7 +110,7 @@ class Confirmations:
         granted = self._approvals.check(
             approval, SERVER, REORDER, payload, agent=payload_agent(payload)
         )
-        change = _parse(ReorderPayload, REORDER, payload)
+        change = approved_payload(ReorderPayload, REORDER, payload)
         now, today = self._clock(), self._today().isoformat()
         cart = list_key(CART_PREFIX + change.store)
 
@@ -133,13 +131,3 @@ class Confirmations:
 
         done = await self._store.confirm(change.agent, granted, perform, at=now)
         return Reordered.model_validate({**done.result, "replayed": done.replayed})
-
-
-def _parse(model: type[PayloadT], kind: str, payload: dict[str, Any]) -> PayloadT:
-    try:
-        return model.model_validate(payload)
-    except ValidationError as error:
-        raise InvalidRequest(
-            f"The approved payload is not a {kind} payload ({error.error_count()} problems). "
-            "Nothing was changed."
-        ) from error
