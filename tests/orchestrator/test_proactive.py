@@ -269,3 +269,23 @@ async def test_a_scheduled_prompt_is_a_normal_turn_answered_in_the_owners_chat(
     [request] = world.llm.requests
     assert request["input"][-1]["content"] == "(Scheduled: week-ahead) Plan my week."
     assert any(t["name"] == "calendar__get_events" for t in request["tools"])
+
+
+async def test_status_shows_the_asking_agents_jobs_only(world: World) -> None:
+    agents = world.settings.agents
+    clawdia_entry = agents.read_text().split("  clawdia:\n", 1)[1]
+    agents.write_text(agents.read_text() + "  bob:\n" + clawdia_entry.replace("Clawdia", "Bob"))
+    (agents.parent / "schedule.yaml").write_text(
+        "agents:\n"
+        "  clawdia:\n    prompts:\n"
+        '      - {name: week-ahead, cron: "0 18 * * sun", prompt: Plan my week.}\n'
+        "  bob:\n    prompts:\n"
+        '      - {name: secret-plan, cron: "0 7 * * mon", prompt: Plan.}\n'
+    )
+    async with clawdia(world) as app:
+        status = (await app.dispatcher.on_text("clawdia", OWNER, "/status")).text
+        bobs = (await app.dispatcher.on_text("bob", OWNER, "/status")).text
+    assert "clawdia/prompt/week-ahead" in status
+    assert "secret-plan" not in status
+    assert "bob/prompt/secret-plan" in bobs
+    assert "week-ahead" not in bobs

@@ -355,7 +355,8 @@ class TelegramChannel:
         except TelegramIOFailed as error:
             logger.warning("ack %s failed (%s); it will be handed over and acked again", uid, error)
 
-    async def _status_lines(self) -> list[str]:
+    async def _status_lines(self, _agent: str) -> list[str]:
+        """The inbox and every bot of the fleet: the state of the shared Telegram I/O."""
         try:
             status = await self._io.status()
         except TelegramIOFailed:

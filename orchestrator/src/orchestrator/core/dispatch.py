@@ -30,7 +30,7 @@ from orchestrator.mesh.registry import Registry
 __all__ = ["Button", "Dispatcher", "Reply"]
 
 
-StatusProbe = Callable[[], Awaitable[list[str]]]
+StatusProbe = Callable[[str], Awaitable[list[str]]]  # the asking agent → its lines
 CommandHandler = Callable[[AgentRuntime, str], Awaitable[Reply]]  # (agent, chat) -> reply
 # A tap handler takes the taps it knows (True), such as a reminder's buttons.
 TapHandler = Callable[[str, str, str, str | None, str, Answer, Edit], Awaitable[bool]]
@@ -225,7 +225,7 @@ class Dispatcher:
         if window is not None:
             lines.append(conversation_line(window))
         for probe in self.status_probes:
-            lines += await probe()
+            lines += await probe(runtime.id)
         return Reply("\n".join(lines))
 
     def help_text(self, runtime: AgentRuntime) -> str:

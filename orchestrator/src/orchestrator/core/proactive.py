@@ -150,14 +150,12 @@ class Proactive:
             lines.append(f"• {_short(r.due_at)}{again}: {r.text}{waiting}")
         return Reply("\n".join(lines))
 
-    async def status_lines(self) -> list[str]:
-        lines = []
-        for agent in self._dispatcher.agents:
-            listed = await self._jobs(agent)
-            if listed is None:
-                return ["Scheduler: unavailable"]
-            lines += [f"⏱ {j.id}: next {_short(j.next_at)}" for j in listed.jobs]
-        return lines
+    async def status_lines(self, agent: str) -> list[str]:
+        """The next firing of each of the asking agent's jobs (never another agent's)."""
+        listed = await self._jobs(agent)
+        if listed is None:
+            return ["Scheduler: unavailable"]
+        return [f"⏱ {j.id}: next {_short(j.next_at)}" for j in listed.jobs]
 
     async def _jobs(self, agent: str) -> Jobs | None:
         if self.server is None:
