@@ -104,7 +104,7 @@ class TelegramChannel:
         the running work finish (``grace_s`` at most) and return."""
         shutdown = shutdown or Shutdown()
         self._dispatcher.status_probes.append(self._status_lines)
-        await go_live(self._io, self._dispatcher.agents, self._say)
+        await go_live(self._io, self._dispatcher.agents, self._say, self._dispatcher.commands())
         async with anyio.create_task_group() as work:
             work.start_soon(self._leases.run, name="leases")
             async with anyio.create_task_group() as polling:

@@ -16,7 +16,6 @@ import anyio
 
 from meshkit.wire.telegram_io import BotCommand, BotStatus
 from orchestrator.channels.telegram_io import TelegramIO, TelegramIOFailed
-from orchestrator.core.dispatch import COMMANDS
 from orchestrator.core.turn import AgentRuntime
 
 logger = logging.getLogger(__name__)
@@ -34,15 +33,16 @@ class NoBotCanRun(Exception):
         self.lines = lines
 
 
-def menu() -> list[BotCommand]:
+def menu(commands: Mapping[str, str]) -> list[BotCommand]:
     """The commands for Telegram's "/" menu."""
-    return [BotCommand(command=c.lstrip("/"), description=d) for c, d in COMMANDS.items()]
+    return [BotCommand(command=c.lstrip("/"), description=d) for c, d in commands.items()]
 
 
 async def go_live(
     io: TelegramIO,
     agents: Mapping[str, AgentRuntime],
     say: Callable[[str], None],
+    commands: Mapping[str, str],
     *,
     wait_s: float = 20.0,
     every_s: float = 0.2,
@@ -63,7 +63,7 @@ async def go_live(
         if bot.state == "ok" and bot.username:
             say(READY.format(name=name, username=bot.username))
             try:
-                await io.set_commands(bot.agent, menu())
+                await io.set_commands(bot.agent, menu(commands))
             except TelegramIOFailed as error:  # the "/" menu is a convenience: go on
                 logger.warning("commands of %s not published: %s", bot.agent, error)
         elif bot.state in ("starting", "retrying"):

@@ -262,9 +262,12 @@ class Dispatcher:
             lines.append(f"{mark} {status.name} ({status.transport}): {state}")
         return "\n".join(lines)
 
+    def commands(self) -> dict[str, str]:
+        """Every command with its description: the built-in ones and a module's (/jobs)."""
+        return {**COMMANDS, **{c: d for c, (d, _) in self.extra_commands.items()}}
+
     def _commands_line(self) -> str:
-        extra = {c: d for c, (d, _) in self.extra_commands.items()}
-        return "Commands: " + ", ".join(f"{c} ({d})" for c, d in {**COMMANDS, **extra}.items())
+        return "Commands: " + ", ".join(f"{c} ({d})" for c, d in self.commands().items())
 
 
 def conversation_line(window: Window) -> str:
