@@ -143,12 +143,12 @@ wheels: | $(UV)
 	@UV=$(UV) containers/wheels.sh $(ARCH)
 
 # Builds with the base .env names (or BASE_IMAGE=...), the local one made first if needed.
-images: wheels
+images: install wheels
 	@base=$${BASE_IMAGE:-$$(sed -n 's/^BASE_IMAGE=//p' .env 2>/dev/null | tail -1)}; \
 	if [ "$$base" = "$(BASE_TAG)" ]; then containers/base-image.sh $(BASE_TAG); fi
 	$(COMPOSE) build
 
-up:
+up: install
 	@containers/preflight.sh $(COMPOSE)
 	@$(MAKE) --no-print-directory images
 	@start=$$(date +%s); $(COMPOSE) up --detach --wait --wait-timeout 180 || { \
@@ -158,11 +158,11 @@ up:
 	@echo "Next: write to your bot on Telegram. make logs follows the logs, make ps shows the"
 	@echo "services, make down stops them (the data volumes stay)."
 
-down:
+down: install
 	$(COMPOSE) down
 
-logs:
+logs: install
 	$(COMPOSE) logs --follow --tail 100
 
-ps:
+ps: install
 	$(COMPOSE) ps
