@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fakes.mesh import TOKENS, USER, Mesh, running_embedded
-from fakes.responses_api import call, calls, text
+from fakes.responses_api import HANG, call, calls, text
 from fakes.telegram_api import Sent
 
 pytestmark = pytest.mark.anyio
@@ -43,6 +43,10 @@ async def restart(mesh: Mesh) -> None:
     mesh.orchestrator.send_signal(signal.SIGTERM)
     assert await mesh.orchestrator.exited() == 0
     await mesh.orchestrator.start()
+
+
+def notices(mesh: Mesh) -> list[str]:
+    return [str(answer.text) for answer in mesh.telegram.callback_answers(CLAWDIA)]
 
 
 def user_messages(mesh: Mesh) -> list[str]:
@@ -87,3 +91,32 @@ async def test_other_tapped_before_a_restart_takes_the_text_typed_after_it(
         assert asked.edits[1].text == f"❓ {WHICH}\n→ Paris, Kentucky"
         assert mesh.telegram.sent(CLAWDIA, USER)[1].text == "Cloudy in Paris, Kentucky."
         assert user_messages(mesh) == ["Weather in Paris?", "Paris, Kentucky"]
+
+
+async def test_a_tap_whose_turn_a_crash_cut_off_is_answered_after_the_restart(
+    tmp_path: Path,
+) -> None:
+    # The tap is recorded as the answer, then the orchestrator dies while the model works on
+    # it: the tap comes back after the restart and is still the answer, its turn done once.
+    async with running_embedded(tmp_path) as mesh:
+        asked = await question(mesh)
+        texas = data_of(asked, "Paris, Texas")
+        mesh.llm.script(HANG, text("Sunny in Paris, Texas."))
+        mesh.telegram.tap(CLAWDIA, USER, asked.message_id, texas)
+        await mesh.telegram.wait_for(lambda: len(mesh.llm.requests) == 2, 60)
+        await mesh.orchestrator.kill()
+        mesh.llm.release()
+        await mesh.orchestrator.start()
+        await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 2, 60)
+
+        assert mesh.telegram.sent(CLAWDIA, USER)[1].text == "Sunny in Paris, Texas."
+        assert asked.edits[-1].text == f"❓ {WHICH}\n→ Paris, Texas"
+        assert user_messages(mesh) == ["Weather in Paris?", "Paris, Texas"]
+        assert len(mesh.llm.requests) == 3
+
+        # A second tap, sent before the edit took the buttons off the user's screen (a double
+        # tap), answers nothing again.
+        mesh.telegram.tap(CLAWDIA, USER, asked.message_id, texas, forged=True)
+        await mesh.telegram.wait_for(lambda: notices(mesh)[-1:] == ["Already answered."], 30)
+        assert len(mesh.telegram.sent(CLAWDIA, USER)) == 2
+        assert len(mesh.llm.requests) == 3

@@ -50,7 +50,7 @@ class Chat:
             "clawdia", CHAT, message, user_id=CHAT, deliver=self.deliver, edit_message=edit_message
         )
 
-    async def tap(self, label: str, message: int) -> None:
+    async def tap(self, label: str, message: int, tap_id: str | None = None) -> None:
         async def answer(notice: str) -> None:
             self.notices.append(notice)
 
@@ -60,8 +60,9 @@ class Chat:
         data = next(b.data for row in self.messages[message - 1].buttons for b in row
                     if b.label == label)  # fmt: skip
         await self.app.dispatcher.on_callback(
-            "clawdia", CHAT, CHAT, str(message), data, answer, edit, deliver=self.deliver
-        )
+            "clawdia", CHAT, CHAT, str(message), data, answer, edit, deliver=self.deliver,
+            tap_id=tap_id,
+        )  # fmt: skip
 
 
 def user_messages(body: dict[str, Any]) -> list[str]:
@@ -109,6 +110,51 @@ async def test_a_second_tap_answers_nothing_more(world: World, app: App) -> None
     await chat.tap("Paris, Texas", message=1)
 
     assert chat.notices == ["→ Paris, France", "Already answered."]
+    assert len(world.llm.requests) == 2
+
+
+async def test_a_tap_handed_over_again_after_a_crash_is_still_the_answer_and_stored_once(
+    world: World, app: App
+) -> None:
+    # The channel hands a tap over again when the orchestrator died before acking it: its
+    # turn may not have run. The same tap redoes it; the conversation keeps it once.
+    chat = Chat(app)
+    world.llm.script(ask(), text("Sunny in Paris, Texas."), text("Sunny again."))
+    await chat.say("Weather in Paris?")
+    await chat.tap("Paris, Texas", message=1, tap_id="bot:101")
+    await chat.tap("Paris, Texas", message=1, tap_id="bot:101")
+
+    assert chat.notices == ["→ Paris, Texas", "→ Paris, Texas"]
+    assert len(world.llm.requests) == 3  # the turn, redone
+    world.llm.script(text("You're welcome."))
+    await chat.say("thanks")
+    assert user_messages(world.llm.requests[-1]) == ["Weather in Paris?", "Paris, Texas", "thanks"]
+
+
+async def test_another_tap_on_an_answered_question_answers_nothing_more(
+    world: World, app: App
+) -> None:
+    chat = Chat(app)
+    world.llm.script(ask(), text("Sunny."))
+    await chat.say("Weather in Paris?")
+    await chat.tap("Paris, Texas", message=1, tap_id="bot:101")
+    await chat.tap("Paris, Texas", message=1, tap_id="bot:102")  # a double tap
+
+    assert chat.notices == ["→ Paris, Texas", "Already answered."]
+    assert len(world.llm.requests) == 2
+
+
+async def test_the_other_tap_handed_over_again_after_the_typed_answer_answers_nothing(
+    world: World, app: App
+) -> None:
+    chat = Chat(app)
+    world.llm.script(ask(), text("Cloudy in Paris, Kentucky."))
+    await chat.say("Weather in Paris?")
+    await chat.tap(OTHER, message=1, tap_id="bot:101")
+    await chat.say("Paris, Kentucky")
+    await chat.tap(OTHER, message=1, tap_id="bot:101")
+
+    assert chat.notices == [TYPE_IT, "Already answered."]
     assert len(world.llm.requests) == 2
 
 

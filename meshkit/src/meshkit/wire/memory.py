@@ -91,7 +91,11 @@ class Question(BaseModel):
 
 class QuestionLookup(BaseModel):
     question: Question | None = Field(description="None: no such question")
-    changed: bool = Field(default=False, description="Whether this call changed it")
+    changed: bool = Field(
+        default=False,
+        description="Whether this call changed it (for a tap with its tap_id: this tap did, "
+        "now or when it was handed over before)",
+    )
 
 
 # --- recall: full-text search over the notes and the archived conversation -----------------

@@ -319,7 +319,7 @@ class TelegramChannel:
         user, data = str(update.user_id), update.callback_data or ""
         shown_in = None if update.message_id is None else str(update.message_id)
         await self._dispatcher.on_callback(
-            agent, chat, user, shown_in, data, answer, edit, deliver=deliver
+            agent, chat, user, shown_in, data, answer, edit, deliver=deliver, tap_id=update.id
         )
         if not answered:
             await answer("")

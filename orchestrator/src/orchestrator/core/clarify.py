@@ -6,6 +6,8 @@
         ─► memory.question_shown (its buttons act in that message only)
     tap on a choice ─► memory.choose_answer ─► the message shows the answer
         ─► the choice starts the next turn, with the question in the window
+        (the tap handed over again after a crash, same tap_id: still the answer, the turn
+        redone and stored once; another tap: "Already answered.")
     tap on Other, or an open question ─► the next text is the answer (memory.answer_question)
 
 An unanswered question expires (``CLARIFY_TTL_S``): its buttons then answer that it
@@ -131,11 +133,11 @@ class Questions:
         await self._memory.call("question_shown", arguments, Question)
 
     async def choose(
-        self, agent: str, chat_id: str, message_id: str, tap: ChoiceTap
+        self, agent: str, chat_id: str, message_id: str, tap: ChoiceTap, tap_id: str | None
     ) -> QuestionLookup | None:
         arguments = {
             "question_id": tap.question_id, "agent": agent, "chat_id": chat_id,
-            "message_id": message_id, "choice": tap.choice,
+            "message_id": message_id, "choice": tap.choice, "tap_id": tap_id,
         }  # fmt: skip
         return await self._memory.call("choose_answer", arguments, QuestionLookup)
 

@@ -167,15 +167,20 @@ class Dispatcher:
         edit: Edit,
         *,
         deliver: Deliver | None = None,
+        tap_id: str | None = None,
     ) -> None:
         """A tap on a button of message ``message_id``, never seen by the model: ``answer``
         gets a short notice once it is decided, ``edit`` the tapped message's new content
         (see ActionDesk.tap). A tap on a clarify choice answers the question: the turn it
-        starts is sent through ``deliver``; /memory's Forget buttons forget, no model
-        involved."""
+        starts is sent through ``deliver``; the same tap handed over again (``tap_id``, the
+        channel's id for it) after a crash cut that turn off is still the answer, and the
+        turn is redone (stored once, as a redone message's is). /memory's Forget buttons
+        forget, no model involved."""
         choice = decode_choice(data)
         if choice is not None:
-            chosen = await self._questions.tap(agent_id, chat_id, message_id, choice, answer, edit)
+            chosen = await self._questions.tap(
+                agent_id, chat_id, message_id, choice, answer, edit, tap_id
+            )
             if chosen is not None:
                 runtime = self.agents[agent_id]
                 async with self._locks[(agent_id, chat_id)]:

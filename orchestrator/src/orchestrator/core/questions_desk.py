@@ -54,13 +54,15 @@ class QuestionDesk:
         tap: ChoiceTap,
         answer: Answer,
         edit: Edit,
+        tap_id: str | None = None,
     ) -> Question | None:
         """A tap on a question's button: the question, answered by it (its answer starts the
-        next turn), or None (Other tapped, expired, answered before, not this chat's)."""
+        next turn), or None (Other tapped, expired, answered before, not this chat's).
+        ``tap_id`` names the tap: handed over again after a crash, it is still the answer."""
         if message_id is None:
             await answer(NO_LONGER_ACTIVE)
             return None
-        found = await self._questions.choose(agent, chat_id, message_id, tap)
+        found = await self._questions.choose(agent, chat_id, message_id, tap, tap_id)
         if found is None:
             await answer(UNAVAILABLE)
             return None

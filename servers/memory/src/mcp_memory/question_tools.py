@@ -39,7 +39,7 @@ def add_question_tools(mcp: FastMCP[Any], questions: QuestionStore) -> None:
         return await questions.shown(question_id, agent, chat_id, message_id)
 
     @mcp.tool(**internal(title="Choose an answer"))
-    async def choose_answer(
+    async def choose_answer(  # noqa: PLR0917 (a tool's parameters are its schema)
         question_id: QuestionId,
         agent: Agent,
         chat_id: ChatId,
@@ -48,11 +48,21 @@ def add_question_tools(mcp: FastMCP[Any], questions: QuestionStore) -> None:
             int | None,
             Field(ge=0, lt=MAX_CHOICES, description="The tapped choice; null: Other (type)"),
         ],
+        tap_id: Annotated[
+            str | None,
+            Field(
+                max_length=100,
+                description="The tap's own id (e.g. its Telegram update): the same tap again "
+                "after a crash is still the answer (changed: true), another one is not",
+            ),
+        ] = None,
     ) -> QuestionLookup:
         """A tap on the question's buttons. The question as it stands after it: answered (a
         choice), typing (Other: the next text answers), or unchanged when it was no longer
         open (answered before, expired); null when it is not in this chat's message."""
-        changed, found = await questions.choose(question_id, agent, chat_id, message_id, choice)
+        changed, found = await questions.choose(
+            question_id, agent, chat_id, message_id, choice, tap_id
+        )
         return QuestionLookup(question=found, changed=changed)
 
     @mcp.tool(**internal(title="Answer by text"))

@@ -6,7 +6,10 @@
                  └─ past expires_at ─► expired (buttons answer "expired"; text is a message)
 
 A chat has at most one question waiting: a new one ends the one before. Every change is
-one conditional UPDATE, so a double tap answers once. State lives here, in SQLite, so an
+one conditional UPDATE, so a double tap answers once. A tap carries its id (``tap_id``, the
+channel's id for that one tap): the same tap handed over again after a crash finds the
+question answered by itself and is still its answer, so the turn it starts can be redone;
+another tap on an answered question changes nothing. State lives here, in SQLite, so an
 orchestrator restarted between question and answer finds it as it was.
 """
 
@@ -37,10 +40,12 @@ CREATE TABLE IF NOT EXISTS questions (
     answer TEXT,
     asked_at REAL NOT NULL,
     expires_at REAL NOT NULL,
-    answered_at REAL
+    answered_at REAL,
+    answered_by TEXT
 );
 CREATE INDEX IF NOT EXISTS questions_by_chat ON questions (agent, chat_id, state);
 """
+MIGRATIONS = {2: "ALTER TABLE questions ADD COLUMN answered_by TEXT;"}
 _SELECT = (
     "SELECT id, agent, chat_id, question, choices, state, message_id, answer, expires_at"
     " FROM questions"
@@ -66,6 +71,8 @@ class QuestionStore(SQLiteStore):
     """The questions, one SQLite file; ``clock`` (Unix seconds) decides expiry."""
 
     SCHEMA = SCHEMA
+    SCHEMA_VERSION = 2
+    MIGRATIONS = MIGRATIONS
 
     def __init__(
         self, path: Path, *, max_bytes: int | None = None, clock: Callable[[], float] = time.time
@@ -125,12 +132,18 @@ class QuestionStore(SQLiteStore):
             raise InvalidRequest(f"No question {question_id} in this chat.")
         return found
 
-    async def choose(
-        self, question_id: str, agent: str, chat_id: str, message_id: str, choice: int | None
+    async def choose(  # noqa: PLR0917 (the question, where it is, the tap)
+        self,
+        question_id: str,
+        agent: str,
+        chat_id: str,
+        message_id: str,
+        choice: int | None,
+        tap_id: str | None = None,
     ) -> tuple[bool, Question | None]:
         """A tap: a choice (its index) answers, None (Other) waits for text. Whether the tap
-        changed the question now, and the question as it stands (None: not in this chat's
-        message)."""
+        changed the question (now, or before: the same ``tap_id`` again), and the question
+        as it stands (None: not in this chat's message)."""
         now = self._clock()
 
         def write(db: sqlite3.Connection) -> tuple[bool, Question | None]:
@@ -142,18 +155,26 @@ class QuestionStore(SQLiteStore):
                 if row is None:
                     return False, None
                 found = _question(row, now)
+                if tap_id is not None and found.state in ("answered", "typing"):
+                    (by,) = db.execute(
+                        "SELECT answered_by FROM questions WHERE id = ?", (found.id,)
+                    ).fetchone()
+                    return by == tap_id, found
                 if found.state != "open" or (
                     choice is not None and not 0 <= choice < len(found.choices)
                 ):
                     return False, found
                 if choice is None:
-                    db.execute("UPDATE questions SET state = 'typing' WHERE id = ?", (found.id,))
+                    db.execute(
+                        "UPDATE questions SET state = 'typing', answered_by = ? WHERE id = ?",
+                        (tap_id, found.id),
+                    )
                     return True, found.model_copy(update={"state": "typing"})
                 answer = found.choices[choice]
                 db.execute(
-                    "UPDATE questions SET state = 'answered', answer = ?, answered_at = ?"
-                    " WHERE id = ?",
-                    (answer, now, found.id),
+                    "UPDATE questions SET state = 'answered', answer = ?, answered_at = ?,"
+                    " answered_by = ? WHERE id = ?",
+                    (answer, now, tap_id, found.id),
                 )
                 return True, found.model_copy(update={"state": "answered", "answer": answer})
 
@@ -174,9 +195,9 @@ class QuestionStore(SQLiteStore):
                 ).fetchone()
                 if row is None:
                     return None
-                db.execute(
-                    "UPDATE questions SET state = 'answered', answer = ?, answered_at = ?"
-                    " WHERE id = ?",
+                db.execute(  # answered by the text, not by the Other tap before it
+                    "UPDATE questions SET state = 'answered', answer = ?, answered_at = ?,"
+                    " answered_by = NULL WHERE id = ?",
                     (text, now, row[0]),
                 )
                 return _question(row, now).model_copy(update={"state": "answered", "answer": text})
