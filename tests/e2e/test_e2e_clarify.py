@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fakes.mesh import TOKENS, USER, Mesh, running_embedded
+from fakes.mesh import TOKENS, USER, Mesh, running_embedded, running_mesh
 from fakes.responses_api import HANG, call, calls, text
 from fakes.telegram_api import Sent
 
@@ -93,12 +93,14 @@ async def test_other_tapped_before_a_restart_takes_the_text_typed_after_it(
         assert user_messages(mesh) == ["Weather in Paris?", "Paris, Kentucky"]
 
 
+@pytest.mark.parametrize("mode", ["embedded", "mesh"])
 async def test_a_tap_whose_turn_a_crash_cut_off_is_answered_after_the_restart(
-    tmp_path: Path,
+    mode: str, tmp_path: Path
 ) -> None:
     # The tap is recorded as the answer, then the orchestrator dies while the model works on
     # it: the tap comes back after the restart and is still the answer, its turn done once.
-    async with running_embedded(tmp_path) as mesh:
+    shape = running_embedded if mode == "embedded" else running_mesh
+    async with shape(tmp_path) as mesh:
         asked = await question(mesh)
         texas = data_of(asked, "Paris, Texas")
         mesh.llm.script(HANG, text("Sunny in Paris, Texas."))
