@@ -102,6 +102,7 @@ async def test_a_tap_whose_turn_a_crash_cut_off_is_answered_after_the_restart(
     shape = running_embedded if mode == "embedded" else running_mesh
     async with shape(tmp_path) as mesh:
         asked = await question(mesh)
+        await mesh.all_acked()  # the question's turn is done: its buttons act
         texas = data_of(asked, "Paris, Texas")
         mesh.llm.script(HANG, text("Sunny in Paris, Texas."))
         mesh.telegram.tap(CLAWDIA, USER, asked.message_id, texas)

@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import signal
-import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -40,30 +39,6 @@ async def running(
             yield mesh
 
 
-def inbox_file(mesh: Mesh) -> Path:
-    data = mesh.tmp / "data"
-    return (
-        data / "telegram-io" / "telegram-io.sqlite3"
-        if "telegram-io" in mesh.services
-        else (data / "telegram-io.sqlite3")
-    )
-
-
-def unacked(mesh: Mesh) -> int:
-    """Updates telegram-io holds and nobody has acked (read from its database file)."""
-    with sqlite3.connect(f"file:{inbox_file(mesh)}?mode=ro", uri=True) as db:
-        (count,) = db.execute("SELECT COUNT(*) FROM updates WHERE acked_at IS NULL").fetchone()
-    db.close()
-    return int(count)
-
-
-async def all_acked(mesh: Mesh) -> None:
-    async def done() -> bool:
-        return unacked(mesh) == 0
-
-    await eventually(done)
-
-
 def replies(mesh: Mesh) -> list[str]:
     return [s.text for s in mesh.telegram.sent(CLAWDIA, USER)]
 
@@ -81,7 +56,7 @@ async def test_a_crash_mid_turn_is_answered_once_within_seconds_of_the_restart(
         mesh.llm.release()
         await mesh.orchestrator.start()
         await mesh.telegram.wait_for(lambda: len(replies(mesh)) == 1, 30)
-        await all_acked(mesh)
+        await mesh.all_acked()
         assert replies(mesh) == ["Here after the crash."]
         assert len(mesh.llm.requests) == 2
 
@@ -99,7 +74,7 @@ async def test_a_slow_turn_is_handed_to_no_one_else_while_it_runs(tmp_path: Path
                 got = await other.call_tool("next_updates", {"max": 10, "wait_s": 1})
                 assert got.structured_content is not None
                 assert got.structured_content["updates"] == []
-        await all_acked(mesh)
+        await mesh.all_acked()
         assert replies(mesh) == ["Thought it through."]
         assert len(mesh.llm.requests) == 1
 
@@ -116,7 +91,7 @@ async def test_a_stop_while_the_model_answers_delivers_the_reply_then_exits_0(
         mesh.orchestrator.send_signal(stop)
         assert await mesh.orchestrator.exited() == 0
         assert replies(mesh) == ["Worth the wait."]  # sent before the process ended
-        assert unacked(mesh) == 0
+        assert mesh.unacked() == 0
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -129,11 +104,11 @@ async def test_a_turn_longer_than_the_grace_is_left_unacked_and_redone_once_by_t
         await mesh.telegram.wait_for(lambda: len(mesh.llm.requests) == 1, 60)
         mesh.orchestrator.send_signal(signal.SIGTERM)
         assert await mesh.orchestrator.exited() == 0
-        assert (replies(mesh), unacked(mesh)) == ([], 1)
+        assert (replies(mesh), mesh.unacked()) == ([], 1)
         mesh.llm.release()
         await mesh.orchestrator.start()
         await mesh.telegram.wait_for(lambda: len(replies(mesh)) == 1, 30)
-        await all_acked(mesh)
+        await mesh.all_acked()
         assert replies(mesh) == ["Redone after the stop."]
         assert len(mesh.llm.requests) == 2
 
@@ -147,7 +122,7 @@ async def test_a_second_signal_cuts_the_grace_short(tmp_path: Path) -> None:
         await eventually(lambda: _logged(mesh, "running turns may finish"))
         mesh.orchestrator.send_signal(signal.SIGINT)
         assert await mesh.orchestrator.exited(30) == 0  # not the 600 s of grace
-        assert (replies(mesh), unacked(mesh)) == ([], 1)
+        assert (replies(mesh), mesh.unacked()) == ([], 1)
 
 
 async def _logged(mesh: Mesh, text: str) -> bool:

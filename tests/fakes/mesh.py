@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -155,6 +156,30 @@ class Mesh:
 
     def logs(self) -> str:
         return "\n".join(s.log.read_text(errors="replace") for s in self.services.values())
+
+    @property
+    def inbox_file(self) -> Path:
+        """telegram-io's database file, in either shape."""
+        data = self.tmp / "data"
+        if "telegram-io" in self.services:
+            return data / "telegram-io" / "telegram-io.sqlite3"
+        return data / "telegram-io.sqlite3"
+
+    def unacked(self) -> int:
+        """Updates telegram-io holds and nobody has acked (read from its database file)."""
+        with sqlite3.connect(f"file:{self.inbox_file}?mode=ro", uri=True) as db:
+            (count,) = db.execute("SELECT COUNT(*) FROM updates WHERE acked_at IS NULL").fetchone()
+        db.close()
+        return int(count)
+
+    async def all_acked(self) -> None:
+        """Until every update is acked: the orchestrator is done with them (a turn is acked
+        once its reply is sent, its buttons recorded and the turn stored)."""
+
+        async def done() -> bool:
+            return self.unacked() == 0
+
+        await eventually(done)
 
 
 def _write_registry(tmp: Path, ports: dict[str, int]) -> Path:

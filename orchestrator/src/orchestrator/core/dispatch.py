@@ -107,8 +107,28 @@ class Dispatcher:
                 user = user_id or chat_id
                 reply = await self._command(runtime, chat_id, command, user)
                 return await _delivered(reply, deliver)
-            await self._questions.answer_by_text(agent_id, chat_id, text, edit_message)
-            return await self._turn(runtime, chat_id, text, observe, message_id, user_id, deliver)
+            # Whether the text answers a question runs beside the turn's own reads; the
+            # turn waits for it before it asks or says anything (see _turn's ``settled``).
+            settled = anyio.Event()
+
+            async def answer_question() -> None:
+                try:
+                    await self._questions.answer_by_text(agent_id, chat_id, text, edit_message)
+                finally:
+                    settled.set()
+
+            failed: Exception | None = None
+            async with anyio.create_task_group() as beside:
+                beside.start_soon(answer_question)
+                try:
+                    reply = await self._turn(
+                        runtime, chat_id, text, observe, message_id, user_id, deliver, settled
+                    )
+                except Exception as error:  # raised as itself, not in an exception group
+                    failed = error
+            if failed is not None:
+                raise failed
+            return reply
 
     async def _turn(  # noqa: PLR0917 (on_text's, passed on)
         self,
@@ -119,8 +139,11 @@ class Dispatcher:
         message_id: str | None,
         user_id: str | None,
         deliver: Deliver | None,
+        settled: anyio.Event | None = None,
     ) -> Reply:
-        """A turn and its reply, delivered, then stored; hold the chat's lock."""
+        """A turn and its reply, delivered, then stored; hold the chat's lock. ``settled``:
+        set once the question the text may answer is answered (and its message redrawn),
+        awaited before the reply: a question the turn asks must not be taken for it."""
         agent_id = runtime.id
         with anyio.CancelScope() as scope:
             self._running[(agent_id, chat_id)] = scope
@@ -130,6 +153,8 @@ class Dispatcher:
                 )
             finally:
                 del self._running[(agent_id, chat_id)]
+        if settled is not None:
+            await settled.wait()
         if scope.cancelled_caught:
             return Reply("")
         proposals = proposals_of(result.results)

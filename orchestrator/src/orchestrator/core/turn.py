@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 import anyio
 
+from meshkit.wire.memory import Window
 from orchestrator.config import Agent
 from orchestrator.core import clarify
 from orchestrator.core.conversation import Conversation
@@ -168,15 +169,10 @@ class TurnEngine:
         tools = {tool.qualified: tool for tool in self.visible_tools(runtime)}
         specs = [*(self._spec(tool) for tool in tools.values()), clarify.SPEC]
         user: Item = {"type": "message", "role": "user", "content": text}
-        window = await self._conversation.loaded(runtime.id, chat_id)
+        window, remembered = await self._read_memory(runtime.id, chat_id, user_id)
         history = list(window.items) if window is not None else []
         items = [*history, user]
         result.new_items.append(user)
-        remembered = (
-            ""
-            if self._remembered is None
-            else (await self._remembered.layers(runtime.id, user_id)).section()
-        )
         summary = earlier(window.summary if window is not None else None)
         system = instructions(
             runtime.agent, self._now(), "\n\n".join(filter(None, [remembered, summary]))
@@ -218,6 +214,28 @@ class TurnEngine:
             )
             result.outcome = "llm_error"
             result.text = error.user_message
+
+    async def _read_memory(
+        self, agent: str, chat_id: str, user_id: str
+    ) -> tuple[Window | None, str]:
+        """The conversation's window and the remembered section of the instructions, read
+        from the memory server side by side (two round trips in the time of one)."""
+        window: Window | None = None
+        remembered = ""
+
+        async def load_window() -> None:
+            nonlocal window
+            window = await self._conversation.loaded(agent, chat_id)
+
+        async def load_remembered() -> None:
+            nonlocal remembered
+            if self._remembered is not None:
+                remembered = (await self._remembered.layers(agent, user_id)).section()
+
+        async with anyio.create_task_group() as reads:
+            reads.start_soon(load_window)
+            reads.start_soon(load_remembered)
+        return window, remembered
 
     async def remember(
         self, runtime: AgentRuntime, chat_id: str, result: TurnResult, turn_id: str | None
