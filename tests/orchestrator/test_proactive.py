@@ -33,6 +33,7 @@ from orchestrator.settings import OrchestratorSettings
 pytestmark = pytest.mark.anyio
 
 OWNER = "4242"
+GUEST = "5151"  # another allowed user of the agent
 PARIS = ZoneInfo("Europe/Paris")
 SCHEDULE = """\
 agents:
@@ -76,7 +77,7 @@ async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
             "agents:\n  clawdia:\n    name: Clawdia\n"
             f"    persona: {ROOT / 'agents' / 'clawdia'}\n"
             "    servers: [weather, calendar, scheduler]\n"
-            f"    allowed_user_ids: ['{OWNER}']\n"
+            f"    allowed_user_ids: ['{OWNER}', '{GUEST}']\n"
             "    timezone: Europe/Paris\n    home: Paris\n"
         )
         schedule.write_text(SCHEDULE)
@@ -235,6 +236,10 @@ async def test_a_reminder_set_by_tap_is_delivered_with_buttons_and_snoozed_witho
         assert labels == [["✅ Done", "💤 10 min", "💤 1 h"]]
         requests = len(world.llm.requests)
         snooze = reminder.buttons[0][1].data
+        done = reminder.buttons[0][0].data
+        # The owner's button, replayed by another user of the agent in their own chat.
+        await app.dispatcher.on_callback("clawdia", GUEST, GUEST, "77", done, answer, edit)
+        assert notices[-1] == "That button is no longer active."
         await tap(snooze, "77")
         await tap(snooze, "77")  # a double tap snoozes once
         assert len(world.llm.requests) == requests  # no model on the tap

@@ -7,6 +7,7 @@ commands that go with it.
                  the owner's chat, its reply sent there
     reminder  ─► "⏰ <text>" with Done / Snooze 10 min / Snooze 1 h
     tap on those buttons ─► scheduler.follow_up (once per firing), no model ─► edited
+        (in the owner's chat only: the reminder is there, nowhere else)
 
 The owner is the agent's first allowed user (a private chat's id is its user's id).
 ``/jobs`` lists the agent's jobs and reminders; ``/status`` gets the next firing of each job.
@@ -18,7 +19,7 @@ import logging
 from datetime import datetime
 
 from meshkit.wire.scheduler import Firing, FiringKind, FollowedUp, FollowUp, Jobs
-from orchestrator.core.actions import Answer, Deliver, Edit
+from orchestrator.core.actions import NO_LONGER_ACTIVE, Answer, Deliver, Edit
 from orchestrator.core.briefing import Briefings
 from orchestrator.core.callbacks import ReminderTap, decode_reminder, encode_reminder
 from orchestrator.core.dispatch import Dispatcher
@@ -115,10 +116,17 @@ class Proactive:
         answer: Answer,
         edit: Edit,
     ) -> bool:
-        """A tap on a reminder's button (False: not one of ours)."""
+        """A tap on a reminder's button (False: not one of ours). Reminders go to the
+        owner's chat only, so a tap anywhere else (the same button's data replayed by
+        another user of the agent, in their chat) changes nothing."""
         tap = decode_reminder(data)
         if tap is None:
             return False
+        runtime = self.runtime(agent)
+        owner = None if runtime is None else owner_of(runtime)
+        if owner is None or (chat_id, user_id) != (owner, owner):
+            await answer(NO_LONGER_ACTIVE)
+            return True
         if self.server is None:
             await answer(UNAVAILABLE)
             return True
