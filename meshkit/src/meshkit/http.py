@@ -71,7 +71,7 @@ class MeshGuard:
         self,
         app: ASGIApp,
         *,
-        token: SecretStr,
+        token: SecretStr | str,
         allowed_hosts: Iterable[str],
         max_body_bytes: int,
         clients: Iterable[ClientCredential] = (),
@@ -177,7 +177,7 @@ class MeshGuard:
 def build_http_app(
     server: FastMCP[Any],
     *,
-    token: SecretStr,
+    token: SecretStr | str,
     allowed_hosts: Iterable[str],
     max_body_bytes: int,
     clients: Iterable[ClientCredential] = (),
@@ -185,7 +185,8 @@ def build_http_app(
     on_request: Callable[[], None] | None = None,
 ) -> ASGIApp:
     """Stateless JSON Streamable HTTP at ``/mcp`` plus the server's custom routes, guarded;
-    ``token`` is the orchestrator's credential, ``clients`` the others (read/producer only);
+    ``token`` is the orchestrator's credential (the token, or as a str its hex SHA-256),
+    ``clients`` the others (read/producer only);
     ``on_request`` is told of every HTTP request (meshkit.memory trims in quiet moments)."""
     server.add_middleware(ScopeGate(server))
     inner = server.http_app(

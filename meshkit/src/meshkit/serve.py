@@ -42,7 +42,8 @@ S = TypeVar("S", bound=BaseSettings)
 GRACE_S = 8
 
 HTTP_AUTH_HELP = (
-    "MESH_TOKEN is not set: HTTP mode requires the orchestrator's bearer token. Generate one\n"
+    "MESH_TOKEN is not set: HTTP mode requires the orchestrator's bearer token (MESH_TOKEN,\n"
+    "or only its SHA-256 as MESH_TOKEN_SHA256). Generate one\n"
     "  python3 -c 'import secrets; print(secrets.token_urlsafe(32))'\n"
     "and export MESH_TOKEN=<that value> (the orchestrator sends it as Authorization: Bearer;\n"
     "other clients get their own with make client NAME=...), or run with --stdio."
@@ -95,7 +96,11 @@ def run_server(
 
     serving = load_settings(ServeSettings)
     own = load_settings(settings_cls)
-    if not args.stdio and serving.token is None:
+    try:
+        orchestrator = serving.orchestrator
+    except CredentialError as error:
+        fail(str(error))
+    if not args.stdio and orchestrator is None:
         fail(HTTP_AUTH_HELP)
     stopping = stopping or Stopping()
     try:
@@ -123,12 +128,13 @@ def _serve_http(
     name: str,
     default_port: int,
 ) -> None:
-    assert settings.token is not None
+    orchestrator = settings.orchestrator
+    assert orchestrator is not None
     trimmer = Trimmer()
     try:
         app = build_http_app(
             server,
-            token=settings.token,
+            token=orchestrator,
             clients=settings.clients,
             allowed_hosts=settings.allowed_hosts,
             max_body_bytes=settings.max_body_bytes,

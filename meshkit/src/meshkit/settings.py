@@ -21,7 +21,12 @@ import dotenv
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from meshkit.credentials import ClientCredential, parse_clients
+from meshkit.credentials import (
+    ClientCredential,
+    check_digest,
+    orchestrator_digest,
+    parse_clients,
+)
 
 SettingsT = TypeVar("SettingsT", bound=BaseSettings)
 
@@ -91,6 +96,11 @@ class ServeSettings(ApprovalSettings):
         default=None,
         description="The orchestrator's bearer token (MESH_TOKEN): every tool class.",
     )
+    token_sha256: str | None = Field(
+        default=None,
+        description="Only the SHA-256 of the orchestrator's token (MESH_TOKEN_SHA256), in "
+        "place of MESH_TOKEN: what a server needs to admit it, and all the containers get.",
+    )
     clients: Annotated[list[ClientCredential], NoDecode] = Field(
         default_factory=list,
         description="Other clients (MESH_CLIENTS): name:scopes:sha256:<digest>, comma-separated; "
@@ -127,6 +137,16 @@ class ServeSettings(ApprovalSettings):
         if isinstance(value, str):
             return [part.strip().lower() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("token_sha256")
+    @classmethod
+    def _digest(cls, value: str | None) -> str | None:
+        return None if value is None else check_digest(value)
+
+    @property
+    def orchestrator(self) -> str | None:
+        """The orchestrator's token digest (None: neither MESH_TOKEN nor MESH_TOKEN_SHA256)."""
+        return orchestrator_digest(self.token, self.token_sha256)
 
     @field_validator("clients", mode="before")
     @classmethod
