@@ -117,19 +117,20 @@ def run_server(
         Trimmer().trim()
         server.run("stdio", show_banner=False)
         return
-    _serve_http(server, serving, stopping, name=name, default_port=default_port)
+    assert orchestrator is not None
+    _serve_http(server, serving, orchestrator, stopping, name=name, default_port=default_port)
 
 
 def _serve_http(
     server: FastMCP[Any],
     settings: ServeSettings,
+    orchestrator: str,
     stopping: Stopping,
     *,
     name: str,
     default_port: int,
 ) -> None:
-    orchestrator = settings.orchestrator
-    assert orchestrator is not None
+    """``orchestrator``: the digest of the orchestrator's token, as run_server checked it."""
     trimmer = Trimmer()
     try:
         app = build_http_app(
