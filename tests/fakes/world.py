@@ -13,6 +13,7 @@ from typing import Any
 from fakes.responses_api import FakeOpenAI, Reply, text
 from orchestrator.app import App, llm_for, open_app
 from orchestrator.config import Agent
+from orchestrator.core.replies import Reply as ChatReply
 from orchestrator.llm.base import LLM
 from orchestrator.llm.openai_api import build_llm
 from orchestrator.llm.retry import RetryPolicy
@@ -93,6 +94,33 @@ async def clawdia(
 
 async def say(app: App, message: str, chat: str = "chat-1") -> str:
     return (await app.dispatcher.on_text("clawdia", chat, message, user_id=chat)).text
+
+
+async def ask_in(app: App, chat: str, shown_in: str, message: str) -> ChatReply:
+    """Clawdia's answer to ``message`` in the private chat ``chat``, its buttons shown in
+    the message ``shown_in``."""
+
+    async def deliver(reply: ChatReply) -> str:
+        return shown_in
+
+    return await app.dispatcher.on_text("clawdia", chat, message, user_id=chat, deliver=deliver)
+
+
+async def tap_in(app: App, chat: str, shown_in: str, reply: ChatReply, label: str) -> ChatReply:
+    """Tap the button of ``reply`` whose label holds ``label``, in the private chat ``chat``
+    where ``reply`` is the message ``shown_in``; the message as the tap edits it (once)."""
+    [data] = [b.data for row in reply.buttons for b in row if label in b.label]
+    edits: list[ChatReply] = []
+
+    async def answer(_: str) -> None:
+        return None
+
+    async def edit(new: ChatReply) -> None:
+        edits.append(new)
+
+    await app.dispatcher.on_callback("clawdia", chat, chat, shown_in, data, answer, edit)
+    [edited] = edits
+    return edited
 
 
 def inputs(body: Body) -> list[Body]:

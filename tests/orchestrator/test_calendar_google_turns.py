@@ -19,13 +19,13 @@ from calendar_server.google_setup import OWNER, credentials, stored
 from fakes.google_calendar import FakeGoogleCalendar
 from fakes.responses_api import call, calls, text
 from fakes.serving import serving
-from fakes.world import World, clawdia
+from fakes.world import World, ask_in, clawdia, tap_in
 from orchestrator.app import App
 from orchestrator.core.replies import Reply
 
 pytestmark = pytest.mark.anyio
 
-CHAT = USER = "4545"
+CHAT = "4545"  # a private chat: its id is its user's
 MESSAGE = "7002"
 PARIS = "Europe/Paris"
 DENTIST = "dentist0002"
@@ -83,25 +83,11 @@ async def with_google(
 
 
 async def ask(app: App, message: str) -> Reply:
-    async def deliver(reply: Reply) -> str:
-        return MESSAGE
-
-    return await app.dispatcher.on_text("clawdia", CHAT, message, user_id=USER, deliver=deliver)
+    return await ask_in(app, CHAT, MESSAGE, message)
 
 
 async def tap(app: App, reply: Reply, label: str) -> Reply:
-    [data] = [b.data for row in reply.buttons for b in row if label in b.label]
-    edits: list[Reply] = []
-
-    async def answer(_: str) -> None:
-        return None
-
-    async def edit(new: Reply) -> None:
-        edits.append(new)
-
-    await app.dispatcher.on_callback("clawdia", CHAT, USER, MESSAGE, data, answer, edit)
-    [edited] = edits
-    return edited
+    return await tap_in(app, CHAT, MESSAGE, reply, label)
 
 
 async def test_a_tap_moves_the_google_event_proposed_with_its_overlap(

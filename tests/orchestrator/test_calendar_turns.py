@@ -20,13 +20,13 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from fakes.responses_api import call, calls, text
-from fakes.world import World, answer_from_output, clawdia
+from fakes.world import World, answer_from_output, ask_in, clawdia, tap_in
 from orchestrator.app import App
 from orchestrator.core.replies import Reply
 
 pytestmark = pytest.mark.anyio
 
-CHAT = USER = "4343"
+CHAT = "4343"  # a private chat: its id is its user's
 PARIS = ZoneInfo("Europe/Paris")  # the test fleet's agent zone; the server's default is UTC
 
 
@@ -74,25 +74,11 @@ MESSAGE = "7001"  # the message the replies' buttons are shown in
 
 
 async def ask(app: App, message: str) -> Reply:
-    async def deliver(reply: Reply) -> str:
-        return MESSAGE
-
-    return await app.dispatcher.on_text("clawdia", CHAT, message, user_id=USER, deliver=deliver)
+    return await ask_in(app, CHAT, MESSAGE, message)
 
 
 async def tap(app: App, reply: Reply, label: str) -> Reply:
-    [data] = [b.data for row in reply.buttons for b in row if label in b.label]
-    edits: list[Reply] = []
-
-    async def answer(_: str) -> None:
-        return None
-
-    async def edit(new: Reply) -> None:
-        edits.append(new)
-
-    await app.dispatcher.on_callback("clawdia", CHAT, USER, MESSAGE, data, answer, edit)
-    [edited] = edits
-    return edited
+    return await tap_in(app, CHAT, MESSAGE, reply, label)
 
 
 async def dentist(app: App, day: date) -> list[str]:
