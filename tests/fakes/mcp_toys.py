@@ -35,11 +35,11 @@ def build_toys() -> FastMCP[Any]:
 
     @server.tool(**read(title="Meet"))
     async def meet(n: int) -> str:
-        """Wait until n calls of this tool run at the same time (1 s at most)."""
+        """Wait until n calls of this tool run at the same time (10 s at most)."""
         meeting["arrived"] += 1
         if meeting["arrived"] >= n:
             everyone_here.set()
-        with anyio.fail_after(1):
+        with anyio.fail_after(10):  # only a run that never meets waits this long
             await everyone_here.wait()
         return f"met {n}"
 
