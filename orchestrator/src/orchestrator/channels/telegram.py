@@ -5,8 +5,8 @@
 - The gate drops, silently and with a log line, anything not from an allowed user
   in their own private chat (chat id = user id; acked, so it is not handed over again).
 - Turns are serial within a chat and concurrent across chats and agents; ``/stop``
-  skips the queue and cancels the chat's running turn. "typing…" shows from 0.3 s
-  into a turn, refreshed every 4 s.
+  skips the queue and cancels the chat's running turn. How one update is answered:
+  ``telegram_answer``.
 - An update is acked only after its reply was sent. Its lease is extended while this
   run works on it (``LeaseKeeper``). A crash before the ack means telegram-io hands it
   over again: at once to the next run of this consumer (``INBOX_CONSUMER``), or when
@@ -34,14 +34,14 @@ from collections.abc import Awaitable, Callable
 import anyio
 import anyio.abc
 
-from meshkit.wire.telegram_io import InboxUpdate, Sent
+from meshkit.wire.telegram_io import InboxUpdate
+from orchestrator.channels.telegram_answer import UpdateAnswerer, best_effort
 from orchestrator.channels.telegram_io import (
     TelegramIO,
     TelegramIOFailed,
     TelegramIOUnavailable,
     TelegramRefused,
     command_of,
-    without_bot_name,
 )
 from orchestrator.channels.telegram_leases import LeaseKeeper
 from orchestrator.channels.telegram_ready import go_live
@@ -52,10 +52,6 @@ from orchestrator.shutdown import Shutdown
 
 logger = logging.getLogger(__name__)
 
-MEDIA_REPLY = (
-    "I can only read text for now: photos, voice notes, stickers and files are not "
-    "supported. Tell me in words what you need."
-)
 FAILED_REPLY = "Something went wrong on my side and I could not answer that. Please try again."
 DONE_MEMORY = 10_000  # update ids remembered as finished, to ack their redeliveries
 
@@ -82,11 +78,16 @@ class TelegramChannel:
         # A new run id at each start: telegram-io then releases what the last run held.
         self._io = TelegramIO(registry, consumer=consumer, run=run or uuid.uuid4().hex[:16])
         self._leases = LeaseKeeper(self._io, lambda: self._active)
+        self._answerer = UpdateAnswerer(
+            dispatcher,
+            self._io,
+            typing_after_s=typing_after_s,
+            typing_every_s=typing_every_s,
+            sleep=sleep,
+        )
         self._grace_s = grace_s
         self._batch = batch
         self._wait_s = wait_s
-        self._typing_after_s = typing_after_s
-        self._typing_every_s = typing_every_s
         self._repoll_after_s = repoll_after_s
         self._turns = anyio.CapacityLimiter(max_turns)
         self._sleep = sleep
@@ -222,9 +223,7 @@ class TelegramChannel:
         The boundary of one update: whatever goes wrong, the others go on."""
         uid = update.id
         try:
-            reply = await self._answer(runtime, update)
-            if reply is not None and reply.text:
-                await self._send(runtime.id, update, reply)
+            await self._answerer.answer(runtime, update)
             await self._finish(uid)
         except TelegramIOUnavailable as error:
             # Not acked: telegram-io hands it over again when the lease runs out.
@@ -235,113 +234,14 @@ class TelegramChannel:
         except Exception:
             logger.exception("update %s: failed; acked so it does not come back forever", uid)
             if update.kind == "text":
-                await self._best_effort(self._send(runtime.id, update, Reply(FAILED_REPLY)))
+                failed = self._answerer.send(runtime.id, update, Reply(FAILED_REPLY))
+                await best_effort(failed)
             await self._finish(uid)
         finally:
             self._active.discard(uid)
             self._running.discard(uid)
             self._finished.set()
             self._finished = anyio.Event()
-
-    async def _answer(self, runtime: AgentRuntime, update: InboxUpdate) -> Reply | None:
-        agent, chat = runtime.id, str(update.chat_id)
-        if update.kind == "callback":
-            await self._tap(agent, chat, update)
-            return None
-        if update.kind == "media":
-            return Reply(MEDIA_REPLY)
-        if update.kind != "text":
-            return None
-        typing = anyio.CancelScope()
-
-        async def keep_typing() -> None:
-            with typing:
-                await self._keep_typing(agent, chat)
-
-        async def deliver(reply: Reply) -> str | None:
-            typing.cancel()  # the answer is here: no more "typing…"
-            sent = await self._send(agent, update, reply)
-            shown_in = sent.message_ids[-1] if sent.message_ids else None  # buttons: last part
-            if sent.duplicate and reply.buttons and shown_in is not None:
-                # A turn redone after a crash: the message shows the first try's buttons,
-                # which were never recorded as shown there. This try's replace them.
-                await self._best_effort(self._io.edit(agent, chat, shown_in, reply))
-            return None if shown_in is None else str(shown_in)
-
-        async def edit_message(message_id: str, reply: Reply) -> None:
-            # A question answered by this text shows its answer (clarify).
-            if message_id.isdigit():
-                await self._best_effort(self._io.edit(agent, chat, int(message_id), reply))
-
-        failed: TelegramIOFailed | None = None
-        async with anyio.create_task_group() as turn:
-            turn.start_soon(keep_typing)
-            try:
-                await self._dispatcher.on_text(
-                    agent,
-                    chat,
-                    without_bot_name(update.text or ""),
-                    message_id=update.id,
-                    user_id=update.user_id,
-                    deliver=deliver,
-                    edit_message=edit_message,
-                )
-            except TelegramIOFailed as error:
-                failed = error  # raised below, as itself rather than in an exception group
-            finally:
-                typing.cancel()
-        if failed is not None:
-            raise failed
-        return None  # delivered already
-
-    async def _tap(self, agent: str, chat: str, update: InboxUpdate) -> None:
-        """A button tap never reaches the model: answered, done once, its message edited."""
-        answered = False
-
-        async def answer(text: str) -> None:
-            nonlocal answered
-            answered = True
-            await self._best_effort(self._io.answer_callback(agent, update.callback_id or "", text))
-
-        async def edit(reply: Reply) -> None:
-            if not reply.text or update.message_id is None:
-                return
-            try:
-                await self._io.edit(agent, chat, update.message_id, reply)
-            except TelegramIOFailed as error:  # done is done: the notice told the user
-                logger.warning("update %s: the message could not be edited (%s)", update.id, error)
-
-        async def deliver(reply: Reply) -> str | None:
-            # A tap that starts a turn (a clarify answer): its reply is a new message.
-            sent = await self._send(agent, update, reply)
-            return str(sent.message_ids[-1]) if sent.message_ids else None
-
-        user, data = str(update.user_id), update.callback_data or ""
-        shown_in = None if update.message_id is None else str(update.message_id)
-        await self._dispatcher.on_callback(
-            agent, chat, user, shown_in, data, answer, edit, deliver=deliver, tap_id=update.id
-        )
-        if not answered:
-            await answer("")
-
-    async def _keep_typing(self, agent: str, chat: str) -> None:
-        """ "typing…" from a moment into the turn until it ends (Telegram shows it ~5 s).
-
-        Not at once: an answer within ``typing_after_s`` (commands, a fast model) needs
-        no indicator, and each chat action is a Bot API call competing with the turn.
-        """
-        await self._sleep(self._typing_after_s)
-        while True:
-            await self._best_effort(self._io.typing(agent, chat))
-            await self._sleep(self._typing_every_s)
-
-    async def _send(self, agent: str, update: InboxUpdate, reply: Reply) -> Sent:
-        chat, key = str(update.chat_id), f"reply:{update.id}"
-        try:
-            return await self._io.send(agent, chat, reply, key)
-        except TelegramIOUnavailable:
-            # The key makes a second try safe: parts already delivered are not sent again.
-            return await self._io.send(agent, chat, reply, key)
 
     async def _finish(self, uid: str) -> None:
         await self._ack(uid)
@@ -364,13 +264,6 @@ class TelegramChannel:
         bots = ", ".join(f"{b.agent} {b.state}" for b in status.bots)
         parked = " · PARKED (kill switch)" if status.parked else ""
         return [f"Telegram inbox: {status.pending} waiting · bots: {bots}{parked}"]
-
-    @staticmethod
-    async def _best_effort(call: Awaitable[object]) -> None:
-        try:
-            await call
-        except TelegramIOFailed as error:
-            logger.info("telegram-io: %s", error)
 
 
 def _allowed(runtime: AgentRuntime, update: InboxUpdate) -> bool:

@@ -1,0 +1,160 @@
+"""Answering one accepted Telegram update: a message's turn, a button tap, or media.
+
+- A text goes to the dispatcher; "typing…" shows from ``typing_after_s`` into the turn,
+  refreshed every ``typing_every_s``, and stops when the reply is delivered.
+- A tap never reaches the model: it is answered (the spinner on the button stops), done
+  once, and its message edited; a tap that answers a question starts a turn whose reply
+  is a new message.
+- Media gets one line saying only text is read.
+- Every reply is sent under the idempotency key ``reply:<update id>``: a turn redone after
+  a crash delivers nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from meshkit.wire.telegram_io import InboxUpdate, Sent
+from orchestrator.channels.telegram_io import (
+    TelegramIO,
+    TelegramIOFailed,
+    TelegramIOUnavailable,
+    without_bot_name,
+)
+from orchestrator.core.dispatch import Dispatcher, Reply
+from orchestrator.core.turn import AgentRuntime
+
+logger = logging.getLogger(__name__)
+
+MEDIA_REPLY = (
+    "I can only read text for now: photos, voice notes, stickers and files are not "
+    "supported. Tell me in words what you need."
+)
+
+
+class UpdateAnswerer:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        io: TelegramIO,
+        *,
+        typing_after_s: float,
+        typing_every_s: float,
+        sleep: Callable[[float], Awaitable[None]],
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._io = io
+        self._typing_after_s = typing_after_s
+        self._typing_every_s = typing_every_s
+        self._sleep = sleep
+
+    async def answer(self, runtime: AgentRuntime, update: InboxUpdate) -> None:
+        """Answer ``update`` and deliver what it says back; other kinds are ignored."""
+        agent, chat = runtime.id, str(update.chat_id)
+        if update.kind == "callback":
+            await self._tap(agent, chat, update)
+        elif update.kind == "media":
+            await self.send(agent, update, Reply(MEDIA_REPLY))
+        elif update.kind == "text":
+            await self._text(agent, chat, update)
+
+    async def send(self, agent: str, update: InboxUpdate, reply: Reply) -> Sent:
+        """The reply to ``update``, once however often it is sent."""
+        chat, key = str(update.chat_id), f"reply:{update.id}"
+        try:
+            return await self._io.send(agent, chat, reply, key)
+        except TelegramIOUnavailable:
+            # The key makes a second try safe: parts already delivered are not sent again.
+            return await self._io.send(agent, chat, reply, key)
+
+    async def _text(self, agent: str, chat: str, update: InboxUpdate) -> None:
+        typing = anyio.CancelScope()
+
+        async def keep_typing() -> None:
+            with typing:
+                await self._keep_typing(agent, chat)
+
+        async def deliver(reply: Reply) -> str | None:
+            typing.cancel()  # the answer is here: no more "typing…"
+            sent = await self.send(agent, update, reply)
+            shown_in = sent.message_ids[-1] if sent.message_ids else None  # buttons: last part
+            if sent.duplicate and reply.buttons and shown_in is not None:
+                # A turn redone after a crash: the message shows the first try's buttons,
+                # which were never recorded as shown there. This try's replace them.
+                await best_effort(self._io.edit(agent, chat, shown_in, reply))
+            return None if shown_in is None else str(shown_in)
+
+        async def edit_message(message_id: str, reply: Reply) -> None:
+            # A question answered by this text shows its answer (clarify).
+            if message_id.isdigit():
+                await best_effort(self._io.edit(agent, chat, int(message_id), reply))
+
+        failed: TelegramIOFailed | None = None
+        async with anyio.create_task_group() as turn:
+            turn.start_soon(keep_typing)
+            try:
+                await self._dispatcher.on_text(
+                    agent,
+                    chat,
+                    without_bot_name(update.text or ""),
+                    message_id=update.id,
+                    user_id=update.user_id,
+                    deliver=deliver,
+                    edit_message=edit_message,
+                )
+            except TelegramIOFailed as error:
+                failed = error  # raised below, as itself rather than in an exception group
+            finally:
+                typing.cancel()
+        if failed is not None:
+            raise failed
+
+    async def _tap(self, agent: str, chat: str, update: InboxUpdate) -> None:
+        answered = False
+
+        async def answer(text: str) -> None:
+            nonlocal answered
+            answered = True
+            await best_effort(self._io.answer_callback(agent, update.callback_id or "", text))
+
+        async def edit(reply: Reply) -> None:
+            if not reply.text or update.message_id is None:
+                return
+            try:
+                await self._io.edit(agent, chat, update.message_id, reply)
+            except TelegramIOFailed as error:  # done is done: the notice told the user
+                logger.warning("update %s: the message could not be edited (%s)", update.id, error)
+
+        async def deliver(reply: Reply) -> str | None:
+            sent = await self.send(agent, update, reply)
+            return str(sent.message_ids[-1]) if sent.message_ids else None
+
+        user, data = str(update.user_id), update.callback_data or ""
+        shown_in = None if update.message_id is None else str(update.message_id)
+        await self._dispatcher.on_callback(
+            agent, chat, user, shown_in, data, answer, edit, deliver=deliver, tap_id=update.id
+        )
+        if not answered:
+            await answer("")
+
+    async def _keep_typing(self, agent: str, chat: str) -> None:
+        """ "typing…" from a moment into the turn until it ends (Telegram shows it ~5 s).
+
+        Not at once: an answer within ``typing_after_s`` (commands, a fast model) needs
+        no indicator, and each chat action is a Bot API call competing with the turn.
+        """
+        await self._sleep(self._typing_after_s)
+        while True:
+            await best_effort(self._io.typing(agent, chat))
+            await self._sleep(self._typing_every_s)
+
+
+async def best_effort(call: Awaitable[object]) -> None:
+    """``call``, whose failure is logged and otherwise ignored (a notice, an indicator)."""
+    try:
+        await call
+    except TelegramIOFailed as error:
+        logger.info("telegram-io: %s", error)
