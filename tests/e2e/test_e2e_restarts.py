@@ -62,8 +62,9 @@ async def test_a_crash_mid_turn_is_answered_once_within_seconds_of_the_restart(
 
 
 async def test_a_slow_turn_is_handed_to_no_one_else_while_it_runs(tmp_path: Path) -> None:
-    # Leases of one second, a turn of six: the orchestrator keeps extending its lease.
-    async with running("mesh", tmp_path, lease_s=1) as mesh:
+    # Leases of two seconds, a turn of six: the orchestrator keeps extending its lease (every
+    # 0.67 s, so a loaded machine has over a second's slack before the lease runs out).
+    async with running("mesh", tmp_path, lease_s=2) as mesh:
         mesh.llm.script(Slow(6, text("Thought it through.")))
         mesh.telegram.user_message(CLAWDIA, USER, "a hard question")
         await mesh.telegram.wait_for(lambda: len(mesh.llm.requests) == 1, 60)
