@@ -47,7 +47,8 @@ async def test_a_message_gets_typing_a_tool_call_and_a_reply(mesh: Mesh, user: i
     assert [e["type"] for e in reply.entities] == ["bold"]
     typing = mesh.telegram.actions(CLAWDIA, user)
     # From 0.3 s into the turn (then every 4 s, which a slow machine may reach), before the reply.
-    assert typing and {a.action for a in typing} == {"typing"}
+    assert typing
+    assert {a.action for a in typing} == {"typing"}
     assert typing[0].time <= reply.time
     assert len(mesh.llm.requests) == 2
 

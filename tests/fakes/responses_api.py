@@ -7,9 +7,10 @@
 reaches, each shaped for that endpoint: ``text("...")``, ``calls(call(name, **args),
 ...)`` (ids generated), an ``Error`` (``rate_limited()``, ``quota_exceeded()``,
 ``invalid_api_key()``, ``bad_request()``, ``server_error()``, ``overloaded()``), ``HANG``
-(no answer until ``release()`` or ``close()``), ``Slow(seconds, step)``, or a function of
-the request body that returns one of these. An empty script answers 500 "the test script
-ran out", or ``fake.default`` when set (for end-to-end runs and benchmarks).
+(no answer until ``release()`` or ``close()``), ``Slow(seconds, step)``, ``Gated(event,
+step)`` (answered once the test sets ``event``), or a function of the request body that
+returns one of these. An empty script answers 500 "the test script ran out", or
+``fake.default`` when set (for end-to-end runs and benchmarks).
 
 Like the real API it refuses (400) a function call without its output and an output
 without its call, and (404) a reasoning item sent back without ``encrypted_content``
@@ -97,7 +98,15 @@ class Slow:
     step: Step
 
 
-Step: TypeAlias = Reply | Error | Hang | Slow | Callable[[Body], "Step"]
+@dataclass(frozen=True)
+class Gated:
+    """``step``, answered once ``gate`` is set (a model still writing until the test says)."""
+
+    gate: anyio.Event
+    step: Step
+
+
+Step: TypeAlias = Reply | Error | Hang | Slow | Gated | Callable[[Body], "Step"]
 
 
 def text(value: str, *, usage: tuple[int, int] | None = None) -> Reply:
@@ -203,9 +212,12 @@ class FakeOpenAI:
             if step is None:
                 ran_out = f"request {len(self.requests)} to {request.url.path}"
                 return _error(Error(500, f"fake OpenAI: the test script ran out ({ran_out})"))
-            while callable(step) or isinstance(step, Slow):
+            while callable(step) or isinstance(step, (Slow, Gated)):
                 if isinstance(step, Slow):
                     await anyio.sleep(step.seconds)
+                    step = step.step
+                elif isinstance(step, Gated):
+                    await step.gate.wait()
                     step = step.step
                 else:
                     step = step(body)

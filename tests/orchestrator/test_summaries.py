@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import pytest
 
 from fakes.mesh import eventually
-from fakes.responses_api import Step, call, calls, server_error, text
+from fakes.responses_api import Gated, Step, call, calls, server_error, text
 from fakes.world import World, clawdia
 from meshkit.wire.memory import Window
 from orchestrator.app import App
@@ -22,6 +23,7 @@ pytestmark = pytest.mark.anyio
 
 CHAT = "4242"
 SUMMARY = "The user is planning a kayak trip to Annecy in June."
+LATER_SUMMARY = "The kayak trip to Annecy is in June; the user wants a campsite by the lake."
 
 
 def summary_requests(world: World) -> list[dict[str, Any]]:
@@ -74,6 +76,33 @@ async def test_a_summary_is_written_once_ten_items_left_the_window_and_given_to_
     assert "message 5" not in lines  # still in the window when it was asked
     assert not request.get("tools")  # a call of its own, without tools
     assert f"{EARLIER_OPEN}\n{SUMMARY}" in world.llm.requests[-1]["instructions"]
+
+
+async def test_items_pushed_out_while_a_summary_is_written_get_a_round_of_their_own(
+    world: World, app: App
+) -> None:
+    writing = anyio.Event()
+    world.llm.default = answering(Gated(writing, text(SUMMARY)))
+    for n in range(7):  # 10 items out of the window: the first summary is asked for
+        await say(app, f"message {n}")
+    await eventually(lambda: _true(len(summary_requests(world)) == 1))
+    world.llm.default = answering(text(LATER_SUMMARY))
+    for n in range(7, 12):  # 10 more go while the model still writes the first
+        await say(app, f"message {n}")
+    writing.set()
+
+    async def summarized_again() -> bool:
+        return (await window(app)).summary == LATER_SUMMARY
+
+    await eventually(summarized_again)
+    first, second = summary_requests(world)
+    assert "user: message 4\n" in first["input"][0]["content"]
+    later = second["input"][0]["content"]
+    assert later.startswith(f"Summary so far:\n{SUMMARY}\n")
+    assert "user: message 5\n" in later
+    assert "user: message 9\n" in later
+    assert "message 4" not in later
+    assert "message 10" not in later  # still in the window
 
 
 async def test_a_model_failing_to_summarize_leaves_the_turns_intact(world: World, app: App) -> None:

@@ -40,16 +40,34 @@ class Summarizer:
         self._memory = RoleClient(registry, "memory")
         self._spawn = spawn
         self._running: set[tuple[str, str]] = set()
+        self._again: set[tuple[str, str]] = set()  # a turn ended while its chat's round ran
 
     def after_turn(self, runtime: AgentRuntime, chat_id: str) -> None:
-        """Start summarizing in the background (nothing without a way to run it)."""
+        """Start summarizing in the background (nothing without a way to run it). While
+        the chat's round runs, one more round follows it: what this turn pushed out of
+        the window may not have been counted by the round under way."""
         key = (runtime.id, chat_id)
-        if self._spawn is None or self._memory.server is None or key in self._running:
+        if self._spawn is None or self._memory.server is None:
+            return
+        if key in self._running:
+            self._again.add(key)
             return
         self._running.add(key)
         self._spawn(self._summarize, runtime, chat_id)
 
     async def _summarize(self, runtime: AgentRuntime, chat_id: str) -> None:
+        key = (runtime.id, chat_id)
+        try:
+            while True:
+                await self._round(runtime, chat_id)
+                if key not in self._again:
+                    break
+                self._again.discard(key)
+        finally:
+            self._running.discard(key)
+            self._again.discard(key)
+
+    async def _round(self, runtime: AgentRuntime, chat_id: str) -> None:
         try:
             with anyio.move_on_after(TIMEOUT_S):
                 await self.summarize(runtime, chat_id)
@@ -58,8 +76,6 @@ class Summarizer:
                            runtime.id, chat_id, type(error).__name__, error.__cause__)  # fmt: skip
         except Exception:  # a background task's boundary: it must never take the app down
             logger.exception("summary agent=%s chat=%s failed", runtime.id, chat_id)
-        finally:
-            self._running.discard((runtime.id, chat_id))
 
     async def summarize(self, runtime: AgentRuntime, chat_id: str) -> bool:
         """One round: whether a summary was saved."""
