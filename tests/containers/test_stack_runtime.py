@@ -119,12 +119,13 @@ def test_a_restarted_weather_server_answers_the_next_question(stack: Stack, chat
 def test_an_orchestrator_killed_mid_turn_replies_once_after_its_restart(
     stack: Stack, chat: Chat
 ) -> None:
-    # The model takes 3 s for the first answer: the orchestrator dies while it waits.
-    chat.script({"slow": 3, "step": {"text": "lost with the crash"}}, {"text": "Answered once."})
+    # The model takes 30 s for the first answer: the orchestrator dies while it waits (the pid
+    # is read first, as the docker commands that read it may take seconds on a busy machine).
+    chat.script({"slow": 30, "step": {"text": "lost with the crash"}}, {"text": "Answered once."})
+    pid = stack.inspect("orchestrator")["State"]["Pid"]
     requests, before = chat.llm_requests(), len(chat.sent())
     chat.say("are you there?")
     eventually(lambda: chat.llm_requests() > requests, what="the turn reaching the model")
-    pid = stack.inspect("orchestrator")["State"]["Pid"]
     os.kill(pid, signal.SIGKILL)  # a crash, not `docker kill`: the restart policy applies
     # The update's lease runs out (5 s here) and the restarted orchestrator takes it again.
     reply = chat.reply_after(before, timeout_s=240)

@@ -68,14 +68,16 @@ async def test_a_reminder_set_by_tap_is_sent_once_across_a_kill_9_then_snoozed(
         await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 60)
         [proposal] = mesh.telegram.sent(CLAWDIA, USER)
         assert "⏰ Remind you “call mum”" in proposal.text
+        # Telegram holds every send from now (the tap only edits): however slow this machine,
+        # the reminder cannot go out before the test is ready for it.
+        sends = len(mesh.telegram.calls("sendMessage"))
+        mesh.telegram.hold("sendMessage")
         mesh.telegram.tap(CLAWDIA, USER, proposal.message_id, button(proposal, "Set reminder"))
         await mesh.telegram.wait_for(lambda: bool(proposal.edits), 60)
         assert "Reminder set for" in proposal.edits[-1].text
 
         # Due: the orchestrator leases the firing and sends it; Telegram holds the send, and
         # the orchestrator is killed before it can ack.
-        sends = len(mesh.telegram.calls("sendMessage"))
-        mesh.telegram.hold("sendMessage")
         await mesh.telegram.wait_for(lambda: len(mesh.telegram.calls("sendMessage")) > sends, 60)
         await mesh.orchestrator.kill()
         mesh.telegram.release("sendMessage")
@@ -127,8 +129,9 @@ def import_today(tmp: Path, day: str) -> None:
 async def test_make_run_sends_the_morning_briefing_at_its_time_even_with_the_model_down(
     tmp_path: Path,
 ) -> None:
-    # The briefing at the next minute that leaves the mesh time to start.
-    at = (datetime.now(PARIS) + timedelta(seconds=15)).replace(second=0) + timedelta(minutes=1)
+    # The briefing at the next minute that leaves the import and the mesh 40 s to start (a job
+    # whose time passed before the scheduler saw it waits for the next day, as it should).
+    at = (datetime.now(PARIS) + timedelta(seconds=40)).replace(second=0) + timedelta(minutes=1)
     import_today(tmp_path, at.date().isoformat())
     schedule = f'agents:\n  clawdia:\n    briefing: {{at: "{at:%H:%M}"}}\n'
     env = {"CALENDAR_TIMEZONE": "Europe/Paris"}
@@ -137,7 +140,7 @@ async def test_make_run_sends_the_morning_briefing_at_its_time_even_with_the_mod
         mesh.llm.default = lambda body: server_error()
         # Telegram lets a bot write to a user only once the user has started the chat.
         mesh.telegram.user_message(CLAWDIA, USER, "/start")
-        await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 2, 120)
+        await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 2, 180)
         briefing = mesh.telegram.sent(CLAWDIA, USER)[1]
     print("\n--- the briefing as the user received it (model down: the template) ---")
     print(briefing.text)

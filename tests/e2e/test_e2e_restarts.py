@@ -62,10 +62,10 @@ async def test_a_crash_mid_turn_is_answered_once_within_seconds_of_the_restart(
 
 
 async def test_a_slow_turn_is_handed_to_no_one_else_while_it_runs(tmp_path: Path) -> None:
-    # Leases of two seconds, a turn of six: the orchestrator keeps extending its lease (every
-    # 0.67 s, so a loaded machine has over a second's slack before the lease runs out).
-    async with running("mesh", tmp_path, lease_s=2) as mesh:
-        mesh.llm.script(Slow(6, text("Thought it through.")))
+    # Leases of three seconds, a turn of nine: the orchestrator keeps extending its lease
+    # (every second, so a loaded machine has two seconds' slack before the lease runs out).
+    async with running("mesh", tmp_path, lease_s=3) as mesh:
+        mesh.llm.script(Slow(9, text("Thought it through.")))
         mesh.telegram.user_message(CLAWDIA, USER, "a hard question")
         await mesh.telegram.wait_for(lambda: len(mesh.llm.requests) == 1, 60)
         port = mesh.services["telegram-io"].env["MCP_PORT"]

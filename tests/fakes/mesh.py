@@ -326,8 +326,12 @@ async def running_mesh(
         mesh = Mesh(telegram, llm, services, tmp, list(agents))
         try:
             async with anyio.create_task_group() as starting:
-                for service in services.values():
-                    starting.start_soon(service.start)
+                for name, service in services.items():
+                    if name != "orchestrator":
+                        starting.start_soon(service.start)
+            # Then the orchestrator, as compose starts it (its servers healthy): one started
+            # beside them could find one not yet up and reconnect to it seconds later.
+            await services["orchestrator"].start()
             yield mesh
         finally:
             with anyio.CancelScope(shield=True):

@@ -48,7 +48,7 @@ def write_config(
         "servers:\n"
         "  weather: {module: 'mcp_weather.server:build_server'}\n"
         "  memory: {module: 'fakes.clocked:memory', role: memory}\n"
-        "  toys: {module: 'fakes.mcp_toys:build_toys', timeout_s: 1}\n"
+        "  toys: {module: 'fakes.mcp_toys:build_toys', timeout_s: 3}\n"
         "  shopping: {module: 'mcp_shopping.server:build_server'}\n"
         "  pending-actions: {module: 'fakes.clocked:pending_actions', role: pending-actions}\n"
     )

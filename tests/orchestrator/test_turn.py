@@ -142,7 +142,7 @@ async def test_a_tool_that_hangs_times_out_and_the_model_is_told(world: World) -
     async with clawdia(world) as app:
         with anyio.fail_after(10):
             assert await say(app, "slow please") == "It timed out."
-    assert "did not answer within 1 s" in last_output(world.llm.requests[1])["error"]
+    assert "did not answer within 3 s" in last_output(world.llm.requests[1])["error"]
 
 
 async def test_the_round_limit_ends_with_an_honest_reply(world: World) -> None:
@@ -264,13 +264,17 @@ async def test_help_names_only_servers_that_are_down(world: World) -> None:
 
 
 async def test_a_turn_out_of_time_tells_the_user_and_stores_nothing(world: World) -> None:
-    world.settings = world.settings.model_copy(update={"turn_timeout_s": 0.5, "llm_timeout_s": 30})
+    usual = world.settings
+    world.settings = usual.model_copy(update={"turn_timeout_s": 0.5, "llm_timeout_s": 30})
     world.llm.script(HANG, text("Back again."))
     async with clawdia(world) as app:
         with anyio.fail_after(10):
             reply = await say(app, "think about everything")
         assert reply.startswith("That took too long (0.5 s)")
-        world.llm.release()
+    world.llm.release()
+    # The next turn with the usual time (0.5 s is too short for a loaded machine's turn).
+    world.settings = usual
+    async with clawdia(world) as app:
         assert await say(app, "hello?") == "Back again."
     # The turn that ran out of time left nothing in the conversation.
     assert [i.get("content") for i in inputs(world.llm.requests[-1])] == ["hello?"]

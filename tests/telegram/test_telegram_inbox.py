@@ -112,7 +112,9 @@ async def test_a_poller_lets_the_waiting_reader_take_new_updates_before_it_goes_
     tmp_path: Path,
 ) -> None:
     store = InboxStore(tmp_path / "inbox.sqlite3")
-    inbox = Inbox(settings(tmp_path), store)
+    # The order, not the race: a reader slower than the usual 50 ms is still waited for here
+    # (test_with_no_reader_a_poller_goes_on_after_a_moment has the short default).
+    inbox = Inbox(settings(tmp_path), store, hand_over_s=10)
     order: list[str] = []
 
     async def read() -> None:

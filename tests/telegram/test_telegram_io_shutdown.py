@@ -12,7 +12,7 @@ import anyio
 import httpx2
 import pytest
 
-from fakes.mesh import Service
+from fakes.mesh import Service, eventually
 from fakes.serving import free_port
 from fakes.telegram_api import FakeTelegram
 
@@ -92,9 +92,13 @@ async def test_sigterm_lets_a_send_in_flight_finish_and_ends_long_polls_at_once(
                 results["poll"] = await call(url, "next_updates", {"max": 10, "wait_s": 40})
                 polled.set()
 
+            async def reading() -> bool:
+                return bool((await call(url, "status", {}))["readers"] == 1)
+
             async with anyio.create_task_group() as calls:
-                calls.start_soon(send)
                 calls.start_soon(poll)
+                await eventually(reading, 10)  # the long poll is in before the signal
+                calls.start_soon(send)
                 await fake.wait_for(lambda: bool(fake.calls("sendMessage")), 10)
                 server.send_signal(signal.SIGTERM)
                 with anyio.fail_after(5):  # far less than its 40 s

@@ -52,9 +52,11 @@ class Inbox:
         store: InboxStore,
         *,
         clock: Callable[[], float] = time.time,
+        hand_over_s: float = HAND_OVER_S,
     ) -> None:
         self.pollers: dict[str, Poller] = {}
         self._settings = settings
+        self._hand_over_s = hand_over_s
         self._store = store
         self._clock = clock
         self._arrived = anyio.Event()
@@ -71,12 +73,12 @@ class Inbox:
 
     async def arrived(self, agent: str, updates: Sequence[Update]) -> None:
         """Wake the waiting ``next_updates`` (the poller has stored the updates), and let
-        it hand them over before the poller calls Telegram again (``HAND_OVER_S`` at most):
+        it hand them over before the poller calls Telegram again (``hand_over_s`` at most):
         the user waits on the first, nobody on the second."""
         handed = self._handed
         self._arrived.set()
         self._arrived = anyio.Event()
-        with anyio.move_on_after(HAND_OVER_S):
+        with anyio.move_on_after(self._hand_over_s):
             await handed.wait()
 
     async def next_updates(
