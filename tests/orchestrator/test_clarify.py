@@ -230,3 +230,37 @@ async def test_the_console_numbers_the_choices_and_takes_a_number_or_typed_text(
     assert f"  [2] {OTHER}" in written
     assert "  (→ Tomorrow)" in written
     assert "Tomorrow it rains." in written
+
+
+async def test_the_console_clears_thinking_before_every_line_and_shows_it_during_a_taps_turn(
+    world: World, app: App
+) -> None:
+    world.llm.script(ask(), text("Sunny in Paris, Texas."))
+    world.llm.script(ask("Which day?", ["Today"]), text("Tomorrow it rains."))
+    shown: list[tuple[str, str]] = []
+
+    async def lines() -> AsyncIterator[str]:
+        for line in ["Weather in Paris?", "2", "And later?", "2", "Tomorrow"]:
+            yield line + "\n"
+
+    console = Console(
+        app.dispatcher,
+        "clawdia",
+        write=lambda line: shown.append(("line", line)),
+        transient=lambda status: shown.append(("status", status)),
+        color=False,
+    )
+    await console.run(lines())
+
+    thinking, written = False, []
+    for kind, value in shown:
+        if kind == "status":
+            thinking = value == "thinking…"
+        else:
+            written.append((value, thinking))
+    assert not any(standing for _, standing in written), written  # a line never joins it
+    # Between the tap's answer and the reply the model works: "thinking…" stands there.
+    edited = shown.index(("line", "→ Paris, Texas"))
+    replied = shown.index(("line", "Sunny in Paris, Texas."))
+    assert ("status", "thinking…") in shown[edited:replied]
+    assert "  (→ Tomorrow)" in [line for line, _ in written]

@@ -98,16 +98,20 @@ class Console:
         if self._choices and line.isdigit() and 1 <= int(line) <= len(self._choices):
             button = self._choices[int(line) - 1]
             message_id = str(self._messages)  # the choices are those of the last answer
-            await self._dispatcher.on_callback(
-                self._agent_id,
-                CHAT_ID,
-                USER_ID,
-                message_id,
-                button.data,
-                self._notice,
-                self._edited,
-                deliver=self._deliver,
-            )
+            self._set_thinking(True)  # a tap may take a while: a confirmed action, a turn
+            try:
+                await self._dispatcher.on_callback(
+                    self._agent_id,
+                    CHAT_ID,
+                    USER_ID,
+                    message_id,
+                    button.data,
+                    self._notice,
+                    self._edited,
+                    deliver=self._deliver,
+                )
+            finally:
+                self._set_thinking(False)
             return
         self._set_thinking(True)
         try:
@@ -134,15 +138,24 @@ class Console:
     async def _edited(self, reply: Reply) -> None:
         """A tapped message changed: its new lines only, then its choices again."""
         new = [line for line in reply.text.splitlines() if line not in self._shown]
+        thinking = self._thinking  # a tap's turn goes on after the edit (clarify)
         self._show(Reply("\n".join(new), reply.buttons), lines=reply.text.splitlines())
+        self._set_thinking(thinking)
 
     async def _answered(self, message_id: str, reply: Reply) -> None:
         """A question answered by the text just typed: its answer line, as a note."""
         answer = reply.text.splitlines()[-1] if reply.text else ""
-        self._write(self._dim(f"  ({answer})"))
+        self._note(answer)
 
     async def _notice(self, text: str) -> None:
+        self._note(text)
+
+    def _note(self, text: str) -> None:
+        """A dim line in parentheses, below "thinking…" if that stands (it stands again after)."""
+        thinking = self._thinking
+        self._set_thinking(False)
         self._write(self._dim(f"  ({text})"))
+        self._set_thinking(thinking)
 
     def _show(self, reply: Reply, lines: list[str] | None = None) -> None:
         self._set_thinking(False)
