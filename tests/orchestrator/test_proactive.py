@@ -250,6 +250,14 @@ async def test_a_reminder_set_by_tap_is_delivered_with_buttons_and_snoozed_witho
         assert again.payload["text"] == "call mum"
 
 
+def next_sunday_6pm() -> datetime:
+    now = datetime.now(PARIS)
+    sunday = (now + timedelta(days=(6 - now.weekday()) % 7)).replace(
+        hour=18, minute=0, second=0, microsecond=0
+    )
+    return sunday if sunday > now else sunday + timedelta(days=7)
+
+
 async def test_a_scheduled_prompt_is_a_normal_turn_answered_in_the_owners_chat(
     world: World,
 ) -> None:
@@ -259,12 +267,7 @@ async def test_a_scheduled_prompt_is_a_normal_turn_answered_in_the_owners_chat(
     )
     world.llm.script(text("Here is your week."))
     async with clawdia(world) as app:
-        now = datetime.now(PARIS)
-        sunday = (now + timedelta(days=(6 - now.weekday()) % 7)).replace(
-            hour=18, minute=0, second=0, microsecond=0
-        )
-        if sunday <= now:
-            sunday += timedelta(days=7)
+        sunday = next_sunday_6pm()
         status = (await app.dispatcher.on_text("clawdia", OWNER, "/status")).text
         assert f"⏱ clawdia/prompt/week-ahead: next {sunday:%a %-d %b %H:%M}" in status
         CLOCK.advance(sunday.timestamp() - time.time() + 1)
@@ -294,3 +297,38 @@ async def test_status_shows_the_asking_agents_jobs_only(world: World) -> None:
     assert "secret-plan" not in status
     assert "bob/prompt/secret-plan" in bobs
     assert "week-ahead" not in bobs
+
+
+async def test_a_scheduled_prompt_leaves_a_waiting_question_to_the_users_answer(
+    world: World,
+) -> None:
+    (world.settings.agents.parent / "schedule.yaml").write_text(
+        "agents:\n  clawdia:\n    prompts:\n"
+        '      - {name: week-ahead, cron: "0 18 * * sun", prompt: Plan my week.}\n'
+    )
+    world.llm.script(
+        calls(call("clarify", question="Which Paris do you mean?")),  # an open question
+        text("Here is your week."),
+        text("Sunny in Paris, Texas."),
+    )
+    redrawn: list[tuple[str, str]] = []
+
+    async def shown_as_1(reply: Reply) -> str:
+        return "1"
+
+    async def edit_message(message_id: str, reply: Reply) -> None:
+        redrawn.append((message_id, reply.text))
+
+    async with clawdia(world) as app:
+        asked = await app.dispatcher.on_text(
+            "clawdia", OWNER, "Weather in Paris?", user_id=OWNER, deliver=shown_as_1
+        )
+        CLOCK.advance(next_sunday_6pm().timestamp() - time.time() + 1)  # the scheduler's clock
+        [firing] = await due(app)
+        [prompted] = await handled(app, firing)
+        answered = await app.dispatcher.on_text(
+            "clawdia", OWNER, "Paris, Texas", user_id=OWNER, edit_message=edit_message
+        )
+    assert (asked.text, prompted.text) == ("❓ Which Paris do you mean?", "Here is your week.")
+    assert redrawn == [("1", "❓ Which Paris do you mean?\n→ Paris, Texas")]  # the user's answer
+    assert answered.text == "Sunny in Paris, Texas."

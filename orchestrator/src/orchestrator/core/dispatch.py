@@ -85,6 +85,7 @@ class Dispatcher:
         user_id: str | None = None,
         deliver: Deliver | None = None,
         edit_message: EditMessage | None = None,
+        from_user: bool = True,
     ) -> Reply:
         """The answer to a message. A turn cancelled by ``/stop`` answers an empty Reply.
 
@@ -95,7 +96,8 @@ class Dispatcher:
         time (a crash in between redoes the turn; the channel delivers a reply once), and
         says which message the reply's buttons are in: only taps on it are taken.
         A text that answers a question the model asked (clarify) has the question's
-        message redrawn with the answer through ``edit_message``.
+        message redrawn with the answer through ``edit_message``; a text not typed by the
+        user (``from_user`` False: a scheduled prompt) never answers one.
         """
         runtime = self.agents[agent_id]
         command = text.strip().split(maxsplit=1)[0].lower() if text.startswith("/") else ""
@@ -119,10 +121,18 @@ class Dispatcher:
 
             failed: Exception | None = None
             async with anyio.create_task_group() as beside:
-                beside.start_soon(answer_question)
+                if from_user:
+                    beside.start_soon(answer_question)
                 try:
                     reply = await self._turn(
-                        runtime, chat_id, text, observe, message_id, user_id, deliver, settled
+                        runtime,
+                        chat_id,
+                        text,
+                        observe,
+                        message_id,
+                        user_id,
+                        deliver,
+                        settled if from_user else None,
                     )
                 except Exception as error:  # raised as itself, not in an exception group
                     failed = error

@@ -103,6 +103,7 @@ class Proactive:
                 message_id=f"fire:{firing.key}",
                 user_id=owner,
                 deliver=deliver,
+                from_user=False,  # a question waiting in the chat is the user's to answer
             )
         return True
 
