@@ -277,10 +277,12 @@ class ServerConnection:
 
     def _mark_broken(self, client: Client[Any], error: BaseException) -> None:
         """Stop using ``client`` now, down for ``error``; waiters wait for the next
-        connection, not this one."""
-        if self._client is client:
-            self._client = None
-            self._up = anyio.Event()
-            self.last_error = reason_of(error)
-            logger.warning("server %s is gone (%s)", self.name, self.last_error)
+        connection, not this one. A late failure of a client already let go changes
+        nothing: ``_broken`` may belong to its successor by now."""
+        if self._client is not client:
+            return
+        self._client = None
+        self._up = anyio.Event()
+        self.last_error = reason_of(error)
+        logger.warning("server %s is gone (%s)", self.name, self.last_error)
         self._broken.set()
