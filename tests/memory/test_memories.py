@@ -129,3 +129,23 @@ async def test_forget_needs_its_own_confirmation_and_another_user_cannot_forget_
 
     assert forgotten["message"] == "Forgotten: Has a dog called Rex"
     assert await texts(client) == []
+
+
+async def test_two_forgets_of_one_memory_both_confirmed_both_succeed(
+    client: Client[Any], approvals: Approvals
+) -> None:
+    # A double tap on /memory's 🗑: each tap proposes, and both are confirmed.
+    memory_id = (await remembered(client, approvals, "Has a cat"))["memory"]["id"]
+    proposals = [
+        await structured(client, "propose_forget", memory_id=memory_id, **CLAWDIA) for _ in range(2)
+    ]
+    confirmed = []
+    for n, proposal in enumerate(proposals):
+        token = approvals.mint(f"act_bbbbbbbbbbb{n}", "memory", "forget", proposal["payload"],
+                               agent="clawdia")  # fmt: skip
+        confirmed.append(
+            await structured(client, "confirm_forget", payload=proposal["payload"], approval=token)
+        )
+
+    assert [c["message"] for c in confirmed] == ["Forgotten: Has a cat"] * 2
+    assert await texts(client) == []

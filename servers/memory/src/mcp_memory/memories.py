@@ -131,8 +131,9 @@ class MemoryService:
         now = self._clock()
 
         def perform(changes: Changes) -> dict[str, Any]:
-            if not changes.forget(change.agent, change.user, change.memory_id, now):
-                raise InvalidRequest(f"{change.text!r} is not remembered any more: nothing to do.")
+            # Forgotten already (a second 🗑 tap proposed again before the first was done):
+            # what the user asked for holds, so it is no failure.
+            changes.forget(change.agent, change.user, change.memory_id, now)
             return {"message": f"Forgotten: {change.text}", "memory_id": change.memory_id}
 
         done = await self._store.confirm(granted, perform, at=now)
