@@ -277,6 +277,40 @@ async def test_one_tap_in_a_batch_leaves_the_other_buttons(world: World) -> None
         assert await on_list(app) == []
 
 
+async def test_two_buttons_of_one_batch_tapped_at_once_end_drawn_as_both_went(
+    world: World,
+) -> None:
+    world.llm.script(
+        calls(
+            call("shopping__propose_add_to_list", name="apples"),
+            call("shopping__propose_add_to_list", name="bread"),
+        ),
+        text("Two things."),
+    )
+    async with shop(world) as app:
+        reply = await ask(app, "apples and bread")
+        drawn: list[Reply] = []  # every edit of the message, in the order they were made
+
+        async def tap(label: str) -> None:
+            async def answer(notice: str) -> None:
+                pass
+
+            async def edit(new: Reply) -> None:
+                drawn.append(new)
+
+            data = button(reply, label)
+            await app.dispatcher.on_callback("clawdia", CHAT, USER, MESSAGE, data, answer, edit)
+
+        async with anyio.create_task_group() as both:
+            both.start_soon(tap, "1. ➕ Add")
+            both.start_soon(tap, "2. ➕ Add")
+        assert sorted(await on_list(app)) == ["apples", "bread"]
+    # The message as it stays is the last edit: both done, no button left.
+    assert "✅ 1. Add" in drawn[-1].text
+    assert "✅ 2. Add" in drawn[-1].text
+    assert drawn[-1].buttons == []
+
+
 async def test_a_failing_confirm_shows_the_failure_and_is_marked_failed(world: World) -> None:
     world.llm.script(
         calls(call("shopping__propose_add_to_list", name="milk")),

@@ -103,6 +103,7 @@ class ActionDesk:
         # Held from sending a batch's buttons until pending-actions knows their message,
         # so a tap that comes back at once is not refused for a message not recorded yet.
         self._showing: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
+        self._tapping: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
 
     async def stage(
         self,
@@ -192,9 +193,10 @@ class ActionDesk:
 
         ``answer`` stops the button's spinner with a short notice, as soon as
         pending-actions has decided; ``edit`` gets the tapped message's new content (not
-        called when the tap concerns nothing of this chat's). Only approve (which answers
-        with the batch), the confirm tool and the edit wait for each other: answering runs
-        beside them; recording the outcomes and telling the conversation follow the edit.
+        called when the tap concerns nothing of this chat's). Taps in one chat are taken
+        one at a time. Only approve (which answers with the batch), the confirm tool and
+        the edit wait for each other: answering runs beside them; recording the outcomes
+        and telling the conversation follow the edit.
         (A crash before they are recorded leaves the actions executing: a later tap
         resumes them, and the confirm tool, which performs an action id once, answers
         with its first result.)
@@ -205,6 +207,22 @@ class ActionDesk:
             return
         async with self._showing[(agent, chat_id)]:
             pass  # a reply being sent in this chat: its message is recorded first
+        # A second button of a batch tapped while the first is at work decides and draws
+        # from the state the first left: drawn from the same moment, the edit made last
+        # would show one of the two as not done.
+        async with self._tapping[(agent, chat_id)]:
+            await self._tap(tap, agent, chat_id, user_id, message_id, answer, edit)
+
+    async def _tap(  # noqa: PLR0917 (tap's, passed on)
+        self,
+        tap: Tap,
+        agent: str,
+        chat_id: str,
+        user_id: str,
+        message_id: str,
+        answer: Answer,
+        edit: Edit,
+    ) -> None:
         where = {"agent": agent, "chat_id": chat_id, "message_id": message_id}
         decided = await self._decide(tap, {"user_id": user_id, **where})
         if decided is None:
