@@ -22,7 +22,7 @@ from fakes.mesh import (
     running_embedded,
     running_mesh,
 )
-from fakes.responses_api import call, calls, server_error, text
+from fakes.responses_api import HANG, call, calls, server_error, text
 from fakes.telegram_api import Sent
 
 pytestmark = pytest.mark.anyio
@@ -149,3 +149,34 @@ async def test_make_run_sends_the_morning_briefing_at_its_time_even_with_the_mod
     assert "• 09:30–09:45 Team stand-up" in lines
     assert any(line.startswith("Paris: ") for line in lines)
     assert "⏰ Reminders today" not in lines  # none: the part is left out
+
+
+async def test_a_reminder_is_sent_while_a_scheduled_prompts_turn_still_thinks(
+    tmp_path: Path,
+) -> None:
+    # A prompt job at the next minute that leaves the mesh 40 s to start, a reminder 10 s
+    # after it; the model holds the prompt's turn from then on.
+    at = (datetime.now(PARIS) + timedelta(seconds=40)).replace(second=0) + timedelta(minutes=1)
+    schedule = (
+        "agents:\n  clawdia:\n    prompts:\n"
+        f'      - {{name: ponder, cron: "{at.minute} {at.hour} * * *", prompt: Think it over.}}\n'
+    )
+    async with running_embedded(tmp_path, servers=WITH_SCHEDULER, schedule=schedule) as mesh:
+        when = (at + timedelta(seconds=10)).replace(tzinfo=None)
+        mesh.llm.script(
+            calls(call("scheduler__propose_reminder", text="stretch", when=when.isoformat())),
+            text("Shall I remind you?"),
+        )
+        mesh.llm.default = HANG
+        mesh.telegram.user_message(CLAWDIA, USER, "remind me to stretch")
+        await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 60)
+        [proposal] = mesh.telegram.sent(CLAWDIA, USER)
+        mesh.telegram.tap(CLAWDIA, USER, proposal.message_id, button(proposal, "Set reminder"))
+        await mesh.telegram.wait_for(lambda: bool(proposal.edits), 60)
+
+        await mesh.telegram.wait_for(lambda: len(reminders_sent(mesh)) == 1, 180)
+        thinking = [r for r in mesh.llm.requests if "(Scheduled: ponder)" in str(r["input"])]
+        sent = [s.text for s in mesh.telegram.sent(CLAWDIA, USER)]
+        mesh.llm.release()
+    assert thinking  # the prompt's turn had asked the model, which still held it...
+    assert sent == [proposal.text, "⏰ stretch"]  # ...and had said nothing: the reminder went

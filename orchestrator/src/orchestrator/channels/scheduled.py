@@ -6,8 +6,10 @@
 A crash between sending and acking leaves the firing due: the next run of this consumer
 gets it at once and sends it with the same key, which telegram-io delivers once. A crash
 before sending sends it then. A firing that cannot be sent because telegram-io is down
-is not acked: it comes back when its lease runs out. Stopping (``Shutdown``): no new
-firings; the one being handled gets ``grace_s`` to finish.
+is not acked: it comes back when its lease runs out. Firings are handled side by side
+(``max_firings`` at once) while the long poll goes on: a reminder never waits for a
+scheduled prompt's turn or a briefing. Stopping (``Shutdown``): no new firings; those
+being handled get ``grace_s`` to finish.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 import anyio
+import anyio.abc
 
 from meshkit.wire.scheduler import Acked, Due, Firing
 from orchestrator.channels.telegram_io import (
@@ -45,6 +48,7 @@ class ScheduledChannel:
         run: str | None = None,
         wait_s: float = 20.0,
         grace_s: float = 20.0,
+        max_firings: int = 8,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     ) -> None:
         self._proactive = proactive
@@ -56,6 +60,8 @@ class ScheduledChannel:
         self._grace_s = grace_s
         self._sleep = sleep
         self._polling = anyio.CancelScope()  # the long poll under way
+        self._handling: set[str] = set()  # firings being handled (a lease run out: not again)
+        self._firings = anyio.CapacityLimiter(max_firings)
 
     async def run(self, shutdown: Shutdown) -> None:
         """Handle due firings until ``shutdown`` is requested."""
@@ -67,16 +73,17 @@ class ScheduledChannel:
 
                 async def stop() -> None:
                     await shutdown.requested.wait()
-                    self._polling.cancel()  # a firing being handled gets the grace
+                    self._polling.cancel()  # the firings being handled get the grace
                     with anyio.move_on_after(self._grace_s):
                         await shutdown.hurried.wait()
                     everything.cancel()
 
                 tasks.start_soon(stop)
-                await self._poll(server, shutdown)
+                async with anyio.create_task_group() as firings:
+                    await self._poll(server, shutdown, firings)
                 tasks.cancel_scope.cancel()
 
-    async def _poll(self, server: str, shutdown: Shutdown) -> None:
+    async def _poll(self, server: str, shutdown: Shutdown, firings: anyio.abc.TaskGroup) -> None:
         delay = 0.5
         while not shutdown.requested.is_set():
             arguments = {**self._holder, "max": 10, "wait_s": self._wait_s}
@@ -94,9 +101,19 @@ class ScheduledChannel:
             for firing in due.firings:
                 if shutdown.requested.is_set():
                     return  # left leased to this run: the next run takes it at once
-                await self._handle(server, firing)
+                if firing.key not in self._handling:
+                    self._handling.add(firing.key)
+                    firings.start_soon(self._handle, server, firing, shutdown, name=firing.key)
 
-    async def _handle(self, server: str, firing: Firing) -> None:
+    async def _handle(self, server: str, firing: Firing, shutdown: Shutdown) -> None:
+        try:
+            async with self._firings:
+                if not shutdown.requested.is_set():  # else left leased, for the next run
+                    await self._handle_now(server, firing)
+        finally:
+            self._handling.discard(firing.key)
+
+    async def _handle_now(self, server: str, firing: Firing) -> None:
         """One firing, sent to its agent's owner and acked; the boundary of one firing."""
         try:
             await self._proactive.handle(firing, self._deliverer(firing))
