@@ -12,6 +12,7 @@ from typing import Any
 
 from fakes.responses_api import FakeOpenAI, Reply, text
 from orchestrator.app import App, llm_for, open_app
+from orchestrator.channels.console import Console
 from orchestrator.config import Agent
 from orchestrator.core.replies import Reply as ChatReply
 from orchestrator.llm.base import LLM
@@ -134,3 +135,15 @@ def last_output(body: Body) -> Any:
 
 def answer_from_output(render: Callable[[Any], str]) -> Callable[[Body], Reply]:
     return lambda body: text(render(last_output(body)))
+
+
+def recording_console(app: App, shown: list[tuple[str, str]]) -> Console:
+    """Clawdia's console, its lines and its "thinking…" status (cleared: "") kept in ``shown``
+    in the order they came, as ("line", text) and ("status", text)."""
+    return Console(
+        app.dispatcher,
+        "clawdia",
+        write=lambda line: shown.append(("line", line)),
+        transient=lambda status: shown.append(("status", status)),
+        color=False,
+    )

@@ -126,6 +126,17 @@ def reorder_script(world: World) -> None:
     )
 
 
+def apples_and_bread(world: World, said: str) -> None:
+    """The model proposes two additions to the list, a batch of two."""
+    world.llm.script(
+        calls(
+            call("shopping__propose_add_to_list", name="apples"),
+            call("shopping__propose_add_to_list", name="bread"),
+        ),
+        text(said),
+    )
+
+
 async def test_a_reorder_waits_for_the_tap_then_happens_once(world: World) -> None:
     reorder_script(world)
     async with shop(world) as app:
@@ -260,13 +271,7 @@ async def test_a_batch_of_two_is_confirmed_all_at_once(world: World) -> None:
 
 
 async def test_one_tap_in_a_batch_leaves_the_other_buttons(world: World) -> None:
-    world.llm.script(
-        calls(
-            call("shopping__propose_add_to_list", name="apples"),
-            call("shopping__propose_add_to_list", name="bread"),
-        ),
-        text("Two things."),
-    )
+    apples_and_bread(world, "Two things.")
     async with shop(world) as app:
         reply = await ask(app, "apples and bread")
         taps = Taps(app)
@@ -280,13 +285,7 @@ async def test_one_tap_in_a_batch_leaves_the_other_buttons(world: World) -> None
 async def test_two_buttons_of_one_batch_tapped_at_once_end_drawn_as_both_went(
     world: World,
 ) -> None:
-    world.llm.script(
-        calls(
-            call("shopping__propose_add_to_list", name="apples"),
-            call("shopping__propose_add_to_list", name="bread"),
-        ),
-        text("Two things."),
-    )
+    apples_and_bread(world, "Two things.")
     async with shop(world) as app:
         reply = await ask(app, "apples and bread")
         drawn: list[Reply] = []  # every edit of the message, in the order they were made
@@ -379,13 +378,7 @@ async def test_a_tap_from_another_user_changes_nothing(world: World) -> None:
 async def test_a_tap_anywhere_but_where_the_buttons_were_sent_is_refused_and_edits_nothing(
     world: World, tapped_from: dict[str, str], message: str | None
 ) -> None:
-    world.llm.script(
-        calls(
-            call("shopping__propose_add_to_list", name="apples"),
-            call("shopping__propose_add_to_list", name="bread"),
-        ),
-        text("Two things for the list."),
-    )
+    apples_and_bread(world, "Two things for the list.")
     async with shop(world) as app:
         reply = await ask(app, "add apples and bread")
         elsewhere = Taps(app, **tapped_from)

@@ -12,7 +12,7 @@ import pytest
 
 from fakes.clocked import CLOCK
 from fakes.responses_api import call, calls, text
-from fakes.world import World, clawdia
+from fakes.world import World, clawdia, recording_console
 from orchestrator.app import App
 from orchestrator.channels.console import Console
 from orchestrator.core.clarify import EXPIRED, OTHER, TYPE_IT
@@ -243,13 +243,7 @@ async def test_the_console_clears_thinking_before_every_line_and_shows_it_during
         for line in ["Weather in Paris?", "2", "And later?", "2", "Tomorrow"]:
             yield line + "\n"
 
-    console = Console(
-        app.dispatcher,
-        "clawdia",
-        write=lambda line: shown.append(("line", line)),
-        transient=lambda status: shown.append(("status", status)),
-        color=False,
-    )
+    console = recording_console(app, shown)
     await console.run(lines())
 
     thinking, written = False, []

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from fakes.responses_api import call, calls, text
-from fakes.world import API_KEY, ROOT, World, answer_from_output, clawdia
+from fakes.world import API_KEY, ROOT, World, answer_from_output, clawdia, recording_console
 from orchestrator.channels.console import GOODBYE, Console
 
 pytestmark = pytest.mark.anyio
@@ -160,13 +160,7 @@ async def test_thinking_stands_on_the_line_until_each_tool_line_and_the_answer(
     )
     shown: list[tuple[str, str]] = []
     async with clawdia(world) as app:
-        console = Console(
-            app.dispatcher,
-            "clawdia",
-            write=lambda line: shown.append(("line", line)),
-            transient=lambda status: shown.append(("status", status)),
-            color=False,
-        )
+        console = recording_console(app, shown)
         await console.run(lines("weather in Paris?"))
     turn = shown[1:-2]  # after the greeting, before the goodbye
     assert [kind for kind, _ in turn] == ["status", "status", "line", "status", "status", "line"]
