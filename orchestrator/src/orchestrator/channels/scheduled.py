@@ -24,7 +24,6 @@ import anyio.abc
 from meshkit.wire.scheduler import Acked, Due, Firing
 from orchestrator.channels.telegram_io import (
     TelegramIO,
-    TelegramIOFailed,
     TelegramIOUnavailable,
     TelegramRefused,
 )
@@ -141,17 +140,6 @@ class ScheduledChannel:
         async def deliver(reply: Reply) -> str | None:
             if owner is None or not reply.text:
                 return None
-            key = f"fire:{firing.key}"
-            try:
-                sent = await self._io.send(firing.agent, owner, reply, key)
-            except TelegramIOUnavailable:  # the key makes a second try safe
-                sent = await self._io.send(firing.agent, owner, reply, key)
-            shown_in = sent.message_ids[-1] if sent.message_ids else None
-            if sent.duplicate and reply.buttons and shown_in is not None:
-                try:  # a redone prompt turn: its new buttons replace the first try's
-                    await self._io.edit(firing.agent, owner, shown_in, reply)
-                except TelegramIOFailed as error:
-                    logger.info("telegram-io: %s", error)
-            return None if shown_in is None else str(shown_in)
+            return await self._io.deliver(firing.agent, owner, reply, f"fire:{firing.key}")
 
         return deliver

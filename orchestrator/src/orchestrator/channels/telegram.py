@@ -35,12 +35,13 @@ import anyio
 import anyio.abc
 
 from meshkit.wire.telegram_io import InboxUpdate
-from orchestrator.channels.telegram_answer import UpdateAnswerer, best_effort
+from orchestrator.channels.telegram_answer import UpdateAnswerer
 from orchestrator.channels.telegram_io import (
     TelegramIO,
     TelegramIOFailed,
     TelegramIOUnavailable,
     TelegramRefused,
+    best_effort,
     command_of,
 )
 from orchestrator.channels.telegram_leases import LeaseKeeper
@@ -234,8 +235,7 @@ class TelegramChannel:
         except Exception:
             logger.exception("update %s: failed; acked so it does not come back forever", uid)
             if update.kind == "text":
-                failed = self._answerer.send(runtime.id, update, Reply(FAILED_REPLY))
-                await best_effort(failed)
+                await best_effort(self._answerer.send(runtime.id, update, Reply(FAILED_REPLY)))
             await self._finish(uid)
         finally:
             self._active.discard(uid)

@@ -21,7 +21,7 @@ from meshkit.wire.telegram_io import InboxUpdate, Sent
 from orchestrator.channels.telegram_io import (
     TelegramIO,
     TelegramIOFailed,
-    TelegramIOUnavailable,
+    best_effort,
     without_bot_name,
 )
 from orchestrator.core.dispatch import Dispatcher, Reply
@@ -63,12 +63,7 @@ class UpdateAnswerer:
 
     async def send(self, agent: str, update: InboxUpdate, reply: Reply) -> Sent:
         """The reply to ``update``, once however often it is sent."""
-        chat, key = str(update.chat_id), f"reply:{update.id}"
-        try:
-            return await self._io.send(agent, chat, reply, key)
-        except TelegramIOUnavailable:
-            # The key makes a second try safe: parts already delivered are not sent again.
-            return await self._io.send(agent, chat, reply, key)
+        return await self._io.send(agent, str(update.chat_id), reply, _reply_key(update))
 
     async def _text(self, agent: str, chat: str, update: InboxUpdate) -> None:
         typing = anyio.CancelScope()
@@ -79,13 +74,7 @@ class UpdateAnswerer:
 
         async def deliver(reply: Reply) -> str | None:
             typing.cancel()  # the answer is here: no more "typing…"
-            sent = await self.send(agent, update, reply)
-            shown_in = sent.message_ids[-1] if sent.message_ids else None  # buttons: last part
-            if sent.duplicate and reply.buttons and shown_in is not None:
-                # A turn redone after a crash: the message shows the first try's buttons,
-                # which were never recorded as shown there. This try's replace them.
-                await best_effort(self._io.edit(agent, chat, shown_in, reply))
-            return None if shown_in is None else str(shown_in)
+            return await self._io.deliver(agent, chat, reply, _reply_key(update))
 
         async def edit_message(message_id: str, reply: Reply) -> None:
             # A question answered by this text shows its answer (clarify).
@@ -152,9 +141,6 @@ class UpdateAnswerer:
             await self._sleep(self._typing_every_s)
 
 
-async def best_effort(call: Awaitable[object]) -> None:
-    """``call``, whose failure is logged and otherwise ignored (a notice, an indicator)."""
-    try:
-        await call
-    except TelegramIOFailed as error:
-        logger.info("telegram-io: %s", error)
+def _reply_key(update: InboxUpdate) -> str:
+    """The idempotency key of the reply to ``update``: the same on every redelivery."""
+    return f"reply:{update.id}"

@@ -8,6 +8,8 @@ raises :class:`TelegramIOUnavailable` (no answer: try again later) or
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -24,6 +26,8 @@ from meshkit.wire.telegram_io import (
 from orchestrator.core.replies import Reply
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry
+
+logger = logging.getLogger(__name__)
 
 MAX_TEXT = 4096  # Telegram's limit for one message; send_message splits longer texts itself
 M = TypeVar("M", bound=BaseModel)
@@ -67,6 +71,8 @@ class TelegramIO:
         await self._call("ack", {"ids": [update_id]}, Acked)
 
     async def send(self, agent: str, chat_id: str, reply: Reply, key: str) -> Sent:
+        """``reply``, sent once under the idempotency ``key`` however often it is sent:
+        a second try when telegram-io did not answer is therefore safe, and made."""
         arguments: dict[str, Any] = {
             "agent": agent,
             "chat_id": chat_id,
@@ -75,7 +81,20 @@ class TelegramIO:
         }
         if reply.buttons:
             arguments["buttons"] = _buttons(reply)
-        return await self._call("send_message", arguments, Sent)
+        try:
+            return await self._call("send_message", arguments, Sent)
+        except TelegramIOUnavailable:  # parts already delivered are not sent again
+            return await self._call("send_message", arguments, Sent)
+
+    async def deliver(self, agent: str, chat_id: str, reply: Reply, key: str) -> str | None:
+        """Send ``reply`` (``send``); the message its buttons are in (the last part). When
+        ``key`` had been sent already (a turn redone after a crash), that message shows the
+        first try's buttons, never recorded as shown there: this try's replace them."""
+        sent = await self.send(agent, chat_id, reply, key)
+        shown_in = sent.message_ids[-1] if sent.message_ids else None
+        if sent.duplicate and reply.buttons and shown_in is not None:
+            await best_effort(self.edit(agent, chat_id, shown_in, reply))
+        return None if shown_in is None else str(shown_in)
 
     async def edit(self, agent: str, chat_id: str, message_id: int, reply: Reply) -> None:
         arguments: dict[str, Any] = {
@@ -110,6 +129,14 @@ class TelegramIO:
         except ToolCallError as error:
             failed = TelegramRefused if error.answered else TelegramIOUnavailable
             raise failed(str(error)[:300]) from error
+
+
+async def best_effort(call: Awaitable[object]) -> None:
+    """``call``, whose failure is logged and otherwise ignored (a notice, an indicator)."""
+    try:
+        await call
+    except TelegramIOFailed as error:
+        logger.info("telegram-io: %s", error)
 
 
 def _buttons(reply: Reply) -> list[list[dict[str, str]]]:
