@@ -109,11 +109,11 @@ class Dispatcher:
                 user = user_id or chat_id
                 reply = await self._command(runtime, chat_id, command, user)
                 return await _delivered(reply, deliver)
-            # Whether the text answers a question runs beside the turn's own reads; the
-            # turn waits for it before it asks or says anything (see _turn's ``settled``).
-            settled = anyio.Event()
+            # Whether the user's text answers a question runs beside the turn's own reads;
+            # the turn waits for it before it asks or says anything (_turn's ``settled``).
+            settled = anyio.Event() if from_user else None
 
-            async def answer_question() -> None:
+            async def answer_question(settled: anyio.Event) -> None:
                 try:
                     await self._questions.answer_by_text(agent_id, chat_id, text, edit_message)
                 finally:
@@ -121,18 +121,11 @@ class Dispatcher:
 
             failed: Exception | None = None
             async with anyio.create_task_group() as beside:
-                if from_user:
-                    beside.start_soon(answer_question)
+                if settled is not None:
+                    beside.start_soon(answer_question, settled)
                 try:
                     reply = await self._turn(
-                        runtime,
-                        chat_id,
-                        text,
-                        observe,
-                        message_id,
-                        user_id,
-                        deliver,
-                        settled if from_user else None,
+                        runtime, chat_id, text, observe, message_id, user_id, deliver, settled
                     )
                 except Exception as error:  # raised as itself, not in an exception group
                     failed = error
