@@ -105,6 +105,12 @@ async def test_a_reminder_set_by_tap_is_sent_once_across_a_kill_9_then_snoozed(
         print(f"tap:  10 min  →  {reminder.edits[-1].text}")
 
 
+def a_minute_ahead() -> datetime:
+    """The next whole minute in Paris that leaves an import and the mesh 40 s to start (a job
+    whose time passed before the scheduler saw it waits for the next day, as it should)."""
+    return (datetime.now(PARIS) + timedelta(seconds=40)).replace(second=0) + timedelta(minutes=1)
+
+
 def import_today(tmp: Path, day: str) -> None:
     d = day.replace("-", "")
     ics = tmp / "today.ics"
@@ -129,9 +135,7 @@ def import_today(tmp: Path, day: str) -> None:
 async def test_make_run_sends_the_morning_briefing_at_its_time_even_with_the_model_down(
     tmp_path: Path,
 ) -> None:
-    # The briefing at the next minute that leaves the import and the mesh 40 s to start (a job
-    # whose time passed before the scheduler saw it waits for the next day, as it should).
-    at = (datetime.now(PARIS) + timedelta(seconds=40)).replace(second=0) + timedelta(minutes=1)
+    at = a_minute_ahead()
     import_today(tmp_path, at.date().isoformat())
     schedule = f'agents:\n  clawdia:\n    briefing: {{at: "{at:%H:%M}"}}\n'
     env = {"CALENDAR_TIMEZONE": "Europe/Paris"}
@@ -154,9 +158,9 @@ async def test_make_run_sends_the_morning_briefing_at_its_time_even_with_the_mod
 async def test_a_reminder_is_sent_while_a_scheduled_prompts_turn_still_thinks(
     tmp_path: Path,
 ) -> None:
-    # A prompt job at the next minute that leaves the mesh 40 s to start, a reminder 10 s
-    # after it; the model holds the prompt's turn from then on.
-    at = (datetime.now(PARIS) + timedelta(seconds=40)).replace(second=0) + timedelta(minutes=1)
+    # A prompt job at a_minute_ahead(), a reminder 10 s after it; the model holds the
+    # prompt's turn from then on.
+    at = a_minute_ahead()
     schedule = (
         "agents:\n  clawdia:\n    prompts:\n"
         f'      - {{name: ponder, cron: "{at.minute} {at.hour} * * *", prompt: Think it over.}}\n'
