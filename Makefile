@@ -120,11 +120,12 @@ import-orders: install
 	@test -n "$(FILE)" || { echo "usage: make import-orders FILE=orders.csv [AGENT=clawdia]" >&2; exit 2; }
 	@.venv/bin/python -m mcp_shopping import "$(FILE)" --agent "$(or $(AGENT),clawdia)"
 
-# A credential for an MCP client other than the orchestrator (read and producer tools only):
-# prints its token once and the MESH_CLIENTS line for .env.
+# A credential for an MCP client other than the orchestrator (read and producer tools only),
+# bound to one agent and one user: prints its token once and the MESH_CLIENTS line for .env.
+# USER counts only on make's command line (the environment's USER is your login name).
 client: install
-	@test -n "$(NAME)" || { echo "usage: make client NAME=claude-desktop [SCOPES=read]" >&2; exit 2; }
-	@.venv/bin/python -m meshkit.add_client "$(NAME)" $(if $(SCOPES),--scopes "$(SCOPES)")
+	@test -n "$(NAME)" -a -n "$(AGENT)" -a "$(origin USER)" = "command line" || { echo "usage: make client NAME=claude-desktop AGENT=clawdia USER=<your Telegram user id> [SCOPES=read]" >&2; exit 2; }
+	@.venv/bin/python -m meshkit.add_client "$(NAME)" --agent "$(AGENT)" --user "$(USER)" $(if $(SCOPES),--scopes "$(SCOPES)")
 
 # A local bearer token for `make run-*`, created once (mode 600), never echoed.
 data/mesh_token:

@@ -18,7 +18,7 @@ from fastmcp import FastMCP
 from pydantic import SecretStr
 
 from fakes.serving import ServerProcess, free_port, sdk_client, serving_in_thread
-from meshkit.credentials import new_client, token_digest
+from meshkit.credentials import Binding, new_client, token_digest
 from meshkit.http import build_http_app
 from meshkit.server import create_server
 from meshkit.tool_classes import confirm, internal, producer, read
@@ -26,8 +26,10 @@ from meshkit.tool_classes import confirm, internal, producer, read
 pytestmark = pytest.mark.anyio
 
 ORCHESTRATOR_TOKEN = "orchestrator-token-0123456789abcdef"
-DESKTOP_TOKEN, DESKTOP = new_client("claude-desktop")  # read+producer, the default
-READER_TOKEN, READER = new_client("nightly-script", ["read"])
+ALICE = Binding("clawdia", "1001")
+DESKTOP_TOKEN, DESKTOP = new_client("claude-desktop", ALICE)  # read+producer, the default
+READER_TOKEN, READER = new_client("nightly-script", ALICE, ["read"])
+ZEROS = "0" * 64
 TOKENS = {
     "orchestrator": ORCHESTRATOR_TOKEN,
     "claude-desktop": DESKTOP_TOKEN,
@@ -155,15 +157,34 @@ async def test_a_served_process_admits_a_client_from_mesh_clients_to_read_and_pr
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        ("claude-desktop:read", "an entry must look like name:read+producer:sha256:"),
         (
-            f"bot:confirm:sha256:{'0' * 64}",
+            "claude-desktop:read",
+            "an entry must look like name:read+producer:<user>@<agent>:sha256:",
+        ),
+        (
+            f"desk:read:sha256:{ZEROS}",
+            "client 'desk' is bound to no agent and user, so it could speak for anyone: run "
+            "make client NAME=desk AGENT=<agent> USER=<Telegram user id> again",
+        ),
+        (
+            f"bot:confirm:1001@clawdia:sha256:{ZEROS}",
             "client 'bot': confirm belongs to the orchestrator (MESH_TOKEN) alone",
         ),
-        ("desk:read:sha256:not-hex", "client 'desk': the digest must be 64 lowercase hex"),
+        (
+            f"desk:read:clawdia:sha256:{ZEROS}",
+            "client 'desk': 'clawdia' must be <Telegram user id>@<agent>",
+        ),
+        (
+            f"desk:read:alice@clawdia:sha256:{ZEROS}",
+            "client 'desk': user 'alice' is not a Telegram user id",
+        ),
+        (
+            "desk:read:1001@clawdia:sha256:not-hex",
+            "client 'desk': the digest must be 64 lowercase hex",
+        ),
         (f"{DESKTOP.entry()},{DESKTOP.entry()}", "client 'claude-desktop' is listed twice"),
         (
-            f"copy:read:sha256:{token_digest(ORCHESTRATOR_TOKEN)}",
+            f"copy:read:1001@clawdia:sha256:{token_digest(ORCHESTRATOR_TOKEN)}",
             "two credentials share a token (a client's token equals MESH_TOKEN",
         ),
     ],

@@ -1,18 +1,49 @@
-"""Create a credential for an MCP client other than the orchestrator.
+"""Create a credential for an MCP client other than the orchestrator, bound to one person.
 
-    python -m meshkit.add_client NAME [--scopes read+producer]     (or: make client NAME=...)
+    python -m meshkit.add_client NAME --agent AGENT --user USER [--scopes read+producer]
+    (or: make client NAME=... AGENT=... USER=... [SCOPES=read])
 
-Prints the client's token (once: only its SHA-256 is kept) and the ``MESH_CLIENTS`` line
-for ``.env``, with the entries already set kept. Restart the servers to admit the client.
+The client speaks for that agent and that user (a numeric Telegram user id, as in
+config/agents.yaml ``allowed_user_ids``) only: the servers fill in its context arguments and
+refuse any that names someone else. Prints the client's token (once: only its SHA-256 is kept)
+and the ``MESH_CLIENTS`` line for ``.env``, with the entries already set kept (an entry from
+before bindings is dropped, and said so). Restart the servers to admit the client.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from meshkit.credentials import DEFAULT_CLIENT_SCOPES, CredentialError, new_client
-from meshkit.settings import ServeSettings, fail, load_dotenv, load_settings
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from meshkit.credentials import (
+    DEFAULT_CLIENT_SCOPES,
+    Binding,
+    ClientCredential,
+    CredentialError,
+    UnboundEntry,
+    entries,
+    new_client,
+)
+from meshkit.fleet import agent_zones
+from meshkit.settings import fail, load_dotenv, load_settings
+from meshkit.yaml_config import ConfigError
+
+
+class ClientSettings(BaseSettings):
+    """What making a client reads: the entries already set, unchecked (an old entry must not
+    stop the command that replaces it), and where the fleet is."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_ignore_empty=True)
+
+    clients: str = Field(default="", validation_alias=AliasChoices("MESH_CLIENTS"))
+    agents: Path = Field(
+        default=Path("config/agents.yaml"), validation_alias=AliasChoices("CLAWMESH_AGENTS")
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -22,6 +53,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("name", help="the client's name, as logs will show it (claude-desktop)")
+    parser.add_argument("--agent", required=True, help="the agent it speaks to (clawdia)")
+    parser.add_argument("--user", required=True, help="the Telegram user id it speaks for")
     parser.add_argument(
         "--scopes",
         default="+".join(DEFAULT_CLIENT_SCOPES),
@@ -29,18 +62,58 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     load_dotenv()
-    existing = load_settings(ServeSettings).clients
-    if any(client.name == args.name for client in existing):
-        fail(f"MESH_CLIENTS already has a client named {args.name!r}: remove it or pick a name")
+    settings = load_settings(ClientSettings)
     try:
-        token, credential = new_client(args.name, args.scopes.split("+"))
+        binding = Binding.parse(args.agent, args.user)
     except CredentialError as error:
         fail(str(error))
-    entries = ",".join(client.entry() for client in [*existing, credential])
-    print(f"Token for {credential.name} (shown once; the client sends Authorization: Bearer ...):")
+    check_agent(settings.agents, binding.agent)
+    kept = existing(settings.clients, replacing=args.name)
+    if any(client.name == args.name for client in kept):
+        fail(f"MESH_CLIENTS already has a client named {args.name!r}: remove it or pick a name")
+    try:
+        token, credential = new_client(args.name, binding, args.scopes.split("+"))
+    except CredentialError as error:
+        fail(str(error))
+    line = ",".join(client.entry() for client in [*kept, credential])
+    print(
+        f"Token for {credential.name}, for user {binding.user} of agent {binding.agent} "
+        "(shown once; the client sends Authorization: Bearer ...):"
+    )
     print(f"  {token}")
     print("Set this line in .env (it keeps the clients already there), then restart the servers:")
-    print(f"  MESH_CLIENTS={entries}")
+    print(f"  MESH_CLIENTS={line}")
+
+
+def check_agent(fleet: Path, agent: str) -> None:
+    """Stop unless ``agent`` is in the fleet file, when there is one to read."""
+    if not fleet.is_file():
+        return
+    try:
+        agents = agent_zones(fleet)
+    except ConfigError as error:
+        fail(str(error))
+    if agent not in agents:
+        fail(f"AGENT {agent!r} is not an agent of {fleet}: use one of {', '.join(sorted(agents))}")
+
+
+def existing(text: str, *, replacing: str) -> list[ClientCredential]:
+    """The entries of MESH_CLIENTS to keep: every bound one; an unbound one (from before
+    bindings) is dropped with a line saying so, so this command is how it is replaced."""
+    kept = []
+    for entry in entries(text):
+        try:
+            kept.append(ClientCredential.parse(entry))
+        except UnboundEntry as old:
+            if old.name != replacing:
+                print(
+                    f"note: dropped client {old.name!r}, bound to no one; make it again with "
+                    f"make client NAME={old.name} AGENT=... USER=...",
+                    file=sys.stderr,
+                )
+        except CredentialError as error:
+            fail(f"MESH_CLIENTS is invalid: {error}")
+    return kept
 
 
 if __name__ == "__main__":

@@ -7,14 +7,17 @@ Two kinds of credential, both sent as ``Authorization: Bearer <token>``:
   server needs only its SHA-256 (``MESH_TOKEN_SHA256``, what the containers get): a server
   broken into then holds nothing that lets it call the others as the orchestrator.
 - ``MESH_CLIENTS``, one entry per other MCP client (Claude Desktop over HTTP, a script):
-  ``name:scopes:sha256:<hex>``, scopes ``read`` and/or ``producer`` joined by ``+``. Only
-  the SHA-256 of the token is stored: the servers never hold a client's token. A token is
-  256 random bits (``new_client``), so a plain hash is as hard to reverse as the token is
-  to guess; no slow hash is needed.
+  ``name:scopes:<user>@<agent>:sha256:<hex>``, scopes ``read`` and/or ``producer`` joined by
+  ``+``, bound to one agent and one user (a numeric Telegram user id): the client speaks for
+  that person only (``meshkit.bindings`` fills in the context arguments from the binding and
+  refuses any that names someone else). Only the SHA-256 of the token is stored: the servers
+  never hold a client's token. A token is 256 random bits (``new_client``), so a plain hash
+  is as hard to reverse as the token is to guess; no slow hash is needed.
 
 ``confirm`` and ``internal`` belong to the orchestrator alone: a confirm acts for a human tap
 the orchestrator saw, an internal tool reads the Telegram inbox or the conversation. An entry
-asking for them is refused at startup.
+asking for them is refused at startup, and so is an entry bound to no one (the shape before
+bindings, ``name:scopes:sha256:<hex>``): it would speak for every user.
 
 A presented token is hashed and compared with every known digest in constant time, so
 neither its bytes nor which credential it resembles can be learned from response times.
@@ -36,8 +39,10 @@ from meshkit.tool_classes import CLASSES, PRODUCER, READ
 ORCHESTRATOR = "orchestrator"
 CLIENT_SCOPES = frozenset({READ, PRODUCER})
 DEFAULT_CLIENT_SCOPES = (READ, PRODUCER)
-ENTRY_SHAPE = "name:read+producer:sha256:<64 hex digits>"
+ENTRY_SHAPE = "name:read+producer:<user>@<agent>:sha256:<64 hex digits>"
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
+_AGENT = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_USER = re.compile(r"[1-9][0-9]{0,19}")  # a Telegram user id (a private chat's id too)
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
@@ -45,30 +50,73 @@ class CredentialError(ValueError):
     """A malformed MESH_CLIENTS entry; the message says which and what to do."""
 
 
+class UnboundEntry(CredentialError):
+    """An entry of the shape before bindings (``name:scopes:sha256:<hex>``)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"client {name!r} is bound to no agent and user, so it could speak for anyone: "
+            f"run make client NAME={name} AGENT=<agent> USER=<Telegram user id> again and "
+            "use the entry it prints"
+        )
+        self.name = name
+
+
+@dataclass(frozen=True)
+class Binding:
+    """The one agent and user a client speaks for."""
+
+    agent: str
+    user: str
+
+    @classmethod
+    def parse(cls, agent: str, user: str) -> Binding:
+        """CredentialError (its message saying what to give) unless both are well formed."""
+        if not _USER.fullmatch(user):
+            raise CredentialError(
+                f"user {user[:40]!r} is not a Telegram user id: give the number, as in "
+                "config/agents.yaml allowed_user_ids (e.g. 123456789)"
+            )
+        if not _AGENT.fullmatch(agent):
+            raise CredentialError(
+                f"agent {agent[:70]!r}: give an agent id of config/agents.yaml (e.g. clawdia)"
+            )
+        return cls(agent, user)
+
+    def __str__(self) -> str:
+        return f"{self.user}@{self.agent}"
+
+
 @dataclass(frozen=True)
 class Caller:
-    """An authenticated client: its name (for logs) and the tool classes it may call."""
+    """An authenticated client: its name (for logs), the tool classes it may call and, for
+    any client but the orchestrator, the agent and user it speaks for."""
 
     name: str
     scopes: frozenset[str]
+    binding: Binding | None = None
 
 
 @dataclass(frozen=True)
 class ClientCredential:
-    """One ``MESH_CLIENTS`` entry: a client's name, scopes and token digest."""
+    """One ``MESH_CLIENTS`` entry: a client's name, scopes, binding and token digest."""
 
     name: str
     scopes: tuple[str, ...]
+    binding: Binding
     digest: str  # hex SHA-256 of the token
 
     @classmethod
     def parse(cls, text: str) -> ClientCredential:
         parts = text.strip().split(":")
-        if len(parts) != 4 or parts[2] != "sha256":
+        if len(parts) == 4 and parts[2] == "sha256":
+            raise UnboundEntry(parts[0][:32])
+        if len(parts) != 5 or parts[3] != "sha256":
             raise CredentialError(
-                f"an entry must look like {ENTRY_SHAPE} (make client NAME=... prints one)"
+                f"an entry must look like {ENTRY_SHAPE} "
+                "(make client NAME=... AGENT=... USER=... prints one)"
             )
-        name, scopes_text, _, digest = parts
+        name, scopes_text, bound, _, digest = parts
         if not _NAME.fullmatch(name) or name == ORCHESTRATOR:
             raise CredentialError(
                 f"client name {name!r}: use 1-32 lowercase letters, digits or '-' "
@@ -85,20 +133,31 @@ class ClientCredential:
                 f"client {name!r}: {'+'.join(sorted(set(scopes) - CLIENT_SCOPES))} belongs to "
                 "the orchestrator (MESH_TOKEN) alone; give this client read and/or producer"
             )
+        user, at, agent = bound.partition("@")
+        if not at:
+            raise CredentialError(
+                f"client {name!r}: {bound[:80]!r} must be <Telegram user id>@<agent>, "
+                "e.g. 123456789@clawdia"
+            )
+        try:
+            binding = Binding.parse(agent, user)
+        except CredentialError as error:
+            raise CredentialError(f"client {name!r}: {error}") from None
         if not _DIGEST.fullmatch(digest):
             raise CredentialError(
                 f"client {name!r}: the digest must be 64 lowercase hex digits (the SHA-256 of "
                 "the token, as make client prints it), never the token itself"
             )
-        return cls(name, tuple(s for s in DEFAULT_CLIENT_SCOPES if s in scopes), digest)
+        ordered = tuple(s for s in DEFAULT_CLIENT_SCOPES if s in scopes)
+        return cls(name, ordered, binding, digest)
 
     def entry(self) -> str:
-        return f"{self.name}:{'+'.join(self.scopes)}:sha256:{self.digest}"
+        return f"{self.name}:{'+'.join(self.scopes)}:{self.binding}:sha256:{self.digest}"
 
 
 def parse_clients(text: str) -> list[ClientCredential]:
     """``MESH_CLIENTS``: entries separated by commas (or whitespace), names unique."""
-    clients = [ClientCredential.parse(part) for part in re.split(r"[,\s]+", text) if part]
+    clients = [ClientCredential.parse(part) for part in entries(text)]
     seen: set[str] = set()
     for client in clients:
         if client.name in seen:
@@ -107,16 +166,20 @@ def parse_clients(text: str) -> list[ClientCredential]:
     return clients
 
 
+def entries(text: str) -> list[str]:
+    return [part for part in re.split(r"[,\s]+", text) if part]
+
+
 def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
 def new_client(
-    name: str, scopes: Iterable[str] = DEFAULT_CLIENT_SCOPES
+    name: str, binding: Binding, scopes: Iterable[str] = DEFAULT_CLIENT_SCOPES
 ) -> tuple[str, ClientCredential]:
     """A fresh token and the entry that admits it (checked like any configured entry)."""
     token = secrets.token_urlsafe(32)
-    entry = f"{name}:{'+'.join(scopes)}:sha256:{token_digest(token)}"
+    entry = f"{name}:{'+'.join(scopes)}:{binding}:sha256:{token_digest(token)}"
     return token, ClientCredential.parse(entry)
 
 
@@ -156,18 +219,15 @@ class Credentials:
             if isinstance(orchestrator, SecretStr)
             else check_digest(orchestrator)
         )
-        known = [(digest, ORCHESTRATOR, CLASSES)]
-        known += [(c.digest, c.name, frozenset(c.scopes)) for c in clients]
-        digests = [digest for digest, _, _ in known]
+        known = [(digest, Caller(ORCHESTRATOR, CLASSES))]
+        known += [(c.digest, Caller(c.name, frozenset(c.scopes), c.binding)) for c in clients]
+        digests = [digest for digest, _ in known]
         if len(set(digests)) != len(digests):
             raise CredentialError(
                 "two credentials share a token (a client's token equals MESH_TOKEN or "
                 "another client's); give each client its own with make client"
             )
-        self._known = [
-            (bytes.fromhex(digest), Caller(name, frozenset(scopes)))
-            for digest, name, scopes in known
-        ]
+        self._known = [(bytes.fromhex(digest), caller) for digest, caller in known]
 
     def identify(self, authorization: bytes) -> Caller | None:
         """The caller an ``Authorization`` header value proves, or None."""

@@ -7,6 +7,7 @@ The guard is plain ASGI in front of the MCP app and answers, in this order:
 - 401 on any path but ``/health`` without a known bearer token: ``MESH_TOKEN`` (the
   orchestrator) or a ``MESH_CLIENTS`` entry's (``meshkit.credentials``); the caller it
   proves is left in the ASGI scope for ``meshkit.scopes``, which limits it to its tool classes,
+  and for ``meshkit.bindings``, which makes a client speak for the one person it is bound to,
 - 413 when the request body exceeds ``MESH_MAX_BODY_BYTES``,
 - 408 (and close) when the body has not arrived within ``MESH_BODY_TIMEOUT_S``: a client
   that declares a Content-Length and never sends the body holds nothing for long (the
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import anyio
@@ -32,6 +33,7 @@ from fastmcp import FastMCP
 from pydantic import SecretStr
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from meshkit.bindings import ContextBinding
 from meshkit.credentials import ClientCredential, Credentials
 from meshkit.scopes import CALLER_KEY, ScopeGate
 from meshkit.tool_schemas import ToolSchemaSnapshot
@@ -183,12 +185,15 @@ def build_http_app(
     clients: Iterable[ClientCredential] = (),
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
     on_request: Callable[[], None] | None = None,
+    zones: Mapping[str, str] | None = None,
 ) -> ASGIApp:
     """Stateless JSON Streamable HTTP at ``/mcp`` plus the server's custom routes, guarded;
     ``token`` is the orchestrator's credential (the token, or as a str its hex SHA-256),
-    ``clients`` the others (read/producer only);
-    ``on_request`` is told of every HTTP request (meshkit.memory trims in quiet moments)."""
-    server.add_middleware(ScopeGate(server))
+    ``clients`` the others (read/producer only, each bound to an agent and a user);
+    ``on_request`` is told of every HTTP request (meshkit.memory trims in quiet moments);
+    ``zones`` each agent's time zone, for the clients bound to it (when the server knows)."""
+    server.add_middleware(ScopeGate(server))  # first: a tool outside the scopes is refused as such
+    server.add_middleware(ContextBinding(server, zones=zones))
     inner = server.http_app(
         path=MCP_PATH,
         stateless_http=True,

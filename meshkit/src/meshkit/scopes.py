@@ -10,7 +10,9 @@ ASGI scope; this fastmcp middleware reads it back from the request being served:
 
 A tool without a class tag counts as ``internal``: unknown means the most restricted.
 Requests that did not come over HTTP (in-process, stdio) are not filtered: those clients
-run as the operator, beside the data, and hold no credential to check.
+run as the operator, beside the data, and hold no credential to check; unless the server
+was given a ``local`` caller (stdio bound to a person, ``MESH_STDIO_AGENT``/``_USER``), who
+then stands for every such request.
 """
 
 from __future__ import annotations
@@ -55,9 +57,17 @@ def http_caller() -> Caller | None:
     return caller if isinstance(caller, Caller) else NOBODY  # HTTP but unproven: nothing
 
 
+def request_caller(local: Caller | None) -> Caller | None:
+    """The caller of the request being served: over HTTP the one the guard proved, else
+    ``local`` (None: an unfiltered in-process or stdio client)."""
+    caller = http_caller()
+    return local if caller is None else caller
+
+
 class ScopeGate(Middleware):
-    def __init__(self, server: FastMCP[Any]) -> None:
+    def __init__(self, server: FastMCP[Any], local: Caller | None = None) -> None:
         self._server = server
+        self._local = local
 
     async def on_list_tools(
         self,
@@ -65,7 +75,7 @@ class ScopeGate(Middleware):
         call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
     ) -> Sequence[Tool]:
         tools = await call_next(context)
-        caller = http_caller()
+        caller = request_caller(self._local)
         if caller is None:
             return tools
         return [tool for tool in tools if tool_class(tool.tags) in caller.scopes]
@@ -75,7 +85,7 @@ class ScopeGate(Middleware):
         context: MiddlewareContext[mt.CallToolRequestParams],
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
-        caller = http_caller()
+        caller = request_caller(self._local)
         if caller is not None:
             name = context.message.name
             tool = await self._server.get_tool(name)

@@ -3,6 +3,12 @@
     python -m mcp_<name>            Streamable HTTP at /mcp on $MCP_PORT (needs MESH_TOKEN)
     python -m mcp_<name> --stdio    stdio, for local clients such as Claude Desktop
 
+Over stdio a server has no credential to check: it serves every tool, as the operator who
+started it beside the data (the orchestrator's ``command:`` registry entries rely on that),
+unless ``MESH_STDIO_AGENT`` and ``MESH_STDIO_USER`` bind it to one person: then it serves
+read and producer tools only, with that agent and user as the context arguments, like a
+bound HTTP client (``meshkit.bindings``).
+
 Each server's ``__main__`` is a call to :func:`run_server` with its settings class, its
 factory and its default port.
 """
@@ -13,7 +19,8 @@ import argparse
 import asyncio
 import logging
 import socket
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -24,12 +31,15 @@ from pydantic_settings import BaseSettings
 from uvicorn.config import Config
 from uvicorn.server import Server
 
+from meshkit.bindings import bind_local_client
 from meshkit.connections import Limits, protocol_with
-from meshkit.credentials import ClientCredential, CredentialError
+from meshkit.credentials import Binding, Caller, ClientCredential, CredentialError
+from meshkit.fleet import agent_zones
 from meshkit.http import build_http_app
 from meshkit.logs import configure_logging
 from meshkit.memory import Trimmer
 from meshkit.settings import ServeSettings, fail, load_dotenv, load_settings
+from meshkit.tool_classes import PRODUCER, READ
 from meshkit.yaml_config import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -40,6 +50,7 @@ S = TypeVar("S", bound=BaseSettings)
 # Stopping). Below the 10 s a container gets before SIGKILL by default; the orchestrator,
 # stopped first (it depends on the servers), finishes its turns before they stop.
 GRACE_S = 8
+STDIO_CLIENT = "stdio"  # the name a bound stdio client has in logs
 
 HTTP_AUTH_HELP = (
     "MESH_TOKEN is not set: HTTP mode requires the orchestrator's bearer token (MESH_TOKEN,\n"
@@ -98,6 +109,7 @@ def run_server(
     own = load_settings(settings_cls)
     try:
         orchestrator = serving.orchestrator
+        local = local_caller(serving) if args.stdio else None
     except CredentialError as error:
         fail(str(error))
     if not args.stdio and orchestrator is None:
@@ -109,16 +121,59 @@ def run_server(
             serving.log_level,
             secrets=[s.get_secret_value() if isinstance(s, SecretStr) else s for s in known if s],
         )
+        bound = serving.clients if not args.stdio else [local] if local is not None else []
+        zones = bound_zones(serving.agents, [c.binding for c in bound if c.binding is not None])
         server = build(own)
     except ConfigError as error:
         fail(str(error))
     if args.stdio:
-        logger.info("serving %s over stdio", name)
+        if local is not None:
+            bind_local_client(server, local, zones=zones)
+            logger.info("serving %s over stdio for %s", name, local.binding)
+        else:
+            logger.info("serving %s over stdio", name)
         Trimmer().trim()
         server.run("stdio", show_banner=False)
         return
     assert orchestrator is not None
-    _serve_http(server, serving, orchestrator, stopping, name=name, default_port=default_port)
+    _serve_http(
+        server, serving, orchestrator, stopping, zones, name=name, default_port=default_port
+    )
+
+
+def local_caller(settings: ServeSettings) -> Caller | None:
+    """Whom a stdio serve speaks for (``MESH_STDIO_AGENT`` and ``MESH_STDIO_USER``): None
+    when neither is set; CredentialError when only one is, or one is malformed."""
+    agent, user = settings.stdio_agent, settings.stdio_user
+    if agent is None and user is None:
+        return None
+    if agent is None or user is None:
+        raise CredentialError(
+            "MESH_STDIO_AGENT and MESH_STDIO_USER go together: set both (the agent and your "
+            "Telegram user id) or neither"
+        )
+    try:
+        binding = Binding.parse(agent, user)
+    except CredentialError as error:
+        raise CredentialError(f"MESH_STDIO_AGENT/MESH_STDIO_USER: {error}") from None
+    return Caller(STDIO_CLIENT, frozenset({READ, PRODUCER}), binding)
+
+
+def bound_zones(fleet: Path, bindings: Sequence[Binding]) -> dict[str, str]:
+    """The time zone of each agent a client is bound to, from the fleet file: none when no
+    client is bound or the file is not there (the clients' own zones stand); ConfigError
+    when it cannot be read or lacks a bound agent."""
+    if not bindings or not fleet.is_file():
+        return {}
+    zones = agent_zones(fleet)
+    for binding in bindings:
+        if binding.agent not in zones:
+            raise ConfigError(
+                f"{fleet}: no agent {binding.agent!r}, which a client is bound to (MESH_CLIENTS "
+                f"or MESH_STDIO_AGENT): bind it to one of {', '.join(sorted(zones))}, or add "
+                "the agent"
+            )
+    return {agent: zone.key for agent, zone in zones.items()}
 
 
 def _serve_http(
@@ -126,11 +181,13 @@ def _serve_http(
     settings: ServeSettings,
     orchestrator: str,
     stopping: Stopping,
+    zones: Mapping[str, str],
     *,
     name: str,
     default_port: int,
 ) -> None:
-    """``orchestrator``: the digest of the orchestrator's token, as run_server checked it."""
+    """``orchestrator``: the digest of the orchestrator's token, as run_server checked it;
+    ``zones``: the time zones of the agents clients are bound to, where known."""
     trimmer = Trimmer()
     try:
         app = build_http_app(
@@ -141,6 +198,7 @@ def _serve_http(
             max_body_bytes=settings.max_body_bytes,
             body_timeout_s=settings.body_timeout_s,
             on_request=trimmer.request_seen,
+            zones=zones,
         )
     except CredentialError as error:
         fail(f"MESH_CLIENTS is invalid: {error}")
@@ -192,4 +250,6 @@ def _serve_http(
 
 
 def describe(clients: Iterable[ClientCredential]) -> list[str]:
-    return [f"{client.name} ({'+'.join(client.scopes)})" for client in clients]
+    return [
+        f"{client.name} ({'+'.join(client.scopes)}, for {client.binding})" for client in clients
+    ]

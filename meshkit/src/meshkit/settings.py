@@ -103,8 +103,24 @@ class ServeSettings(ApprovalSettings):
     )
     clients: Annotated[list[ClientCredential], NoDecode] = Field(
         default_factory=list,
-        description="Other clients (MESH_CLIENTS): name:scopes:sha256:<digest>, comma-separated; "
-        "scopes read and/or producer (make client NAME=... prints an entry).",
+        description="Other clients (MESH_CLIENTS): name:scopes:<user>@<agent>:sha256:<digest>, "
+        "comma-separated; scopes read and/or producer, each bound to one agent and user "
+        "(make client NAME=... AGENT=... USER=... prints an entry).",
+    )
+    stdio_agent: str | None = Field(
+        default=None,
+        description="With MESH_STDIO_USER: over stdio, serve as a client bound to this agent "
+        "(read and producer tools, context arguments filled in); unset: every tool, as the "
+        "operator.",
+    )
+    stdio_user: str | None = Field(
+        default=None, description="The Telegram user id a bound stdio client speaks for."
+    )
+    agents: Path = Field(
+        default=Path("config/agents.yaml"),
+        validation_alias=AliasChoices("CLAWMESH_AGENTS", "agents"),
+        description="The fleet file, read (when there) for the time zone of each bound "
+        "client's agent.",
     )
     host: str = Field(
         default="127.0.0.1",

@@ -27,11 +27,12 @@ from dataclasses import dataclass
 from datetime import time
 from pathlib import Path
 from typing import Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mcp_scheduler.recurrence import Cron, Rule, Weekly, valid_cron
+from meshkit.fleet import agent_zones
 from meshkit.yaml_config import ConfigError, load_yaml
 
 logger = logging.getLogger(__name__)
@@ -212,26 +213,6 @@ def load_schedule(
             job_id = f"{agent}/prompt/{prompt.name}"
             jobs.append(Job(job_id, agent, "prompt", prompt.rule, prompt.catch_up, spec, tz))
     return jobs
-
-
-def agent_zones(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, ZoneInfo]:
-    """Each agent's time zone from the fleet file (UTC when it names none); only
-    ``timezone`` is read here, the orchestrator validates the rest."""
-    raw = load_yaml(path, environ)
-    agents = raw.get("agents")
-    if not isinstance(agents, dict) or not agents:
-        raise ConfigError(f"{path}: agents: expected at least one agent")
-    zones = {}
-    for agent, body in agents.items():
-        name = str((body or {}).get("timezone") or "UTC")
-        try:
-            zones[str(agent)] = ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ConfigError(
-                f"{path}: agents.{agent}.timezone: {name!r} is not an IANA timezone; "
-                "use e.g. Europe/Berlin"
-            ) from None
-    return zones
 
 
 def _validate(body: Any, path: Path, key: str) -> AgentJobs:
