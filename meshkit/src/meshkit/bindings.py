@@ -5,8 +5,9 @@ A read or producer tool names its context arguments (``agent``, ``user``, ``time
 ``MESH_CLIENTS`` is bound to one agent and one user (``meshkit.credentials.Binding``), and this
 fastmcp middleware makes the binding the only answer:
 
-- ``tools/list`` shows such a client its tools without those arguments: its model has nothing
-  to guess, and nothing to try;
+- ``tools/list`` shows such a client its tools without the arguments it decides (``timezone``
+  stays listed when the server does not know the agent's zone): its model has nothing to guess,
+  and nothing to try;
 - ``tools/call`` fills ``agent`` and ``user`` in from the binding; a value naming anyone else
   (another agent, another user, ``default``) is a tool error, "forbidden (403)", and a log line
   naming the client: refused, never silently replaced, so a script learns its mistake;
@@ -109,9 +110,11 @@ class ContextBinding(Middleware):
         call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
     ) -> Sequence[Tool]:
         tools = await call_next(context)
-        if self._binding() is None:
+        bound = self._binding()
+        if bound is None:
             return tools
-        return [without(tool, context_arguments(tool)) for tool in tools]
+        decided = set(IDENTITY) | ({ZONE} if bound[1].agent in self._zones else set())
+        return [without(tool, context_arguments(tool) & decided) for tool in tools]
 
     async def on_call_tool(
         self,

@@ -1,0 +1,85 @@
+"""`make client` (python -m meshkit.add_client) binds a new credential to one agent and one
+user, and is how an entry from before bindings is replaced."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from meshkit.credentials import Binding, new_client, parse_clients, token_digest
+
+FLEET = "agents:\n  clawdia: {timezone: Europe/Berlin}\n  ops: {}\n"
+
+
+def add_client(tmp_path: Path, *args: str, clients: str = "") -> subprocess.CompletedProcess[str]:
+    (tmp_path / "agents.yaml").write_text(FLEET, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MESH_", "CLAWMESH_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "meshkit.add_client", *args],
+        cwd=tmp_path,  # no .env of the checkout
+        env={**env, "CLAWMESH_AGENTS": str(tmp_path / "agents.yaml"), "MESH_CLIENTS": clients},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_new_client_is_bound_to_its_agent_and_user_and_replaces_an_unbound_entry(
+    tmp_path: Path,
+) -> None:
+    _, kept = new_client("script", Binding("ops", "1002"), ["read"])
+    old = f"desk:read+producer:sha256:{'0' * 64}"
+    stale = f"laptop:read:sha256:{'1' * 64}"
+    result = add_client(
+        tmp_path,
+        "desk",
+        "--agent",
+        "clawdia",
+        "--user",
+        "1001",
+        clients=f"{kept.entry()},{old},{stale}",
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    token = lines[1].strip()
+    line = lines[-1].strip().removeprefix("MESH_CLIENTS=")
+    clients = parse_clients(line)  # what a server reads back
+    assert [c.name for c in clients] == ["script", "desk"]
+    desk = clients[1]
+    assert desk.digest == token_digest(token)  # the entry admits the token printed
+    assert desk.binding == Binding("clawdia", "1001")
+    assert desk.scopes == ("read", "producer")
+    assert "for user 1001 of agent clawdia" in lines[0]
+    assert "dropped client 'laptop', bound to no one" in result.stderr
+    assert "'desk'" not in result.stderr  # the one being made again is simply replaced
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["--agent", "nobody", "--user", "1001"],
+            "AGENT 'nobody' is not an agent of ",
+        ),
+        (
+            ["--agent", "clawdia", "--user", "@alice"],
+            "user '@alice' is not a Telegram user id: give the number, as in config/agents.yaml",
+        ),
+    ],
+    ids=["unknown-agent", "user-not-a-number"],
+)
+def test_a_bad_agent_or_user_is_named_in_one_line(
+    tmp_path: Path, args: list[str], expected: str
+) -> None:
+    result = add_client(tmp_path, "desk", *args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("configuration error: ")
+    assert expected in lines[0]
+    assert result.stdout == ""
