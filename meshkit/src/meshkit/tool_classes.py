@@ -5,8 +5,10 @@ reads the tag (``tool.meta["fastmcp"]["tags"]``) to decide who may call a tool.
 
 ``context=("agent",)`` on a read or producer tool marks arguments the orchestrator
 fills in itself (``tool.meta["clawmesh"]["context"]``): the model never sees them, so
-it cannot read or change another agent's data. Other MCP clients see an ordinary
-argument (give it a default).
+it cannot read or change another agent's data. A client bound to a person (``MESH_CLIENTS``,
+a bound stdio server) gets them from its binding, never from itself (``meshkit.bindings``);
+an unbound local client sees an ordinary argument (give it a default). ``timezone`` only
+reads and writes times: it never selects whose data a tool touches.
 """
 
 from __future__ import annotations
