@@ -118,7 +118,7 @@ class ServeSettings(ApprovalSettings):
     )
     agents: Path = Field(
         default=Path("config/agents.yaml"),
-        validation_alias=AliasChoices("CLAWMESH_AGENTS", "agents"),
+        validation_alias=AliasChoices("CLAWMESH_AGENTS"),
         description="The fleet file, read (when there) for the time zone of each bound "
         "client's agent.",
     )
