@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from calendar_server.calls import mint
-from fakes.approval_keys import PUBLIC_ENV, write_public_key
+from fakes.approval_keys import write_public_key
 from fakes.clock import Clock
 from fakes.serving import ServerProcess, sdk_client
 
@@ -49,7 +49,7 @@ def server(data_dir: Path) -> Iterator[ServerProcess]:
         data_dir,
         TOKEN,
         CALENDAR_TIMEZONE="Europe/Berlin",
-        **{PUBLIC_ENV: str(public_key)},
+        MESH_APPROVAL_PUBLIC_KEY_FILE=str(public_key),
     )
     try:
         yield server

@@ -98,7 +98,7 @@ def as_private_keys(material: bytes) -> list[Ed25519PrivateKey]:
 
 def with_meshkit(request: dict[str, Any], expiry: int) -> list[list[str]]:
     """The approval API a confirm server's code can reach, in this environment."""
-    tokens = []
+    tokens: list[list[str]] = []
     try:
         from meshkit.approval_keys import signing_key
         from meshkit.proposals import ApprovalSigner

@@ -19,7 +19,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from mcp.types import CallToolResult
 
-from fakes.approval_keys import PUBLIC_ENV, SIGNING_ENV, write_public_key, write_signing_key
+from fakes.approval_keys import write_public_key, write_signing_key
 from fakes.serving import ServerProcess, sdk_client
 from meshkit.credentials import token_digest
 
@@ -41,14 +41,9 @@ class Mesh:
 
 def _confirm_server(module: str, data_dir: Path, public_key: Path, **env: str) -> ServerProcess:
     """As compose starts one: the token's digest, the public key file, its own DATA_DIR."""
-    return ServerProcess(
-        module,
-        data_dir,
-        "",  # no MESH_TOKEN
-        MESH_TOKEN_SHA256=token_digest(TOKEN),
-        **{PUBLIC_ENV: str(public_key)},
-        **env,
-    )
+    env = {**env, "MESH_APPROVAL_PUBLIC_KEY_FILE": str(public_key)}
+    digest = token_digest(TOKEN)
+    return ServerProcess(module, data_dir, "", command=None, MESH_TOKEN_SHA256=digest, **env)
 
 
 @pytest.fixture(scope="module")
@@ -56,12 +51,13 @@ def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
     root = tmp_path_factory.mktemp("forgery")
     key = Ed25519PrivateKey.generate()
     public_key = write_public_key(root / "public", key)
+    signing_key = write_signing_key(root / "pending-actions-secrets", key)
     pending = ServerProcess(
         "mcp_pending_actions",
         root / "pending-actions",
-        "",
+        "",  # no MESH_TOKEN
         MESH_TOKEN_SHA256=token_digest(TOKEN),
-        **{SIGNING_ENV: str(write_signing_key(root / "pending-actions-secrets", key))},
+        MESH_APPROVAL_SIGNING_KEY_FILE=str(signing_key),
     )
     shopping = _confirm_server(
         "mcp_shopping", root / "shopping", public_key, SHOPPING_EXAMPLE_AGENT=""
@@ -92,8 +88,9 @@ async def _call(url: str, tool: str, arguments: dict[str, Any]) -> CallToolResul
 async def _structured(url: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     result = await _call(url, tool, arguments)
     assert not result.is_error, _text(result)
-    assert result.structured_content is not None
-    return result.structured_content
+    structured: dict[str, Any] | None = result.structured_content
+    assert structured is not None
+    return structured
 
 
 PROPOSE = {

@@ -181,3 +181,11 @@ def test_only_pending_actions_reads_the_signing_key_file(
 
     assert PendingSettings().approval_signing_key_file == tmp_path / "signing.pem"
     assert "approval_public_key_file" not in PendingSettings.model_fields
+
+
+def test_a_key_file_variable_set_to_nothing_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MESH_APPROVAL_SIGNING_KEY_FILE", "")  # as .env.example has it
+    monkeypatch.setenv("MESH_APPROVAL_PUBLIC_KEY_FILE", "")
+
+    assert PendingSettings().approval_signing_key_file is None
+    assert ApprovalSettings().approval_public_key_file is None

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import httpx2
 import pytest
 
-from fakes.approval_keys import PUBLIC_KEY, SIGNING_ENV, write_signing_key
+from fakes.approval_keys import PUBLIC_KEY, write_signing_key
 from fakes.serving import ServerProcess, sdk_client
 from meshkit.proposals import Approvals
 from pending_actions.calls import AGENT, CHAT, MILK, USER
@@ -25,7 +25,7 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
         tmp_path_factory.mktemp("pending-http"),
         TOKEN,
         LOG_LEVEL="DEBUG",
-        **{SIGNING_ENV: str(signing_key)},
+        MESH_APPROVAL_SIGNING_KEY_FILE=str(signing_key),
     )
     try:
         yield server

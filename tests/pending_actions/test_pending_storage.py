@@ -26,6 +26,7 @@ from mcp_pending_actions.settings import PendingSettings
 from mcp_pending_actions.store import PendingStore
 from meshkit.approval_keys import read_public_key
 from meshkit.proposals import Approvals
+from meshkit.storage import StorageUnavailable
 from pending_actions.calls import AGENT, CHAT, MILK, approve, cancel, stage
 
 pytestmark = pytest.mark.anyio
@@ -195,19 +196,29 @@ async def test_a_damaged_signing_key_file_in_the_data_dir_stops_startup(
     assert line.endswith("(or delete it and start again)")
 
 
-async def test_a_data_dir_that_cannot_hold_the_key_stops_startup(
+async def test_a_data_dir_that_cannot_hold_the_key_pair_stops_startup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(SIGNING_ENV)
+    (tmp_path / "approval_public_key").mkdir()  # where the public key goes
+
+    with pytest.raises(SystemExit) as stopped:
+        build_server(PendingSettings(data_dir=tmp_path))
+
+    [line] = capsys.readouterr().err.splitlines()
+    assert stopped.value.code == 2
+    assert line.startswith(f"configuration error: cannot write the approval key pair in {tmp_path}")
+    assert line.endswith("make DATA_DIR writable, or set MESH_APPROVAL_SIGNING_KEY_FILE")
+
+
+async def test_an_unwritable_data_dir_is_named_by_the_database_before_the_key_pair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(SIGNING_ENV)
     (tmp_path / "file").write_text("not a directory")
 
-    with pytest.raises(SystemExit) as stopped:
+    with pytest.raises(StorageUnavailable, match="cannot use the database"):
         build_server(PendingSettings(data_dir=tmp_path / "file" / "data"))
-
-    [line] = capsys.readouterr().err.splitlines()
-    assert stopped.value.code == 2
-    assert "cannot create the approval signing key" in line
-    assert line.endswith("make DATA_DIR writable, or set MESH_APPROVAL_SIGNING_KEY_FILE")
 
 
 async def test_embedded_mode_builds_the_server_from_the_environment(

@@ -213,10 +213,6 @@ class PendingActions:
             events=[Event.model_validate(event, from_attributes=True) for event in events],
         )
 
-    async def check(self) -> None:
-        """Health: the database answers."""
-        await self._store.ping()
-
     async def _decide(self, decide: Decide, action_id: str, tap: Tap) -> Decision:
         _check_tap(tap)
         now = self._clock()
