@@ -151,8 +151,8 @@ def signing_key(settings: SigningSettings) -> Ed25519PrivateKey:
         fail(str(error) if configured else f"{error} (or delete it and start again)")
     except OSError as error:
         fail(
-            f"cannot write the approval key pair in {data_dir} ({error.strerror}: "
-            f"{error.filename}): make DATA_DIR writable, or set {SIGNING_KEY_ENV}"
+            f"cannot write the approval key pair in {data_dir} ({error.strerror}): "
+            f"make DATA_DIR writable, or set {SIGNING_KEY_ENV}"
         )
 
 
