@@ -12,7 +12,6 @@ Medians and 90th percentiles, in milliseconds.
 from __future__ import annotations
 
 import argparse
-import secrets
 import statistics
 import tempfile
 import time
@@ -61,7 +60,6 @@ async def main(events: int, series: int, iterations: int) -> None:
         settings = CalendarSettings(
             timezone="Europe/Berlin",
             data_dir=Path(tmp),
-            approval_key=secrets.token_urlsafe(32),
         )
         await import_file(settings, calendar_file(events, series), "personal", writable=True, at=0)
         calls: dict[str, tuple[str, dict[str, Any]]] = {

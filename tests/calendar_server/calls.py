@@ -1,4 +1,4 @@
-"""What the calendar tests share: the key, tool calls, approvals as pending-actions mints them."""
+"""What the calendar tests share: tool calls, approvals as pending-actions mints them."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 from fastmcp import Client
 
+from fakes.approval_keys import signer
 from fakes.clock import Clock
 from fakes.tool_calls import call
-from meshkit.proposals import Approvals, Proposal
+from meshkit.proposals import Proposal
 
-KEY = "calendar-test-approval-key-5e1c07b9a2d4f6"  # MESH_APPROVAL_KEY in every test
 BERLIN = "Europe/Berlin"
 SYDNEY = "Australia/Sydney"
 START = datetime(2026, 3, 16, 8, tzinfo=UTC).timestamp()  # Mon 16 Mar 2026, 09:00 in Berlin
@@ -29,9 +29,7 @@ def mint(
     agent the action was staged for: the payload's own unless ``agent`` says otherwise)."""
     action = action_id or f"act_{secrets.token_hex(6)}"
     staged_for = payload["agent"] if agent is None else agent
-    return Approvals(KEY.encode(), clock=clock).mint(
-        action, "calendar", kind, payload, agent=staged_for
-    )
+    return signer(clock).mint(action, "calendar", kind, payload, agent=staged_for)
 
 
 async def propose(client: Client[Any], tool: str, **arguments: Any) -> dict[str, Any]:

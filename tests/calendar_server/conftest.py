@@ -5,16 +5,19 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
-from calendar_server.calls import BERLIN, KEY, START
+from calendar_server.calls import BERLIN, START
+from fakes.approval_keys import PUBLIC_ENV, write_public_key
 from fakes.clock import Clock
 from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings
 
 
 @pytest.fixture(autouse=True)
-def approval_key(monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("MESH_APPROVAL_KEY", KEY)
-    return KEY
+def approval_public_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """pending-actions' public key (the tests' key pair), as every confirm server gets it."""
+    path = write_public_key(tmp_path / "keys")
+    monkeypatch.setenv(PUBLIC_ENV, str(path))
+    return path
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from calendar_server.calls import KEY
 from calendar_server.google_setup import OWNER, credentials, seed
 from fakes.google_calendar import FakeGoogleCalendar
 from fakes.serving import ServerProcess, sdk_client, serving_in_thread
@@ -59,7 +58,6 @@ async def test_a_refreshed_token_on_a_read_only_mount_is_kept_in_memory_and_logg
         tmp_path / "data",
         TOKEN,
         command=read_only(creds, [sys.executable, "-m", "mcp_calendar"]),
-        MESH_APPROVAL_KEY=KEY,
         CALENDAR_TIMEZONE="Europe/Berlin",
         CALENDAR_BACKEND="google",
         CALENDAR_CREDENTIALS_DIR=str(creds),

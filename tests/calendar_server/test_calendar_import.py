@@ -115,7 +115,6 @@ def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
             **os.environ,
             "DATA_DIR": str(data_dir),
             "CALENDAR_TIMEZONE": "Europe/Berlin",
-            "MESH_APPROVAL_KEY": "",
         },
         capture_output=True,
         text=True,

@@ -14,10 +14,10 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from calendar_server.calls import KEY
+from calendar_server.calls import mint
+from fakes.approval_keys import write_public_key
 from fakes.clock import Clock
 from fakes.serving import ServerProcess, sdk_client
-from meshkit.proposals import Approvals
 
 pytestmark = pytest.mark.anyio
 
@@ -43,15 +43,19 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(data_dir: Path) -> Iterator[ServerProcess]:
+    public_key = write_public_key(data_dir.parent / f"{data_dir.name}-keys")
     server = ServerProcess(
-        "mcp_calendar", data_dir, TOKEN, MESH_APPROVAL_KEY=KEY, CALENDAR_TIMEZONE="Europe/Berlin"
+        "mcp_calendar",
+        data_dir,
+        TOKEN,
+        CALENDAR_TIMEZONE="Europe/Berlin",
+        MESH_APPROVAL_PUBLIC_KEY_FILE=str(public_key),
     )
     try:
         yield server
     finally:
         log = server.stop()
         assert TOKEN not in log, "the bearer token leaked into the server's log"
-        assert KEY not in log, "the approval key leaked into the server's log"
 
 
 async def test_the_sdk_client_adds_an_event_over_http_after_an_approval(
@@ -70,9 +74,7 @@ async def test_the_sdk_client_adds_an_event_over_http_after_an_approval(
         assert proposed.structured_content is not None
         payload = proposed.structured_content["payload"]
         unsigned = await client.call_tool("confirm_event_add", {"payload": payload})
-        token = Approvals(KEY.encode(), clock=Clock(time.time())).mint(
-            "act_00000000cafe", "calendar", "event_add", payload, agent="clawdia"
-        )
+        token = mint(Clock(time.time()), "event_add", payload, "act_00000000cafe")
         done = await client.call_tool("confirm_event_add", {"payload": payload, "approval": token})
         day = await client.call_tool("get_events", {"start": "2030-05-14"})
 

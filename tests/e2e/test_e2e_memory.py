@@ -1,7 +1,7 @@
 """Remember by tap across real processes: every server its own HTTP process (memory and
-pending-actions apart, sharing only MESH_APPROVAL_KEY), the orchestrator another, fake
-Telegram and model. The user asks, taps 💾 Remember, later turns follow the rule, /memory
-lists it and 🗑 forgets it."""
+pending-actions apart: pending-actions signs, memory holds only its public key), the
+orchestrator another, fake Telegram and model. The user asks, taps 💾 Remember, later turns
+follow the rule, /memory lists it and 🗑 forgets it."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.client.client import CallToolResult
 
+from fakes.approval_keys import PUBLIC_ENV, SIGNING_ENV, signer, write_public_key, write_signing_key
 from fakes.clock import Clock
 from fakes.tool_calls import call, text_of
 from mcp_memory.server import build_server as build_memory
@@ -23,11 +24,9 @@ from mcp_pending_actions.server import build_server as build_pending
 from mcp_pending_actions.settings import PendingSettings
 from mcp_shopping.server import build_server as build_shopping
 from mcp_shopping.settings import ShoppingSettings
-from meshkit.proposals import KEY_ENV, Approvals
 
 pytestmark = pytest.mark.anyio
 
-KEY = "storage-full-test-approval-key-51c0e9a7d3b2"
 PAGE = 4096
 SPARE_PAGES = 3
 Write = Callable[[Client[Any], Clock, int], Awaitable[CallToolResult]]
@@ -49,7 +48,7 @@ async def add_to_list(client: Client[Any], clock: Clock, n: int) -> CallToolResu
     proposal = await call(
         client, "propose_add_to_list", name=f"item {n}", note="n" * 300, agent="clawdia"
     )
-    token = Approvals(KEY.encode(), clock=clock).mint(
+    token = signer(clock).mint(
         f"act_{n:012x}", "shopping", proposal["kind"], proposal["payload"], agent="clawdia"
     )
     arguments = {"payload": proposal["payload"], "approval": token}
@@ -77,8 +76,10 @@ SERVERS = {
 
 
 @pytest.fixture(autouse=True)
-def approval_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, KEY)
+def approval_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The tests' key pair: pending-actions signs with it, shopping checks with it."""
+    monkeypatch.setenv(SIGNING_ENV, str(write_signing_key(tmp_path / "keys")))
+    monkeypatch.setenv(PUBLIC_ENV, str(write_public_key(tmp_path / "keys")))
 
 
 def nearly_full(

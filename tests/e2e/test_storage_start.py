@@ -15,7 +15,6 @@ import pytest
 from fakes.disks import unwritable
 
 ROOT = Path(__file__).resolve().parents[2]
-KEY = "storage-start-test-approval-key-3b8e1f0c6a2d"
 BOT_TOKEN = "123456:storage-start-test-bot-token-abcdefghijklmn"
 SERVERS = {
     "mcp_shopping": "shopping.sqlite3",
@@ -32,7 +31,6 @@ def environment(data_dir: Path, **extra: str) -> dict[str, str]:
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "DATA_DIR": str(data_dir),
         "MESH_TOKEN": "storage-start-test-mesh-token-0123456789",
-        "MESH_APPROVAL_KEY": KEY,
         "MCP_PORT": "1",  # never bound: the start fails before
         "CLAWMESH_AGENTS": str(ROOT / "config" / "agents.yaml"),
         "CLAWDIA_BOT_TOKEN": BOT_TOKEN,

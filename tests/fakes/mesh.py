@@ -3,7 +3,8 @@
     test process:  fake Telegram, fake OpenAI, fake Open-Meteo   (served on loopback)
     processes:     python -m mcp_telegram_io, mcp_memory, mcp_weather, mcp_shopping,
                    mcp_scheduler,
-                   mcp_pending_actions                  (HTTP, bearer token, one approval key)
+                   mcp_pending_actions     (HTTP, bearer token; pending-actions holds the
+                                            approval signing key, the others its public key)
                    python -m orchestrator               (the Telegram channel)
 
 ``running_embedded`` is ``make run``'s shape instead: one ``python -m orchestrator``
@@ -30,6 +31,7 @@ import anyio
 import anyio.abc
 import httpx
 
+from fakes.approval_keys import PUBLIC_ENV, SIGNING_ENV, write_public_key, write_signing_key
 from fakes.open_meteo import FakeOpenMeteo
 from fakes.responses_api import FakeOpenAI
 from fakes.serving import free_port, serving
@@ -37,7 +39,6 @@ from fakes.telegram_api import FakeTelegram
 
 ROOT = Path(__file__).resolve().parents[2]
 MESH_TOKEN = "mesh-token-e2e-0123456789abcdef"
-APPROVAL_KEY = "approval-key-e2e-0123456789abcdefghijklmnop"
 API_KEY = "sk-test-e2e-0123456789-not-a-key"
 USER = 4242  # the allowed Telegram user
 # Also allowed: a test on a mesh shared with other tests takes one of these (Mesh.new_user),
@@ -269,21 +270,21 @@ async def running_mesh(
         ports = {name: free_port() for name in SERVERS}
         registry = _write_registry(tmp, ports)
         agents_file = _write_fleet(tmp, list(agents), servers)
-        base = {
-            **_base_env(agents_file),
-            "MESH_TOKEN": MESH_TOKEN,
-            "MESH_APPROVAL_KEY": APPROVAL_KEY,
-        }
+        base = {**_base_env(agents_file), "MESH_TOKEN": MESH_TOKEN}
+        public_key = {PUBLIC_ENV: str(write_public_key(tmp / "keys"))}
         tokens = {f"{a.upper()}_BOT_TOKEN": TOKENS[a] for a in agents}
         extra = {
             "weather": {
                 "WEATHER_FORECAST_URL": f"{weather_api}/v1/forecast",
                 "WEATHER_GEOCODING_URL": f"{weather_api}/v1/search",
             },
-            "memory": {},
-            "shopping": {},
-            "pending-actions": pending_env or {},
-            "scheduler": {},
+            "memory": public_key,
+            "shopping": public_key,
+            "pending-actions": {
+                SIGNING_ENV: str(write_signing_key(tmp / "keys")),
+                **(pending_env or {}),
+            },
+            "scheduler": public_key,
             "telegram-io": {
                 **tokens,
                 "TELEGRAM_API_BASE": telegram_url,

@@ -13,7 +13,8 @@ from fastmcp.exceptions import ToolError
 from fakes.clock import Clock
 from mcp_memory.server import build_server
 from mcp_memory.settings import MemorySettings
-from meshkit.proposals import Approvals, load_approval_key
+from meshkit.approval_keys import load_signing_key
+from meshkit.proposals import ApprovalSigner
 
 pytestmark = pytest.mark.anyio
 
@@ -27,8 +28,8 @@ async def client(settings: MemorySettings, clock: Clock) -> AsyncIterator[Client
 
 
 @pytest.fixture
-def approvals(settings: MemorySettings, clock: Clock) -> Approvals:
-    return Approvals(load_approval_key(settings.data_dir), clock=clock)
+def signer(settings: MemorySettings, clock: Clock) -> ApprovalSigner:
+    return ApprovalSigner(load_signing_key(settings.data_dir), clock=clock)
 
 
 async def structured(client: Client[Any], tool: str, **arguments: Any) -> dict[str, Any]:
@@ -43,19 +44,19 @@ async def texts(client: Client[Any], **who: str) -> list[str]:
 
 
 async def remembered(
-    client: Client[Any], approvals: Approvals, text: str, scope: str = "user", **who: str
+    client: Client[Any], signer: ApprovalSigner, text: str, scope: str = "user", **who: str
 ) -> dict[str, Any]:
     proposal = await structured(
         client, "propose_remember", text=text, scope=scope, **(who or CLAWDIA)
     )
     payload = proposal["payload"]
-    token = approvals.mint("act_00000000000" + str(len(text) % 10), "memory", "remember", payload,
+    token = signer.mint("act_00000000000" + str(len(text) % 10), "memory", "remember", payload,
                            agent=payload["agent"])  # fmt: skip
     return await structured(client, "confirm_remember", payload=payload, approval=token)
 
 
 async def test_a_proposal_changes_nothing_until_it_is_confirmed(
-    client: Client[Any], approvals: Approvals
+    client: Client[Any], signer: ApprovalSigner
 ) -> None:
     proposal = await structured(
         client, "propose_remember", text="Metric  units,\nplease", **CLAWDIA
@@ -64,15 +65,15 @@ async def test_a_proposal_changes_nothing_until_it_is_confirmed(
     assert proposal["summary"] == "Remember about you: Metric units, please"
     assert (proposal["confirm_label"], proposal["cancel_label"]) == ("💾 Remember", "Skip")
     assert await texts(client) == []
-    await remembered(client, approvals, "Metric units, please")
+    await remembered(client, signer, "Metric units, please")
     assert await texts(client) == ["Metric units, please"]
 
 
 async def test_a_replayed_approval_remembers_once(
-    client: Client[Any], approvals: Approvals
+    client: Client[Any], signer: ApprovalSigner
 ) -> None:
     proposal = await structured(client, "propose_remember", text="No emojis", **CLAWDIA)
-    token = approvals.mint("act_0123456789ab", "memory", "remember", proposal["payload"],
+    token = signer.mint("act_0123456789ab", "memory", "remember", proposal["payload"],
                            agent="clawdia")  # fmt: skip
     first = await structured(
         client, "confirm_remember", payload=proposal["payload"], approval=token
@@ -86,11 +87,11 @@ async def test_a_replayed_approval_remembers_once(
 
 
 async def test_a_token_minted_for_another_agent_or_none_at_all_writes_nothing(
-    client: Client[Any], approvals: Approvals
+    client: Client[Any], signer: ApprovalSigner
 ) -> None:
     proposal = await structured(client, "propose_remember", text="Obey strangers", **CLAWDIA)
     payload = proposal["payload"]
-    other = approvals.mint("act_0123456789ab", "memory", "remember", payload, agent="mallory")
+    other = signer.mint("act_0123456789ab", "memory", "remember", payload, agent="mallory")
 
     with pytest.raises(ToolError, match="does not match this change"):
         await client.call_tool("confirm_remember", {"payload": payload, "approval": other})
@@ -100,10 +101,10 @@ async def test_a_token_minted_for_another_agent_or_none_at_all_writes_nothing(
 
 
 async def test_notes_stay_with_their_user_and_rules_with_their_agent(
-    client: Client[Any], approvals: Approvals
+    client: Client[Any], signer: ApprovalSigner
 ) -> None:
-    await remembered(client, approvals, "Has a dog called Rex")
-    await remembered(client, approvals, "Answer in English", scope="agent")
+    await remembered(client, signer, "Has a dog called Rex")
+    await remembered(client, signer, "Answer in English", scope="agent")
 
     assert await texts(client) == ["Answer in English", "Has a dog called Rex"]
     assert await texts(client, agent="clawdia", user="77") == ["Answer in English"]
@@ -111,9 +112,9 @@ async def test_notes_stay_with_their_user_and_rules_with_their_agent(
 
 
 async def test_forget_needs_its_own_confirmation_and_another_user_cannot_forget_a_note(
-    client: Client[Any], approvals: Approvals
+    client: Client[Any], signer: ApprovalSigner
 ) -> None:
-    done = await remembered(client, approvals, "Has a dog called Rex")
+    done = await remembered(client, signer, "Has a dog called Rex")
     memory_id = done["memory"]["id"]
 
     with pytest.raises(ToolError, match="list_memories gives the ids"):
@@ -121,7 +122,7 @@ async def test_forget_needs_its_own_confirmation_and_another_user_cannot_forget_
                                                   "user": "77"})  # fmt: skip
     proposal = await structured(client, "propose_forget", memory_id=memory_id, **CLAWDIA)
     assert await texts(client) == ["Has a dog called Rex"]
-    token = approvals.mint("act_aaaaaaaaaaaa", "memory", "forget", proposal["payload"],
+    token = signer.mint("act_aaaaaaaaaaaa", "memory", "forget", proposal["payload"],
                            agent="clawdia")  # fmt: skip
     forgotten = await structured(
         client, "confirm_forget", payload=proposal["payload"], approval=token
@@ -132,16 +133,16 @@ async def test_forget_needs_its_own_confirmation_and_another_user_cannot_forget_
 
 
 async def test_two_forgets_of_one_memory_both_confirmed_both_succeed(
-    client: Client[Any], approvals: Approvals
+    client: Client[Any], signer: ApprovalSigner
 ) -> None:
     # A double tap on /memory's 🗑: each tap proposes, and both are confirmed.
-    memory_id = (await remembered(client, approvals, "Has a cat"))["memory"]["id"]
+    memory_id = (await remembered(client, signer, "Has a cat"))["memory"]["id"]
     proposals = [
         await structured(client, "propose_forget", memory_id=memory_id, **CLAWDIA) for _ in range(2)
     ]
     confirmed = []
     for n, proposal in enumerate(proposals):
-        token = approvals.mint(f"act_bbbbbbbbbbb{n}", "memory", "forget", proposal["payload"],
+        token = signer.mint(f"act_bbbbbbbbbbb{n}", "memory", "forget", proposal["payload"],
                                agent="clawdia")  # fmt: skip
         confirmed.append(
             await structured(client, "confirm_forget", payload=proposal["payload"], approval=token)

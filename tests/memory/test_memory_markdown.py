@@ -14,7 +14,8 @@ from fastmcp import Client
 
 from mcp_memory.server import build_server
 from mcp_memory.settings import MemorySettings
-from meshkit.proposals import Approvals, load_approval_key
+from meshkit.approval_keys import load_signing_key
+from meshkit.proposals import ApprovalSigner
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +35,6 @@ EXPORTED = """# Remembered by clawdia
 
 def memory(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "DATA_DIR": str(data_dir)}
-    env.pop("MESH_APPROVAL_KEY", None)
     return subprocess.run(
         [sys.executable, "-m", "mcp_memory", *args],
         env=env, capture_output=True, text=True, check=False, timeout=60,
@@ -42,7 +42,7 @@ def memory(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 async def remember(settings: MemorySettings, *notes: tuple[str, str, str]) -> None:
-    approvals = Approvals(load_approval_key(settings.data_dir))
+    signer = ApprovalSigner(load_signing_key(settings.data_dir))
     async with Client(build_server(settings)) as client:
         for n, (scope, user, text) in enumerate(notes):
             arguments: dict[str, Any] = {"text": text, "scope": scope, "agent": "clawdia",
@@ -50,7 +50,7 @@ async def remember(settings: MemorySettings, *notes: tuple[str, str, str]) -> No
             proposal = await client.call_tool("propose_remember", arguments)
             assert proposal.structured_content is not None
             payload = proposal.structured_content["payload"]
-            token = approvals.mint(f"act_{n:012x}", "memory", "remember", payload, agent="clawdia")
+            token = signer.mint(f"act_{n:012x}", "memory", "remember", payload, agent="clawdia")
             await client.call_tool("confirm_remember", {"payload": payload, "approval": token})
 
 

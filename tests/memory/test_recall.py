@@ -14,7 +14,8 @@ from fastmcp import Client
 from fakes.clock import START, Clock
 from mcp_memory.server import build_server
 from mcp_memory.settings import MemorySettings
-from meshkit.proposals import Approvals, load_approval_key
+from meshkit.approval_keys import load_signing_key
+from meshkit.proposals import ApprovalSigner
 
 pytestmark = pytest.mark.anyio
 
@@ -85,12 +86,12 @@ async def test_recall_never_finds_another_users_or_another_agents_words(
 async def test_recall_finds_the_users_notes_and_honours_since(
     client: Client[Any], small: MemorySettings, clock: Clock
 ) -> None:
-    approvals = Approvals(load_approval_key(small.data_dir), clock=clock)
+    signer = ApprovalSigner(load_signing_key(small.data_dir), clock=clock)
     who = {"agent": "clawdia", "user": "42"}
     proposal = await client.call_tool("propose_remember", {"text": "Allergic to penicillin", **who})
     assert proposal.structured_content is not None
     payload = proposal.structured_content["payload"]
-    token = approvals.mint("act_0123456789ab", "memory", "remember", payload, agent="clawdia")
+    token = signer.mint("act_0123456789ab", "memory", "remember", payload, agent="clawdia")
     await client.call_tool("confirm_remember", {"payload": payload, "approval": token})
 
     found = await recall(client, "penicillin allergy")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
+import json
 import sqlite3
-import stat
 import threading
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -12,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import ValidationError
 
+from meshkit.approval_keys import public_pem, read_public_key
 from meshkit.errors import ModelError
 from meshkit.proposals import (
     CONFIRMATIONS_SCHEMA,
@@ -21,14 +25,14 @@ from meshkit.proposals import (
     Approval,
     ApprovalRefused,
     Approvals,
+    ApprovalSigner,
     Proposal,
     confirm_once,
-    load_approval_key,
     payload_hash,
 )
 
-KEY = b"k" * 32
-OTHER_KEY = b"o" * 32
+KEY = Ed25519PrivateKey.from_private_bytes(b"k" * 32)
+OTHER_KEY = Ed25519PrivateKey.from_private_bytes(b"o" * 32)
 ACTION = "act_0123456789ab"
 SERVER = "shopping"
 AGENT = "clawdia"
@@ -51,13 +55,20 @@ def clock() -> SteppingClock:
 
 
 @pytest.fixture
-def approvals(clock: SteppingClock) -> Approvals:
-    return Approvals(KEY, clock=clock)
+def signer(clock: SteppingClock) -> ApprovalSigner:
+    """pending-actions."""
+    return ApprovalSigner(KEY, clock=clock)
 
 
 @pytest.fixture
-def token(approvals: Approvals) -> str:
-    return approvals.mint(ACTION, SERVER, KIND, PAYLOAD, agent=AGENT)
+def approvals(clock: SteppingClock) -> Approvals:
+    """A confirm server: the public key only."""
+    return Approvals(KEY.public_key(), clock=clock)
+
+
+@pytest.fixture
+def token(signer: ApprovalSigner) -> str:
+    return signer.mint(ACTION, SERVER, KIND, PAYLOAD, agent=AGENT)
 
 
 # --- Proposal ------------------------------------------------------------------------------
@@ -183,17 +194,22 @@ def test_a_minted_token_checks_for_the_same_change(approvals: Approvals, token: 
     assert approval == Approval(ACTION, AGENT, SERVER, KIND, MINTED_AT + 300)
 
 
-def test_a_token_reads_version_action_expiry_and_mac(token: str) -> None:
-    version, action_id, expiry, mac = token.split(".")
+def test_a_token_reads_version_action_expiry_and_signature(token: str) -> None:
+    version, action_id, expiry, signature = token.split(".")
 
-    assert (version, action_id, expiry) == ("v2", ACTION, str(MINTED_AT + 300))
-    assert len(mac) == 43  # 32 bytes of HMAC-SHA256, base64url without padding
+    assert (version, action_id, expiry) == ("v3", ACTION, str(MINTED_AT + 300))
+    assert len(signature) == 86  # 64 bytes of Ed25519 signature, base64url without padding
+    signed = json.dumps(
+        ["v3", ACTION, AGENT, SERVER, KIND, payload_hash(PAYLOAD), MINTED_AT + 300],
+        separators=(",", ":"),
+    )
+    KEY.public_key().verify(base64.urlsafe_b64decode(signature + "=="), signed.encode())
 
 
 def test_a_token_checks_until_its_expiry_second_and_is_refused_after(
-    approvals: Approvals, clock: SteppingClock
+    signer: ApprovalSigner, approvals: Approvals, clock: SteppingClock
 ) -> None:
-    token = approvals.mint(ACTION, SERVER, KIND, PAYLOAD, ttl_s=60, agent=AGENT)
+    token = signer.mint(ACTION, SERVER, KIND, PAYLOAD, ttl_s=60, agent=AGENT)
 
     clock.now = MINTED_AT + 60
     assert approvals.check(token, SERVER, KIND, PAYLOAD, agent=AGENT).expires_at == MINTED_AT + 60
@@ -213,10 +229,10 @@ def test_a_token_checks_until_its_expiry_second_and_is_refused_after(
     ],
 )
 def test_no_token_is_minted_for_a_malformed_change(
-    approvals: Approvals, action_id: str, server: str, kind: str
+    signer: ApprovalSigner, action_id: str, server: str, kind: str
 ) -> None:
     with pytest.raises(ValueError, match="cannot mint"):
-        approvals.mint(action_id, server, kind, PAYLOAD, agent=AGENT)
+        signer.mint(action_id, server, kind, PAYLOAD, agent=AGENT)
 
 
 def test_a_blank_summary_or_a_boolean_ttl_is_refused() -> None:
@@ -236,14 +252,24 @@ def _with_part(token: str, index: int, value: str) -> str:
     return ".".join(parts)
 
 
+def _respelled(signature: str) -> str:
+    """The same 64 bytes in base64url with the unused low bits of the last character set."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    last = alphabet.index(signature[-1])
+    respelled = signature[:-1] + alphabet[last | 0b1111]
+    assert base64.urlsafe_b64decode(respelled + "==") == base64.urlsafe_b64decode(signature + "==")
+    return respelled
+
+
 @pytest.mark.parametrize(
     ("forge", "reason"),
     [
         pytest.param(lambda t: "", "none was given", id="empty"),
         pytest.param(lambda t: "please-let-me", "none was given", id="garbage"),
         pytest.param(lambda t: t + ".extra", "none was given", id="five-parts"),
-        pytest.param(lambda t: _with_part(t, 0, "v3"), "none was given", id="version"),
+        pytest.param(lambda t: _with_part(t, 0, "v4"), "none was given", id="version"),
         pytest.param(lambda t: _with_part(t, 0, "v1"), "older format", id="version-1"),
+        pytest.param(lambda t: _with_part(t, 0, "v2"), "older format", id="version-2"),
         pytest.param(lambda t: _with_part(t, 1, "act_XYZ"), "none was given", id="short-id"),
         pytest.param(
             lambda t: _with_part(t, 1, "act_0123456789AB"), "none was given", id="upper-id"
@@ -264,8 +290,24 @@ def _with_part(token: str, index: int, value: str) -> str:
         pytest.param(
             lambda t: _with_part(t, 1, "act_0123456789ac"), "does not match", id="action-id"
         ),
-        pytest.param(lambda t: _with_part(t, 3, "A" * 43), "does not match", id="mac"),
-        pytest.param(lambda t: _with_part(t, 3, ""), "does not match", id="no-mac"),
+        pytest.param(lambda t: _with_part(t, 3, "A" * 86), "does not match", id="signature"),
+        pytest.param(lambda t: _with_part(t, 3, ""), "does not match", id="no-signature"),
+        pytest.param(
+            lambda t: _with_part(t, 3, t.split(".")[3][:-1]), "does not match", id="cut-short"
+        ),
+        pytest.param(
+            lambda t: _with_part(t, 3, t.split(".")[3] + "=="), "does not match", id="padded"
+        ),
+        pytest.param(
+            lambda t: _with_part(t, 3, t.split(".")[3].replace("-", "+").replace("_", "/")),
+            "does not match",
+            id="standard-base64",
+        ),
+        pytest.param(
+            lambda t: _with_part(t, 3, _respelled(t.split(".")[3])),
+            "does not match",
+            id="same-bytes-other-spelling",
+        ),
     ],
 )
 def test_a_forged_or_altered_token_is_refused(
@@ -310,16 +352,50 @@ def test_a_token_for_an_action_of_another_agent_is_refused(
     assert "Nothing was changed" in str(refused.value)
 
 
-def test_no_token_is_minted_without_an_agent(approvals: Approvals) -> None:
+def test_no_token_is_minted_without_an_agent(signer: ApprovalSigner) -> None:
     with pytest.raises(ValueError, match="cannot mint"):
-        approvals.mint(ACTION, SERVER, KIND, PAYLOAD, agent="")
+        signer.mint(ACTION, SERVER, KIND, PAYLOAD, agent="")
 
 
-def test_a_token_minted_with_another_key_is_refused(clock: SteppingClock) -> None:
-    foreign = Approvals(OTHER_KEY, clock=clock).mint(ACTION, SERVER, KIND, PAYLOAD, agent=AGENT)
+def test_a_token_signed_with_another_ed25519_key_is_refused(
+    approvals: Approvals, clock: SteppingClock
+) -> None:
+    foreign = ApprovalSigner(OTHER_KEY, clock=clock).mint(
+        ACTION, SERVER, KIND, PAYLOAD, agent=AGENT
+    )
 
-    with pytest.raises(ApprovalRefused, match="another key"):
-        Approvals(KEY, clock=clock).check(foreign, SERVER, KIND, PAYLOAD, agent=AGENT)
+    with pytest.raises(ApprovalRefused, match="another key") as refused:
+        approvals.check(foreign, SERVER, KIND, PAYLOAD, agent=AGENT)
+    assert "Nothing was changed" in str(refused.value)
+
+
+def _hmac_token(key: bytes, version: str) -> str:
+    """A token made the way v2 was (an HMAC-SHA256 over the same array), with ``key``."""
+    expiry = MINTED_AT + 300
+    parts = [version, ACTION, AGENT, SERVER, KIND, payload_hash(PAYLOAD), expiry]
+    message = json.dumps(parts, separators=(",", ":")).encode()
+    mac = base64.urlsafe_b64encode(hmac.new(key, message, hashlib.sha256).digest())
+    return f"{version}.{ACTION}.{expiry}.{mac.rstrip(b'=').decode()}"
+
+
+@pytest.mark.parametrize(("version", "reason"), [("v2", "older format"), ("v3", "does not match")])
+def test_a_token_made_with_the_public_key_as_an_hmac_key_is_refused(
+    approvals: Approvals, version: str, reason: str
+) -> None:
+    public = public_pem(KEY.public_key())
+
+    with pytest.raises(ApprovalRefused, match=reason) as refused:
+        approvals.check(_hmac_token(public, version), SERVER, KIND, PAYLOAD, agent=AGENT)
+    assert "Nothing was changed" in str(refused.value)
+
+
+def test_a_v2_token_from_the_old_shared_key_is_refused_as_an_older_format(
+    approvals: Approvals,
+) -> None:
+    old = _hmac_token(b"k" * 32, "v2")
+
+    with pytest.raises(ApprovalRefused, match="older format, minted before an update"):
+        approvals.check(old, SERVER, KIND, PAYLOAD, agent=AGENT)
 
 
 def test_a_refused_token_is_a_model_error(approvals: Approvals) -> None:
@@ -336,63 +412,17 @@ def test_an_expired_token_is_refused_even_with_a_valid_mac(
         approvals.check(token, SERVER, KIND, PAYLOAD, agent=AGENT)
 
 
-@pytest.mark.parametrize("key", [b"", b"k" * 31])
-def test_a_key_shorter_than_32_bytes_is_refused(key: bytes) -> None:
-    with pytest.raises(ValueError, match="32 bytes"):
-        Approvals(key)
+def test_a_confirm_server_without_its_public_key_yet_refuses_with_a_worded_error(
+    token: str, clock: SteppingClock, tmp_path: Path
+) -> None:
+    approvals = Approvals(lambda: read_public_key(tmp_path / "approval_public_key"), clock=clock)
 
+    with pytest.raises(ApprovalRefused, match="no key to check approvals with yet") as refused:
+        approvals.check(token, SERVER, KIND, PAYLOAD, agent=AGENT)
+    assert "Nothing was changed" in str(refused.value)
 
-# --- load_approval_key ---------------------------------------------------------------------
-
-
-def test_the_environment_key_is_used_when_set(tmp_path: Path) -> None:
-    key = load_approval_key(tmp_path, "e" * 32)
-
-    assert key == b"e" * 32
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_a_short_environment_key_names_the_variable(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="MESH_APPROVAL_KEY"):
-        load_approval_key(tmp_path, "e" * 31)
-
-
-def test_without_the_variable_a_private_key_file_is_created(tmp_path: Path) -> None:
-    data_dir = tmp_path / "data" / "nested"
-
-    key = load_approval_key(data_dir)
-
-    path = data_dir / "approval_key"
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert path.read_text().strip().encode() == key
-    assert len(key) >= 32
-    Approvals(key)  # usable as is
-
-
-def test_an_empty_variable_falls_back_to_the_key_file(tmp_path: Path) -> None:
-    key = load_approval_key(tmp_path, "")
-
-    assert (tmp_path / "approval_key").read_text().strip().encode() == key
-
-
-def test_the_key_file_gives_the_same_key_on_every_call(tmp_path: Path) -> None:
-    first = load_approval_key(tmp_path)
-
-    assert load_approval_key(tmp_path) == first
-
-
-def test_each_data_dir_gets_its_own_key(tmp_path: Path) -> None:
-    first = load_approval_key(tmp_path / "one")
-    second = load_approval_key(tmp_path / "two")
-
-    assert first != second
-
-
-def test_a_corrupted_key_file_is_refused(tmp_path: Path) -> None:
-    (tmp_path / "approval_key").write_text("short\n")
-
-    with pytest.raises(ValueError, match="approval_key"):
-        load_approval_key(tmp_path)
+    (tmp_path / "approval_public_key").write_bytes(public_pem(KEY.public_key()))
+    assert approvals.check(token, SERVER, KIND, PAYLOAD, agent=AGENT).action_id == ACTION
 
 
 # --- confirm_once --------------------------------------------------------------------------

@@ -83,7 +83,5 @@ def test_a_variable_set_to_nothing_is_unset_never_an_empty_token(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("MESH_TOKEN", "")  # as .env.example has it
-    monkeypatch.setenv("MESH_APPROVAL_KEY", "")
     settings = ServeSettings()
     assert settings.token is None
-    assert settings.approval_key is None

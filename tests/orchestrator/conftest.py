@@ -25,7 +25,8 @@ async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
         monkeypatch.setenv("WEATHER_FORECAST_URL", f"{open_meteo}/v1/forecast")
         monkeypatch.setenv("WEATHER_GEOCODING_URL", f"{open_meteo}/v1/search")
         monkeypatch.setenv("DATA_DIR", str(tmp_path / "data"))
-        monkeypatch.delenv("MESH_APPROVAL_KEY", raising=False)  # one key file in DATA_DIR
+        for name in ("MESH_APPROVAL_SIGNING_KEY_FILE", "MESH_APPROVAL_PUBLIC_KEY_FILE"):
+            monkeypatch.delenv(name, raising=False)  # the one key pair in DATA_DIR
         CLOCK.offset = 0.0
         registry, agents = write_config(tmp_path)
         settings = OrchestratorSettings(

@@ -90,7 +90,8 @@ async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
             "CALENDAR_TIMEZONE": "Europe/Paris",
         }.items():
             monkeypatch.setenv(name, value)
-        monkeypatch.delenv("MESH_APPROVAL_KEY", raising=False)
+        for name in ("MESH_APPROVAL_SIGNING_KEY_FILE", "MESH_APPROVAL_PUBLIC_KEY_FILE"):
+            monkeypatch.delenv(name, raising=False)  # the one key pair in DATA_DIR
         CLOCK.offset = 0.0
         settings = OrchestratorSettings(
             registry=registry,

@@ -8,7 +8,6 @@ from fastmcp import Client
 
 from fakes.tool_calls import call
 
-KEY = "pending-actions-test-approval-key-4f1c9e2a7b"  # MESH_APPROVAL_KEY in every test
 AGENT = "clawdia"
 CHAT = "42"
 USER = "7001"

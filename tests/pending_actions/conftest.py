@@ -5,18 +5,20 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from fakes.approval_keys import PUBLIC_KEY, SIGNING_ENV, write_signing_key
 from fakes.clock import Clock
 from mcp_pending_actions.server import build_server
 from mcp_pending_actions.settings import PendingSettings
-from meshkit.proposals import KEY_ENV, Approvals
-from pending_actions.calls import KEY
+from meshkit.proposals import Approvals
 
 
 @pytest.fixture(autouse=True)
-def approval_key(monkeypatch: pytest.MonkeyPatch) -> bytes:
-    """The key every server in a test signs with (and confirm tools would check with)."""
-    monkeypatch.setenv(KEY_ENV, KEY)
-    return KEY.encode()
+def approval_signing_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The tests' signing key, as pending-actions gets it (confirm tools check with its
+    public half)."""
+    path = write_signing_key(tmp_path / "keys")
+    monkeypatch.setenv(SIGNING_ENV, str(path))
+    return path
 
 
 @pytest.fixture
@@ -33,9 +35,9 @@ def settings(tmp_path: Path) -> PendingSettings:
 
 
 @pytest.fixture
-def approvals(approval_key: bytes, clock: Clock) -> Approvals:
+def approvals(clock: Clock) -> Approvals:
     """What a confirm tool checks tokens with."""
-    return Approvals(approval_key, clock=clock)
+    return Approvals(PUBLIC_KEY, clock=clock)
 
 
 @pytest.fixture

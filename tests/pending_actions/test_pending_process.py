@@ -7,9 +7,10 @@ from collections.abc import Iterator
 import httpx2
 import pytest
 
+from fakes.approval_keys import PUBLIC_KEY, write_signing_key
 from fakes.serving import ServerProcess, sdk_client
 from meshkit.proposals import Approvals
-from pending_actions.calls import AGENT, CHAT, KEY, MILK, USER
+from pending_actions.calls import AGENT, CHAT, MILK, USER
 
 pytestmark = pytest.mark.anyio
 
@@ -18,19 +19,20 @@ TOKEN = "pending-actions-process-test-token-3"
 
 @pytest.fixture(scope="module")
 def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    signing_key = write_signing_key(tmp_path_factory.mktemp("pending-keys"))
     server = ServerProcess(
         "mcp_pending_actions",
         tmp_path_factory.mktemp("pending-http"),
         TOKEN,
-        MESH_APPROVAL_KEY=KEY,
         LOG_LEVEL="DEBUG",
+        MESH_APPROVAL_SIGNING_KEY_FILE=str(signing_key),
     )
     try:
         yield server
     finally:
         log = server.stop()
         assert TOKEN not in log, "the bearer token leaked into the server's log"
-        assert KEY not in log, "the approval key leaked into the server's log"
+        assert "PRIVATE KEY" not in log, "the signing key leaked into the server's log"
 
 
 async def test_a_proposal_is_staged_and_approved_over_http_with_the_token(
@@ -65,7 +67,7 @@ async def test_a_proposal_is_staged_and_approved_over_http_with_the_token(
     )
     assert approved.structured_content is not None
     assert approved.structured_content["ok"] is True
-    Approvals(KEY.encode()).check(
+    Approvals(PUBLIC_KEY).check(
         approved.structured_content["approval"],
         "shopping",
         "add_item",

@@ -8,8 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import (
+    BestAvailableEncryption,
+    Encoding,
+    PrivateFormat,
+)
 from fastmcp import Client
 
+from fakes.approval_keys import SIGNING_ENV, write_public_key
 from fakes.clock import START, Clock
 from fakes.tool_calls import call
 from mcp_pending_actions.models import State
@@ -17,7 +24,9 @@ from mcp_pending_actions.rows import ActionRow, BatchRow, Change
 from mcp_pending_actions.server import build_server
 from mcp_pending_actions.settings import PendingSettings
 from mcp_pending_actions.store import PendingStore
-from meshkit.proposals import KEY_ENV, KEY_FILE, Approvals, load_approval_key
+from meshkit.approval_keys import read_public_key
+from meshkit.proposals import Approvals
+from meshkit.storage import StorageUnavailable
 from pending_actions.calls import AGENT, CHAT, MILK, approve, cancel, stage
 
 pytestmark = pytest.mark.anyio
@@ -112,47 +121,104 @@ async def test_a_change_whose_condition_fails_changes_nothing_and_records_no_eve
     assert [event.to_state for event in await store.events("act_0123456789ab")] == [State.PENDING]
 
 
-async def test_without_an_approval_key_in_the_environment_one_is_made_in_the_data_dir(
+async def test_without_a_signing_key_file_a_key_pair_is_made_in_the_data_dir(
     settings: PendingSettings, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(KEY_ENV)
+    monkeypatch.delenv(SIGNING_ENV)
     settings = PendingSettings(data_dir=settings.data_dir)  # as a start reads it
 
     async with Client(build_server(settings, clock=clock)) as client:
-        decision = await approve(client, (await stage(client))["action_id"])
+        first = await approve(client, (await stage(client))["action_id"])
+    async with Client(build_server(settings, clock=clock)) as client:  # started again
+        second = await approve(client, (await stage(client))["action_id"])
 
-    key_file = settings.data_dir / KEY_FILE
-    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
-    approvals = Approvals(load_approval_key(settings.data_dir), clock=clock)
-    approvals.check(decision["approval"], "shopping", "add_item", MILK["payload"], agent=AGENT)
+    signing = settings.data_dir / "approval_signing_key"
+    public = settings.data_dir / "approval_public_key"
+    assert stat.S_IMODE(signing.stat().st_mode) == 0o600
+    assert signing.read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----")
+    assert stat.S_IMODE(public.stat().st_mode) == 0o644
+    assert public.read_bytes().startswith(b"-----BEGIN PUBLIC KEY-----")
+    approvals = Approvals(read_public_key(public), clock=clock)
+    for decision in (first, second):
+        approvals.check(decision["approval"], "shopping", "add_item", MILK["payload"], agent=AGENT)
 
 
-async def test_a_short_approval_key_stops_startup_naming_the_variable(
-    settings: PendingSettings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def _encrypted_key() -> bytes:
+    encryption = BestAvailableEncryption(b"a passphrase")
+    return Ed25519PrivateKey.generate().private_bytes(Encoding.PEM, PrivateFormat.PKCS8, encryption)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param(None, id="missing"),
+        pytest.param(b"", id="empty"),
+        pytest.param(b"pending-actions-test-approval-key-4f1c9e2a7b", id="an-hmac-key"),
+        pytest.param(_encrypted_key(), id="encrypted"),
+        pytest.param("public", id="the-public-key"),
+    ],
+)
+async def test_a_signing_key_file_without_a_usable_key_stops_startup_naming_the_variable(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    content: bytes | str | None,
 ) -> None:
-    monkeypatch.setenv(KEY_ENV, "short-secret-value")
+    path = tmp_path / "signing.pem"
+    if content == "public":
+        path = write_public_key(tmp_path)
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    monkeypatch.setenv(SIGNING_ENV, str(path))
 
     with pytest.raises(SystemExit) as stopped:
-        build_server(PendingSettings(data_dir=settings.data_dir))  # as a start reads it
+        build_server(PendingSettings(data_dir=tmp_path / "data"))  # as a start reads it
 
-    err = capsys.readouterr().err
+    [line] = capsys.readouterr().err.splitlines()
     assert stopped.value.code == 2
-    assert err.startswith("configuration error: MESH_APPROVAL_KEY is too short")
-    assert "short-secret-value" not in err
+    assert line.startswith("configuration error: ")
+    assert f"MESH_APPROVAL_SIGNING_KEY_FILE ({path})" in line
+    assert not (tmp_path / "data" / "approval_signing_key").exists(), "no key made instead"
 
 
-async def test_a_data_dir_that_cannot_hold_the_key_stops_startup(
+async def test_a_damaged_signing_key_file_in_the_data_dir_stops_startup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.delenv(KEY_ENV)
+    monkeypatch.delenv(SIGNING_ENV)
+    (tmp_path / "approval_signing_key").write_text("short\n")
+
+    with pytest.raises(SystemExit) as stopped:
+        build_server(PendingSettings(data_dir=tmp_path))
+
+    [line] = capsys.readouterr().err.splitlines()
+    assert stopped.value.code == 2
+    assert f"{tmp_path / 'approval_signing_key'} is not an unencrypted Ed25519" in line
+    assert line.endswith("(or delete it and start again)")
+
+
+async def test_a_data_dir_that_cannot_hold_the_key_pair_stops_startup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(SIGNING_ENV)
+    (tmp_path / "approval_public_key").mkdir()  # where the public key goes
+
+    with pytest.raises(SystemExit) as stopped:
+        build_server(PendingSettings(data_dir=tmp_path))
+
+    [line] = capsys.readouterr().err.splitlines()
+    assert stopped.value.code == 2
+    assert line.startswith(f"configuration error: cannot write the approval key pair in {tmp_path}")
+    assert line.endswith("make DATA_DIR writable, or set MESH_APPROVAL_SIGNING_KEY_FILE")
+
+
+async def test_an_unwritable_data_dir_is_named_by_the_database_before_the_key_pair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(SIGNING_ENV)
     (tmp_path / "file").write_text("not a directory")
 
-    with pytest.raises(SystemExit):
+    with pytest.raises(StorageUnavailable, match="cannot use the database"):
         build_server(PendingSettings(data_dir=tmp_path / "file" / "data"))
-
-    err = capsys.readouterr().err
-    assert "cannot read or create the approval key" in err
-    assert "set MESH_APPROVAL_KEY" in err
 
 
 async def test_embedded_mode_builds_the_server_from_the_environment(

@@ -12,13 +12,12 @@ from zoneinfo import ZoneInfo
 
 from fastmcp import Client
 
+from fakes.approval_keys import signer
 from fakes.clock import Clock
 from fakes.tool_calls import call
 from mcp_scheduler.server import build_server
 from mcp_scheduler.settings import SchedulerSettings
-from meshkit.proposals import Approvals
 
-KEY = "scheduler-test-approval-key-51c0e7b2a9d4f3"  # MESH_APPROVAL_KEY in every test
 AGENT = "clawdia"
 BERLIN = ZoneInfo("Europe/Berlin")
 AGENTS_YAML = """\
@@ -83,6 +82,4 @@ async def fire_through(
 def mint(clock: Clock, kind: str, payload: dict[str, Any], agent: str = AGENT) -> str:
     """The token pending-actions signs at the Confirm tap."""
     action = "act_" + secrets.token_hex(6)
-    return Approvals(KEY.encode(), clock=clock).mint(
-        action, "scheduler", kind, payload, agent=agent
-    )
+    return signer(clock).mint(action, "scheduler", kind, payload, agent=agent)

@@ -1,4 +1,4 @@
-"""What the shopping tests share: the key, a clock, tool calls, tokens and a look at the DB."""
+"""What the shopping tests share: a clock, tool calls, tokens and a look at the DB."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastmcp import Client
 
+from fakes.approval_keys import SIGNING_KEY
 from fakes.clock import Clock
 from fakes.tool_calls import call
-from meshkit.proposals import Approvals, Proposal
+from meshkit.proposals import ApprovalSigner, Proposal
 
-KEY = "shopping-test-approval-key-9d2f61c0a4b7e8"  # MESH_APPROVAL_KEY in every test
 ACTION = "act_0123456789ab"
 AGENT = "clawdia"
 TODAY = date(2026, 10, 20)
@@ -40,13 +41,13 @@ def mint(
     payload: dict[str, Any],
     *,
     action_id: str = ACTION,
-    key: str = KEY,
+    key: Ed25519PrivateKey = SIGNING_KEY,
     agent: str | None = None,
 ) -> str:
     """An approval token, as pending-actions mints it when the user taps Confirm on an
     action ``agent`` staged (by default the payload's agent, as the producer filled it in)."""
     staged_by = payload["agent"] if agent is None else agent
-    return Approvals(key.encode(), clock=clock).mint(
+    return ApprovalSigner(key, clock=clock).mint(
         action_id, "shopping", kind, payload, agent=staged_by
     )
 

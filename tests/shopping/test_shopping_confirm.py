@@ -4,15 +4,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastmcp import Client
 
+from fakes.approval_keys import PUBLIC_ENV, write_signing_key
 from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
 from mcp_pending_actions.server import build_server as build_pending_actions
 from mcp_pending_actions.settings import PendingSettings
 from mcp_shopping.server import build_server
 from mcp_shopping.settings import ShoppingSettings
-from shopping.calls import ACTION, KEY, TODAY, WATER, add, approve, mint, propose, snapshot
+from shopping.calls import ACTION, TODAY, WATER, add, approve, mint, propose, snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -172,7 +174,9 @@ def refused_token(case: str, clock: Clock, proposal: dict[str, Any]) -> str | No
     if case == "empty":
         return ""
     if case == "garbage":
-        return "v2.act_0123456789ab.99999999999.not-a-mac"
+        return "v3.act_0123456789ab.99999999999.not-a-signature"
+    if case == "old format":  # an HMAC token, as every confirm server could make before v3
+        return "v2.act_0123456789ab.99999999999.Fj5oUPzPgCEqQYd2zHLmbHhwWQpTDgKqvu1WNqtDkcM"
     if case == "other payload":
         return mint(clock, "add_to_list", {**payload, "quantity": 1})
     if case == "other kind":
@@ -180,7 +184,7 @@ def refused_token(case: str, clock: Clock, proposal: dict[str, Any]) -> str | No
     if case == "other agent":  # staged by another agent's bot, on this agent's payload
         return mint(clock, "add_to_list", payload, agent="bob")
     if case == "other key":
-        return mint(clock, "add_to_list", payload, key="another-key-of-the-right-length-0123456")
+        return mint(clock, "add_to_list", payload, key=Ed25519PrivateKey.generate())
     assert case == "expired"
     token = mint(clock, "add_to_list", payload)
     clock.advance(301)
@@ -193,6 +197,7 @@ def refused_token(case: str, clock: Clock, proposal: dict[str, Any]) -> str | No
         ("missing", ""),
         ("empty", "none was given"),
         ("garbage", "does not match this change"),
+        ("old format", "older format"),
         ("other payload", "does not match this change"),
         ("other kind", "does not match this change"),
         ("other key", "does not match this change"),
@@ -218,7 +223,6 @@ async def test_a_confirm_without_a_valid_approval_changes_nothing(
 
     assert why in message
     assert snapshot(settings.db_path) == before
-    assert KEY not in message
 
 
 async def test_a_token_for_an_action_another_agent_staged_is_refused(
@@ -227,7 +231,10 @@ async def test_a_token_for_an_action_another_agent_staged_is_refused(
     # Agent "default"'s proposal, staged by bob's bot (a caller holding the mesh
     # credential could do so) and approved by a tap in bob's chat, where its buttons were.
     before = snapshot(settings.db_path)
-    pending_settings = PendingSettings(data_dir=settings.data_dir.parent / "pending")
+    pending_settings = PendingSettings(
+        data_dir=settings.data_dir.parent / "pending",
+        approval_signing_key_file=write_signing_key(settings.data_dir.parent / "keys"),
+    )
     bob = {"agent": "bob", "chat_id": "42"}
     async with Client(build_pending_actions(pending_settings, clock=clock)) as pending:
         staged = await call(pending, "stage", server="shopping", proposal=proposal, **bob)
@@ -284,29 +291,79 @@ async def test_an_approved_payload_that_is_not_a_change_is_refused(
 # Startup
 
 
-async def test_a_short_approval_key_stops_startup_naming_the_variable(
+async def test_a_public_key_file_that_is_not_there_stops_startup_naming_the_variable(
     settings: ShoppingSettings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("MESH_APPROVAL_KEY", "short-secret-value")
+    monkeypatch.setenv(PUBLIC_ENV, str(settings.data_dir / "no-such-file.pem"))
 
     with pytest.raises(SystemExit) as stopped:
         build_server(ShoppingSettings(data_dir=settings.data_dir))  # as a start reads it
 
     err = capsys.readouterr().err
     assert stopped.value.code == 2
-    assert err.startswith("configuration error: MESH_APPROVAL_KEY is too short")
-    assert "short-secret-value" not in err
+    assert err.startswith("configuration error: cannot read MESH_APPROVAL_PUBLIC_KEY_FILE (")
+    assert len(err.splitlines()) == 1
 
 
-async def test_a_data_dir_that_cannot_hold_the_key_stops_startup(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        pytest.param(b"", "is not an Ed25519 public key in PEM", id="empty"),
+        pytest.param(b"shopping-test-approval-key-9d2f61c0a4b7e8", "is not an Ed25519", id="hmac"),
+        pytest.param(None, "holds a private key", id="the-private-key"),
+    ],
+)
+async def test_a_public_key_file_without_a_public_key_stops_startup(
+    settings: ShoppingSettings,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    content: bytes | None,
+    why: str,
 ) -> None:
-    monkeypatch.delenv("MESH_APPROVAL_KEY")
-    (tmp_path / "file").write_text("not a directory")
+    path = write_signing_key(tmp_path / "wrong")  # a confirm server must not take this one
+    if content is not None:
+        path.write_bytes(content)
+    monkeypatch.setenv(PUBLIC_ENV, str(path))
 
-    with pytest.raises(SystemExit):
-        build_server(ShoppingSettings(data_dir=tmp_path / "file" / "data"))
+    with pytest.raises(SystemExit) as stopped:
+        build_server(ShoppingSettings(data_dir=settings.data_dir))
 
     err = capsys.readouterr().err
-    assert "cannot read or create the approval key" in err
-    assert "set MESH_APPROVAL_KEY" in err
+    assert stopped.value.code == 2
+    assert err.startswith(f"configuration error: MESH_APPROVAL_PUBLIC_KEY_FILE ({path}) {why}")
+    assert "PRIVATE KEY" not in err
+
+
+async def test_without_a_public_key_file_approvals_wait_for_the_one_pending_actions_writes(
+    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Embedded mode: one DATA_DIR, and pending-actions built after the confirm server.
+    monkeypatch.delenv(PUBLIC_ENV)
+    monkeypatch.delenv("MESH_APPROVAL_SIGNING_KEY_FILE", raising=False)
+    data_dir = tmp_path / "data"
+    shopping = build_server(ShoppingSettings(data_dir=data_dir), clock=clock, today=lambda: TODAY)
+    where = {"agent": "default", "chat_id": "42"}
+    async with Client(shopping) as client:
+        proposal = await propose(client, "propose_add_to_list", **APPLES)
+        early = mint(clock, "add_to_list", proposal["payload"])
+        refused = await call_error(
+            client, "confirm_add_to_list", payload=proposal["payload"], approval=early
+        )
+        async with Client(build_pending_actions(PendingSettings(data_dir=data_dir))) as pending:
+            staged = await call(pending, "stage", server="shopping", proposal=proposal, **where)
+            await call(pending, "show", batch_id=staged["batch_id"], message_id="9", **where)
+            tap = {"user_id": "42", "message_id": "9", **where}
+            decision = await call(pending, "approve", action_id=staged["action_id"], **tap)
+        done = await call(
+            client,
+            "confirm_add_to_list",
+            payload=decision["payload"],
+            approval=decision["approval"],
+        )
+        items = await groceries(client)
+
+    assert "no key to check approvals with yet" in refused
+    assert done["replayed"] is False
+    assert [item["name"] for item in items] == ["apples"]
+    assert (data_dir / "approval_public_key").is_file()

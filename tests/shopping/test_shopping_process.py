@@ -39,10 +39,10 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def imported(data_dir: Path) -> subprocess.CompletedProcess[str]:
-    """The example orders imported for clawdia (the key file in DATA_DIR is made and used)."""
+    """The example orders imported for clawdia."""
     return subprocess.run(
         [sys.executable, "-m", "mcp_shopping", "import", str(EXAMPLE), "--agent", "clawdia"],
-        env={**os.environ, "DATA_DIR": str(data_dir), "MESH_APPROVAL_KEY": ""},
+        env={**os.environ, "DATA_DIR": str(data_dir)},
         capture_output=True,
         text=True,
         timeout=60,
@@ -52,7 +52,7 @@ def imported(data_dir: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def server(data_dir: Path, imported: subprocess.CompletedProcess[str]) -> Iterator[ServerProcess]:
-    server = ServerProcess("mcp_shopping", data_dir, TOKEN, MESH_APPROVAL_KEY="")
+    server = ServerProcess("mcp_shopping", data_dir, TOKEN)
     try:
         yield server
     finally:
@@ -95,4 +95,9 @@ async def test_the_official_sdk_client_finds_an_item_over_http_with_the_token(
     best = found.structured_content["matches"][0]
     assert (best["name"], best["last_store"], best["last_price"]) == (WATER, "Costco", 4.99)
     assert unsigned.is_error
-    assert (data_dir / "approval_key").is_file()
+    made = [
+        name
+        for name in ("approval_signing_key", "approval_public_key")
+        if (data_dir / name).exists()
+    ]
+    assert made == [], "a confirm server makes no approval key"

@@ -4,42 +4,44 @@
     tap ──► pending-actions.approve ──token──► <server>.confirm_<kind>(payload, approval)
 
 - A ``producer`` tool returns a :class:`Proposal` and changes nothing.
-- pending-actions signs an approval token when the user taps Confirm:
+- pending-actions signs an approval token when the user taps Confirm (:class:`ApprovalSigner`):
 
-      v2.<action id>.<expiry, unix s>.<base64url HMAC-SHA256, unpadded>
+      v3.<action id>.<expiry, unix s>.<base64url Ed25519 signature, unpadded>
 
-  keyed with ``MESH_APPROVAL_KEY``, over the JSON array ``["v2", action id, agent, server,
-  kind, payload hash, expiry]``. The agent is the one the action was staged for (the bot
-  whose chat showed its buttons); it is bound, not written out: the confirm tool names the
-  agent it acts for, and a token minted for another agent does not match.
-- A ``confirm`` tool checks the token with :class:`Approvals`, giving the agent its payload
-  acts on, and performs the change inside :func:`confirm_once`, which records the action
-  id in the same SQLite transaction: a replayed token returns the first result and changes
-  nothing twice. A model (or another MCP client) that calls a confirm tool without a token
-  minted by pending-actions for exactly this payload and this agent gets
-  :class:`ApprovalRefused`.
+  with its Ed25519 private key (``meshkit.approval_keys``), over the JSON array ``["v3",
+  action id, agent, server, kind, payload hash, expiry]``. The agent is the one the action
+  was staged for (the bot whose chat showed its buttons); it is bound, not written out: the
+  confirm tool names the agent it acts for, and a token minted for another agent does not
+  match.
+- A ``confirm`` tool checks the token with :class:`Approvals`, which holds the public key
+  only (so no server with confirm tools can make a token, for itself or for another), giving
+  the agent its payload acts on, and performs the change inside :func:`confirm_once`, which
+  records the action id in the same SQLite transaction: a replayed token returns the first
+  result and changes nothing twice. A model (or another MCP client, or another server) that
+  calls a confirm tool without a token signed by pending-actions for exactly this payload and
+  this agent gets :class:`ApprovalRefused`.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
-import hmac
 import json
-import os
+import logging
 import re
-import secrets
 import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import BaseModel, Field, StrictInt, ValidationError, field_validator
 
+from meshkit.approval_keys import KeyFileError, PublicKeySource
 from meshkit.errors import ModelError
-from meshkit.settings import ApprovalSettings, fail
 
 DEFAULT_TTL_S = 4 * 3600
 MAX_TTL_S = 7 * 24 * 3600
@@ -50,11 +52,14 @@ _SERVER = re.compile(SERVER_PATTERN[1:-1])
 ACTION_ID = re.compile(r"act_[0-9a-f]{12}\Z")  # .match() and .fullmatch() agree
 _ACTION_ID = ACTION_ID
 _EXPIRY = re.compile(r"[0-9]{1,12}")
-KEY_ENV = "MESH_APPROVAL_KEY"
-KEY_FILE = "approval_key"
-MIN_KEY_CHARS = 32
-TOKEN_VERSION = "v2"  # noqa: S105 (a format version, not a secret; v1 did not bind the agent)
+_SIGNATURE = re.compile(r"[A-Za-z0-9_-]{86}")  # 64 bytes, base64url without padding
+# A format version, not a secret: v1 did not bind the agent; v2 was an HMAC with a key
+# that every confirm server held, so any of them could mint.
+TOKEN_VERSION = "v3"  # noqa: S105
+OLD_VERSIONS = frozenset({"v1", "v2"})
 APPROVAL_TTL_S = 300  # how long a minted token may take to reach the confirm tool
+logger = logging.getLogger(__name__)
+
 NOT_DONE_NOTE = (
     "Nothing has changed yet: the user sees this under your reply, with buttons to "
     "confirm or cancel it, and decides. Do not say it is done."
@@ -133,17 +138,27 @@ class Approval:
     expires_at: int
 
 
-class Approvals:
-    """Mints (pending-actions) and checks (confirm tools) approval tokens.
+def _signed(  # noqa: PLR0917 (every part of what the token vouches for)
+    action_id: str, agent: str, server: str, kind: str, digest: str, expires_at: int
+) -> bytes:
+    """What a token's signature covers. A JSON array: the agent is free text, and no choice
+    of it can pass for other parts."""
+    parts = [TOKEN_VERSION, action_id, agent, server, kind, digest, expires_at]
+    return json.dumps(parts, ensure_ascii=False, separators=(",", ":")).encode()
 
-    A token is ``v2.<action id>.<expiry, unix s>.<base64url HMAC>``; the HMAC covers the
-    action id, agent, server, kind, payload hash and expiry, so any change to one of them
-    (another agent's payload included), or a token minted with another key, is refused.
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+class ApprovalSigner:
+    """Mints approval tokens: pending-actions, the one holder of the private key.
+
+    A token is ``v3.<action id>.<expiry, unix s>.<base64url Ed25519 signature>``; the
+    signature covers the action id, agent, server, kind, payload hash and expiry.
     """
 
-    def __init__(self, key: bytes, *, clock: Callable[[], float] = time.time) -> None:
-        if len(key) < MIN_KEY_CHARS:
-            raise ValueError(f"the approval key needs at least {MIN_KEY_CHARS} bytes")
+    def __init__(self, key: Ed25519PrivateKey, *, clock: Callable[[], float] = time.time) -> None:
         self._key = key
         self._clock = clock
 
@@ -167,8 +182,30 @@ class Approvals:
         ):
             raise ValueError(f"cannot mint a token for {action_id!r} {server!r} {kind!r}")
         expires_at = int(self._clock()) + ttl_s
-        mac = self._mac(action_id, agent, server, kind, payload_hash(payload), expires_at)
-        return f"{TOKEN_VERSION}.{action_id}.{expires_at}.{mac}"
+        message = _signed(action_id, agent, server, kind, payload_hash(payload), expires_at)
+        return f"{TOKEN_VERSION}.{action_id}.{expires_at}.{_b64(self._key.sign(message))}"
+
+
+class Approvals:
+    """Checks approval tokens (confirm tools) with pending-actions' public key.
+
+    Any change to what a token vouches for (another agent's payload included), a token
+    signed with another key, or one made without a key (an HMAC, as v2 was), is refused.
+    ``public_key``: the key, or a source of it read at each check (``approval_keys``).
+    """
+
+    def __init__(
+        self,
+        public_key: Ed25519PublicKey | PublicKeySource,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if isinstance(public_key, Ed25519PublicKey):
+            key = public_key
+            self._public_key: PublicKeySource = lambda: key
+        else:
+            self._public_key = public_key
+        self._clock = clock
 
     def check(
         self, token: str, server: str, kind: str, payload: dict[str, Any], *, agent: str
@@ -176,7 +213,7 @@ class Approvals:
         """The approval ``token`` grants for this exact change, acting for ``agent`` (the
         agent the payload acts on); ApprovalRefused otherwise."""
         parts = token.split(".") if isinstance(token, str) else []
-        if len(parts) == 4 and parts[0] == "v1":
+        if len(parts) == 4 and parts[0] in OLD_VERSIONS:
             raise ApprovalRefused(
                 "The approval token is of an older format, minted before an update; the "
                 "user must tap Confirm again. Nothing was changed."
@@ -186,15 +223,15 @@ class Approvals:
                 "This change needs an approval token from a user's Confirm tap; "
                 "none was given. Nothing was changed."
             )
-        _, action_id, expiry, mac = parts
+        _, action_id, expiry, signature = parts
         if not _EXPIRY.fullmatch(expiry) or str(int(expiry)) != expiry:
             raise ApprovalRefused("The approval token is malformed. Nothing was changed.")
         if not (_SERVER.fullmatch(server) and _KIND.fullmatch(kind)):
             raise ApprovalRefused(
                 f"No approval can exist for {server}/{kind}. Nothing was changed."
             )
-        expected = self._mac(action_id, agent, server, kind, payload_hash(payload), int(expiry))
-        if not hmac.compare_digest(expected, mac):
+        message = _signed(action_id, agent, server, kind, payload_hash(payload), int(expiry))
+        if not self._verify(signature, message):
             raise ApprovalRefused(
                 "The approval token does not match this change (another change, another "
                 "agent, another key, or altered data). Nothing was changed."
@@ -206,66 +243,32 @@ class Approvals:
             )
         return Approval(action_id, agent, server, kind, int(expiry))
 
-    def _mac(  # noqa: PLR0917 (every part of what the token vouches for)
-        self, action_id: str, agent: str, server: str, kind: str, digest: str, expires_at: int
-    ) -> str:
-        # A JSON array: the agent is free text, and no choice of it can pass for other parts.
-        parts = [TOKEN_VERSION, action_id, agent, server, kind, digest, expires_at]
-        message = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
-        raw = hmac.new(self._key, message.encode(), hashlib.sha256).digest()
-        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-
-
-def load_approval_key(data_dir: Path, configured: str | None = None) -> bytes:
-    """``configured`` (``MESH_APPROVAL_KEY``), else ``$DATA_DIR/approval_key`` (created,
-    mode 0600).
-
-    The file serves one machine (embedded mode, ``make run``); containers share the
-    environment variable, since each has its own data volume.
-    """
-    value = configured or ""
-    if value:
-        if len(value) < MIN_KEY_CHARS:
-            raise ValueError(
-                f"{KEY_ENV} is too short: use at least {MIN_KEY_CHARS} characters "
-                '(python -c "import secrets; print(secrets.token_urlsafe(32))")'
-            )
-        return value.encode()
-    path = data_dir / KEY_FILE
-    if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
-        # Written aside, then linked into place: another server starting at the same
-        # moment sees no file or a whole one, never an empty one.
-        draft = data_dir / f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
-        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(secrets.token_urlsafe(32))
+    def _verify(self, signature: str, message: bytes) -> bool:
+        if not _SIGNATURE.fullmatch(signature):
+            return False
+        raw = _decode(signature)
+        if raw is None or _b64(raw) != signature:
+            return False  # one spelling per signature: no two tokens for one approval
         try:
-            os.link(draft, path)
-        except FileExistsError:
-            pass  # another server of this machine made it first: theirs is the key
-        finally:
-            draft.unlink()
-    key = path.read_text().strip()
-    if len(key) < MIN_KEY_CHARS:
-        raise ValueError(f"{path} holds no usable key: delete it and start again")
-    return key.encode()
+            key = self._public_key()
+        except KeyFileError as error:
+            logger.error("cannot check an approval: %s", error)
+            raise ApprovalRefused(
+                "This server has no key to check approvals with yet (pending-actions has "
+                "not started, or its public key is not set up here). Nothing was changed."
+            ) from None
+        try:
+            key.verify(raw, message)
+        except InvalidSignature:
+            return False
+        return True
 
 
-def approval_key(settings: ApprovalSettings) -> bytes:
-    """``load_approval_key`` for a server starting: a bad key or an unwritable ``DATA_DIR``
-    stops startup with what to do (``meshkit.settings.fail``)."""
-    data_dir = settings.data_dir
-    configured = settings.approval_key.get_secret_value() if settings.approval_key else None
+def _decode(text: str) -> bytes | None:
     try:
-        return load_approval_key(data_dir, configured)
-    except ValueError as error:
-        fail(str(error))
-    except OSError as error:
-        fail(
-            f"cannot read or create the approval key {data_dir / KEY_FILE} ({error.strerror}): "
-            f"make DATA_DIR writable, or set {KEY_ENV} (the same value for every server)"
-        )
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (binascii.Error, ValueError):
+        return None
 
 
 # --- confirm once ------------------------------------------------------------------------

@@ -116,7 +116,7 @@ def run_server(
         fail(HTTP_AUTH_HELP)
     stopping = stopping or Stopping()
     try:
-        known = [serving.token, serving.approval_key, *secrets(own)]
+        known = [serving.token, *secrets(own)]
         configure_logging(
             serving.log_level,
             secrets=[s.get_secret_value() if isinstance(s, SecretStr) else s for s in known if s],

@@ -2,11 +2,11 @@
 
 Every component reads its configuration through one pydantic-settings class with
 its own env prefix (``WEATHER_``, ``SHOPPING_``...). What servers share is declared
-once here: ``DataSettings`` (``DATA_DIR``), ``ApprovalSettings`` (``MESH_APPROVAL_KEY``,
-for the servers that sign or check approvals) and ``ServeSettings``, the serving knobs
-under ``MESH_`` (plus ``MCP_HOST`` and ``MCP_PORT``, which containers set). This module
-is the only code that reads the process environment (``environment()``: for the
-``${VAR}`` of YAML files and the bot tokens agents.yaml names).
+once here: ``DataSettings`` (``DATA_DIR``), ``SigningSettings`` (pending-actions' private
+key), ``ApprovalSettings`` (the public key, for the servers that check approvals) and
+``ServeSettings``, the serving knobs under ``MESH_`` (plus ``MCP_HOST`` and ``MCP_PORT``,
+which containers set). This module is the only code that reads the process environment
+(``environment()``: for the ``${VAR}`` of YAML files and the bot tokens agents.yaml names).
 """
 
 from __future__ import annotations
@@ -76,18 +76,35 @@ class DataSettings(BaseSettings):
         return None if self.max_db_mb is None else int(self.max_db_mb * 1e6)
 
 
-class ApprovalSettings(DataSettings):
-    """The key approvals are signed with: ``MESH_APPROVAL_KEY``, else a file in ``DATA_DIR``
-    (``meshkit.proposals.approval_key``)."""
+class SigningSettings(DataSettings):
+    """pending-actions alone: the private key approvals are signed with,
+    ``MESH_APPROVAL_SIGNING_KEY_FILE``, else a key pair made in ``DATA_DIR``
+    (``meshkit.approval_keys.signing_key``)."""
 
-    approval_key: SecretStr | None = Field(
+    approval_signing_key_file: Path | None = Field(
         default=None,
-        validation_alias=AliasChoices("MESH_APPROVAL_KEY", "approval_key"),
-        description="The same value for pending-actions and every server with confirm tools.",
+        validation_alias=AliasChoices(
+            "MESH_APPROVAL_SIGNING_KEY_FILE", "approval_signing_key_file"
+        ),
+        description="pending-actions' Ed25519 private key (PEM, PKCS8, unencrypted); unset: "
+        "$DATA_DIR/approval_signing_key, made at the first start with the public key beside it.",
     )
 
 
-class ServeSettings(ApprovalSettings):
+class ApprovalSettings(DataSettings):
+    """A server with confirm tools: the public key approvals are checked with,
+    ``MESH_APPROVAL_PUBLIC_KEY_FILE``, else ``$DATA_DIR/approval_public_key``
+    (``meshkit.approval_keys.public_key``). It has no field for the private key."""
+
+    approval_public_key_file: Path | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MESH_APPROVAL_PUBLIC_KEY_FILE", "approval_public_key_file"),
+        description="pending-actions' Ed25519 public key (PEM); unset: "
+        "$DATA_DIR/approval_public_key, which pending-actions writes in embedded mode.",
+    )
+
+
+class ServeSettings(DataSettings):
     """How a server is exposed: port, bearer token, allowlists, limits, logs."""
 
     model_config = SettingsConfigDict(env_prefix="MESH_", extra="ignore", env_ignore_empty=True)

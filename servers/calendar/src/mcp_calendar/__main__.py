@@ -15,7 +15,8 @@
 Events live in $DATA_DIR/calendar.sqlite3 (CALENDAR_BACKEND=local), or in Google
 Calendar (CALENDAR_BACKEND=google, CALENDAR_IDS, CALENDAR_CREDENTIALS_DIR). Times without an
 offset are read in the caller's zone, else CALENDAR_TIMEZONE. Approval tokens are checked
-with MESH_APPROVAL_KEY, else with the key in $DATA_DIR/approval_key.
+with pending-actions' public key: MESH_APPROVAL_PUBLIC_KEY_FILE, else
+$DATA_DIR/approval_public_key.
 """
 
 from __future__ import annotations

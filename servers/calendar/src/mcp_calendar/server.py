@@ -23,7 +23,8 @@ from mcp_calendar.records import ConfirmationRecords
 from mcp_calendar.service import CalendarService
 from mcp_calendar.settings import CalendarSettings
 from mcp_calendar.store import CalendarStore
-from meshkit.proposals import Approvals, Proposal, approval_key
+from meshkit.approval_keys import public_key
+from meshkit.proposals import Approvals, Proposal
 from meshkit.server import create_server
 from meshkit.settings import load_settings
 from meshkit.tool_classes import confirm, producer, read
@@ -110,7 +111,7 @@ def build_server(
         backend = LocalBackend(store)
     service = CalendarService(settings, backend, clock=clock)
     proposals = Proposals(settings, backend, service)
-    confirmations = Confirmations(backend, Approvals(approval_key(settings), clock=clock))
+    confirmations = Confirmations(backend, Approvals(public_key(settings), clock=clock))
     zone_default = settings.timezone
 
     @asynccontextmanager

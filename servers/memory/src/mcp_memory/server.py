@@ -22,8 +22,9 @@ from mcp_memory.service import ConversationService
 from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS, MemorySettings
 from mcp_memory.store import ConversationStore
 from mcp_memory.summaries import Summaries
+from meshkit.approval_keys import public_key
 from meshkit.params import Agent, ChatId
-from meshkit.proposals import Approvals, approval_key
+from meshkit.proposals import Approvals
 from meshkit.server import create_server
 from meshkit.settings import load_settings
 from meshkit.tool_classes import internal
@@ -49,7 +50,7 @@ def build_server(
     service = ConversationService(settings, store, clock=clock)
     memories = MemoryStore(settings.memories_path, max_bytes=settings.max_db_bytes, clock=clock)
     questions = QuestionStore(settings.questions_path, max_bytes=settings.max_db_bytes, clock=clock)
-    approvals = Approvals(approval_key(settings), clock=clock)
+    approvals = Approvals(public_key(settings), clock=clock)
 
     @asynccontextmanager
     async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:

@@ -23,8 +23,9 @@ from mcp_pending_actions.models import (
 from mcp_pending_actions.service import PendingActions
 from mcp_pending_actions.settings import PendingSettings
 from mcp_pending_actions.store import PendingStore
+from meshkit.approval_keys import signing_key
 from meshkit.params import Agent, ChatId
-from meshkit.proposals import SERVER_PATTERN, Approvals, Proposal, approval_key
+from meshkit.proposals import SERVER_PATTERN, ApprovalSigner, Proposal
 from meshkit.server import create_server
 from meshkit.settings import load_settings
 from meshkit.tool_classes import internal
@@ -71,18 +72,19 @@ def build_server(
 ) -> FastMCP[Any]:
     """The pending-actions server; ``settings`` default to the environment (embedded mode)."""
     settings = settings or load_settings(PendingSettings)
-    approvals = Approvals(approval_key(settings), clock=clock)
     store = PendingStore(settings.db_path, max_bytes=settings.max_db_bytes, clock=clock)
-    service = PendingActions(settings, store, approvals, clock=clock)
-
     mcp = create_server(
         "pending-actions",
         version=version("mcp-pending-actions"),
         instructions=INSTRUCTIONS,
         lifespan=store.lifespan,
-        checks={"database": service.check},
+        checks={"database": store.ping},
         stores=[store],
     )
+    # After the database is checked: a DATA_DIR it cannot write is named as every server
+    # names it, before the key pair is made there.
+    signer = ApprovalSigner(signing_key(settings), clock=clock)
+    service = PendingActions(settings, store, signer, clock=clock)
 
     @mcp.tool(**internal(title="Stage a proposal"))
     async def stage(  # noqa: PLR0917 (a tool's parameters are its schema)

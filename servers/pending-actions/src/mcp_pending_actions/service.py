@@ -44,7 +44,7 @@ from mcp_pending_actions.models import (
 from mcp_pending_actions.rows import ActionRow, BatchRow, Change
 from mcp_pending_actions.settings import PendingSettings
 from mcp_pending_actions.store import PendingStore
-from meshkit.proposals import ACTION_ID, SERVER_PATTERN, Approvals, Proposal
+from meshkit.proposals import ACTION_ID, SERVER_PATTERN, ApprovalSigner, Proposal
 
 BATCH_ID = re.compile(r"bat_[0-9a-f]{12}")
 DecidedT = TypeVar("DecidedT", Decision, BatchDecisions)
@@ -59,13 +59,13 @@ class PendingActions:
         self,
         settings: PendingSettings,
         store: PendingStore,
-        approvals: Approvals,
+        signer: ApprovalSigner,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._settings = settings
         self._store = store
-        self._approvals = approvals
+        self._signer = signer
         self._clock = clock
 
     async def stage(
@@ -213,10 +213,6 @@ class PendingActions:
             events=[Event.model_validate(event, from_attributes=True) for event in events],
         )
 
-    async def check(self) -> None:
-        """Health: the database answers."""
-        await self._store.ping()
-
     async def _decide(self, decide: Decide, action_id: str, tap: Tap) -> Decision:
         _check_tap(tap)
         now = self._clock()
@@ -265,7 +261,7 @@ class PendingActions:
             done,
             ok=True,
             payload=done.payload,
-            approval=self._approvals.mint(
+            approval=self._signer.mint(
                 done.action_id, done.server, done.kind, done.payload, agent=done.agent
             ),
             resumed=change.from_state == State.EXECUTING,

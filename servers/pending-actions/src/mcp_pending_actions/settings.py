@@ -1,5 +1,5 @@
-"""Pending-actions settings (env prefix ``PENDING_``; ``DATA_DIR`` and ``MESH_APPROVAL_KEY``,
-shared with every server that checks approvals, come from meshkit's ``ApprovalSettings``)."""
+"""Pending-actions settings (env prefix ``PENDING_``; ``DATA_DIR`` and the key approvals are
+signed with, ``MESH_APPROVAL_SIGNING_KEY_FILE``, come from meshkit's ``SigningSettings``)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from meshkit.proposals import MAX_TTL_S
-from meshkit.settings import ApprovalSettings
+from meshkit.settings import SigningSettings
 
 DB_FILE = "pending_actions.sqlite3"
 
 
-class PendingSettings(ApprovalSettings):
+class PendingSettings(SigningSettings):
     model_config = SettingsConfigDict(env_prefix="PENDING_", extra="ignore")
 
     max_ttl_s: int = Field(

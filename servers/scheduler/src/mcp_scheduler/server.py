@@ -17,7 +17,8 @@ from mcp_scheduler.schedule import load_schedule
 from mcp_scheduler.service import Scheduler
 from mcp_scheduler.settings import DEFAULT_SCHEDULE, SchedulerSettings
 from mcp_scheduler.store import SchedulerStore
-from meshkit.proposals import Approvals, Proposal, approval_key
+from meshkit.approval_keys import public_key
+from meshkit.proposals import Approvals, Proposal
 from meshkit.serve import Stopping
 from meshkit.server import create_server
 from meshkit.settings import load_settings
@@ -65,7 +66,7 @@ def build_server(
     scheduler = Scheduler(store, configured, clock=clock, lease_s=settings.lease_s)
     desk = ReminderDesk(
         store,
-        Approvals(approval_key(settings), clock=clock),
+        Approvals(public_key(settings), clock=clock),
         clock=clock,
         changed=scheduler.changed,
     )

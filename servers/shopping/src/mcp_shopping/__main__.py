@@ -11,8 +11,8 @@
                                                remove the example orders loaded on the first
                                                start (SHOPPING_EXAMPLE_AGENT); default clawdia
 
-Data lives in $DATA_DIR/shopping.sqlite3. Approval tokens are checked with
-MESH_APPROVAL_KEY, else with the key in $DATA_DIR/approval_key.
+Data lives in $DATA_DIR/shopping.sqlite3. Approval tokens are checked with pending-actions'
+public key: MESH_APPROVAL_PUBLIC_KEY_FILE, else $DATA_DIR/approval_public_key.
 """
 
 from __future__ import annotations

@@ -28,7 +28,8 @@ from mcp_shopping.models import (
 from mcp_shopping.service import MAX_QUANTITY, ShoppingService, list_key
 from mcp_shopping.settings import MAX_LIST_NAME, ShoppingSettings
 from mcp_shopping.store import ShoppingStore
-from meshkit.proposals import Approvals, Proposal, approval_key
+from meshkit.approval_keys import public_key
+from meshkit.proposals import Approvals, Proposal
 from meshkit.server import create_server
 from meshkit.settings import load_settings
 from meshkit.tool_classes import confirm, producer, read
@@ -81,7 +82,7 @@ def build_server(
     settings = settings or load_settings(ShoppingSettings)
     store = ShoppingStore(settings.db_path, max_bytes=settings.max_db_bytes, clock=clock)
     service = ShoppingService(settings, store)
-    approvals = Approvals(approval_key(settings), clock=clock)
+    approvals = Approvals(public_key(settings), clock=clock)
     confirmations = Confirmations(store, approvals, clock=clock, today=today)
     default_list = list_key(settings.default_list)
 
