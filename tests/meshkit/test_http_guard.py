@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import httpx2
 import pytest
 from fastmcp import Client, FastMCP
-from pydantic import SecretStr
+from pydantic import Field, SecretStr
 
 from fakes.serving import serving
 from meshkit.http import build_http_app
@@ -33,7 +33,7 @@ def echo_server(*, checks_fail: bool = False) -> FastMCP[Any]:
     )
 
     @server.tool(**read())
-    async def echo(text: str) -> str:
+    async def echo(text: Annotated[str, Field(max_length=1000)]) -> str:
         """Repeat the text."""
         return text
 
