@@ -131,15 +131,39 @@ def resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def kinds(schema: dict[str, Any], defs: dict[str, Any]) -> set[str]:
+    """The JSON types a (resolved) schema allows, its anyOf options included."""
+    found = {schema["type"]} if isinstance(schema.get("type"), str) else set()
+    for option in schema.get("anyOf", []):
+        found |= kinds(resolve(option, defs), defs)
+    return found
+
+
+# The extreme each declared type gets once per argument: a huge string, an id of 10^30.
+EXTREMES: dict[str, list[Any]] = {
+    "string": ["x" * 1_000_000],
+    "integer": [10**30, -(10**30)],
+    "number": [1e308],
+    "array": [["x" * 1_000_000], list(range(10_000))],
+    "object": [nested(60)],
+}
+
+
 def calls(
     schema: dict[str, Any], rng: random.Random, count: int, *, avoid: Sequence[Any] = ()
 ) -> list[dict[str, Any]]:
-    """``count`` argument sets for one tool: a plausible baseline with one or two arguments
-    (or an item inside one) made hostile, and now and then an unknown argument."""
+    """Argument sets for one tool, each a plausible baseline with something made hostile:
+    every argument once at the extreme of each type it takes, then ``count`` random ones
+    (one or two arguments, or items inside one, hostile; now and then an unknown one)."""
     defs = schema.get("$defs", {})
     props = {key: resolve(value, defs) for key, value in schema.get("properties", {}).items()}
     baseline = {key: KNOWN.get(key, plausible(value, rng)) for key, value in props.items()}
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = [
+        {**baseline, key: extreme}
+        for key, prop in props.items()
+        for kind in sorted(kinds(prop, defs))
+        for extreme in EXTREMES.get(kind, [])
+    ]
     for _ in range(count):
         arguments = dict(baseline)
         names = sorted(props) or ["extra"]
