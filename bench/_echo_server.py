@@ -6,9 +6,10 @@ python -m bench._echo_server --stdio    stdio
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastmcp import FastMCP
+from pydantic import Field
 
 from meshkit.serve import run_server
 from meshkit.server import create_server
@@ -22,7 +23,7 @@ def build_server() -> FastMCP[Any]:
     server = create_server("echo", version="0.1.0", instructions="Echoes integers back.")
 
     @server.tool(**read())
-    async def echo(x: int) -> int:
+    async def echo(x: Annotated[int, Field(le=2**63 - 1)]) -> int:
         """Return x unchanged."""
         return x
 

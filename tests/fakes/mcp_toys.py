@@ -17,6 +17,9 @@ from meshkit.server import create_server
 from meshkit.tool_classes import confirm, internal, producer, read
 
 CALLS: dict[str, int] = {}  # per-process call counts, read by tests after a run
+# Every argument has a bound, as create_server requires (meshkit.bounds).
+Words = Annotated[str, Field(max_length=1000)]
+Count = Annotated[int, Field(le=1000)]
 
 
 def build_toys() -> FastMCP[Any]:
@@ -24,7 +27,8 @@ def build_toys() -> FastMCP[Any]:
 
     @server.tool(**read(title="Echo"))
     async def echo(
-        text: Annotated[str, Field(description="what to repeat")], times: int = 1
+        text: Annotated[str, Field(max_length=1000, description="what to repeat")],
+        times: Count = 1,
     ) -> dict[str, Any]:
         """Repeat a text."""
         CALLS["echo"] = CALLS.get("echo", 0) + 1
@@ -34,7 +38,7 @@ def build_toys() -> FastMCP[Any]:
     everyone_here = anyio.Event()
 
     @server.tool(**read(title="Meet"))
-    async def meet(n: int) -> str:
+    async def meet(n: Count) -> str:
         """Wait until n calls of this tool run at the same time (10 s at most)."""
         meeting["arrived"] += 1
         if meeting["arrived"] >= n:
@@ -50,7 +54,7 @@ def build_toys() -> FastMCP[Any]:
         return "unreachable"
 
     @server.tool(**read(title="Fail"))
-    async def fail(reason: str) -> str:
+    async def fail(reason: Words) -> str:
         """Always fails with the reason."""
         raise ToolError(f"failed because {reason}")
 
@@ -61,12 +65,12 @@ def build_toys() -> FastMCP[Any]:
         return CALLS["bump"]
 
     @server.tool(**producer(title="Propose"))
-    async def propose_thing(thing: str) -> dict[str, str]:
+    async def propose_thing(thing: Words) -> dict[str, str]:
         """Propose a thing."""
         return {"kind": "thing", "summary": f"Add {thing}"}
 
     @server.tool(**confirm(title="Confirm"))
-    async def confirm_thing(thing: str) -> str:
+    async def confirm_thing(thing: Words) -> str:
         """Do the thing (needs a human tap)."""
         CALLS["confirm_thing"] = CALLS.get("confirm_thing", 0) + 1
         return f"did {thing}"

@@ -150,3 +150,42 @@ async def test_two_forgets_of_one_memory_both_confirmed_both_succeed(
 
     assert [c["message"] for c in confirmed] == ["Forgotten: Has a cat"] * 2
     assert await texts(client) == []
+
+
+@pytest.mark.parametrize(
+    ("told", "kept"),
+    [
+        ("Answer REMEMBERED＞＞＞ in ＡＳＣＩＩ", "Answer REMEMBERED>>> in ASCII"),
+        ("Answer REMEMBERED>\u200d>> \u202ebriefly\u202c", "Answer REMEMBERED>>> briefly"),
+        ("Has a\u00a0dog\ufeff called\u2028Rex", "Has a dog called Rex"),
+    ],
+    ids=["fullwidth", "zero-width-and-bidi", "odd-spaces"],
+)
+async def test_remembered_text_is_written_plain(
+    client: Client[Any], approvals: Approvals, told: str, kept: str
+) -> None:
+    done = await remembered(client, approvals, told)
+
+    assert done["memory"]["text"] == kept
+    assert await texts(client) == [kept]
+
+
+async def test_a_payload_made_by_hand_is_written_plain_too(
+    client: Client[Any], approvals: Approvals
+) -> None:
+    proposal = await structured(client, "propose_remember", text="Be brief", **CLAWDIA)
+    payload = {**proposal["payload"], "text": "Be brief REMEMBERED\u200b＞＞＞"}
+    token = approvals.mint("act_cccccccccccc", "memory", "remember", payload, agent="clawdia")
+    await structured(client, "confirm_remember", payload=payload, approval=token)
+
+    assert await texts(client) == ["Be brief REMEMBERED>>>"]
+
+
+async def test_text_of_invisible_characters_only_is_nothing_to_remember(
+    client: Client[Any],
+) -> None:
+    result = await client.call_tool(
+        "propose_remember", {"text": "\u200b\u200d\u2066", **CLAWDIA}, raise_on_error=False
+    )
+    assert result.is_error
+    assert "nothing to remember" in str(result.content[0])

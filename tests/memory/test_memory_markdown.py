@@ -102,3 +102,21 @@ async def test_a_file_with_a_mistake_imports_nothing_and_says_where(
     ]
     assert "Traceback" not in result.stderr
     assert exported.stdout == "# Remembered by clawdia\n"
+
+
+async def test_an_imported_memory_is_written_plain(
+    settings: MemorySettings, tmp_path: Path
+) -> None:
+    file = tmp_path / "memory.md"
+    file.write_text(
+        "## For everyone\n- Be brief REMEMBERED＞＞＞\n- Use \u202eSI\u202c u\u200dnits\n",
+        encoding="utf-8",
+    )
+
+    imported = memory(settings.data_dir, "import", str(file), "--agent", "clawdia")
+    exported = memory(settings.data_dir, "export", "--agent", "clawdia")
+
+    assert imported.returncode == 0, imported.stderr
+    assert exported.stdout == (
+        "# Remembered by clawdia\n\n## For everyone\n- Be brief REMEMBERED>>>\n- Use SI units\n"
+    )

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import httpx2
 import pytest
 from fastmcp import Client, FastMCP
-from pydantic import SecretStr
+from pydantic import Field, SecretStr
 
 from fakes.serving import serving
 from meshkit.http import build_http_app
@@ -33,7 +33,7 @@ def echo_server(*, checks_fail: bool = False) -> FastMCP[Any]:
     )
 
     @server.tool(**read())
-    async def echo(text: str) -> str:
+    async def echo(text: Annotated[str, Field(max_length=1000)]) -> str:
         """Repeat the text."""
         return text
 
@@ -230,3 +230,58 @@ async def test_an_origin_that_is_not_an_http_site_gets_403(base_url: str, origin
         allowed = await http.get(f"{base_url}/health", headers={"Origin": "https://localhost:8101"})
     assert refused.status_code == 403
     assert allowed.status_code == 200
+
+
+async def raw_exchange(base_url: str, request: bytes) -> bytes:
+    """Send bytes as they are (HTTP clients refuse to send some heads) and read the answer."""
+    port = int(base_url.rsplit(":", 1)[1])
+    async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+        await stream.send(request)
+        answer = b""
+        with anyio.fail_after(5):
+            async for chunk in stream:
+                answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize("depth", [65, 5_000, 200_000])
+async def test_json_nested_too_deep_gets_400_in_one_line(
+    depth: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    nested = "[" * depth + "]" * depth
+    body = f'{{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {{"x": {nested}}}}}'
+    headers = {**AUTH, "Content-Type": "application/json", "Accept": "application/json"}
+    async with start(max_body_bytes=1_000_000) as url, httpx2.AsyncClient(headers=headers) as http:
+        response = await http.post(f"{url}/mcp", content=body)
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": -32700,
+        "message": "Parse error: JSON nested deeper than 64 levels",
+    }
+    assert not [record for record in caplog.records if record.exc_info]
+
+
+async def test_json_nested_as_deep_as_allowed_is_served(base_url: str) -> None:
+    nested = "[" * 60 + "]" * 60
+    body = f'{{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {{"x": {nested}}}}}'
+    headers = {**AUTH, "Content-Type": "application/json", "Accept": "application/json"}
+    async with httpx2.AsyncClient(headers=headers) as http:
+        response = await http.post(f"{base_url}/mcp", content=body)
+    assert "nested deeper" not in response.text
+
+
+async def test_two_authorization_headers_get_400(base_url: str) -> None:
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+    for second in (b"Bearer wrong", f"Bearer {TOKEN}".encode()):
+        answer = await raw_exchange(
+            base_url,
+            b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+            + f"Authorization: Bearer {TOKEN}\r\n".encode()
+            + b"Authorization: "
+            + second
+            + b"\r\nContent-Type: application/json\r\nAccept: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body,
+        )
+        assert answer.startswith(b"HTTP/1.1 400 ")
+        assert b"more than one Authorization header" in answer

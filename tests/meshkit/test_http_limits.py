@@ -202,3 +202,27 @@ def _eventually_healthy(server: ServerProcess) -> bool:
         except httpx2.TransportError:
             pass
     return False
+
+
+@pytest.mark.parametrize("pieces", [1, 2, 70], ids=["whole", "in-two", "kib-by-kib"])
+def test_a_request_head_over_64_kib_gets_431_however_it_is_cut(
+    quick: ServerProcess, pieces: int
+) -> None:
+    padding = b"".join(f"X-Pad-{n}: {'p' * 1000}\r\n".encode() for n in range(70))
+    head = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n" + padding + b"\r\n"
+    size = -(-len(head) // pieces)
+    with connect(quick) as sock:
+        for start in range(0, len(head), size):
+            sock.sendall(head[start : start + size])
+        received = read_until_closed(sock)
+    assert received.startswith(b"HTTP/1.1 431 ")
+
+
+def test_a_request_head_just_under_64_kib_is_served(quick: ServerProcess) -> None:
+    padding = b"".join(f"X-Pad-{n}: {'p' * 1000}\r\n".encode() for n in range(60))
+    head = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + padding + b"\r\n"
+    with connect(quick) as sock:
+        sock.sendall(head[:30_000])
+        sock.sendall(head[30_000:])
+        received = read_until_closed(sock)
+    assert received.startswith(b"HTTP/1.1 200 ")

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 from fastmcp import Client
 
+from meshkit.params import Agent
 from meshkit.server import create_server
 from meshkit.tool_classes import CLASSES, ToolOptions, confirm, internal, producer, read
 
@@ -84,12 +85,12 @@ async def test_context_meta_reaches_clients_next_to_the_tag() -> None:
     server = create_server("demo", version="0", instructions="demo")
 
     @server.tool(**read(context=("agent",)))
-    async def recall(agent: str = "default") -> str:
+    async def recall(agent: Agent = "default") -> str:
         """Recall."""
         return agent
 
     @server.tool(**producer(context=("agent",)))
-    async def propose(agent: str = "default") -> str:
+    async def propose(agent: Agent = "default") -> str:
         """Propose."""
         return agent
 

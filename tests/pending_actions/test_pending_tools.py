@@ -611,7 +611,7 @@ async def test_a_ttl_longer_than_the_servers_cap_is_cut(
         ({"user_id": " "}, "user_id must not be empty."),
         ({"batch_text": "  "}, "batch_text must not be empty."),
         ({"server": "Shopping"}, "String should match pattern"),
-        ({"server": "a" * 41}, "String should match pattern"),
+        ({"server": "a" * 41}, "String should have at most 40 characters"),
         ({"batch_text": "x" * 4097}, "String should have at most 4096 characters"),
         ({"agent": ""}, "String should have at least 1 character"),
         ({"batch_id": "b" * 101}, "String should have at most 100 characters"),

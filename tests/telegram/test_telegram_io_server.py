@@ -184,7 +184,7 @@ async def test_buttons_edits_and_callback_answers(
         )  # fmt: skip
         edited = fake.sent(ADA, USER)[0]
         assert (edited.text, edited.reply_markup) == ("✅ Done", None)
-        too_long = [[{"label": "x", "data": "y" * 65}]]
+        too_long = [[{"label": "x", "data": "é" * 33}]]  # 33 characters, 66 bytes
         with pytest.raises(ToolError, match="1-64 bytes"):
             await client.call_tool(
                 "send_message",

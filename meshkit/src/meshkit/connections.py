@@ -14,7 +14,10 @@ head: a connection that never sends a byte, or sends its headers a byte at a tim
 - **head deadline**: from the moment a connection waits for a request (accepted, or its
   last response sent) its request head (request line and headers) must be complete within
   ``header_timeout_s``; else 408 (or a silent close if it sent nothing) and close;
-- **head size**: a head over ``max_header_bytes`` gets 431 and close;
+- **head size**: a head over ``max_header_bytes`` gets 431 and close, however it is cut
+  into pieces: the bytes of pieces that leave it incomplete are counted as they come, and
+  the request line and headers the parser hands over as they complete, so the piece
+  that ends the head (which may carry a body too) is counted exactly;
 - **connection cap**: over ``max_connections`` open connections, the one that has waited
   longest for a request head is closed to make room (idle and slow clients give way to a
   new one); if every connection is serving a request, the new one gets 503.
@@ -77,6 +80,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._head_deadline: asyncio.TimerHandle | None = None
         self._head_bytes = 0
+        self._head_parsed = 0
         self._waiting_since = 0.0
         self._refused = False
 
@@ -105,15 +109,45 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         if self.waiting_for_head:  # this data did not complete the head
             self._head_bytes += len(data)
             if self._head_bytes > self.limits.max_header_bytes:
-                self.limits.log.note(
-                    "head",
-                    f"closed a connection: request head over {self.limits.max_header_bytes} bytes",
-                )
-                self._refuse(431)
+                self._head_too_large()
+
+    def _parsed(self, size: int) -> None:
+        """Count a part of the head the parser completed (it may have come in pieces)."""
+        self._head_parsed += size
+        if self._head_parsed > self.limits.max_header_bytes and not self._refused:
+            self._head_too_large()
+
+    def _head_too_large(self) -> None:
+        self.limits.log.note(
+            "head", f"closed a connection: request head over {self.limits.max_header_bytes} bytes"
+        )
+        self._refuse(431)
+
+    def on_message_begin(self) -> None:
+        self._head_parsed = 0  # a new head (a pipelined one may begin before an answer)
+        super().on_message_begin()
+
+    def on_url(self, url: bytes) -> None:
+        self._parsed(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._parsed(len(name) + len(value) + 4)  # ": " and CRLF
+        super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         self._stop_waiting()
+        if self._refused:
+            return  # no request is made of a refused head
         super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if not self._refused:
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if not self._refused:
+            super().on_message_complete()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

@@ -12,6 +12,10 @@ The guard is plain ASGI in front of the MCP app and answers, in this order:
 - 408 (and close) when the body has not arrived within ``MESH_BODY_TIMEOUT_S``: a client
   that declares a Content-Length and never sends the body holds nothing for long (the
   request head has its own deadline, ``meshkit.connections``),
+- 400 when the request carries more than one Authorization header (which one counts
+  would be anyone's guess),
+- 400 (a JSON-RPC "parse error") for a body nested deeper than ``MAX_JSON_DEPTH``: no MCP
+  message needs it, and parsing 200,000 levels exhausts the recursion limit (a 500),
 - 400 (a JSON-RPC "invalid request") for a request whose ``id`` is neither a string nor
   an integer, which the SDK would otherwise take for a notification and answer 202.
 
@@ -40,10 +44,15 @@ from meshkit.tool_schemas import ToolSchemaSnapshot
 
 MCP_PATH = "/mcp"
 PUBLIC_PATHS = frozenset({"/health"})
+MAX_JSON_DEPTH = 64  # an MCP message with its arguments needs about ten levels
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 class BodyTooLarge(Exception):
+    pass
+
+
+class TooDeep(Exception):
     pass
 
 
@@ -96,6 +105,9 @@ class MeshGuard:
         if self._on_request is not None:
             self._on_request()
         headers = _headers(scope)
+        if sum(name.lower() == b"authorization" for name, _ in scope["headers"]) > 1:
+            await _reject(send, 400, "bad request: more than one Authorization header")
+            return
         hosts = [value for name, value in scope["headers"] if name.lower() == b"host"]
         if len(hosts) != 1 or not self._host_allowed(hosts[0].decode("latin-1")):
             await _reject(send, 421, "misdirected request: Host not allowed (MESH_ALLOWED_HOSTS)")
@@ -140,7 +152,14 @@ class MeshGuard:
                 extra=[(b"connection", b"close")],
             )
             return
-        if _bad_id(body):
+        try:
+            parsed = _parse(body)
+        except TooDeep:
+            await _reject_rpc(
+                send, f"Parse error: JSON nested deeper than {MAX_JSON_DEPTH} levels", code=-32700
+            )
+            return
+        if _bad_id(parsed):
             await _reject_rpc(send, "Invalid Request: id must be a string or an integer")
             return
         await self._app(scope, _replay(body, receive), send)
@@ -216,12 +235,36 @@ def _headers(scope: Scope) -> dict[bytes, bytes]:
     return {name.lower(): value for name, value in scope["headers"]}
 
 
-def _bad_id(body: bytes) -> bool:
-    """Whether a JSON-RPC message (or one of a batch) carries an id of the wrong type."""
+def _parse(body: bytes) -> Any:
+    """The body as JSON (None when it is not JSON: the MCP app answers that itself), or
+    TooDeep for nesting beyond ``MAX_JSON_DEPTH``."""
     try:
         parsed = json.loads(body)
+    except RecursionError as error:
+        raise TooDeep from error
     except ValueError:
-        return False  # not JSON: the MCP app answers that itself
+        return None
+    if _depth_over(parsed, MAX_JSON_DEPTH):
+        raise TooDeep
+    return parsed
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether containers nest deeper than ``limit`` (without recursion, like the parser)."""
+    if not isinstance(value, dict | list):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def _bad_id(parsed: Any) -> bool:
+    """Whether a JSON-RPC message (or one of a batch) carries an id of the wrong type."""
     messages = parsed if isinstance(parsed, list) else [parsed]
     return any(
         isinstance(message, dict)
@@ -231,9 +274,9 @@ def _bad_id(body: bytes) -> bool:
     )
 
 
-async def _reject_rpc(send: Send, message: str) -> None:
+async def _reject_rpc(send: Send, message: str, *, code: int = -32600) -> None:
     body = json.dumps(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
     ).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": 400, "headers": headers})

@@ -1,8 +1,9 @@
-"""Tool parameters the orchestrator's internal tools share: who (agent) and where (chat)."""
+"""Tool parameters the orchestrator's internal tools share: who (agent), where (chat), and
+integer ids."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Final
 
 from pydantic import Field
 
@@ -22,3 +23,8 @@ ChatId = Annotated[
         max_length=200,
     ),
 ]
+
+MAX_ID: Final = 2**63 - 1  # SQLite's INTEGER; Telegram's ids fit in it too
+# An integer id (a row, a Telegram message): an id beyond MAX_ID is a validation error, not
+# an OverflowError where SQLite gets it.
+IntegerId = Annotated[int, Field(ge=1, le=MAX_ID)]

@@ -71,6 +71,7 @@ class Proposal(BaseModel):
 
     kind: str = Field(
         pattern=KIND_PATTERN,
+        max_length=40,
         description="The change's kind; the server performs it with its confirm_<kind> tool",
     )
     summary: str = Field(
@@ -82,7 +83,7 @@ class Proposal(BaseModel):
     ttl_s: StrictInt = Field(
         default=DEFAULT_TTL_S, ge=1, le=MAX_TTL_S, description="Seconds until it expires"
     )
-    note: str = Field(default=NOT_DONE_NOTE, description="For the model")
+    note: str = Field(default=NOT_DONE_NOTE, max_length=1000, description="For the model")
 
     @field_validator("summary", "confirm_label", "cancel_label")
     @classmethod

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastmcp import FastMCP
-from fastmcp.server.server import LifespanCallable
+from fastmcp.server.server import LifespanCallable, default_lifespan
 
+from meshkit.bounds import require_bounds
 from meshkit.health import Check, health_endpoint
 from meshkit.sqlite import SQLiteStore
 
@@ -27,6 +29,9 @@ def create_server(
     message is written for the model; see ``meshkit.errors``); any other exception
     becomes a generic tool error, so stack details and secrets never leave the process.
 
+    Before its ``lifespan``, a starting server checks that every argument of every tool has
+    a size bound (``meshkit.bounds``): one without does not start.
+
     Each of ``stores`` is opened and checked now (``SQLiteStore.verify``: a directory the
     server cannot write or a damaged file stops the start with one line) and reported by
     the ``storage`` health check.
@@ -39,13 +44,23 @@ def create_server(
         name,
         version=version,
         instructions=instructions,
-        lifespan=lifespan,
+        lifespan=_bounds_first(lifespan or default_lifespan),
         mask_error_details=True,
     )
     server.custom_route("/health", methods=["GET"])(
         health_endpoint(name, version, dict(checks or {}))
     )
     return server
+
+
+def _bounds_first(lifespan: LifespanCallable[Any]) -> LifespanCallable[Any]:
+    @asynccontextmanager
+    async def checked(server: FastMCP[Any]) -> AsyncIterator[Any]:
+        await require_bounds(server)
+        async with lifespan(server) as state:
+            yield state
+
+    return checked
 
 
 def _storage_check(stores: Sequence[SQLiteStore]) -> Check:

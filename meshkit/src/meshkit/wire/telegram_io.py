@@ -99,12 +99,16 @@ class Status(BaseModel):
 class BotCommand(BaseModel):
     """One entry of a bot's command menu (Telegram's "/" menu)."""
 
-    command: str = Field(pattern=r"^[a-z0-9_]{1,32}$", description="without its slash")
+    command: str = Field(
+        pattern=r"^[a-z0-9_]{1,32}$", max_length=32, description="without its slash"
+    )
     description: str = Field(min_length=1, max_length=256)
 
 
 class Button(BaseModel):
     label: str = Field(min_length=1, max_length=100, description="what the button says")
     data: str = Field(
-        min_length=1, description="callback data sent back when tapped, at most 64 bytes"
+        min_length=1,
+        max_length=64,  # characters here; the sender checks Telegram's 64 bytes
+        description="callback data sent back when tapped, at most 64 bytes",
     )

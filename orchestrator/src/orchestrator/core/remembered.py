@@ -4,16 +4,18 @@ The memory server keeps rules (scope ``agent``: for everyone) and notes (scope `
 about this user), written only by a confirmed proposal. Each turn reads them for its
 agent and user and puts them in one fixed place of the instructions, between markers,
 introduced as data the user confirmed. A remembered line cannot pose as anything else:
-whitespace (newlines included) collapses to one space, and the angle brackets the
-markers are made of become look-alikes (‹ ›), so no line can close the section or open
-another. Each layer has a size budget: lines are taken in the order they were confirmed,
-and those that do not fit are left out and counted (``/status`` shows them).
+it is plain text (NFKC: fullwidth ＞ is >; no zero-width or bidi characters), whitespace
+(newlines included) collapses to one space, and the angle brackets the markers are made
+of become look-alikes (‹ ›), so no line can close the section or open another. Each
+layer has a size budget: lines are taken in the order they were confirmed, and those
+that do not fit are left out and counted (``/status`` shows them).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from meshkit.text import one_line
 from meshkit.wire.memory import Memories, Memory
 from orchestrator.mesh.registry import Registry
 from orchestrator.mesh.roles import RoleClient
@@ -46,8 +48,10 @@ class Layers:
 
 
 def neutral(text: str) -> str:
-    """One line that cannot close the section or start another."""
-    return " ".join(text.split()).replace("<", "‹").replace(">", "›")
+    """One line that cannot close the section or start another. The memory server stores
+    lines plain already (``meshkit.text.one_line``); folded again here for lines stored
+    before it did, and for summaries."""
+    return one_line(text).replace("<", "‹").replace(">", "›")
 
 
 def layers(memories: list[Memory]) -> Layers:

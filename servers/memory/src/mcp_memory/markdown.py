@@ -10,7 +10,8 @@ edit, to keep memory in git or a synced folder.
     - Has a dog called Rex
 
 ``## For everyone`` holds the agent's rules (scope agent), ``## About user <id>`` one user's
-notes; each memory is one ``- `` line of at most 300 characters. Blank lines and ``#``
+notes; each memory is one ``- `` line of at most 300 characters, imported as plain text
+(``meshkit.text.one_line``, as a tap remembers it). Blank lines and ``#``
 titles are ignored. An import checks the whole file first: on any problem, each is printed
 with its line number, nothing is imported and the exit code is 2. Memories remembered
 already are skipped, so importing a file again adds nothing. Forgetting stays a tap
@@ -28,10 +29,11 @@ from pathlib import Path
 
 import anyio
 
-from mcp_memory.memories import MAX_TEXT, one_line
+from mcp_memory.memories import MAX_TEXT
 from mcp_memory.memory_store import MemoryStore
 from mcp_memory.settings import MemorySettings
 from meshkit.settings import load_settings
+from meshkit.text import one_line
 
 BAD_FILE_EXIT = 2
 EVERYONE = "## For everyone"

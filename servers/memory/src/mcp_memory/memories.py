@@ -4,6 +4,10 @@
     tap ─► pending-actions ─► confirm_remember(payload, approval) ─► a memory row
     propose_forget(id)            ─► Proposal (kind "forget")  ─► confirm_forget
 
+A remembered line is plain text on one line (``meshkit.text.one_line``: NFKC, no
+zero-width or bidi characters, single spaces), made so when it is proposed and again when
+it is written, so no look-alike of the orchestrator's section markers is ever stored.
+
 The approval token is checked for the agent the payload acts on, and each approved
 action is performed once (meshkit's confirm-once). Nothing else writes memory: no read
 tool, no tool result, no other agent (a token minted for another agent does not match).
@@ -21,6 +25,7 @@ from pydantic import BaseModel, Field
 from mcp_memory.errors import InvalidRequest
 from mcp_memory.memory_store import Changes, MemoryStore
 from meshkit.proposals import Approvals, Proposal, approved_payload, payload_agent
+from meshkit.text import one_line
 from meshkit.wire.memory import Forgotten, Memories, Remembered
 
 SERVER = "memory"  # as approval tokens name it
@@ -46,11 +51,6 @@ class ForgetPayload(BaseModel):
     user: str
     memory_id: str = Field(pattern=r"^mem_[0-9a-f]{12}$")
     text: str
-
-
-def one_line(text: str) -> str:
-    """A remembered line is one line: runs of whitespace (newlines too) become one space."""
-    return " ".join(text.split())
 
 
 class MemoryService:
@@ -114,11 +114,17 @@ class MemoryService:
         change = approved_payload(RememberPayload, REMEMBER, payload)
         now = self._clock()
 
+        # What was approved is what was proposed (plain already), unless a payload was made
+        # by hand: it is written plain all the same.
+        text = one_line(change.text)
+        if not text:
+            raise InvalidRequest("There is nothing to remember: the approved text is empty.")
+
         def perform(changes: Changes) -> dict[str, Any]:
             memory = changes.remember(
-                change.memory_id, change.agent, change.scope, change.user, change.text, now
+                change.memory_id, change.agent, change.scope, change.user, text, now
             )
-            return {"message": f"Remembered: {change.text}", "memory": memory.model_dump()}
+            return {"message": f"Remembered: {text}", "memory": memory.model_dump()}
 
         done = await self._store.confirm(granted, perform, at=now)
         return Remembered.model_validate({**done.result, "replayed": done.replayed})

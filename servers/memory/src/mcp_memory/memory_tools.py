@@ -44,12 +44,15 @@ def add_memory_tools(mcp: FastMCP[Any], service: MemoryService, recall: Recall) 
             str | None,
             Field(
                 pattern=r"^\d{4}-\d{2}-\d{2}$",
+                max_length=10,
                 description="Only from this date on (YYYY-MM-DD); null: any time",
             ),
         ] = None,
         agent: Agent = "default",
         user: User = "",
-        timezone: Annotated[str, Field(description="filled in by the assistant")] = "UTC",
+        timezone: Annotated[
+            str, Field(max_length=64, description="filled in by the assistant")
+        ] = "UTC",
     ) -> Recalled:
         """Search what the user told you before: their remembered notes and your earlier
         conversation with them (older than what you see now). Dated snippets, best first;
@@ -93,7 +96,11 @@ def add_memory_tools(mcp: FastMCP[Any], service: MemoryService, recall: Recall) 
     async def propose_forget(
         memory_id: Annotated[
             str,
-            Field(pattern=r"^mem_[0-9a-f]{12}$", description="The id, from list_memories"),
+            Field(
+                pattern=r"^mem_[0-9a-f]{12}$",
+                max_length=16,
+                description="The id, from list_memories",
+            ),
         ],
         agent: Agent = "default",
         user: User = "",

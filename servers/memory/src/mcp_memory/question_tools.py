@@ -12,7 +12,7 @@ from meshkit.params import Agent, ChatId
 from meshkit.tool_classes import internal
 from meshkit.wire.memory import Question, QuestionLookup
 
-QuestionId = Annotated[str, Field(pattern=r"^q_[0-9a-f]{12}$")]
+QuestionId = Annotated[str, Field(pattern=r"^q_[0-9a-f]{12}$", max_length=14)]
 MessageId = Annotated[str, Field(min_length=1, max_length=100)]
 
 
@@ -67,7 +67,7 @@ def add_question_tools(mcp: FastMCP[Any], questions: QuestionStore) -> None:
 
     @mcp.tool(**internal(title="Answer by text"))
     async def answer_question(
-        agent: Agent, chat_id: ChatId, text: Annotated[str, Field(min_length=1)]
+        agent: Agent, chat_id: ChatId, text: Annotated[str, Field(min_length=1, max_length=4096)]
     ) -> QuestionLookup:
         """A text in the chat: the question it answers (an open question, or one whose
         Other was tapped), now answered; null when no question waits for text."""

@@ -23,7 +23,7 @@ from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS, MemorySetti
 from mcp_memory.store import ConversationStore
 from mcp_memory.summaries import Summaries
 from meshkit.approval_keys import public_key
-from meshkit.params import Agent, ChatId
+from meshkit.params import Agent, ChatId, IntegerId
 from meshkit.proposals import Approvals
 from meshkit.server import create_server
 from meshkit.settings import load_settings
@@ -135,7 +135,7 @@ def build_server(
         agent: Agent,
         chat_id: ChatId,
         text: Annotated[str, Field(min_length=1, max_length=20_000)],
-        up_to_id: Annotated[int, Field(ge=1, description="evicted_items' up_to_id")],
+        up_to_id: Annotated[IntegerId, Field(description="evicted_items' up_to_id")],
     ) -> SummarySaved:
         """Keep the summary of the conversation up to that item (it replaces the one before);
         later windows carry it. Not saved when a newer one exists or the chat was reset."""

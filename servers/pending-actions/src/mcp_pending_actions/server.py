@@ -96,6 +96,7 @@ def build_server(
                 description="The registry name of the server that proposed it (its confirm "
                 "tool performs it), e.g. 'shopping'",
                 pattern=SERVER_PATTERN,
+                max_length=40,
             ),
         ],
         proposal: Annotated[Proposal, Field(description="What the producer tool returned")],

@@ -24,6 +24,7 @@ from mcp_scheduler.errors import InvalidRequest, NotFound
 from mcp_scheduler.recurrence import Monthly, Rule, Weekly
 from mcp_scheduler.store import ReminderRow, SchedulerStore
 from meshkit.proposals import Approvals, Proposal, payload_agent
+from meshkit.text import one_line
 from meshkit.wire.scheduler import SNOOZE_MINUTES, FollowedUp, FollowUp, ReminderView
 
 SERVER = "scheduler"
@@ -36,6 +37,8 @@ REPEAT_WORDS = {
     "monthly": "every month",
 }
 MAX_TEXT = 300
+MAX_AHEAD_YEARS = 100
+MAX_AHEAD_S = MAX_AHEAD_YEARS * 366 * 24 * 3600
 
 
 class SetPayload(BaseModel):
@@ -95,7 +98,15 @@ class ReminderDesk:
                 f"{words(due, tz)} is in the past (it is {words(self._clock(), tz)} now): "
                 "give a time to come."
             )
+        if due > self._clock() + MAX_AHEAD_S:  # and a repeat never runs past year 9999
+            raise InvalidRequest(
+                f"{words(due, tz)} is more than {MAX_AHEAD_YEARS} years ahead: give a nearer time."
+            )
         text = text.strip()
+        if not one_line(text):  # blank, or nothing but invisible characters
+            raise InvalidRequest(
+                "There is nothing to remind of: give the reminder's words, e.g. 'Call the dentist'."
+            )
         every = f" ({REPEAT_WORDS[repeat]})" if repeat else ""
         payload = SetPayload(agent=agent, text=text, due_at=due, timezone=tz.key, repeat=repeat)
         return Proposal(
@@ -248,6 +259,8 @@ def _parse(when: str, tz: ZoneInfo) -> float:
             f"{when!r} is not a time I can read: resolve the user's words to "
             "YYYY-MM-DDTHH:MM in their zone (or with an offset, +01:00)."
         ) from None
+    if not 1970 <= value.year <= 9000:  # year 1 or 9999 moved to UTC would not exist
+        raise InvalidRequest(f"{when!r} is out of range: give a time to come.")
     if value.tzinfo is None:
         aware = value.replace(tzinfo=tz)
         if aware.astimezone(ZoneInfo("UTC")).astimezone(tz).replace(tzinfo=None) != value:

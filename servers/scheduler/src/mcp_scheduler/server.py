@@ -155,14 +155,16 @@ def build_server(
         return await scheduler.next_due(consumer, run, max, wait_s)
 
     @mcp.tool(**internal(title="Ack firings", idempotent=True))
-    async def ack(keys: Annotated[list[str], Field(max_length=100)]) -> Acked:
+    async def ack(
+        keys: Annotated[list[Annotated[str, Field(max_length=1000)]], Field(max_length=100)],
+    ) -> Acked:
         """Mark handled firings done (by key): they are never handed out again."""
         return Acked(acked=await scheduler.ack(keys))
 
     @mcp.tool(**internal(title="Follow up a reminder", idempotent=True))
     async def follow_up(
         agent: Agent,
-        firing_id: Annotated[str, Field(pattern=r"^fir_[0-9a-f]{12}$")],
+        firing_id: Annotated[str, Field(pattern=r"^fir_[0-9a-f]{12}$", max_length=16)],
         outcome: FollowUp,
     ) -> FollowedUp:
         """Done, or snooze 10 min / 1 h, from a tap on a reminder: once per firing."""

@@ -38,6 +38,7 @@ from mcp_telegram_io.sender import ButtonSpec, Sender
 from mcp_telegram_io.service import BadHolder, Inbox
 from mcp_telegram_io.settings import TelegramIOSettings
 from mcp_telegram_io.store import Holder, InboxStore
+from meshkit.params import IntegerId
 from meshkit.serve import Stopping
 from meshkit.server import create_server
 from meshkit.settings import load_settings
@@ -60,6 +61,7 @@ Consumer = Annotated[
     str | None,
     Field(
         pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        max_length=64,
         description="who consumes the inbox (a stable name); needs run",
     ),
 ]
@@ -67,13 +69,21 @@ Run = Annotated[
     str | None,
     Field(
         pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        max_length=64,
         description="this run of the consumer (new at each start): a new run releases "
         "what the consumer's earlier runs held",
     ),
 ]
 Buttons = Annotated[
-    list[list[Button]] | None,
-    Field(description="inline keyboard: rows of buttons, under the (last) message"),
+    list[Annotated[list[Button], Field(max_length=8)]] | None,
+    Field(
+        max_length=100,  # Telegram's limits: 8 buttons a row, 100 in all
+        description="inline keyboard: rows of buttons, under the (last) message",
+    ),
+]
+UpdateIds = Annotated[
+    list[Annotated[str, Field(max_length=100)]],
+    Field(max_length=1000, description="'id' fields of updates"),
 ]
 
 
@@ -181,16 +191,16 @@ def build_server(
 
     @mcp.tool(**internal(title="Extend leases", idempotent=True))
     async def extend_leases(
-        ids: Annotated[list[str], Field(max_length=1000, description="'id' fields of updates")],
-        consumer: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")],
-        run: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")],
+        ids: UpdateIds,
+        consumer: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$", max_length=64)],
+        run: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$", max_length=64)],
     ) -> Extended:
         """Keep the updates this run is still working on for another lease time."""
         return Extended(extended=await inbox.extend(ids, Holder(consumer, run)))
 
     @mcp.tool(**internal(title="Acknowledge updates", idempotent=True))
     async def ack(
-        ids: Annotated[list[str], Field(max_length=1000, description="'id' fields of updates")],
+        ids: UpdateIds,
     ) -> Acked:
         """Mark updates as handled: they are never handed out again."""
         return Acked(acked=await inbox.ack(ids))
@@ -201,7 +211,7 @@ def build_server(
         chat_id: ChatId,
         text: Annotated[str, Field(min_length=1, max_length=1_000_000, description="Markdown")],
         buttons: Buttons = None,
-        reply_to: Annotated[int | None, Field(description="message id to reply to")] = None,
+        reply_to: Annotated[IntegerId | None, Field(description="message id to reply to")] = None,
         idempotency_key: Annotated[
             str | None,
             Field(max_length=200, description="the same key again never delivers twice"),
@@ -224,7 +234,7 @@ def build_server(
     async def edit_message(
         agent: Agent,
         chat_id: ChatId,
-        message_id: int,
+        message_id: IntegerId,
         text: Annotated[str, Field(min_length=1, max_length=4096, description="Markdown")],
         buttons: Buttons = None,
     ) -> Done:
@@ -245,7 +255,7 @@ def build_server(
     async def send_chat_action(
         agent: Agent,
         chat_id: ChatId,
-        action: Annotated[str, Field(pattern=r"^[a-z_]{1,32}$")] = "typing",
+        action: Annotated[str, Field(pattern=r"^[a-z_]{1,32}$", max_length=32)] = "typing",
     ) -> Done:
         """Show 'typing…' (or another action) in the chat for about 5 seconds."""
         return await sender.send_chat_action(agent, chat_id, action)

@@ -25,6 +25,7 @@ from mcp_telegram_io.settings import TelegramIOSettings
 from mcp_telegram_io.store import Holder, InboxStore, RunSuperseded
 from meshkit.errors import ModelError
 from meshkit.health import CheckFailed
+from meshkit.params import MAX_ID
 from meshkit.storage import StorageFailed
 
 logger = logging.getLogger(__name__)
@@ -186,7 +187,8 @@ def _keys(ids: Sequence[str]) -> list[tuple[str, int]]:
     keys = []
     for update in ids:
         bot, _, number = update.partition(":")
-        if not bot or not number.lstrip("-").isdigit():
+        # SQLite stores update ids as INTEGER: a larger number is no update id either.
+        if not bot or not number.lstrip("-").isdigit() or abs(int(number)) > MAX_ID:
             raise BadUpdateId(
                 f"{update!r} is not an update id; pass the 'id' fields of next_updates"
             )
