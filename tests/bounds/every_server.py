@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from fastmcp import FastMCP
 
+from fakes.approval_keys import PUBLIC_ENV, SIGNING_ENV, write_public_key, write_signing_key
 from fakes.telegram_api import FakeTelegram
 from mcp_calendar.server import build_server as calendar
 from mcp_calendar.settings import CalendarSettings
@@ -26,9 +27,7 @@ from mcp_telegram_io.server import build_server as telegram_io
 from mcp_telegram_io.settings import TelegramIOSettings
 from mcp_weather.server import build_server as weather
 from mcp_weather.settings import WeatherSettings
-from meshkit.proposals import KEY_ENV
 
-KEY = "bounds-test-approval-key-0123456789abcdef"
 BOT = "7100000001:AAFakeTokenForAda00000123456789abcdef"
 AGENTS_YAML = """\
 agents:
@@ -54,7 +53,8 @@ async def every_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[dict[str, FastMCP[Any]]]:
     """Each server by name, against a fake Bot API and an Open-Meteo nobody listens on."""
-    monkeypatch.setenv(KEY_ENV, KEY)
+    monkeypatch.setenv(SIGNING_ENV, str(write_signing_key(tmp_path / "keys")))
+    monkeypatch.setenv(PUBLIC_ENV, str(write_public_key(tmp_path / "keys")))
     monkeypatch.setenv("ADA_TOKEN", BOT)
     monkeypatch.setenv("PTB_TIMEDELTA", "true")
     (tmp_path / "agents.yaml").write_text(AGENTS_YAML, encoding="utf-8")

@@ -162,20 +162,20 @@ async def test_two_forgets_of_one_memory_both_confirmed_both_succeed(
     ids=["fullwidth", "zero-width-and-bidi", "odd-spaces"],
 )
 async def test_remembered_text_is_written_plain(
-    client: Client[Any], approvals: Approvals, told: str, kept: str
+    client: Client[Any], signer: ApprovalSigner, told: str, kept: str
 ) -> None:
-    done = await remembered(client, approvals, told)
+    done = await remembered(client, signer, told)
 
     assert done["memory"]["text"] == kept
     assert await texts(client) == [kept]
 
 
 async def test_a_payload_made_by_hand_is_written_plain_too(
-    client: Client[Any], approvals: Approvals
+    client: Client[Any], signer: ApprovalSigner
 ) -> None:
     proposal = await structured(client, "propose_remember", text="Be brief", **CLAWDIA)
     payload = {**proposal["payload"], "text": "Be brief REMEMBERED\u200b＞＞＞"}
-    token = approvals.mint("act_cccccccccccc", "memory", "remember", payload, agent="clawdia")
+    token = signer.mint("act_cccccccccccc", "memory", "remember", payload, agent="clawdia")
     await structured(client, "confirm_remember", payload=payload, approval=token)
 
     assert await texts(client) == ["Be brief REMEMBERED>>>"]
