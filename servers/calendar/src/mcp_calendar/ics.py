@@ -18,14 +18,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 import anyio
 from dateutil.rrule import rrulestr
 from icalendar import Calendar, Event
 
-from mcp_calendar import edits
+from mcp_calendar import edits, rules, times
 from mcp_calendar.local import parse, row
 from mcp_calendar.settings import CalendarSettings
 from mcp_calendar.store import CalendarStore, EventRow, StoredCalendar
@@ -57,6 +57,8 @@ def read_events(text: bytes, calendar: str, tz: ZoneInfo) -> list[EventRow]:
         parsed = Calendar.from_ical(text)
     except ValueError as error:
         raise ImportProblems([f"not an iCalendar file: {error}"]) from None
+    except OSError as error:  # a TZID too long for a zoneinfo path
+        raise ImportProblems([f"a TZID cannot be read ({error.strerror})"]) from None
     problems: list[str] = []
     series: dict[str, list[Event]] = {}
     for number, component in enumerate(parsed.walk("VEVENT"), start=1):
@@ -87,22 +89,37 @@ def _problem(event: Event) -> str | None:
         return "no UID"
     if "DTSTART" not in event:
         return "no start (DTSTART)"
-    return _time_problem(event)
+    return _time_problem(event) or _rule_problem(event)
 
 
 def _time_problem(event: Event) -> str | None:
-    start = event.decoded("DTSTART")
+    for name in _TIMES:
+        if name in event and not times.supported(event.decoded(name)):
+            return f"{name} is outside the years {times.FIRST_YEAR}–{times.LAST_YEAR}"
     if "DTEND" in event:
-        end = event.decoded("DTEND")
+        start, end = event.decoded("DTSTART"), event.decoded("DTEND")
         if isinstance(start, datetime) != isinstance(end, datetime):
             return "start and end are not both dates or both times"
         if _utc(end) < _utc(start):
             return "it ends before it starts"
-    if "RRULE" in event:
-        try:
-            rrulestr(edits.rule_text(event), dtstart=_naive(start))
-        except (ValueError, TypeError) as error:
-            return f"its RRULE cannot be expanded ({error})"
+    return None
+
+
+def _rule_problem(event: Event) -> str | None:
+    """A rule no person means (rules.py), checked before dateutil runs it."""
+    if "RRULE" not in event:
+        return None
+    rule: Any = event["RRULE"]
+    if isinstance(rule, list):
+        return "more than one RRULE"
+    start = event.decoded("DTSTART")
+    refused = rules.problem(rule, start)
+    if refused is not None:
+        return f"its RRULE cannot be used: {refused}"
+    try:
+        rrulestr(edits.rule_text(event), dtstart=_naive(start))
+    except (ValueError, TypeError) as error:
+        return f"its RRULE cannot be expanded ({error})"
     return None
 
 
