@@ -4,12 +4,12 @@ the edge of datetime and zone names too long for a path are worded errors."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 import pytest
 from fastmcp import Client
-from icalendar import Calendar
+from icalendar import Calendar, Event
 
 from calendar_server.calls import BERLIN
 from fakes.tool_calls import call, call_error
@@ -112,7 +112,7 @@ async def test_a_flooding_series_stored_by_an_older_version_is_shown_once_not_ex
 ) -> None:
     # What an older version accepted: written as its import wrote it, unchecked.
     flood = ics(series("FREQ=MINUTELY", "20260301T000000Z"), series("FREQ=DAILY;INTERVAL=0"))
-    components = Calendar.from_ical(flood).walk("VEVENT")
+    components = [cast(Event, c) for c in Calendar.from_ical(flood).walk("VEVENT")]
     store = CalendarStore(settings.db_path)
     try:
         written = await store.write_all(
