@@ -11,7 +11,7 @@ import pytest
 from fastmcp import Client
 from icalendar import Calendar, Event
 
-from calendar_server.calls import BERLIN
+from calendar_server.calls import BERLIN, HOSTILE
 from fakes.tool_calls import call, call_error
 from mcp_calendar.ics import ImportProblems, read_events
 from mcp_calendar.local import row
@@ -19,19 +19,6 @@ from mcp_calendar.settings import CalendarSettings
 from mcp_calendar.store import CalendarStore, StoredCalendar
 
 pytestmark = pytest.mark.anyio
-
-# Each rule the probes sent, and the words the refusal must name it by.
-HOSTILE = [
-    ("FREQ=SECONDLY;COUNT=100000000", "FREQ=SECONDLY repeats more often than hourly"),
-    ("FREQ=MINUTELY", "FREQ=MINUTELY repeats more often than hourly"),
-    ("FREQ=DAILY;INTERVAL=0", "INTERVAL=0 must be a whole number from 1 to 1000"),
-    ("FREQ=WEEKLY;COUNT=100000000", "COUNT=100000000 must be a whole number from 1 to 5000"),
-    ("FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30", "BYMONTH=2;BYMONTHDAY=30 never happens"),
-    ("FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30", "BYMONTH=2;BYMONTHDAY=30 never happens"),
-    ("FREQ=MONTHLY;BYDAY=MO;BYSETPOS=6", "BYDAY=MO;BYSETPOS=6 never happens"),
-    ("FREQ=HOURLY;BYMINUTE=0,15,30,45", "makes 96 occurrences a day; at most 24"),
-    ("FREQ=HOURLY;BYSETPOS=2", "BYSETPOS does not go with FREQ=HOURLY"),
-]
 
 
 def ics(*events: str) -> bytes:

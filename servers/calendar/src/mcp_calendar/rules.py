@@ -15,7 +15,7 @@ calendar, so they are refused, naming the part at fault:
 
 What is left costs at most MAX_PER_DAY occurrences a day; the backend bounds each query
 in count and time on top (``local.py``). The checks read the rule's parts (icalendar's
-``vRecur``) before dateutil sees the rule: dateutil itself hangs on ``INTERVAL=0``.
+``vRecur``) before dateutil runs the rule (``INTERVAL=0`` makes it yield the start forever).
 """
 
 from __future__ import annotations
