@@ -29,7 +29,8 @@ from mcp_calendar import edits, rules, times
 from mcp_calendar.local import parse, row
 from mcp_calendar.settings import CalendarSettings
 from mcp_calendar.store import CalendarStore, EventRow, StoredCalendar
-from meshkit.settings import load_dotenv, load_settings
+from meshkit.settings import fail, load_dotenv, load_settings
+from meshkit.storage import StorageFailed, StorageUnavailable
 
 CALENDAR_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,59}")
 MAX_PROBLEMS = 20  # listed before "and N more"
@@ -163,7 +164,7 @@ async def import_file(
     settings: CalendarSettings, text: bytes, calendar: str, *, writable: bool, at: float
 ) -> Imported:
     rows = read_events(text, calendar, ZoneInfo(settings.timezone))
-    store = CalendarStore(settings.db_path)
+    store = _store(settings)
     try:
         target = StoredCalendar(calendar, calendar.capitalize(), writable=writable)
         changed = await store.write_all(target, rows, at)
@@ -173,7 +174,7 @@ async def import_file(
 
 
 async def export_calendar(settings: CalendarSettings, calendar: str | None) -> bytes:
-    store = CalendarStore(settings.db_path)
+    store = _store(settings)
     try:
         events = await store.events_between(float("-inf"), float("inf"))
     finally:
@@ -190,8 +191,27 @@ async def export_calendar(settings: CalendarSettings, calendar: str | None) -> b
     return data
 
 
+def _store(settings: CalendarSettings) -> CalendarStore:
+    """The calendar's database, checked as the server checks it: StorageUnavailable (one
+    line for the operator) when it is damaged or DATA_DIR cannot be written."""
+    store = CalendarStore(settings.db_path, max_bytes=settings.max_db_bytes)
+    store.verify()
+    return store
+
+
 def main(argv: Sequence[str], command: str, now: float) -> int:
-    """``import FILE [--calendar ID] [--read-only]`` or ``export [FILE] [--calendar ID]``."""
+    """``import FILE [--calendar ID] [--read-only]`` or ``export [FILE] [--calendar ID]``;
+    a database that cannot be used stops it with one line (exit 2)."""
+    try:
+        return _main(argv, command, now)
+    except StorageUnavailable as error:
+        fail(str(error))
+    except StorageFailed:  # the store logged the fault in one line
+        print(f"nothing was {command}ed", file=sys.stderr)
+        return 1
+
+
+def _main(argv: Sequence[str], command: str, now: float) -> int:
     load_dotenv()
     settings = load_settings(CalendarSettings)
     parser = argparse.ArgumentParser(prog=f"python -m mcp_calendar {command}")
