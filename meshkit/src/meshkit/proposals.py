@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field, StrictInt, ValidationError, field_validator
 
 from meshkit.errors import ModelError
+from meshkit.private import private_dir
 from meshkit.settings import ApprovalSettings, fail
 
 DEFAULT_TTL_S = 4 * 3600
@@ -233,7 +234,7 @@ def load_approval_key(data_dir: Path, configured: str | None = None) -> bytes:
         return value.encode()
     path = data_dir / KEY_FILE
     if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(data_dir)
         # Written aside, then linked into place: another server starting at the same
         # moment sees no file or a whole one, never an empty one.
         draft = data_dir / f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}"

@@ -29,6 +29,7 @@ from mcp_calendar import edits, rules, times
 from mcp_calendar.local import parse, row
 from mcp_calendar.settings import CalendarSettings
 from mcp_calendar.store import CalendarStore, EventRow, StoredCalendar
+from meshkit.private import private_file
 from meshkit.settings import fail, load_dotenv, load_settings
 from meshkit.storage import StorageFailed, StorageUnavailable
 
@@ -231,8 +232,13 @@ def _main(argv: Sequence[str], command: str, now: float) -> int:
         data = anyio.run(export_calendar, settings, args.calendar)
         if args.file is None:
             sys.stdout.buffer.write(data)
-        else:
+            return 0
+        try:
+            private_file(args.file)  # a calendar is as private as the database it came from
             args.file.write_bytes(data)
+        except OSError as error:
+            print(f"cannot write {args.file}: {error.strerror}", file=sys.stderr)
+            return 1
         return 0
     try:
         text = args.file.read_bytes()
