@@ -4,12 +4,14 @@ the edge of datetime and zone names too long for a path are worded errors."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 import pytest
 from fastmcp import Client
 from icalendar import Calendar, Event
+from pydantic import ValidationError
 
 from calendar_server.calls import BERLIN, HOSTILE
 from fakes.tool_calls import call, call_error
@@ -132,3 +134,11 @@ async def test_a_date_at_the_edge_of_datetime_is_a_worded_error(
 
     for refused in (read, proposed):
         assert refused == f"{start!r} is outside the years 1900–2199 this calendar holds."
+
+
+def test_a_zone_setting_too_long_for_a_path_is_a_worded_settings_error(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError) as refused:
+        CalendarSettings(timezone="x" * 1_000_000, data_dir=tmp_path)
+
+    [error] = refused.value.errors()
+    assert error["msg"] == f"Value error, '{'x' * 60}…' is not an IANA zone; use e.g. Europe/Berlin"
