@@ -17,6 +17,19 @@ BERLIN = "Europe/Berlin"
 SYDNEY = "Australia/Sydney"
 START = datetime(2026, 3, 16, 8, tzinfo=UTC).timestamp()  # Mon 16 Mar 2026, 09:00 in Berlin
 
+# Each rule the probes sent (and kin), and the words the refusal must name it by.
+HOSTILE = [
+    ("FREQ=SECONDLY;COUNT=100000000", "FREQ=SECONDLY repeats more often than hourly"),
+    ("FREQ=MINUTELY", "FREQ=MINUTELY repeats more often than hourly"),
+    ("FREQ=DAILY;INTERVAL=0", "INTERVAL=0 must be a whole number from 1 to 1000"),
+    ("FREQ=WEEKLY;COUNT=100000000", "COUNT=100000000 must be a whole number from 1 to 5000"),
+    ("FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30", "BYMONTH=2;BYMONTHDAY=30 never happens"),
+    ("FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30", "BYMONTH=2;BYMONTHDAY=30 never happens"),
+    ("FREQ=MONTHLY;BYDAY=MO;BYSETPOS=6", "BYDAY=MO;BYSETPOS=6 never happens"),
+    ("FREQ=HOURLY;BYMINUTE=0,15,30,45", "makes 96 occurrences a day; at most 24"),
+    ("FREQ=HOURLY;BYSETPOS=2", "BYSETPOS does not go with FREQ=HOURLY"),
+]
+
 
 def mint(
     clock: Clock,

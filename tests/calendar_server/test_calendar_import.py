@@ -241,3 +241,22 @@ async def test_a_floating_series_and_its_exceptions_are_read_in_the_calendars_zo
         ("Piano", "2026-03-18T16:00:00+01:00", "2026-03-18T16:45:00+01:00"),
         ("Piano", "2026-04-01T16:00:00+02:00", "2026-04-01T16:45:00+02:00"),
     ]
+
+
+def test_an_import_into_a_damaged_database_stops_with_one_line(
+    family: Path, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "calendar.sqlite3").write_bytes(b"not a database, only garbage " * 300)
+
+    done = run(data_dir, "import", str(family))
+    export = run(data_dir, "export")
+
+    for result in (done, export):
+        assert (result.returncode, result.stdout) == (2, "")
+        assert result.stderr.splitlines() == [
+            f"configuration error: cannot use the database {data_dir / 'calendar.sqlite3'}: "
+            "the file is not a SQLite database; restore the file from a backup, or move it "
+            "aside to start with an empty one"
+        ]

@@ -9,12 +9,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp_types import TextContent
 
-from calendar_server.calls import mint
+from calendar_server.calls import HOSTILE, mint
 from fakes.approval_keys import write_public_key
 from fakes.clock import Clock
 from fakes.serving import ServerProcess, sdk_client
@@ -78,7 +80,8 @@ async def test_the_sdk_client_adds_an_event_over_http_after_an_approval(
         done = await client.call_tool("confirm_event_add", {"payload": payload, "approval": token})
         day = await client.call_tool("get_events", {"start": "2030-05-14"})
 
-    assert (health.status_code, health.json()["checks"]) == (200, {"calendar": "ok"})
+    assert health.status_code == 200
+    assert health.json()["checks"] == {"calendar": "ok", "storage": "ok"}
     assert health.json()["server"] == "calendar"
     assert refused.status_code == 401
     assert {tool.name for tool in tools} == TOOLS
@@ -91,6 +94,34 @@ async def test_the_sdk_client_adds_an_event_over_http_after_an_approval(
     assert day.structured_content is not None
     assert [e["start"] for e in day.structured_content["events"]] == ["2030-05-14T15:00:00+02:00"]
     assert (data_dir / "calendar.sqlite3").is_file()
+
+
+async def test_hostile_rules_are_refused_and_the_server_answers_right_after(
+    server: ServerProcess,
+) -> None:
+    url = server.ready()
+    rules = [rule for rule, _ in HOSTILE]
+
+    # A deadline, so a server that hangs on a rule fails the test rather than the run.
+    with anyio.fail_after(120):
+        async with sdk_client(f"{url}/mcp", TOKEN) as client:
+            refused = [
+                await client.call_tool(
+                    "propose_event_add",
+                    {"title": "Flood", "start": "2030-06-01T09:00", "recurrence": rule},
+                )
+                for rule in rules
+            ]
+            day = await client.call_tool("get_events", {"start": "2030-06-01"})
+        health = httpx2.get(f"{url}/health", timeout=10)
+
+    assert [r.is_error for r in refused] == [True] * len(rules)
+    for rule, result in zip(rules, refused, strict=True):
+        assert isinstance(result.content[0], TextContent)
+        assert result.content[0].text.startswith(f"The recurrence {rule} cannot be used: ")
+    assert day.structured_content is not None
+    assert day.structured_content["events"] == []
+    assert health.status_code == 200
 
 
 async def test_the_sdk_client_reads_the_calendar_over_stdio(tmp_path: Path) -> None:

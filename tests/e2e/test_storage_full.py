@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.client.client import CallToolResult
@@ -18,6 +19,8 @@ from fastmcp.client.client import CallToolResult
 from fakes.approval_keys import PUBLIC_ENV, SIGNING_ENV, signer, write_public_key, write_signing_key
 from fakes.clock import Clock
 from fakes.tool_calls import call, text_of
+from mcp_calendar.server import build_server as build_calendar
+from mcp_calendar.settings import CalendarSettings
 from mcp_memory.server import build_server as build_memory
 from mcp_memory.settings import MemorySettings
 from mcp_pending_actions.server import build_server as build_pending
@@ -55,6 +58,27 @@ async def add_to_list(client: Client[Any], clock: Clock, n: int) -> CallToolResu
     return await client.call_tool("confirm_add_to_list", arguments, raise_on_error=False)
 
 
+async def add_event(client: Client[Any], clock: Clock, n: int) -> CallToolResult:
+    proposal = await call(
+        client,
+        "propose_event_add",
+        title=f"Event {n}",
+        start=f"2030-01-{n % 28 + 1:02d}T{n % 12 + 8:02d}:00",
+        description="d" * 1500,
+        agent="clawdia",
+    )
+    token = signer(clock).mint(
+        f"act_{n:012x}", "calendar", proposal["kind"], proposal["payload"], agent="clawdia"
+    )
+    arguments = {"payload": proposal["payload"], "approval": token}
+    return await client.call_tool("confirm_event_add", arguments, raise_on_error=False)
+
+
+def calendar(data_dir: Path, cap: float | None, clock: Clock) -> FastMCP[Any]:
+    settings = CalendarSettings(data_dir=data_dir, max_db_mb=cap, timezone="UTC")
+    return build_calendar(settings, clock=clock)
+
+
 def memory(data_dir: Path, cap: float | None, clock: Clock) -> FastMCP[Any]:
     return build_memory(MemorySettings(data_dir=data_dir, max_db_mb=cap), clock=clock)
 
@@ -69,6 +93,7 @@ def shopping(data_dir: Path, cap: float | None, clock: Clock) -> FastMCP[Any]:
 
 
 SERVERS = {
+    "calendar": (calendar, "calendar.sqlite3", add_event),
     "memory": (memory, "memory.sqlite3", remember),
     "pending-actions": (pending, "pending_actions.sqlite3", stage),
     "shopping": (shopping, "shopping.sqlite3", add_to_list),
@@ -121,6 +146,30 @@ async def test_a_full_disk_is_a_tool_error_in_words_the_model_can_pass_on(
         " MB)), so this request was not completed and nothing was changed. Tell the user it "
         "did not work and to try again later; the operator has been told."
     )
+
+
+async def test_the_calendar_fails_health_on_a_full_disk_and_still_answers_reads(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    server = nearly_full(calendar, tmp_path, "calendar.sqlite3", clock)
+    transport = httpx2.ASGITransport(app=server.http_app())
+    async with (
+        Client(server) as client,
+        httpx2.AsyncClient(transport=transport, base_url="http://calendar") as http,
+    ):
+        before = (await http.get("/health")).json()["checks"]
+        written, _ = await fill(client, add_event, clock)
+        full = await http.get("/health")
+        reads = await client.call_tool("get_events", {"start": "2030-01-02"})
+
+    assert written >= 1
+    assert before == {"calendar": "ok", "storage": "ok"}
+    assert full.status_code == 503
+    assert full.json()["checks"]["storage"].startswith(
+        "fail: the disk is full, or the database reached DATA_MAX_MB ("
+    )
+    assert not reads.is_error  # reads go on
 
 
 async def test_a_full_disk_is_logged_once_a_minute_however_often_it_is_called(

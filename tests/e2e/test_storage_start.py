@@ -17,6 +17,7 @@ from fakes.disks import unwritable
 ROOT = Path(__file__).resolve().parents[2]
 BOT_TOKEN = "123456:storage-start-test-bot-token-abcdefghijklmn"
 SERVERS = {
+    "mcp_calendar": "calendar.sqlite3",
     "mcp_shopping": "shopping.sqlite3",
     "mcp_memory": "memory.sqlite3",
     "mcp_pending_actions": "pending_actions.sqlite3",
@@ -129,6 +130,17 @@ def started(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, ...], S
         cases["unwritable", "orchestrator", name] = Started(
             command, orchestrator_env(cwd / "data"), cwd
         )
+    cwd = tmp_path_factory.mktemp("embedded-damaged-calendar")
+    path = damaged(cwd / "data", "calendar.sqlite3", "garbage")
+    cases["damaged calendar", "orchestrator", "telegram"] = Started(
+        orchestrator("telegram"), orchestrator_env(path.parent), cwd
+    )
+    for name in ("chat-verbose", "telegram"):  # as `make run` and `make chat` start it
+        cwd = tmp_path_factory.mktemp("embedded-unwritable-no-key")
+        command = unwritable(cwd / "data", orchestrator(name))
+        # no approval key configured: pending-actions would make its pair in DATA_DIR
+        env = orchestrator_env(cwd / "data")
+        cases["unwritable, no key", "orchestrator", name] = Started(command, env, cwd)
     return cases
 
 
@@ -190,6 +202,34 @@ def test_an_unwritable_data_dir_stops_the_embedded_orchestrator_with_one_line(
 
     assert len(stderr) == 1, stderr
     assert stderr[0].startswith(f"configuration error: cannot use the database {case.data_dir}/")
+    assert "make DATA_DIR writable" in stderr[0]
+    assert code == 2
+
+
+def test_an_embedded_calendar_with_a_damaged_database_stops_the_orchestrator_with_one_line(
+    started: dict[tuple[str, ...], Started],
+) -> None:
+    case = started["damaged calendar", "orchestrator", "telegram"]
+    code, stderr = case.result()
+
+    assert stderr == [
+        f"configuration error: cannot use the database {case.data_dir / 'calendar.sqlite3'}: "
+        "the file is not a SQLite database; restore the file from a backup, or move it aside "
+        "to start with an empty one"
+    ]
+    assert code == 2
+
+
+@pytest.mark.parametrize("command", ["chat-verbose", "telegram"])
+def test_an_unwritable_data_dir_without_an_approval_key_stops_the_orchestrator_with_one_line(
+    command: str, started: dict[tuple[str, ...], Started]
+) -> None:
+    case = started["unwritable, no key", "orchestrator", command]
+    code, stderr = case.result()
+
+    assert len(stderr) == 1, stderr
+    assert stderr[0].startswith("configuration error: cannot ")
+    assert str(case.data_dir) in stderr[0]
     assert "make DATA_DIR writable" in stderr[0]
     assert code == 2
 

@@ -31,6 +31,7 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_public_key,
 )
 
+from meshkit.private import private_dir
 from meshkit.settings import ApprovalSettings, SigningSettings, fail
 
 SIGNING_KEY_ENV = "MESH_APPROVAL_SIGNING_KEY_FILE"
@@ -110,7 +111,7 @@ def load_signing_key(data_dir: Path, configured: Path | None = None) -> Ed25519P
         return read_signing_key(configured, SIGNING_KEY_ENV)
     path = data_dir / SIGNING_KEY_FILE
     if not path.exists():
-        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(data_dir)
         _write_aside(path, signing_pem(Ed25519PrivateKey.generate()), 0o600, replace=False)
     key = read_signing_key(path)
     public = public_pem(key.public_key())

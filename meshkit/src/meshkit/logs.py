@@ -14,6 +14,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from meshkit.private import private_dir, private_file
+
 REDACTED = "***"
 _BOT_TOKEN = re.compile(r"(?<!\d)\d{5,}:[A-Za-z0-9_-]{30,}")
 # Loggers that print full request URLs (Bot API URLs carry the token) or are chatty.
@@ -50,7 +52,8 @@ def configure_logging(
     redactor = Redactor(secrets)
     handler: logging.Handler = logging.StreamHandler(sys.stderr)
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
+        private_file(path)  # 0600 before the handler appends to it
         handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(RedactingFormatter(redactor))
     root = logging.getLogger()

@@ -43,6 +43,7 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel
 
+from meshkit.private import private_database
 from meshkit.storage import (
     DAMAGED_FILE,
     Fault,
@@ -208,9 +209,9 @@ class SQLiteStore:
             self._checkpointer = None
 
     def _connect(self) -> sqlite3.Connection:
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        if not self._path.exists():
-            self._path.touch()  # so an unwritable DATA_DIR is named by the OS's own words
+        # Created here (0700 / 0600, see meshkit.private) so an unwritable DATA_DIR is
+        # named by the OS's own words.
+        private_database(self._path)
         # Autocommit (isolation_level=None): transactions are explicit, see transaction().
         # check_same_thread=False: worker threads take turns, serialised by the store's lock.
         db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)

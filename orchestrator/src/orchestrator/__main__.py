@@ -76,12 +76,12 @@ async def _telegram(settings: OrchestratorSettings) -> list[str]:
     """Serve the fleet until SIGTERM or SIGINT; what Telegram refused, when no bot can run."""
     shutdown = Shutdown()
     refused: list[str] = []
-    mistake: ConfigError | None = None
+    mistake: ConfigError | SystemExit | None = None
     async with anyio.create_task_group() as signals:
         await signals.start(on_signals, shutdown)
         try:
             refused = await _serve(settings, shutdown)
-        except ConfigError as error:
+        except (ConfigError, SystemExit) as error:  # SystemExit: meshkit fail(), its line said
             mistake = error  # raised below as itself, not inside the task group's exception group
         finally:
             signals.cancel_scope.cancel()

@@ -29,6 +29,7 @@ from requests import RequestException
 
 from mcp_calendar.google_api import SCOPES, write_private
 from mcp_calendar.settings import CalendarSettings
+from meshkit.private import private_dir
 
 DEFAULT_PORT = 8765
 
@@ -70,7 +71,7 @@ def main(
                 "Google gave no refresh token: remove clawmesh's access at "
                 "https://myaccount.google.com/permissions and run this again."
             )
-        args.token.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(args.token.parent)
         write_private(args.token, credentials.to_json())
     except AuthFailed as error:
         print(f"auth: {error}", file=sys.stderr)

@@ -31,10 +31,12 @@ from typing import Any
 from dateutil.rrule import rrulestr
 from icalendar import Event, vRecur
 
+from mcp_calendar import rules
 from mcp_calendar.backend import Moment, NewEvent, Scope
 from mcp_calendar.errors import InvalidRequest
 
 _WEEKDAYS = ["MO", "TU", "WE", "TH", "FR", "SA", "SU"]
+_RULE_CHECK_START = datetime(2026, 1, 1)  # a rule checked without its series' start
 _DAY_BOUND = ("BYMONTHDAY", "BYYEARDAY", "BYWEEKNO", "BYSETPOS")  # a day shift would break them
 
 
@@ -51,7 +53,7 @@ def new_components(event: NewEvent) -> list[Event]:
     component.add("dtstart", event.start)
     component.add("dtend", event.end)
     if event.rule:
-        component.add("rrule", parse_rule(event.rule))
+        component.add("rrule", parse_rule(event.rule, event.start))
     if event.location:
         component.add("location", event.location)
     if event.description:
@@ -59,20 +61,32 @@ def new_components(event: NewEvent) -> list[Event]:
     return [component]
 
 
-def parse_rule(rule: str) -> vRecur:
-    """An RRULE value (``FREQ=WEEKLY;BYDAY=MO``, with or without ``RRULE:``)."""
+def parse_rule(rule: str, start: Moment | None = None) -> vRecur:
+    """An RRULE value (``FREQ=WEEKLY;BYDAY=MO``, with or without ``RRULE:``), for a series
+    from ``start`` (default: the rule's pattern alone); one no person means is refused
+    (``rules.py``) before dateutil runs it."""
     text = rule.strip().removeprefix("RRULE:")
     try:
         parsed: vRecur = vRecur.from_ical(text)
-        rrulestr(text, dtstart=datetime(2026, 1, 1))  # dateutil must expand it too
     except (ValueError, TypeError) as error:
-        raise InvalidRequest(
-            f"{rule!r} is not a recurrence rule: use RFC 5545 RRULE syntax, "
-            "e.g. FREQ=WEEKLY;BYDAY=MO or FREQ=MONTHLY;BYMONTHDAY=1;COUNT=6."
-        ) from error
-    if "FREQ" not in parsed:
-        raise InvalidRequest(f"{rule!r} needs a FREQ, e.g. FREQ=WEEKLY.")
+        raise _not_a_rule(rule) from error
+    if "FREQ" not in parsed:  # icalendar reads any words as a rule without parts
+        raise _not_a_rule(rule)
+    refused = rules.problem(parsed, start if start is not None else _RULE_CHECK_START)
+    if refused is not None:
+        raise InvalidRequest(f"The recurrence {text} cannot be used: {refused}.")
+    try:
+        rrulestr(text, dtstart=_RULE_CHECK_START)  # dateutil must expand it too
+    except (ValueError, TypeError) as error:
+        raise _not_a_rule(rule) from error
     return parsed
+
+
+def _not_a_rule(rule: str) -> InvalidRequest:
+    return InvalidRequest(
+        f"{rule!r} is not a recurrence rule: use RFC 5545 RRULE syntax, "
+        "e.g. FREQ=WEEKLY;BYDAY=MO or FREQ=MONTHLY;BYMONTHDAY=1;COUNT=6."
+    )
 
 
 def master_of(components: list[Event]) -> Event:

@@ -98,7 +98,7 @@ def new_event(event: NewEvent) -> Resource:
     if set(local) <= ID_CHARS and 5 <= len(local) <= 1024:
         body["id"] = local  # ours: inserting it twice answers 409, not a second event
     if event.rule:
-        body["recurrence"] = [f"RRULE:{_text(edits.parse_rule(event.rule))}"]
+        body["recurrence"] = [f"RRULE:{_text(edits.parse_rule(event.rule, event.start))}"]
     if event.location:
         body["location"] = event.location
     if event.description:

@@ -18,18 +18,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 import anyio
 from dateutil.rrule import rrulestr
 from icalendar import Calendar, Event
 
-from mcp_calendar import edits
+from mcp_calendar import edits, rules, times
 from mcp_calendar.local import parse, row
 from mcp_calendar.settings import CalendarSettings
 from mcp_calendar.store import CalendarStore, EventRow, StoredCalendar
-from meshkit.settings import load_dotenv, load_settings
+from meshkit.private import private_file
+from meshkit.settings import fail, load_dotenv, load_settings
+from meshkit.storage import StorageFailed, StorageUnavailable
 
 CALENDAR_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,59}")
 MAX_PROBLEMS = 20  # listed before "and N more"
@@ -57,6 +59,8 @@ def read_events(text: bytes, calendar: str, tz: ZoneInfo) -> list[EventRow]:
         parsed = Calendar.from_ical(text)
     except ValueError as error:
         raise ImportProblems([f"not an iCalendar file: {error}"]) from None
+    except OSError as error:  # a TZID too long for a zoneinfo path
+        raise ImportProblems([f"a TZID cannot be read ({error.strerror})"]) from None
     problems: list[str] = []
     series: dict[str, list[Event]] = {}
     for number, component in enumerate(parsed.walk("VEVENT"), start=1):
@@ -87,22 +91,37 @@ def _problem(event: Event) -> str | None:
         return "no UID"
     if "DTSTART" not in event:
         return "no start (DTSTART)"
-    return _time_problem(event)
+    return _time_problem(event) or _rule_problem(event)
 
 
 def _time_problem(event: Event) -> str | None:
-    start = event.decoded("DTSTART")
+    for name in _TIMES:
+        if name in event and not times.supported(event.decoded(name)):
+            return f"{name} is outside the years {times.FIRST_YEAR}–{times.LAST_YEAR}"
     if "DTEND" in event:
-        end = event.decoded("DTEND")
+        start, end = event.decoded("DTSTART"), event.decoded("DTEND")
         if isinstance(start, datetime) != isinstance(end, datetime):
             return "start and end are not both dates or both times"
         if _utc(end) < _utc(start):
             return "it ends before it starts"
-    if "RRULE" in event:
-        try:
-            rrulestr(edits.rule_text(event), dtstart=_naive(start))
-        except (ValueError, TypeError) as error:
-            return f"its RRULE cannot be expanded ({error})"
+    return None
+
+
+def _rule_problem(event: Event) -> str | None:
+    """A rule no person means (rules.py), checked before dateutil runs it."""
+    if "RRULE" not in event:
+        return None
+    rule: Any = event["RRULE"]
+    if isinstance(rule, list):
+        return "more than one RRULE"
+    start = event.decoded("DTSTART")
+    refused = rules.problem(rule, start)
+    if refused is not None:
+        return f"its RRULE cannot be used: {refused}"
+    try:
+        rrulestr(edits.rule_text(event), dtstart=_naive(start))
+    except (ValueError, TypeError) as error:
+        return f"its RRULE cannot be expanded ({error})"
     return None
 
 
@@ -146,7 +165,7 @@ async def import_file(
     settings: CalendarSettings, text: bytes, calendar: str, *, writable: bool, at: float
 ) -> Imported:
     rows = read_events(text, calendar, ZoneInfo(settings.timezone))
-    store = CalendarStore(settings.db_path)
+    store = _store(settings)
     try:
         target = StoredCalendar(calendar, calendar.capitalize(), writable=writable)
         changed = await store.write_all(target, rows, at)
@@ -156,7 +175,7 @@ async def import_file(
 
 
 async def export_calendar(settings: CalendarSettings, calendar: str | None) -> bytes:
-    store = CalendarStore(settings.db_path)
+    store = _store(settings)
     try:
         events = await store.events_between(float("-inf"), float("inf"))
     finally:
@@ -173,8 +192,27 @@ async def export_calendar(settings: CalendarSettings, calendar: str | None) -> b
     return data
 
 
+def _store(settings: CalendarSettings) -> CalendarStore:
+    """The calendar's database, checked as the server checks it: StorageUnavailable (one
+    line for the operator) when it is damaged or DATA_DIR cannot be written."""
+    store = CalendarStore(settings.db_path, max_bytes=settings.max_db_bytes)
+    store.verify()
+    return store
+
+
 def main(argv: Sequence[str], command: str, now: float) -> int:
-    """``import FILE [--calendar ID] [--read-only]`` or ``export [FILE] [--calendar ID]``."""
+    """``import FILE [--calendar ID] [--read-only]`` or ``export [FILE] [--calendar ID]``;
+    a database that cannot be used stops it with one line (exit 2)."""
+    try:
+        return _main(argv, command, now)
+    except StorageUnavailable as error:
+        fail(str(error))
+    except StorageFailed:  # the store logged the fault in one line
+        print(f"nothing was {command}ed", file=sys.stderr)
+        return 1
+
+
+def _main(argv: Sequence[str], command: str, now: float) -> int:
     load_dotenv()
     settings = load_settings(CalendarSettings)
     parser = argparse.ArgumentParser(prog=f"python -m mcp_calendar {command}")
@@ -194,8 +232,13 @@ def main(argv: Sequence[str], command: str, now: float) -> int:
         data = anyio.run(export_calendar, settings, args.calendar)
         if args.file is None:
             sys.stdout.buffer.write(data)
-        else:
+            return 0
+        try:
+            private_file(args.file)  # a calendar is as private as the database it came from
             args.file.write_bytes(data)
+        except OSError as error:
+            print(f"cannot write {args.file}: {error.strerror}", file=sys.stderr)
+            return 1
         return 0
     try:
         text = args.file.read_bytes()

@@ -8,6 +8,8 @@ expanded by ``recurring_ical_events`` exactly as for an imported ``.ics``, and c
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -15,7 +17,7 @@ from typing import Any, cast
 import recurring_ical_events  # type: ignore[import-untyped]
 from icalendar import Calendar, Event
 
-from mcp_calendar import edits
+from mcp_calendar import edits, rules
 from mcp_calendar.backend import (
     Add,
     CalendarInfo,
@@ -25,14 +27,20 @@ from mcp_calendar.backend import (
     Move,
     Occurrence,
 )
-from mcp_calendar.errors import NotWritable, Stale
+from mcp_calendar.errors import InvalidRequest, NotWritable, Stale
 from mcp_calendar.store import CalendarStore, Changes, EventRow, StoredCalendar, StoredEvent
 from meshkit.proposals import Approval, Confirmed
+
+logger = logging.getLogger(__name__)
 
 DAY_MARGIN = timedelta(hours=14)  # a date is a day somewhere between UTC-12 and UTC+14
 MAX_PARSED = 20_000  # events whose parsed form is kept (a few kB each)
 EXPAND_MARGIN = timedelta(days=1)  # around a range a series is expanded over, for the next
 MAX_EXPANDED_SPAN = timedelta(days=800)  # a cached expansion grows to cover ranges up to this
+# One query's bounds: rules.py keeps each series to 24 occurrences a day at most, and the
+# reads to about a year (service.py); these bound the sum over every series in range.
+MAX_OCCURRENCES = 20_000  # an hourly series over the longest read (397 days) fits
+EXPAND_BUDGET_S = 2.0  # checked between series: one series alone costs well under a second
 
 
 @dataclass(frozen=True)
@@ -69,7 +77,19 @@ class LocalBackend:
 
     async def occurrences(self, start: datetime, end: datetime) -> list[Occurrence]:
         stored = await self._store.events_between(start.timestamp(), end.timestamp())
-        found = [o for event in stored for o in self._expand(event, start, end)]
+        deadline = time.monotonic() + EXPAND_BUDGET_S
+        found: list[Occurrence] = []
+        for event in stored:
+            found.extend(self._expand(event, start, end))
+            if len(found) > MAX_OCCURRENCES:
+                raise InvalidRequest(
+                    f"More than {MAX_OCCURRENCES} events in this range: ask for a shorter one."
+                )
+            if time.monotonic() > deadline:
+                raise InvalidRequest(
+                    "This range holds more than the calendar can go through at once: ask "
+                    "for a shorter one."
+                )
         return sorted(found, key=lambda o: (_instant(o.start), o.title))
 
     def _parse(self, event: StoredEvent) -> Parsed:
@@ -82,6 +102,12 @@ class LocalBackend:
         master = edits.master_of(components)
         series = "RRULE" in master or "RDATE" in master
         single = None if series else _occurrence(event, master, master)
+        refused = _refused_rule(master)
+        if refused is not None:
+            # Stored before rules were checked (or written by hand): shown once, at its
+            # start, rather than expanded at a cost no query can bound.
+            logger.warning("event %s: its RRULE is not expanded: %s", event.uid, refused)
+            single = _occurrence(event, master, master)
         parsed = self._parsed[event.uid] = Parsed(event.version, components, single)
         return parsed
 
@@ -108,8 +134,11 @@ class LocalBackend:
         event = await self._store.event(uid)
         if event is None:
             return None
-        components = self._parse(event).components
+        parsed = self._parse(event)
+        components = parsed.components
         master = edits.master_of(components)
+        if parsed.single is not None:
+            return parsed.single  # a single event, or a series whose rule is refused
         if recurrence_id is None or "RRULE" not in master:
             return _occurrence(event, master, master)
         wanted = edits.rid_key(recurrence_id)
@@ -185,6 +214,17 @@ def expand(
         else:
             found.append(_occurrence(event, master, each))
     return found
+
+
+def _refused_rule(master: Event) -> str | None:
+    """Why the series' rule is not expanded (rules.py), or None."""
+    if "RRULE" not in master:
+        return None
+    found: Any = master["RRULE"]
+    if isinstance(found, list):
+        return "more than one RRULE"
+    start: Moment = master.decoded("DTSTART")
+    return rules.problem(found, start)
 
 
 def _rid(component: Event) -> str:

@@ -71,7 +71,7 @@ class Proposals:
             event_tz = ZoneInfo(zone)
             first, last = first.astimezone(event_tz), last.astimezone(event_tz)
         if rule:
-            parse_rule(rule)
+            parse_rule(rule, first)
         payload = AddPayload(
             agent=_required("agent", agent),
             timezone=tz.key,

@@ -104,10 +104,12 @@ def build_server(
     store: CalendarStore | ConfirmationRecords
     backend: Backend
     if settings.backend == "google":
-        store = ConfirmationRecords(settings.data_dir / GOOGLE_DB_FILE)
+        store = ConfirmationRecords(
+            settings.data_dir / GOOGLE_DB_FILE, max_bytes=settings.max_db_bytes, clock=clock
+        )
         backend = GoogleBackend(settings.ids, GoogleClient(settings), store)
     else:
-        store = CalendarStore(settings.db_path)
+        store = CalendarStore(settings.db_path, max_bytes=settings.max_db_bytes, clock=clock)
         backend = LocalBackend(store)
     service = CalendarService(settings, backend, clock=clock)
     proposals = Proposals(settings, backend, service)
@@ -127,6 +129,7 @@ def build_server(
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         checks={"calendar": service.check},
+        stores=[store],
     )
 
     # --- read ----------------------------------------------------------------------------

@@ -66,8 +66,9 @@ class CalendarSettings(ApprovalSettings):
     def _known_zone(cls, value: str) -> str:
         try:
             ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"{value!r} is not an IANA zone; use e.g. Europe/Berlin") from None
+        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: too long for a path
+            shown = value if len(value) <= 64 else f"{value[:60]}…"
+            raise ValueError(f"{shown!r} is not an IANA zone; use e.g. Europe/Berlin") from None
         return value
 
     @field_validator("ids", mode="before")

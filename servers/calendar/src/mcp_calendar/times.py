@@ -17,15 +17,19 @@ from mcp_calendar.errors import InvalidTime
 
 DAY_WORDS = {"today": 0, "tomorrow": 1, "yesterday": -1}
 Moment = datetime | date  # an aware datetime, or a date (all day)
+# Years a calendar holds: within them a day and its zone's offsets never reach the edge of
+# datetime (the year 1 or 9999, where adding a day or an offset overflows).
+FIRST_YEAR, LAST_YEAR = 1900, 2199
 
 
 def zone(name: str) -> ZoneInfo:
     """The IANA zone ``name``; InvalidTime names the fix."""
     try:
         return ZoneInfo(name.strip())
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long for a path
+        shown = name if len(name) <= 64 else f"{name[:60]}…"
         raise InvalidTime(
-            f"{name!r} is not an IANA time zone: use a name such as Europe/Berlin."
+            f"{shown!r} is not an IANA time zone: use a name such as Europe/Berlin."
         ) from None
 
 
@@ -36,17 +40,28 @@ def parse(text: str, tz: ZoneInfo, now: datetime) -> Moment:
     if offset is not None:
         return now.astimezone(tz).date() + timedelta(days=offset)
     try:
-        if len(cleaned) == 10:  # YYYY-MM-DD
-            return date.fromisoformat(cleaned)
-        value = datetime.fromisoformat(cleaned)
+        value: Moment = (
+            date.fromisoformat(cleaned)  # YYYY-MM-DD
+            if len(cleaned) == 10
+            else datetime.fromisoformat(cleaned)
+        )
     except ValueError:
         raise InvalidTime(
             f"{text!r} is not a time I can read: use YYYY-MM-DD for a day, "
             "YYYY-MM-DDTHH:MM for a time in the user's zone, or add an offset (+01:00)."
         ) from None
-    if value.tzinfo is not None:
+    if not supported(value):
+        raise InvalidTime(
+            f"{text!r} is outside the years {FIRST_YEAR}–{LAST_YEAR} this calendar holds."
+        )
+    if not isinstance(value, datetime) or value.tzinfo is not None:
         return value
     return localize(value, tz)
+
+
+def supported(moment: Moment) -> bool:
+    """Whether ``moment`` lies in the years the calendar holds."""
+    return FIRST_YEAR <= moment.year <= LAST_YEAR
 
 
 def localize(wall: datetime, tz: tzinfo) -> datetime:
