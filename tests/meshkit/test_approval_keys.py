@@ -41,7 +41,7 @@ def test_a_key_pair_is_made_in_the_data_dir_on_the_first_start(tmp_path: Path) -
 
     signing, public = data_dir / "approval_signing_key", data_dir / "approval_public_key"
     assert stat.S_IMODE(signing.stat().st_mode) == 0o600
-    assert stat.S_IMODE(public.stat().st_mode) == 0o644
+    assert stat.S_IMODE(public.stat().st_mode) == 0o600
     assert signing.read_bytes() == signing_pem(key)
     assert public.read_bytes() == _raw(key)
     assert sorted(path.name for path in data_dir.iterdir()) == [

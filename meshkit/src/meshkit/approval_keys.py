@@ -3,8 +3,8 @@ holds, and the public key every server with confirm tools checks with.
 
 - pending-actions: ``MESH_APPROVAL_SIGNING_KEY_FILE`` (PEM, PKCS8, unencrypted), else
   ``$DATA_DIR/approval_signing_key`` (0600), made at its first start, with the public key
-  written beside it as ``$DATA_DIR/approval_public_key`` (0644): what embedded mode, every
-  server sharing one ``DATA_DIR``, checks with.
+  written beside it as ``$DATA_DIR/approval_public_key`` (0600 too, like every file of
+  DATA_DIR): what embedded mode, every server sharing one ``DATA_DIR``, checks with.
 - confirm servers: ``MESH_APPROVAL_PUBLIC_KEY_FILE`` (PEM, SubjectPublicKeyInfo), read at
   startup; else ``$DATA_DIR/approval_public_key``, read at each check, because in embedded
   mode pending-actions may be built (and write it) after them.
@@ -119,7 +119,7 @@ def load_signing_key(data_dir: Path, configured: Path | None = None) -> Ed25519P
     if not target.exists() or target.read_bytes() != public:
         # Written again when it is not this key's (a signing key replaced by hand): the
         # private key decides, and the servers of this DATA_DIR check with what it signs.
-        _write_aside(target, public, 0o644, replace=True)
+        _write_aside(target, public, 0o600, replace=True)
     return key
 
 
