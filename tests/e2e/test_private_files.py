@@ -117,7 +117,8 @@ def test_the_console_leaves_every_file_of_the_fleet_private(tmp_path: Path) -> N
     assert chat.returncode == 0, chat.stderr
     found = modes(data_dir)
     assert "logs/chat.log" in found
-    assert "approval_signing_key" in found and "approval_public_key" in found
+    assert "approval_signing_key" in found
+    assert "approval_public_key" in found
     assert [name for name in found if name.endswith(".sqlite3")], found
     assert {
         name: mode
