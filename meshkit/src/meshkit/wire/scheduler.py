@@ -58,6 +58,11 @@ class Reminders(BaseModel):
     reminders: list[ReminderView]
 
 
+class Shown(BaseModel):
+    firing_id: str
+    message_id: str = Field(description="The message its buttons act in")
+
+
 class FollowedUp(BaseModel):
     firing_id: str
     outcome: FollowUp
