@@ -94,7 +94,8 @@ class QuestionLookup(BaseModel):
     changed: bool = Field(
         default=False,
         description="Whether this call changed it (for a tap with its tap_id: this tap did, "
-        "now or when it was handed over before)",
+        "now or when it was handed over before; an expired question: this tap was the first "
+        "to find it so)",
     )
 
 
