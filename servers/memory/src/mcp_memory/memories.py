@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
@@ -128,10 +128,10 @@ class MemoryService:
         )
 
     async def show(
-        self, agent: str, user: str, chat_id: str, message_id: str, memory_ids: list[str]
+        self, agent: str, user: str, chat_id: str, message_id: str, memory_ids: Sequence[str]
     ) -> MemoriesShown:
         """Record the 🗑 buttons /memory's message shows now: they act there only."""
-        ids = list(dict.fromkeys(memory_ids))
+        ids = [*dict.fromkeys(memory_ids)]
         await self._store.show(agent, chat_id, message_id, user, ids, self._clock())
         return MemoriesShown(message_id=message_id, shown=len(ids))
 
