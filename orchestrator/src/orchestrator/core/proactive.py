@@ -26,7 +26,7 @@ from meshkit.wire.scheduler import Firing, FiringKind, FollowedUp, FollowUp, Job
 from orchestrator.core.actions import NO_LONGER_ACTIVE, Answer, Deliver, Edit
 from orchestrator.core.briefing import Briefings
 from orchestrator.core.callbacks import ReminderTap, decode_reminder, encode_reminder
-from orchestrator.core.dispatch import Dispatcher
+from orchestrator.core.dispatch import Dispatcher, owner_of
 from orchestrator.core.replies import Button, Reply
 from orchestrator.core.turn import AgentRuntime
 from orchestrator.mesh.errors import ToolCallError
@@ -41,12 +41,6 @@ SNOOZED_NOTICE = {
 }
 UNAVAILABLE = "I can't reach the scheduler right now. Try again in a moment."
 PROMPT_PREFIX = "(Scheduled: {name}) "
-
-
-def owner_of(runtime: AgentRuntime) -> str | None:
-    """The chat proactive messages go to: the agent's first allowed user."""
-    users = runtime.agent.entry.allowed_user_ids
-    return users[0] if users else None
 
 
 def reminder_reply(firing: Firing) -> Reply:
