@@ -175,6 +175,22 @@ async def test_a_reminders_buttons_act_only_in_the_message_it_was_sent_in(
     assert done["changed"] is True
 
 
+async def test_the_tap_that_followed_a_reminder_up_handed_over_again_still_changed_it(
+    tmp_path: Path,
+) -> None:
+    clock = Clock(local("2026-05-04T12:00"))
+    async with running(settings_for(tmp_path, NO_JOBS), clock) as client:
+        await set_reminder(client, clock, "call mum", "2026-05-04T17:00")
+        clock.now = local("2026-05-04T17:00")
+        [firing] = await due(client)
+        await sent_in(client, firing, "77")
+        first = await follow_up(client, firing, "done", tap_id="bot:101")
+        again = await follow_up(client, firing, "done", tap_id="bot:101")  # after a crash
+        other = await follow_up(client, firing, "snooze_10", tap_id="bot:102")
+    assert [first["changed"], again["changed"], other["changed"]] == [True, True, False]
+    assert again["message"] == other["message"] == "✅ Done: call mum"
+
+
 async def test_a_firings_file_from_before_messages_were_recorded_keeps_its_due_reminder(
     tmp_path: Path,
 ) -> None:
@@ -187,7 +203,7 @@ async def test_a_firings_file_from_before_messages_were_recorded_keeps_its_due_r
     with sqlite3.connect(settings.db_path) as db:  # back to the version-1 schema
         db.executescript(
             "ALTER TABLE firings DROP COLUMN chat_id; ALTER TABLE firings DROP COLUMN message_id;"
-            " PRAGMA user_version = 1;"
+            " ALTER TABLE firings DROP COLUMN followed_by; PRAGMA user_version = 1;"
         )
     db.close()
 

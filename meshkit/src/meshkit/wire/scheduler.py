@@ -66,5 +66,7 @@ class Shown(BaseModel):
 class FollowedUp(BaseModel):
     firing_id: str
     outcome: FollowUp
-    changed: bool = Field(description="False: this firing was followed up before")
+    changed: bool = Field(
+        description="False: this firing was followed up before (by another tap than this one)"
+    )
     message: str = Field(description="what the reminder's message says now")

@@ -32,8 +32,9 @@ __all__ = ["Button", "Dispatcher", "Reply"]
 
 StatusProbe = Callable[[str], Awaitable[list[str]]]  # the asking agent → its lines
 CommandHandler = Callable[[AgentRuntime, str], Awaitable[Reply]]  # (agent, chat) -> reply
-# A tap handler takes the taps it knows (True), such as a reminder's buttons.
-TapHandler = Callable[[str, str, str, str | None, str, Answer, Edit], Awaitable[bool]]
+# A tap handler takes the taps it knows (True), such as a reminder's buttons: (agent, chat,
+# user, message, data, answer, edit, tap id).
+TapHandler = Callable[[str, str, str, str | None, str, Answer, Edit, str | None], Awaitable[bool]]
 STOPPED = "Stopped: I dropped that request. What next?"
 NOTHING_TO_STOP = "Nothing is running right now."
 
@@ -229,7 +230,7 @@ class Dispatcher:
             )
             return
         for handler in self.tap_handlers:
-            if await handler(agent_id, chat_id, user_id, message_id, data, answer, edit):
+            if await handler(agent_id, chat_id, user_id, message_id, data, answer, edit, tap_id):
                 return
         await self._desk.tap(agent_id, chat_id, user_id, message_id, data, answer, edit)
 

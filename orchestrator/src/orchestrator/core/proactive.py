@@ -134,11 +134,13 @@ class Proactive:
         data: str,
         answer: Answer,
         edit: Edit,
+        tap_id: str | None = None,
     ) -> bool:
         """A tap on a reminder's button (False: not one of ours). A reminder's buttons act
         in the message it was sent in, in the owner's chat: a tap anywhere else (the same
         button's data replayed on another message, or by another user of the agent in
-        their chat) changes nothing. A second tap is answered and edits nothing."""
+        their chat) changes nothing. A second tap is answered and edits nothing; the same
+        tap handed over again after a crash (``tap_id``) redraws the message."""
         tap = decode_reminder(data)
         if tap is None:
             return False
@@ -154,7 +156,7 @@ class Proactive:
             pass  # a reminder being sent in this chat: its message is recorded first
         arguments = {
             "agent": agent, "firing_id": tap.firing_id, "chat_id": chat_id,
-            "message_id": message_id, "outcome": tap.outcome,
+            "message_id": message_id, "outcome": tap.outcome, "tap_id": tap_id,
         }  # fmt: skip
         try:
             done = await self._registry.call_as(self.server, "follow_up", arguments, FollowedUp)

@@ -187,11 +187,18 @@ class ReminderDesk:
 
         await self._store.transact(work)
 
-    async def follow_up(
-        self, agent: str, firing_id: str, chat_id: str, message_id: str, outcome: FollowUp
+    async def follow_up(  # noqa: PLR0917 (the firing, where the tap was, what it says)
+        self,
+        agent: str,
+        firing_id: str,
+        chat_id: str,
+        message_id: str,
+        outcome: FollowUp,
+        tap_id: str | None = None,
     ) -> FollowedUp:
         """Done or snooze, once per firing of a reminder of ``agent``, tapped in the message
-        it was sent in."""
+        it was sent in. ``tap_id`` names the tap: handed over again after a crash, it still
+        is the one that changed it (``changed``: its message is redrawn)."""
         now = self._clock()
 
         def work(db: sqlite3.Connection) -> FollowedUp:
@@ -204,11 +211,12 @@ class ReminderDesk:
             ):
                 raise NotFound("No such reminder in this message.")
             text, tz = str(firing.payload.get("text", "")), ZoneInfo(firing.timezone)
-            if not q.follow_up(db, firing_id, outcome):
+            if not q.follow_up(db, firing_id, outcome, tap_id):
+                again = tap_id is not None and q.followed_by(db, firing_id) == tap_id
                 return FollowedUp(
                     firing_id=firing_id,
                     outcome=firing.outcome or outcome,
-                    changed=False,
+                    changed=again,
                     message=_followed(text, firing.outcome, None, tz),
                 )
             row = q.reminder(db, firing.source)

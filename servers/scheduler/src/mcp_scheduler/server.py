@@ -171,16 +171,24 @@ def build_server(
         return Shown(firing_id=firing_id, message_id=message_id)
 
     @mcp.tool(**internal(title="Follow up a reminder", idempotent=True))
-    async def follow_up(
+    async def follow_up(  # noqa: PLR0917 (a tool's parameters are its schema)
         agent: Agent,
         firing_id: FiringId,
         chat_id: ChatId,
         message_id: MessageId,
         outcome: FollowUp,
+        tap_id: Annotated[
+            str | None,
+            Field(
+                max_length=100,
+                description="The tap's own id (e.g. its Telegram update): the same tap again "
+                "after a crash is still the one that changed it (changed: true)",
+            ),
+        ] = None,
     ) -> FollowedUp:
         """Done, or snooze 10 min / 1 h, from a tap on a reminder in the message it was sent
         in: once per firing."""
-        return await desk.follow_up(agent, firing_id, chat_id, message_id, outcome)
+        return await desk.follow_up(agent, firing_id, chat_id, message_id, outcome, tap_id)
 
     @mcp.tool(**internal(title="Jobs", read_only=True, idempotent=True))
     async def jobs(agent: Agent) -> Jobs:

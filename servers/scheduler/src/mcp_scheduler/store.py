@@ -9,7 +9,8 @@
   (``<job or reminder id>@<scheduled time>``), inserted or ignored: whatever happens,
   a firing exists once. ``due`` until acked (``done``) or skipped; leased like
   telegram-io's updates. A reminder's firing records the chat and message it was sent
-  in (``chat_id``, ``message_id``, once): its buttons act in that message only.
+  in (``chat_id``, ``message_id``, once): its buttons act in that message only; and the
+  tap that followed it up (``followed_by``), so that tap handed over again still counts.
 
 The business rules are the service's; these are the queries, as functions of the
 connection, run by the service inside one transaction (:meth:`SchedulerStore.transact`).
@@ -67,7 +68,8 @@ CREATE TABLE IF NOT EXISTS firings (
     created_at REAL NOT NULL,
     done_at REAL,
     chat_id TEXT,
-    message_id TEXT
+    message_id TEXT,
+    followed_by TEXT
 );
 CREATE INDEX IF NOT EXISTS firings_due ON firings (state, scheduled_at);
 """
@@ -75,7 +77,8 @@ CREATE INDEX IF NOT EXISTS firings_due ON firings (state, scheduled_at);
 )
 MIGRATIONS = {
     2: "ALTER TABLE firings ADD COLUMN chat_id TEXT; "
-    "ALTER TABLE firings ADD COLUMN message_id TEXT;",
+    "ALTER TABLE firings ADD COLUMN message_id TEXT; "
+    "ALTER TABLE firings ADD COLUMN followed_by TEXT;",
 }
 
 
@@ -301,12 +304,22 @@ def shown(db: sqlite3.Connection, firing_id: str, chat_id: str, message_id: str)
     )
 
 
-def follow_up(db: sqlite3.Connection, firing_id: str, outcome: str) -> bool:
-    """Record a reminder firing's outcome once: False when it has one already."""
+def follow_up(
+    db: sqlite3.Connection, firing_id: str, outcome: str, tap_id: str | None = None
+) -> bool:
+    """Record a reminder firing's outcome once (and the tap that gave it): False when it has
+    one already."""
     cursor = db.execute(
-        "UPDATE firings SET outcome = ? WHERE id = ? AND outcome IS NULL", (outcome, firing_id)
+        "UPDATE firings SET outcome = ?, followed_by = ? WHERE id = ? AND outcome IS NULL",
+        (outcome, tap_id, firing_id),
     )
     return cursor.rowcount == 1
+
+
+def followed_by(db: sqlite3.Connection, firing_id: str) -> str | None:
+    """The tap that followed the firing up (None: none recorded)."""
+    row = db.execute("SELECT followed_by FROM firings WHERE id = ?", (firing_id,)).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
 
 
 def next_due_at(db: sqlite3.Connection) -> float | None:
