@@ -56,9 +56,6 @@ class MemoryDesk:
         # the message it is on is recorded, and a second tap until the first has redrawn.
         self._busy: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
 
-    async def listing(self, agent: str, user: str, owner: bool = False) -> Reply:
-        return (await self._listing(agent, user, owner))[0]
-
     async def _listing(self, agent: str, user: str, owner: bool) -> tuple[Reply, list[str]]:
         """The list, and the memories it shows a 🗑 for (``owner``: every rule too)."""
         memories = await self._remembered.memories(agent, user)
