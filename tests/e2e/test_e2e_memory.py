@@ -67,3 +67,42 @@ async def test_remember_tap_rule_in_later_turns_then_forget_from_the_memory_list
         await said(mesh, "hi")
         assert RULE not in mesh.llm.requests[-1]["instructions"]
         assert len(mesh.llm.requests) == 4  # the taps and /memory never reached the model
+
+
+async def tapped_again(mesh: Mesh, message: Sent, data: str) -> str:
+    """``data`` tapped on ``message`` though it shows no such button any more (a double tap
+    racing the edit, or a crafted client): the answer the tap got."""
+    answers = len(mesh.telegram.callback_answers(CLAWDIA))
+    mesh.telegram.tap(CLAWDIA, USER, message.message_id, data, forged=True)
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.callback_answers(CLAWDIA)) > answers, 30)
+    return mesh.telegram.callback_answers(CLAWDIA)[answers].text or ""
+
+
+async def test_a_forget_replayed_on_another_message_changes_nothing_and_second_taps_edit_nothing(
+    tmp_path: Path,
+) -> None:
+    async with running_mesh(tmp_path) as mesh:
+        mesh.llm.script(
+            calls(call("memory__propose_remember", text=RULE, scope="user")),
+            text("I'll keep that in mind once you confirm."),
+        )
+        proposal = await said(mesh, "From now on, metric units and no emojis please")
+        remember = data_of(proposal, "💾 Remember")
+        await tapped(mesh, proposal, "💾 Remember")
+        again = await tapped_again(mesh, proposal, remember)
+        listing = await said(mesh, "/memory")
+        listed, forget = listing.text, data_of(listing, "🗑 1")
+        elsewhere = await tapped_again(mesh, proposal, forget)  # on the proposal's message
+        kept = await said(mesh, "/memory")
+        await tapped(mesh, listing, "🗑 1")
+        twice = await tapped_again(mesh, listing, forget)
+        after = await said(mesh, "/memory")  # every tap before it has been handled
+
+    assert again == "already done"
+    assert elsewhere == "That button is no longer active."
+    assert kept.text == listed  # still remembered
+    assert twice == "Already forgotten."
+    assert "I remember nothing for you yet" in after.text
+    # One edit for each tap that did something: none refused as "message is not modified".
+    assert [len(proposal.edits), len(listing.edits)] == [1, 1]
+    assert len(mesh.telegram.calls("editMessageText")) == 2

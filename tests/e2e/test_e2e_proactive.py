@@ -40,6 +40,14 @@ def button(message: Sent, label: str) -> str:
     raise AssertionError(f"no button {label!r} on {message.reply_markup}")
 
 
+async def tapped_on(mesh: Mesh, message: Sent, data: str) -> str:
+    """``data`` tapped on ``message``, whether or not it shows that button now: the answer."""
+    answers = len(mesh.telegram.callback_answers(CLAWDIA))
+    mesh.telegram.tap(CLAWDIA, USER, message.message_id, data, forged=True)
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.callback_answers(CLAWDIA)) > answers, 30)
+    return mesh.telegram.callback_answers(CLAWDIA)[answers].text or ""
+
+
 def reminders_sent(mesh: Mesh) -> list[Sent]:
     return [s for s in mesh.telegram.sent(CLAWDIA, USER) if s.text.startswith("⏰ ")]
 
@@ -93,12 +101,21 @@ async def test_a_reminder_set_by_tap_is_sent_once_across_a_kill_9_then_snoozed(
         shown = reminder.text
         messages = len(mesh.telegram.sent(CLAWDIA, USER))
 
-        mesh.telegram.tap(CLAWDIA, USER, reminder.message_id, button(reminder, "10 min"))
+        # Its Done, replayed on another message of the chat (the proposal's): nothing.
+        done, snooze = button(reminder, "Done"), button(reminder, "10 min")
+        edits = len(mesh.telegram.calls("editMessageText"))
+        assert await tapped_on(mesh, proposal, done) == "That button is no longer active."
+
+        mesh.telegram.tap(CLAWDIA, USER, reminder.message_id, snooze)
         await mesh.telegram.wait_for(lambda: bool(reminder.edits), 60)
         answers = mesh.telegram.callback_answers(CLAWDIA)
         assert reminder.edits[-1].text.startswith("💤 Snoozed until ")
         assert any(a.text == "Snoozed for 10 minutes" for a in answers)
         assert len(mesh.telegram.sent(CLAWDIA, USER)) == messages  # edited, nothing new
+        # A second tap (racing the edit that removed the buttons): answered, no edit.
+        assert await tapped_on(mesh, reminder, snooze) == "Already done."
+        assert len(mesh.telegram.calls("editMessageText")) == edits + 1
+        assert len(proposal.edits) == 1
         print("\n--- reminder round trip as the user saw it ---")
         print(f"bot:  {proposal.text}\n      [{proposal.edits[-1].text}]")
         print(f"bot:  {shown}   (buttons: ✅ Done · 💤 10 min · 💤 1 h)")

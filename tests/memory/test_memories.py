@@ -3,6 +3,7 @@ proposal writes, once, for the agent its approval was minted for."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -189,3 +190,105 @@ async def test_text_of_invisible_characters_only_is_nothing_to_remember(
     )
     assert result.is_error
     assert "nothing to remember" in str(result.content[0])
+
+
+async def confirmed_forget(
+    client: Client[Any], signer: ApprovalSigner, payload: dict[str, Any], action: str
+) -> dict[str, Any]:
+    token = signer.mint(action, "memory", "forget", payload, agent=payload["agent"])
+    return await structured(client, "confirm_forget", payload=payload, approval=token)
+
+
+async def tapped(client: Client[Any], memory_id: str, message: str = "7", user: str = "42",
+                 *, owner: bool = False) -> dict[str, Any]:  # fmt: skip
+    """A 🗑 tap on /memory's message ``message`` in ``user``'s chat."""
+    where = {"agent": "clawdia", "user": user, "chat_id": user, "message_id": message}
+    return await structured(client, "forget_tapped", memory_id=memory_id, owner=owner, **where)
+
+
+async def shown(client: Client[Any], memory_ids: list[str], message: str = "7",
+                user: str = "42") -> None:  # fmt: skip
+    where = {"agent": "clawdia", "user": user, "chat_id": user, "message_id": message}
+    await structured(client, "memories_shown", memory_ids=memory_ids, **where)
+
+
+async def test_an_agent_rule_is_forgotten_only_by_its_setter_or_the_owner(
+    client: Client[Any], signer: ApprovalSigner
+) -> None:
+    rule = (await remembered(client, signer, "Answer in French", "agent"))["memory"]
+    setter = await structured(client, "list_memories", **CLAWDIA)
+    guest = await structured(client, "list_memories", agent="clawdia", user="77")
+    with pytest.raises(ToolError, match="only they, or the agent's owner"):
+        await client.call_tool("propose_forget", {"memory_id": rule["id"], "agent": "clawdia",
+                                                  "user": "77"})  # fmt: skip
+    await shown(client, [rule["id"]], user="77")
+    refused = await tapped(client, rule["id"], user="77")
+    # A payload forged for the guest, approved all the same, forgets nothing.
+    forged = {"agent": "clawdia", "user": "77", "memory_id": rule["id"], "text": rule["text"]}
+    with pytest.raises(ToolError, match="only they, or the agent's owner"):
+        await confirmed_forget(client, signer, forged, "act_cccccccccccc")
+    still = await texts(client, agent="clawdia", user="77")
+    as_owner = await tapped(client, rule["id"], user="77", owner=True)
+    await confirmed_forget(client, signer, as_owner["proposal"]["payload"], "act_dddddddddddd")
+
+    assert rule["yours"] is True
+    assert [m["yours"] for m in setter["memories"]] == [True]
+    assert [m["yours"] for m in guest["memories"]] == [False]
+    assert refused == {"state": "not_yours", "redraw": False, "proposal": None}
+    assert still == ["Answer in French"]
+    assert as_owner["state"] == "proposed"
+    assert as_owner["proposal"]["payload"]["as_owner"] is True
+    assert await texts(client) == []
+
+
+async def test_a_forget_tap_acts_only_in_the_message_that_shows_its_button(
+    client: Client[Any], signer: ApprovalSigner
+) -> None:
+    note = (await remembered(client, signer, "Has a dog called Rex"))["memory"]["id"]
+    other = (await remembered(client, signer, "Likes jazz a lot"))["memory"]["id"]
+    unshown = await tapped(client, note)
+    await shown(client, [note, other], "7")
+    elsewhere = await tapped(client, note, "8")
+    stranger = await tapped(client, note, user="77")
+    proposed = await tapped(client, note)
+    await confirmed_forget(client, signer, proposed["proposal"]["payload"], "act_eeeeeeeeeeee")
+    await shown(client, [other], "7")  # redrawn without it
+    again = await tapped(client, note)
+    # Forgotten by another way (the model's proposal): the list still shows its button.
+    forget_other = await structured(client, "propose_forget", memory_id=other, **CLAWDIA)
+    await confirmed_forget(client, signer, forget_other["payload"], "act_ffffffffffff")
+    stale = await tapped(client, other)
+
+    assert [s["state"] for s in (unshown, elsewhere, stranger)] == ["not_here"] * 3
+    assert proposed["state"] == "proposed"
+    assert (again["state"], again["redraw"]) == ("forgotten", False)
+    assert (stale["state"], stale["redraw"]) == ("forgotten", True)
+
+
+async def test_a_memories_file_from_before_setters_were_recorded_keeps_its_rules_for_the_owner(
+    settings: MemorySettings, clock: Clock, signer: ApprovalSigner
+) -> None:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(settings.memories_path) as db:  # the version-1 schema
+        db.executescript(
+            "CREATE TABLE memories (id TEXT PRIMARY KEY, agent TEXT NOT NULL, scope TEXT NOT NULL"
+            " CHECK (scope IN ('user', 'agent')), user TEXT NOT NULL, text TEXT NOT NULL,"
+            " created_at REAL NOT NULL, forgotten_at REAL);"
+            "CREATE VIRTUAL TABLE memories_fts USING fts5(memory_id UNINDEXED, text,"
+            " tokenize = 'unicode61');"
+            "INSERT INTO memories VALUES ('mem_0123456789ab', 'clawdia', 'agent', '',"
+            " 'Answer in French', 1, NULL);"
+            "INSERT INTO memories_fts VALUES ('mem_0123456789ab', 'Answer in French');"
+            "PRAGMA user_version = 1;"
+        )
+    db.close()
+
+    async with Client(build_server(settings, clock=clock)) as client:
+        listed = await structured(client, "list_memories", **CLAWDIA)
+        await shown(client, ["mem_0123456789ab"])
+        refused = await tapped(client, "mem_0123456789ab")
+        as_owner = await tapped(client, "mem_0123456789ab", owner=True)
+
+    assert [(m["text"], m["yours"]) for m in listed["memories"]] == [("Answer in French", False)]
+    assert refused["state"] == "not_yours"
+    assert as_owner["state"] == "proposed"

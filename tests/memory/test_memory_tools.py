@@ -28,6 +28,8 @@ TOOLS = (
         "confirm_remember",
         "confirm_forget",
         "recall",
+        "memories_shown",
+        "forget_tapped",
     }
 )
 KEY = {"agent": "clawdia", "chat_id": "42"}

@@ -15,6 +15,7 @@ from fakes.responses_api import call, calls, text
 from fakes.world import World, clawdia, recording_console
 from orchestrator.app import App
 from orchestrator.channels.console import Console
+from orchestrator.core.actions import NO_LONGER_ACTIVE
 from orchestrator.core.clarify import EXPIRED, OTHER, TYPE_IT
 from orchestrator.core.replies import Reply
 
@@ -50,17 +51,23 @@ class Chat:
             "clawdia", CHAT, message, user_id=CHAT, deliver=self.deliver, edit_message=edit_message
         )
 
-    async def tap(self, label: str, message: int, tap_id: str | None = None) -> None:
+    async def tap(
+        self, label: str, message: int, tap_id: str | None = None, *, on: int | None = None
+    ) -> None:
+        """Tap the button ``label`` of ``message``; ``on``: its data, replayed on that
+        other message of the chat."""
+        tapped = str(on or message)
+
         async def answer(notice: str) -> None:
             self.notices.append(notice)
 
         async def edit(reply: Reply) -> None:
-            self.edits.append((str(message), reply))
+            self.edits.append((tapped, reply))
 
         data = next(b.data for row in self.messages[message - 1].buttons for b in row
                     if b.label == label)  # fmt: skip
         await self.app.dispatcher.on_callback(
-            "clawdia", CHAT, CHAT, str(message), data, answer, edit, deliver=self.deliver,
+            "clawdia", CHAT, CHAT, tapped, data, answer, edit, deliver=self.deliver,
             tap_id=tap_id,
         )  # fmt: skip
 
@@ -111,6 +118,23 @@ async def test_a_second_tap_answers_nothing_more(world: World, app: App) -> None
 
     assert chat.notices == ["→ Paris, France", "Already answered."]
     assert len(world.llm.requests) == 2
+
+
+async def test_a_choice_replayed_on_another_message_of_the_chat_answers_nothing(
+    world: World, app: App
+) -> None:
+    chat = Chat(app)
+    world.llm.script(text("Hello!"), ask())
+    await chat.say("hi")
+    await chat.say("Weather in Paris?")
+    await chat.tap("Paris, Texas", message=2, on=1)  # the question's data, on the greeting
+
+    assert chat.notices == [NO_LONGER_ACTIVE]
+    assert chat.edits == []
+    assert len(world.llm.requests) == 2  # no turn
+    world.llm.script(text("Sunny in Paris, Texas."))
+    await chat.tap("Paris, Texas", message=2)  # where it was shown, it still answers
+    assert chat.notices[-1] == "→ Paris, Texas"
 
 
 async def test_a_tap_handed_over_again_after_a_crash_is_still_the_answer_and_stored_once(
@@ -195,9 +219,10 @@ async def test_an_expired_question_answers_expired_and_a_later_text_is_a_normal_
     await chat.say("Weather in Paris?")
     CLOCK.advance(3601)
     await chat.tap("Paris, France", message=1)
+    await chat.tap("Paris, Texas", message=1)  # tapped before the edit removed it
 
-    assert chat.notices == [EXPIRED]
-    assert chat.edits == [("1", Reply(f"❓ {WHICH}\n⌛ expired"))]
+    assert chat.notices == [EXPIRED, EXPIRED]
+    assert chat.edits == [("1", Reply(f"❓ {WHICH}\n⌛ expired"))]  # drawn expired once
     assert len(world.llm.requests) == 1  # no turn
 
     world.llm.script(ask("Open question?", None))

@@ -219,8 +219,10 @@ async def test_a_reminder_set_by_tap_is_delivered_with_buttons_and_snoozed_witho
         async def edit(reply: Reply) -> None:
             edits.append(reply)
 
-        async def tap(data: str, message: str) -> None:
-            await app.dispatcher.on_callback("clawdia", OWNER, OWNER, message, data, answer, edit)
+        async def tap(data: str, message: str, tap_id: str | None = None) -> None:
+            await app.dispatcher.on_callback(
+                "clawdia", OWNER, OWNER, message, data, answer, edit, tap_id=tap_id
+            )
 
         [[set_button, _]] = asked.buttons
         assert await reminders_due(app) == []  # not set before the tap
@@ -238,14 +240,22 @@ async def test_a_reminder_set_by_tap_is_delivered_with_buttons_and_snoozed_witho
         requests = len(world.llm.requests)
         snooze = reminder.buttons[0][1].data
         done = reminder.buttons[0][0].data
-        # The owner's button, replayed by another user of the agent in their own chat.
+        edits.clear()  # the proposal's, redrawn by the tap that set the reminder
+        # The owner's button, replayed by another user of the agent in their own chat, and
+        # in the owner's chat on another message (the proposal's).
         await app.dispatcher.on_callback("clawdia", GUEST, GUEST, "77", done, answer, edit)
-        assert notices[-1] == "That button is no longer active."
-        await tap(snooze, "77")
-        await tap(snooze, "77")  # a double tap snoozes once
+        await tap(done, "10")
+        assert notices[-2:] == ["That button is no longer active."] * 2
+        assert edits == []
+        await tap(snooze, "77", "bot:1")
+        await tap(snooze, "77", "bot:2")  # a double tap snoozes once, and edits once
         assert len(world.llm.requests) == requests  # no model on the tap
         assert notices[-2:] == ["Snoozed for 10 minutes", "Already done."]
-        assert edits[-2].text.startswith("💤 Snoozed until ")
+        [snoozed] = edits
+        assert snoozed.text.startswith("💤 Snoozed until ")
+        await tap(snooze, "77", "bot:1")  # the first tap, handed over again after a crash
+        assert notices[-1] == "Snoozed for 10 minutes"
+        assert edits[-1].text == "💤 Snoozed: call mum"  # redrawn, in case it was not
         CLOCK.advance(10 * 60)
         [again] = await reminders_due(app)
         assert again.payload["text"] == "call mum"

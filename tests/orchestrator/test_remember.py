@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fakes.responses_api import call, calls, text
-from fakes.world import World, clawdia
+from fakes.world import World, clawdia, last_output
 from orchestrator.app import App
 from orchestrator.core.remembered import CLOSE, OPEN
 from orchestrator.core.replies import Reply
@@ -161,10 +161,71 @@ async def test_forget_from_the_memory_list_takes_the_rule_out_of_later_turns(
     assert edited is not None
     assert f"✅ Forget: {METRIC} — Forgotten: {METRIC}" in edited.text
     assert "I remember nothing for you yet" in edited.text
-    assert again is not None  # the old button redraws the list as it is
-    assert chat.notices[-1] == "That button is no longer active."
+    assert again is None  # a second tap: answered, and the message is left as it is
+    assert chat.notices[-1] == "Already forgotten."
     assert OPEN not in instructions_of_last(world)
     assert "I remember nothing for you yet" in after.text
+
+
+async def test_a_forget_button_replayed_on_another_message_of_the_chat_forgets_nothing(
+    world: World,
+) -> None:
+    async with clawdia(world) as app:
+        chat = Chat(app)
+        await chat.tap(await proposed(world, chat), "💾 Remember")  # message 1
+        listing = await chat.say("/memory")  # message 2
+        elsewhere = await chat.tap(listing, "🗑 1", message="1")
+        kept = await chat.say("/memory")
+        here = await chat.tap(listing, "🗑 1", message="2")
+
+    assert elsewhere is None
+    assert chat.notices[1] == "That button is no longer active."  # after "Confirmed"
+    assert f"1. [about this user] {METRIC}" in kept.text
+    assert here is not None
+    assert "I remember nothing for you yet" in here.text
+
+
+def with_users(world: World, *users: str) -> None:
+    """clawdia's allowed users, the first its owner."""
+    agents = world.settings.agents
+    listed = ", ".join(f"'{user}'" for user in users)
+    agents.write_text(agents.read_text() + f"    allowed_user_ids: [{listed}]\n")
+
+
+async def test_only_who_set_an_agent_rule_or_the_owner_may_forget_it(world: World) -> None:
+    owner, setter, guest = "4242", "5151", "6161"
+    with_users(world, owner, setter, guest)
+    async with clawdia(world) as app:
+        setters = Chat(app, setter)
+        await setters.tap(await proposed(world, setters, "Answer in French", "agent"), "Remember")
+        theirs = await setters.say("/memory")
+        guests = Chat(app, guest)
+        seen = await guests.say("/memory")
+        replayed = await guests.tap(theirs, "🗑 1")  # the setter's button, on the guest's list
+        world.llm.script(
+            calls(call("memory__list_memories")),
+            lambda body: calls(
+                call("memory__propose_forget", memory_id=last_output(body)["memories"][0]["id"])
+            ),
+            text("Only the one who set it can forget it."),
+        )
+        asked = await guests.say("Forget the rule about French")
+        kept = await guests.say("/memory")
+        owners = Chat(app, owner)
+        listed = await owners.say("/memory")
+        forgotten = await owners.tap(listed, "🗑 1")
+
+    assert [[b.label for b in row] for row in theirs.buttons] == [["🗑 1"]]
+    assert "1. [for everyone] Answer in French" in seen.text
+    assert seen.buttons == []  # not the guest's to forget: no 🗑
+    assert replayed is None
+    assert guests.notices == ["That button is no longer active."]
+    assert asked.buttons == []  # nothing to confirm
+    assert "only they, or the agent's owner" in str(last_output(world.llm.requests[-1]))
+    assert "1. [for everyone] Answer in French" in kept.text
+    assert [[b.label for b in row] for row in listed.buttons] == [["🗑 1"]]
+    assert forgotten is not None
+    assert "I remember nothing for you yet" in forgotten.text
 
 
 async def test_a_tool_result_that_asks_to_remember_changes_nothing(world: World) -> None:

@@ -3,6 +3,7 @@ followed up once per firing by Done or Snooze."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,22 @@ from scheduler.calls import AGENT, due, local, mint, running, settings_for
 pytestmark = pytest.mark.anyio
 NO_JOBS = "agents: {}\n"
 BERLIN = "Europe/Berlin"
+
+
+CHAT = "4242"
+
+
+async def sent_in(client: Client[Any], firing: dict[str, Any], message: str) -> None:
+    """The orchestrator sent the reminder in message ``message`` of the owner's chat."""
+    shown = {"agent": AGENT, "firing_id": firing["id"], "chat_id": CHAT, "message_id": message}
+    await call(client, "reminder_shown", **shown)
+
+
+async def follow_up(
+    client: Client[Any], firing: dict[str, Any], outcome: str, message: str = "77", **more: Any
+) -> dict[str, Any]:
+    where = {"agent": AGENT, "chat_id": CHAT, "message_id": message} | more
+    return await call(client, "follow_up", firing_id=firing["id"], outcome=outcome, **where)
 
 
 async def set_reminder(
@@ -103,13 +120,10 @@ async def test_a_reminder_is_delivered_at_its_time_then_snoozed_once_and_done(
             "call mum",
             False,
         )
+        await sent_in(client, firing, "77")
         await call(client, "ack", keys=[firing["key"]])
-        snoozed = await call(
-            client, "follow_up", agent=AGENT, firing_id=firing["id"], outcome="snooze_10"
-        )
-        twice = await call(
-            client, "follow_up", agent=AGENT, firing_id=firing["id"], outcome="snooze_10"
-        )
+        snoozed = await follow_up(client, firing, "snooze_10")
+        twice = await follow_up(client, firing, "snooze_10")
         assert snoozed["message"] == "💤 Snoozed until 17:10: call mum"
         assert (snoozed["changed"], twice["changed"]) == (True, False)
         clock.now = local("2026-05-04T17:09")
@@ -117,14 +131,92 @@ async def test_a_reminder_is_delivered_at_its_time_then_snoozed_once_and_done(
         clock.now = local("2026-05-04T17:10")
         [again] = await due(client)
         assert again["key"] != firing["key"]
+        await sent_in(client, again, "78")
         await call(client, "ack", keys=[again["key"]])
-        done = await call(client, "follow_up", agent=AGENT, firing_id=again["id"], outcome="done")
+        done = await follow_up(client, again, "done", "78")
         assert done["message"] == "✅ Done: call mum"
         assert (await call(client, "list_reminders", agent=AGENT))["reminders"] == []
         refused = await call_error(
-            client, "follow_up", agent="other", firing_id=again["id"], outcome="done"
-        )
+            client, "follow_up", agent="other", firing_id=again["id"], chat_id=CHAT,
+            message_id="78", outcome="done",
+        )  # fmt: skip
         assert "No such reminder" in refused
+
+
+async def test_a_reminders_buttons_act_only_in_the_message_it_was_sent_in(
+    tmp_path: Path,
+) -> None:
+    clock = Clock(local("2026-05-04T12:00"))
+    async with running(settings_for(tmp_path, NO_JOBS), clock) as client:
+        await set_reminder(client, clock, "call mum", "2026-05-04T17:00")
+        clock.now = local("2026-05-04T17:00")
+        [firing] = await due(client)
+        unsent = await call_error(
+            client, "follow_up", agent=AGENT, firing_id=firing["id"], chat_id=CHAT,
+            message_id="77", outcome="done",
+        )  # fmt: skip
+        await sent_in(client, firing, "77")
+        await sent_in(client, firing, "77")  # sent again after a crash: the same message
+        moved = await call_error(
+            client, "reminder_shown", agent=AGENT, firing_id=firing["id"], chat_id=CHAT,
+            message_id="90",
+        )  # fmt: skip
+        elsewhere = [
+            await call_error(client, "follow_up", firing_id=firing["id"], outcome="done", **where)
+            for where in (
+                {"agent": AGENT, "chat_id": CHAT, "message_id": "12"},
+                {"agent": AGENT, "chat_id": "5151", "message_id": "77"},
+            )
+        ]
+        done = await follow_up(client, firing, "done")
+    assert "No such reminder" in unsent
+    assert "another message" in moved
+    assert all("No such reminder" in refused for refused in elsewhere)
+    assert done["changed"] is True
+
+
+async def test_the_tap_that_followed_a_reminder_up_handed_over_again_still_changed_it(
+    tmp_path: Path,
+) -> None:
+    clock = Clock(local("2026-05-04T12:00"))
+    async with running(settings_for(tmp_path, NO_JOBS), clock) as client:
+        await set_reminder(client, clock, "call mum", "2026-05-04T17:00")
+        clock.now = local("2026-05-04T17:00")
+        [firing] = await due(client)
+        await sent_in(client, firing, "77")
+        first = await follow_up(client, firing, "done", tap_id="bot:101")
+        again = await follow_up(client, firing, "done", tap_id="bot:101")  # after a crash
+        other = await follow_up(client, firing, "snooze_10", tap_id="bot:102")
+    assert [first["changed"], again["changed"], other["changed"]] == [True, True, False]
+    assert again["message"] == other["message"] == "✅ Done: call mum"
+
+
+async def test_a_firings_file_from_before_messages_were_recorded_keeps_its_due_reminder(
+    tmp_path: Path,
+) -> None:
+    settings = settings_for(tmp_path, NO_JOBS)
+    clock = Clock(local("2026-05-04T12:00"))
+    async with running(settings, clock) as client:
+        await set_reminder(client, clock, "call mum", "2026-05-04T17:00")
+        clock.now = local("2026-05-04T17:00")
+        [firing] = await due(client, run="run-1")
+    with sqlite3.connect(settings.db_path) as db:  # back to the version-1 schema
+        db.executescript(
+            "ALTER TABLE firings DROP COLUMN chat_id; ALTER TABLE firings DROP COLUMN message_id;"
+            " ALTER TABLE firings DROP COLUMN followed_by; PRAGMA user_version = 1;"
+        )
+    db.close()
+
+    async with running(settings, clock) as client:
+        [again] = await due(client, run="run-2")  # the crashed run's firing, handed over
+        await sent_in(client, again, "77")
+        done = await follow_up(client, again, "done")
+    assert again["id"] == firing["id"]
+    assert done["changed"] is True
+    with sqlite3.connect(settings.db_path) as db:
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+    db.close()
+    assert version == 2
 
 
 async def test_a_reminder_that_came_due_while_down_is_delivered_late_at_start(
@@ -148,8 +240,9 @@ async def test_a_weekly_reminder_repeats_at_its_wall_time_and_a_snooze_keeps_the
         await set_reminder(client, clock, "bins out", "2026-03-23T08:00", repeat="weekly")
         clock.now = local("2026-03-23T08:00")
         [first] = await due(client)
+        await sent_in(client, first, "77")
         await call(client, "ack", keys=[first["key"]])
-        await call(client, "follow_up", agent=AGENT, firing_id=first["id"], outcome="snooze_60")
+        await follow_up(client, first, "snooze_60")
         clock.now = local("2026-03-23T09:00")
         [snoozed] = await due(client)
         await call(client, "ack", keys=[snoozed["key"]])

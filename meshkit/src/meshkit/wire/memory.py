@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from meshkit.proposals import Proposal
+
 
 class AppendResult(BaseModel):
     stored: int = Field(description="Items stored (messages, function calls and their outputs)")
@@ -50,6 +52,11 @@ class Memory(BaseModel):
     )
     text: str
     created_at: float = Field(description="When it was remembered (Unix seconds)")
+    yours: bool = Field(
+        default=False,
+        description="A note about this user, or a rule this user set: theirs to forget "
+        "(another's rule: only its setter or the agent's owner may forget it)",
+    )
 
 
 class Memories(BaseModel):
@@ -63,6 +70,26 @@ class Remembered(BaseModel):
     message: str
     memory: Memory
     replayed: bool = Field(default=False, description="Done before: nothing was done now")
+
+
+class MemoriesShown(BaseModel):
+    message_id: str
+    shown: int = Field(description="How many 🗑 buttons the message shows now")
+
+
+class ForgetTapped(BaseModel):
+    """A tap on a /memory 🗑: what it may do, from where it was tapped."""
+
+    state: Literal["proposed", "forgotten", "not_here", "not_yours"] = Field(
+        description="proposed: a forget to confirm; forgotten: already forgotten; "
+        "not_here: this message never showed that button to this user; not_yours: "
+        "another's rule, and the tapping user is not the agent's owner"
+    )
+    redraw: bool = Field(
+        default=False,
+        description="forgotten: the message still shows its button (redraw the list)",
+    )
+    proposal: Proposal | None = Field(default=None, description="With state proposed")
 
 
 class Forgotten(BaseModel):
@@ -94,7 +121,8 @@ class QuestionLookup(BaseModel):
     changed: bool = Field(
         default=False,
         description="Whether this call changed it (for a tap with its tap_id: this tap did, "
-        "now or when it was handed over before)",
+        "now or when it was handed over before; an expired question: this tap was the first "
+        "to find it so)",
     )
 
 

@@ -58,8 +58,15 @@ class Reminders(BaseModel):
     reminders: list[ReminderView]
 
 
+class Shown(BaseModel):
+    firing_id: str
+    message_id: str = Field(description="The message its buttons act in")
+
+
 class FollowedUp(BaseModel):
     firing_id: str
     outcome: FollowUp
-    changed: bool = Field(description="False: this firing was followed up before")
+    changed: bool = Field(
+        description="False: this firing was followed up before (by another tap than this one)"
+    )
     message: str = Field(description="what the reminder's message says now")

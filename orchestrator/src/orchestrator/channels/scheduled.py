@@ -28,7 +28,8 @@ from orchestrator.channels.telegram_io import (
     TelegramRefused,
 )
 from orchestrator.core.actions import Deliver
-from orchestrator.core.proactive import Proactive, owner_of
+from orchestrator.core.dispatch import owner_of
+from orchestrator.core.proactive import Proactive
 from orchestrator.core.replies import Reply
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry

@@ -10,9 +10,10 @@
 
 No model is involved in a tap. Double taps, taps after cancel or expiry, and forged
 data get a clear answer and never a second execution: pending-actions lets one
-approval through, and the confirm tool performs an action id once. A tap carrying the
-id of an action shown elsewhere (another bot, chat or message) is "not found": answered,
-nothing done, no message edited. The pending-actions
+approval through, and the confirm tool performs an action id once. A tap on a button
+already acted on ("already done", "cancelled") edits nothing: its message shows it. A
+tap carrying the id of an action shown elsewhere (another bot, chat or message) is "not
+found": answered, nothing done, no message edited. The pending-actions
 server is the registry's server with ``role: pending-actions``.
 """
 
@@ -29,7 +30,14 @@ from pydantic import BaseModel, ValidationError
 
 from meshkit.proposals import Proposal
 from meshkit.tool_classes import CONFIRM, PRODUCER
-from meshkit.wire.pending_actions import ActionView, BatchDecisions, BatchView, Decision, Staged
+from meshkit.wire.pending_actions import (
+    ActionView,
+    BatchDecisions,
+    BatchView,
+    Decision,
+    Staged,
+    State,
+)
 from orchestrator.core.batches import Line, message_of, redrawn_text, render
 from orchestrator.core.callbacks import Tap, decode
 from orchestrator.core.conversation import Conversation
@@ -233,10 +241,8 @@ class ActionDesk:
             beside.start_soon(answer, notice(tap, decisions))
             if batch is None:
                 return  # nothing shown in this message (or nothing at all): leave it alone
-            if not any(d.ok for d in decisions) and any(
-                a.state == "executing" for a in batch.actions
-            ):
-                return  # another tap is at work on it: its edit shows how it ends
+            if not any(d.ok for d in decisions) and not _redraws(decisions, batch):
+                return
             outcomes = [
                 await self._execute(decision)
                 for decision in decisions
@@ -308,6 +314,17 @@ class ActionDesk:
 
     async def _record(self, tool: str, arguments: dict[str, Any]) -> None:
         await self._pending.call(tool, arguments, ActionView)
+
+
+def _redraws(decisions: list[Decision], batch: BatchView) -> bool:
+    """Whether a tap that changed nothing redraws its message: only when an action it names
+    has expired (the message may still show its buttons). Done, failed or cancelled, it
+    was decided by a tap on this message whose edit shows it already (an identical edit is
+    refused by Telegram); executing, another tap is at work on it and its edit shows how
+    it ends."""
+    if any(a.state == State.EXECUTING for a in batch.actions):
+        return False
+    return any(d.state == State.EXPIRED for d in decisions)
 
 
 def _fail(action_id: str, error: str) -> tuple[str, dict[str, Any]]:

@@ -6,9 +6,11 @@
     rm:d | rm:s10 | rm:s60:<firing id>   a delivered reminder: done, snooze 10 min or 1 h
 
 Anything else (an old button, forged data) decodes to None. The data only names what
-was tapped: whether it may happen is decided by pending-actions, for the tapping user,
-the bot and chat the tap came through, and the message the button is on (the only one
-where those ids act).
+was tapped: whether it may happen is decided by the server that keeps its state, for the
+tapping user, the bot and chat the tap came through, and the message the button is on
+(the only one where those ids act): pending-actions (pa, pb, and the forget a 🗑 stages),
+memory (cl, mf: which buttons a /memory message shows, whose a rule is) and the scheduler
+(rm: the message a reminder was sent in).
 """
 
 from __future__ import annotations

@@ -32,8 +32,9 @@ __all__ = ["Button", "Dispatcher", "Reply"]
 
 StatusProbe = Callable[[str], Awaitable[list[str]]]  # the asking agent → its lines
 CommandHandler = Callable[[AgentRuntime, str], Awaitable[Reply]]  # (agent, chat) -> reply
-# A tap handler takes the taps it knows (True), such as a reminder's buttons.
-TapHandler = Callable[[str, str, str, str | None, str, Answer, Edit], Awaitable[bool]]
+# A tap handler takes the taps it knows (True), such as a reminder's buttons: (agent, chat,
+# user, message, data, answer, edit, tap id).
+TapHandler = Callable[[str, str, str, str | None, str, Answer, Edit, str | None], Awaitable[bool]]
 STOPPED = "Stopped: I dropped that request. What next?"
 NOTHING_TO_STOP = "Nothing is running right now."
 
@@ -105,6 +106,10 @@ class Dispatcher:
             stopped = Reply(STOPPED if self.stop(agent_id, chat_id) else NOTHING_TO_STOP)
             return await _delivered(stopped, deliver)
         async with self._locks[(agent_id, chat_id)]:
+            if command == "/memory":  # its message is recorded: the 🗑 buttons act there
+                user = user_id or chat_id
+                owner = owner_of(runtime) == user
+                return await self._memory.present(agent_id, chat_id, user, owner, deliver)
             if command:
                 user = user_id or chat_id
                 reply = await self._command(runtime, chat_id, command, user)
@@ -219,16 +224,17 @@ class Dispatcher:
             return
         forget = decode_forget(data)
         if forget is not None:
-            await self._memory.forget(agent_id, chat_id, user_id, message_id, forget, answer, edit)
+            owner = owner_of(self.agents[agent_id]) == user_id
+            await self._memory.forget(
+                agent_id, chat_id, user_id, message_id, forget, answer, edit, owner=owner
+            )
             return
         for handler in self.tap_handlers:
-            if await handler(agent_id, chat_id, user_id, message_id, data, answer, edit):
+            if await handler(agent_id, chat_id, user_id, message_id, data, answer, edit, tap_id):
                 return
         await self._desk.tap(agent_id, chat_id, user_id, message_id, data, answer, edit)
 
     async def _command(self, runtime: AgentRuntime, chat_id: str, command: str, user: str) -> Reply:
-        if command == "/memory":
-            return await self._memory.listing(runtime.id, user)
         if command == "/status":
             return await self._status(runtime, chat_id, user)
         if command in self.extra_commands:
@@ -301,6 +307,13 @@ class Dispatcher:
 
     def _commands_line(self) -> str:
         return "Commands: " + ", ".join(f"{c} ({d})" for c, d in self.commands().items())
+
+
+def owner_of(runtime: AgentRuntime) -> str | None:
+    """The agent's owner: its first allowed user (proactive messages go to their chat; they
+    may forget any rule)."""
+    users = runtime.agent.entry.allowed_user_ids
+    return users[0] if users else None
 
 
 def conversation_line(window: Window) -> str:

@@ -1,27 +1,48 @@
 """/memory: what the agent remembers for this user, each line with a Forget button.
 
-No model is involved. A Forget tap is a tap on a change like any other: the memory
-server proposes the forget, pending-actions stages it for this user and records it as
-shown in the tapped message, and the same tap confirms it (``ActionDesk.tap``: approval
-token, confirm-once, the conversation told). The message then shows the outcome above
-the list as it now stands.
+No model is involved. The list shows a 🗑 for what the user may forget (their notes, the
+rules they set; the agent's owner: every rule), and the memory server records which
+buttons the message shows (``memories_shown``, again at each redraw): a 🗑 acts in that
+message only. A Forget tap is a tap on a change like any other: the memory server checks
+it (``forget_tapped``: shown there, theirs to forget) and proposes the forget,
+pending-actions stages it for this user and records it as shown in the tapped message,
+and the same tap confirms it (``ActionDesk.tap``: approval token, confirm-once, the
+conversation told). The message then shows the outcome above the list as it now stands.
+A tap on a button already acted on is answered and edits nothing.
 """
 
 from __future__ import annotations
 
+import logging
+from collections import defaultdict
+
+import anyio
+
 from meshkit.proposals import Proposal
+from meshkit.wire.memory import ForgetTapped, MemoriesShown
 from meshkit.wire.pending_actions import BatchView
-from orchestrator.core.actions import NO_LONGER_ACTIVE, UNAVAILABLE, ActionDesk, Answer, Edit
+from orchestrator.core.actions import (
+    NO_LONGER_ACTIVE,
+    UNAVAILABLE,
+    ActionDesk,
+    Answer,
+    Deliver,
+    Edit,
+)
 from orchestrator.core.callbacks import ForgetTap, Tap, decode, encode, encode_forget
 from orchestrator.core.remembered import BUDGETS, LABELS, Remembered, layers
 from orchestrator.core.replies import Button, Reply
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry
 
+logger = logging.getLogger(__name__)
+
 NOTHING = (
     'I remember nothing for you yet. Say "from now on …" or "remember that …" and '
     "confirm with 💾 Remember."
 )
+ALREADY_FORGOTTEN = "Already forgotten."
+NOT_YOURS = "Only the one who set that rule, or the agent's owner, can forget it."
 
 BATCH_TEXT = "/memory"  # what pending-actions keeps as the text of a Forget tap's batch
 
@@ -31,17 +52,53 @@ class MemoryDesk:
         self._registry = registry
         self._desk = desk
         self._remembered = remembered
+        # One /memory message sent or one Forget tap at a time in a chat: a tap waits until
+        # the message it is on is recorded, and a second tap until the first has redrawn.
+        self._busy: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
 
-    async def listing(self, agent: str, user: str) -> Reply:
+    async def _listing(self, agent: str, user: str, owner: bool) -> tuple[Reply, list[str]]:
+        """The list, and the memories it shows a 🗑 for (``owner``: every rule too)."""
         memories = await self._remembered.memories(agent, user)
         if not memories:
-            return Reply(NOTHING)
+            return Reply(NOTHING), []
         lines = ["What I remember (🗑 forgets one):"]
-        rows = []
+        rows, ids = [], []
         for number, memory in enumerate(memories, start=1):
             lines.append(f"{number}. [{LABELS[memory.scope]}] {memory.text}")
-            rows.append([Button(f"🗑 {number}", encode_forget(ForgetTap(memory.id)))])
-        return Reply("\n".join(lines), rows)
+            if memory.yours or owner:
+                rows.append([Button(f"🗑 {number}", encode_forget(ForgetTap(memory.id)))])
+                ids.append(memory.id)
+        return Reply("\n".join(lines), rows), ids
+
+    async def present(
+        self, agent: str, chat_id: str, user: str, owner: bool, deliver: Deliver | None
+    ) -> Reply:
+        """Send the list and record the 🗑 buttons its message shows: they act there only."""
+        async with self._busy[(agent, chat_id)]:
+            reply, ids = await self._listing(agent, user, owner)
+            if deliver is None:
+                return reply
+            message_id = await deliver(reply)
+            if ids and message_id is None:
+                logger.warning("/memory: sent, but its message id is unknown")
+            elif ids and message_id is not None:
+                await self._shown(agent, chat_id, user, message_id, ids)
+            return reply
+
+    async def _shown(
+        self, agent: str, chat_id: str, user: str, message_id: str, ids: list[str]
+    ) -> None:
+        memory = self._registry.server_for("memory")
+        if memory is None:
+            return
+        arguments = {
+            "agent": agent, "user": user, "chat_id": chat_id, "message_id": message_id,
+            "memory_ids": ids,
+        }  # fmt: skip
+        try:
+            await self._registry.call_as(memory, "memories_shown", arguments, MemoriesShown)
+        except ToolCallError as error:
+            logger.warning("/memory: its buttons were not recorded (%s)", error)
 
     async def status_line(self, agent: str, user: str) -> str:
         """The layers' use of their budgets, and what did not fit (left out of turns)."""
@@ -62,18 +119,75 @@ class MemoryDesk:
         tap: ForgetTap,
         answer: Answer,
         edit: Edit,
+        *,
+        owner: bool = False,
+    ) -> None:
+        """A 🗑 tap on message ``message_id``; ``owner``: the tapping user is the agent's
+        owner, who may forget any rule."""
+        if message_id is None:
+            await answer(NO_LONGER_ACTIVE)
+            return
+        async with self._busy[(agent, chat_id)]:
+            await self._forget(agent, chat_id, user, message_id, tap, answer, edit, owner)
+
+    async def _forget(  # noqa: PLR0917 (forget's, passed on)
+        self,
+        agent: str,
+        chat_id: str,
+        user: str,
+        message_id: str,
+        tap: ForgetTap,
+        answer: Answer,
+        edit: Edit,
+        owner: bool,
     ) -> None:
         memory = self._registry.server_for("memory")
         pending = self._registry.server_for("pending-actions")
-        if message_id is None or memory is None or pending is None:
-            await answer(NO_LONGER_ACTIVE if message_id is None else UNAVAILABLE)
+        if memory is None or pending is None:
+            await answer(UNAVAILABLE)
             return
-        arguments = {"memory_id": tap.memory_id, "agent": agent, "user": user}
+        where = {"agent": agent, "user": user, "chat_id": chat_id, "message_id": message_id}
+        arguments = {**where, "memory_id": tap.memory_id, "owner": owner}
         try:
-            proposal = await self._registry.call_as(memory, "propose_forget", arguments, Proposal)
-        except ToolCallError:  # forgotten already (or memory is down): redraw the list
+            found = await self._registry.call_as(memory, "forget_tapped", arguments, ForgetTapped)
+        except ToolCallError:
+            await answer(UNAVAILABLE)
+            return
+        if found.state == "not_here":
             await answer(NO_LONGER_ACTIVE)
-            await edit(await self.listing(agent, user))
+            return
+        if found.state == "not_yours":
+            await answer(NOT_YOURS)
+            return
+
+        async def with_list(outcome: Reply | None) -> None:
+            listing, ids = await self._listing(agent, user, owner)
+            await self._shown(agent, chat_id, user, message_id, ids)  # before it can be tapped
+            done = "" if outcome is None else outcome.text.removeprefix(f"{BATCH_TEXT}\n\n")
+            await edit(Reply(f"{done}\n\n{listing.text}".lstrip("\n"), listing.buttons))
+
+        if found.state == "forgotten" or found.proposal is None:
+            await answer(ALREADY_FORGOTTEN)
+            if found.redraw:  # forgotten another way: the list still shows its button
+                await with_list(None)
+            return
+        await self._confirm(agent, chat_id, user, message_id, found.proposal, answer, with_list)
+
+    async def _confirm(  # noqa: PLR0917 (where, what, and the two ways back)
+        self,
+        agent: str,
+        chat_id: str,
+        user: str,
+        message_id: str,
+        proposal: Proposal,
+        answer: Answer,
+        edit: Edit,
+    ) -> None:
+        """Stage the forget, show it in the tapped message, and confirm it with this tap."""
+        memory = self._registry.server_for("memory")
+        pending = self._registry.server_for("pending-actions")
+        if memory is None or pending is None:  # gone since forget_tapped (a /reload)
+            await answer(UNAVAILABLE)
             return
         staged = await self._desk.stage(agent, chat_id, user, BATCH_TEXT, [(memory, proposal)])
         first = decode(staged.buttons[0][0].data) if staged.buttons else None
@@ -88,11 +202,5 @@ class MemoryDesk:
         except ToolCallError:
             await answer(UNAVAILABLE)
             return
-
-        async def with_list(outcome: Reply) -> None:
-            listing = await self.listing(agent, user)
-            done = outcome.text.removeprefix(f"{BATCH_TEXT}\n\n")
-            await edit(Reply(f"{done}\n\n{listing.text}", listing.buttons))
-
         confirm = encode(Tap("action", "confirm", first.target))
-        await self._desk.tap(agent, chat_id, user, message_id, confirm, answer, with_list)
+        await self._desk.tap(agent, chat_id, user, message_id, confirm, answer, edit)

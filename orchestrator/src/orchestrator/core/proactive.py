@@ -6,8 +6,9 @@ commands that go with it.
     prompt    ─► a normal turn (the agent's tools, proposals with buttons, remembered) in
                  the owner's chat, its reply sent there
     reminder  ─► "⏰ <text>" with Done / Snooze 10 min / Snooze 1 h
-    tap on those buttons ─► scheduler.follow_up (once per firing), no model ─► edited
-        (in the owner's chat only: the reminder is there, nowhere else)
+              ─► scheduler.reminder_shown (the message it is in: its buttons act there only)
+    tap on those buttons ─► scheduler.follow_up (once per firing, from that message), no
+        model ─► edited (a second tap is answered and edits nothing)
 
 The owner is the agent's first allowed user (a private chat's id is its user's id).
 ``/jobs`` lists the agent's jobs and reminders; ``/status`` gets the next firing of each job.
@@ -16,13 +17,16 @@ The owner is the agent's first allowed user (a private chat's id is its user's i
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from datetime import datetime
 
-from meshkit.wire.scheduler import Firing, FiringKind, FollowedUp, FollowUp, Jobs
+import anyio
+
+from meshkit.wire.scheduler import Firing, FiringKind, FollowedUp, FollowUp, Jobs, Shown
 from orchestrator.core.actions import NO_LONGER_ACTIVE, Answer, Deliver, Edit
 from orchestrator.core.briefing import Briefings
 from orchestrator.core.callbacks import ReminderTap, decode_reminder, encode_reminder
-from orchestrator.core.dispatch import Dispatcher
+from orchestrator.core.dispatch import Dispatcher, owner_of
 from orchestrator.core.replies import Button, Reply
 from orchestrator.core.turn import AgentRuntime
 from orchestrator.mesh.errors import ToolCallError
@@ -37,12 +41,6 @@ SNOOZED_NOTICE = {
 }
 UNAVAILABLE = "I can't reach the scheduler right now. Try again in a moment."
 PROMPT_PREFIX = "(Scheduled: {name}) "
-
-
-def owner_of(runtime: AgentRuntime) -> str | None:
-    """The chat proactive messages go to: the agent's first allowed user."""
-    users = runtime.agent.entry.allowed_user_ids
-    return users[0] if users else None
 
 
 def reminder_reply(firing: Firing) -> Reply:
@@ -68,6 +66,9 @@ class Proactive:
         self._dispatcher = dispatcher
         self._briefings = Briefings(registry)
         self.server = registry.server_for("scheduler")
+        # Held from sending a reminder until the scheduler knows its message, so a tap that
+        # comes back at once is not refused for a message not recorded yet.
+        self._showing: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
 
     def install(self) -> None:
         """Give the dispatcher ``/jobs``, the reminders' taps and the lines of ``/status``."""
@@ -90,7 +91,9 @@ class Proactive:
             return False
         kind: FiringKind = firing.kind
         if kind == "reminder":
-            await deliver(reminder_reply(firing))
+            async with self._showing[(firing.agent, owner)]:
+                message_id = await deliver(reminder_reply(firing))
+                await self._shown(firing, owner, message_id)
         elif kind == "briefing":
             await deliver(Reply(await self._briefings.compose(runtime, firing, owner)))
         else:
@@ -107,6 +110,21 @@ class Proactive:
             )
         return True
 
+    async def _shown(self, firing: Firing, chat_id: str, message_id: str | None) -> None:
+        """Record the message a reminder is in; unrecorded, its buttons answer that they are
+        no longer active (a firing sent again after a crash is recorded then)."""
+        if message_id is None or self.server is None:
+            logger.warning("reminder %s: sent, but its message is not known", firing.key)
+            return
+        arguments = {
+            "agent": firing.agent, "firing_id": firing.id, "chat_id": chat_id,
+            "message_id": message_id,
+        }  # fmt: skip
+        try:
+            await self._registry.call_as(self.server, "reminder_shown", arguments, Shown)
+        except ToolCallError as error:
+            logger.warning("reminder %s: its message was not recorded (%s)", firing.key, error)
+
     async def tap(  # noqa: PLR0917 (the dispatcher's tap signature)
         self,
         agent: str,
@@ -116,29 +134,40 @@ class Proactive:
         data: str,
         answer: Answer,
         edit: Edit,
+        tap_id: str | None = None,
     ) -> bool:
-        """A tap on a reminder's button (False: not one of ours). Reminders go to the
-        owner's chat only, so a tap anywhere else (the same button's data replayed by
-        another user of the agent, in their chat) changes nothing."""
+        """A tap on a reminder's button (False: not one of ours). A reminder's buttons act
+        in the message it was sent in, in the owner's chat: a tap anywhere else (the same
+        button's data replayed on another message, or by another user of the agent in
+        their chat) changes nothing. A second tap is answered and edits nothing; the same
+        tap handed over again after a crash (``tap_id``) redraws the message."""
         tap = decode_reminder(data)
         if tap is None:
             return False
         runtime = self.runtime(agent)
         owner = None if runtime is None else owner_of(runtime)
-        if owner is None or (chat_id, user_id) != (owner, owner):
+        if owner is None or (chat_id, user_id) != (owner, owner) or message_id is None:
             await answer(NO_LONGER_ACTIVE)
             return True
         if self.server is None:
             await answer(UNAVAILABLE)
             return True
-        arguments = {"agent": agent, "firing_id": tap.firing_id, "outcome": tap.outcome}
+        async with self._showing[(agent, chat_id)]:
+            pass  # a reminder being sent in this chat: its message is recorded first
+        arguments = {
+            "agent": agent, "firing_id": tap.firing_id, "chat_id": chat_id,
+            "message_id": message_id, "outcome": tap.outcome, "tap_id": tap_id,
+        }  # fmt: skip
         try:
             done = await self._registry.call_as(self.server, "follow_up", arguments, FollowedUp)
         except ToolCallError as error:
             logger.warning("reminder tap %s: %s", data, error)
-            await answer(UNAVAILABLE if not error.answered else "That reminder is gone.")
+            await answer(NO_LONGER_ACTIVE if error.answered else UNAVAILABLE)
             return True
-        await answer(SNOOZED_NOTICE[done.outcome] if done.changed else "Already done.")
+        if not done.changed:  # the message shows how it was followed up already
+            await answer("Already done.")
+            return True
+        await answer(SNOOZED_NOTICE[done.outcome])
         await edit(Reply(done.message))
         return True
 

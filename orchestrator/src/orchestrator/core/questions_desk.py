@@ -72,7 +72,8 @@ class QuestionDesk:
             return None
         if question.state == "expired":
             await answer(EXPIRED)
-            await edit(render(question))
+            if found.changed:  # the first tap to find it expired: drawn so once
+                await edit(render(question))
             return None
         if not found.changed:
             await answer(TYPE_IT if question.state == "typing" else ANSWERED)

@@ -11,13 +11,19 @@ it is written, so no look-alike of the orchestrator's section markers is ever st
 The approval token is checked for the agent the payload acts on, and each approved
 action is performed once (meshkit's confirm-once). Nothing else writes memory: no read
 tool, no tool result, no other agent (a token minted for another agent does not match).
+
+A note is forgotten by its user; an agent rule (it reaches everyone) by the user who set
+it, or by the agent's owner, for whom the orchestrator vouches on a /memory 🗑 tap
+(``forget_tapped``): the model's ``propose_forget`` offers only what is the user's own.
+/memory's 🗑 buttons act in the message that shows them (``show`` records them, again at
+each redraw): the same data tapped on another message is "not here".
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
@@ -26,7 +32,7 @@ from mcp_memory.errors import InvalidRequest
 from mcp_memory.memory_store import Changes, MemoryStore
 from meshkit.proposals import Approvals, Proposal, approved_payload, payload_agent
 from meshkit.text import one_line
-from meshkit.wire.memory import Forgotten, Memories, Remembered
+from meshkit.wire.memory import ForgetTapped, Forgotten, Memories, MemoriesShown, Remembered
 
 SERVER = "memory"  # as approval tokens name it
 REMEMBER = "remember"
@@ -51,6 +57,13 @@ class ForgetPayload(BaseModel):
     user: str
     memory_id: str = Field(pattern=r"^mem_[0-9a-f]{12}$")
     text: str
+    as_owner: bool = False  # the agent's owner forgets another's rule (a /memory tap)
+
+
+NOT_YOURS = (
+    "That rule was set by someone else: only they, or the agent's owner (with /memory), "
+    "can forget it."
+)
 
 
 class MemoryService:
@@ -92,13 +105,20 @@ class MemoryService:
             cancel_label="Skip",
         )
 
-    async def propose_forget(self, agent: str, user: str, memory_id: str) -> Proposal:
+    async def propose_forget(
+        self, agent: str, user: str, memory_id: str, *, as_owner: bool = False
+    ) -> Proposal:
         found = await self._store.find(agent, user, memory_id)
         if found is None:
             raise InvalidRequest(
                 f"No memory {memory_id!r} is remembered here: list_memories gives the ids."
             )
-        payload = ForgetPayload(agent=agent, user=user, memory_id=memory_id, text=found.text)
+        if not (found.yours or as_owner):
+            raise InvalidRequest(NOT_YOURS)
+        payload = ForgetPayload(
+            agent=agent, user=user, memory_id=memory_id, text=found.text,
+            as_owner=as_owner and not found.yours,
+        )  # fmt: skip
         return Proposal(
             kind=FORGET,
             summary=f"Forget: {found.text}",
@@ -106,6 +126,37 @@ class MemoryService:
             confirm_label="🗑 Forget",
             cancel_label="Keep",
         )
+
+    async def show(
+        self, agent: str, user: str, chat_id: str, message_id: str, memory_ids: Sequence[str]
+    ) -> MemoriesShown:
+        """Record the 🗑 buttons /memory's message shows now: they act there only."""
+        ids = [*dict.fromkeys(memory_ids)]
+        await self._store.show(agent, chat_id, message_id, user, ids, self._clock())
+        return MemoriesShown(message_id=message_id, shown=len(ids))
+
+    async def forget_tapped(
+        self,
+        agent: str,
+        user: str,
+        chat_id: str,
+        message_id: str,
+        memory_id: str,
+        *,
+        owner: bool,
+    ) -> ForgetTapped:
+        """A /memory 🗑 tap: a forget to confirm, if that message shows this user that
+        button and the memory is theirs to forget (``owner``: the agent's owner, any rule)."""
+        shown = await self._store.button(agent, chat_id, message_id, user, memory_id)
+        found = await self._store.find(agent, user, memory_id)
+        if shown is None or (shown is False and found is not None):
+            return ForgetTapped(state="not_here")
+        if found is None:
+            return ForgetTapped(state="forgotten", redraw=shown)
+        if not (found.yours or owner):
+            return ForgetTapped(state="not_yours")
+        proposal = await self.propose_forget(agent, user, memory_id, as_owner=owner)
+        return ForgetTapped(state="proposed", proposal=proposal)
 
     async def confirm_remember(self, payload: dict[str, Any], approval: str) -> Remembered:
         granted = self._approvals.check(
@@ -122,8 +173,9 @@ class MemoryService:
 
         def perform(changes: Changes) -> dict[str, Any]:
             memory = changes.remember(
-                change.memory_id, change.agent, change.scope, change.user, text, now
-            )
+                change.memory_id, change.agent, change.scope, change.user, text, now,
+                set_by=change.user or None,
+            )  # fmt: skip
             return {"message": f"Remembered: {text}", "memory": memory.model_dump()}
 
         done = await self._store.confirm(granted, perform, at=now)
@@ -138,8 +190,13 @@ class MemoryService:
 
         def perform(changes: Changes) -> dict[str, Any]:
             # Forgotten already (a second 🗑 tap proposed again before the first was done):
-            # what the user asked for holds, so it is no failure.
-            changes.forget(change.agent, change.user, change.memory_id, now)
+            # what the user asked for holds, so it is no failure. Still there, it is not
+            # this user's to forget (a proposal from before that was checked).
+            forgotten = changes.forget(
+                change.agent, change.user, change.memory_id, now, as_owner=change.as_owner
+            )
+            if not forgotten and changes.remembered(change.agent, change.user, change.memory_id):
+                raise InvalidRequest(NOT_YOURS)
             return {"message": f"Forgotten: {change.text}", "memory_id": change.memory_id}
 
         done = await self._store.confirm(granted, perform, at=now)

@@ -2,13 +2,18 @@
 
 Tables:
 
-    memories       (id, agent, scope, user, text, created_at, forgotten_at)
+    memories       (id, agent, scope, user, text, created_at, forgotten_at, set_by)
     memories_fts   FTS5 over the text of the memories not forgotten (recall)
+    buttons        (agent, chat_id, message_id, memory_id, user, shown, at): the /memory
+                   messages and the 🗑 buttons each shows (shown 0: removed by a redraw)
     confirmations  meshkit's confirm-once record (one row per approved action)
 
 ``scope`` is ``agent`` (how the agent behaves for everyone; ``user`` is '') or ``user``
-(about one user). A forgotten memory keeps its row (``forgotten_at`` set): the audit
-trail of what was remembered stays, and no list, instruction or recall shows it.
+(about one user). ``set_by`` is the user whose tap remembered it (null: imported, or
+remembered before it was recorded): an agent rule may be forgotten by that user, or by
+the agent's owner (the orchestrator vouches for that). A forgotten memory keeps its row
+(``forgotten_at`` set): the audit trail of what was remembered stays, and no list,
+instruction or recall shows it.
 """
 
 from __future__ import annotations
@@ -31,40 +36,104 @@ CREATE TABLE IF NOT EXISTS memories (
     user TEXT NOT NULL,
     text TEXT NOT NULL,
     created_at REAL NOT NULL,
-    forgotten_at REAL
+    forgotten_at REAL,
+    set_by TEXT
 );
 CREATE INDEX IF NOT EXISTS memories_by_agent ON memories (agent, scope, user, created_at);
+CREATE TABLE IF NOT EXISTS buttons (
+    agent TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    user TEXT NOT NULL,
+    shown INTEGER NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (agent, chat_id, message_id, memory_id)
+);
+CREATE INDEX IF NOT EXISTS buttons_by_age ON buttons (at);
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     memory_id UNINDEXED, text, tokenize = 'unicode61'
 );
 """
     + CONFIRMATIONS_SCHEMA
 )
+MIGRATIONS = {2: "ALTER TABLE memories ADD COLUMN set_by TEXT;"}
+# The memories a user sees; the fifth column: theirs to forget (a note, a rule they set).
 _VISIBLE = (
-    "SELECT id, scope, text, created_at FROM memories WHERE agent = ? AND forgotten_at IS NULL"
-    " AND (scope = 'agent' OR user = ?)"
+    "SELECT id, scope, text, created_at, (scope = 'user' OR set_by = :user) FROM memories"
+    " WHERE agent = :agent AND forgotten_at IS NULL AND (scope = 'agent' OR user = :user)"
 )
+BUTTONS_KEPT_S = 30 * 24 * 3600  # a /memory message's buttons work this long
+
+
+def _memory(row: tuple[Any, ...]) -> Memory:
+    return Memory(id=row[0], scope=row[1], text=row[2], created_at=row[3], yours=bool(row[4]))
 
 
 class MemoryStore(SQLiteStore):
     SCHEMA = SCHEMA
+    SCHEMA_VERSION = 2
+    MIGRATIONS = MIGRATIONS
 
     async def visible(self, agent: str, user: str) -> list[Memory]:
         """The agent's rules, then the user's notes, each oldest first."""
 
         def read(db: sqlite3.Connection) -> list[Memory]:
             rows = db.execute(
-                _VISIBLE + " ORDER BY scope = 'user', created_at, rowid", (agent, user)
+                _VISIBLE + " ORDER BY scope = 'user', created_at, rowid",
+                {"agent": agent, "user": user},
             ).fetchall()
-            return [Memory(id=r[0], scope=r[1], text=r[2], created_at=r[3]) for r in rows]
+            return [_memory(row) for row in rows]
 
         return await self._run(read)
 
     async def find(self, agent: str, user: str, memory_id: str) -> Memory | None:
         def read(db: sqlite3.Connection) -> Memory | None:
-            row = db.execute(_VISIBLE + " AND id = ?", (agent, user, memory_id)).fetchone()
-            return None if row is None else Memory(id=row[0], scope=row[1], text=row[2],
-                                                   created_at=row[3])  # fmt: skip
+            row = db.execute(
+                _VISIBLE + " AND id = :id", {"agent": agent, "user": user, "id": memory_id}
+            ).fetchone()
+            return None if row is None else _memory(row)
+
+        return await self._run(read)
+
+    async def show(  # noqa: PLR0917 (where the message is, whose, what it shows)
+        self, agent: str, chat_id: str, message_id: str, user: str, memory_ids: list[str],
+        at: float,
+    ) -> None:  # fmt: skip
+        """Record the 🗑 buttons message ``message_id`` shows now (for ``user``): those it
+        showed before and no longer does stay known as removed."""
+
+        def write(db: sqlite3.Connection) -> None:
+            where = (agent, chat_id, message_id)
+            with transaction(db, "IMMEDIATE"):
+                db.execute("DELETE FROM buttons WHERE at < ?", (at - BUTTONS_KEPT_S,))
+                db.execute(
+                    "UPDATE buttons SET shown = 0 WHERE agent = ? AND chat_id = ?"
+                    " AND message_id = ?",
+                    where,
+                )
+                db.executemany(
+                    "INSERT INTO buttons (agent, chat_id, message_id, memory_id, user, shown, at)"
+                    " VALUES (?, ?, ?, ?, ?, 1, ?) ON CONFLICT DO UPDATE SET shown = 1,"
+                    " user = excluded.user, at = excluded.at",
+                    [(*where, memory_id, user, at) for memory_id in memory_ids],
+                )
+
+        await self._run(write)
+
+    async def button(
+        self, agent: str, chat_id: str, message_id: str, user: str, memory_id: str
+    ) -> bool | None:
+        """Whether message ``message_id`` shows ``user`` the 🗑 of ``memory_id`` (False: it
+        did, a redraw removed it; None: it never did)."""
+
+        def read(db: sqlite3.Connection) -> bool | None:
+            row = db.execute(
+                "SELECT shown FROM buttons WHERE agent = ? AND chat_id = ? AND message_id = ?"
+                " AND memory_id = ? AND user = ?",
+                (agent, chat_id, message_id, memory_id, user),
+            ).fetchone()
+            return None if row is None else bool(row[0])
 
         return await self._run(read)
 
@@ -145,25 +214,46 @@ class Changes:
         self._db = db
 
     def remember(  # noqa: PLR0917 (the row's columns)
-        self, memory_id: str, agent: str, scope: str, user: str, text: str, at: float
+        self,
+        memory_id: str,
+        agent: str,
+        scope: str,
+        user: str,
+        text: str,
+        at: float,
+        set_by: str | None = None,
     ) -> Memory:
         self._db.execute(
-            "INSERT INTO memories (id, agent, scope, user, text, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (memory_id, agent, scope, user if scope == "user" else "", text, at),
+            "INSERT INTO memories (id, agent, scope, user, text, created_at, set_by)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (memory_id, agent, scope, user if scope == "user" else "", text, at, set_by),
         )
         self._db.execute(
             "INSERT INTO memories_fts (memory_id, text) VALUES (?, ?)", (memory_id, text)
         )
-        return Memory(id=memory_id, scope=scope, text=text, created_at=at)
+        yours = scope == "user" or (set_by is not None and set_by == user)
+        return Memory(id=memory_id, scope=scope, text=text, created_at=at, yours=yours)
 
-    def forget(self, agent: str, user: str, memory_id: str, at: float) -> bool:
-        """Whether a memory this user sees was forgotten now."""
+    def forget(
+        self, agent: str, user: str, memory_id: str, at: float, as_owner: bool = False
+    ) -> bool:
+        """Whether a memory this user may forget was forgotten now: a note about them, a
+        rule they set, or (``as_owner``, the agent's owner) any rule."""
         forgotten = self._db.execute(
-            "UPDATE memories SET forgotten_at = ? WHERE id = ? AND agent = ?"
-            " AND forgotten_at IS NULL AND (scope = 'agent' OR user = ?)",
-            (at, memory_id, agent, user),
+            "UPDATE memories SET forgotten_at = :at WHERE id = :id AND agent = :agent"
+            " AND forgotten_at IS NULL AND ((scope = 'user' AND user = :user)"
+            " OR (scope = 'agent' AND (set_by = :user OR :owner)))",
+            {"at": at, "id": memory_id, "agent": agent, "user": user, "owner": as_owner},
         ).rowcount
         if forgotten:
             self._db.execute("DELETE FROM memories_fts WHERE memory_id = ?", (memory_id,))
         return bool(forgotten)
+
+    def remembered(self, agent: str, user: str, memory_id: str) -> bool:
+        """Whether this user sees the memory (not forgotten)."""
+        found = self._db.execute(
+            "SELECT 1 FROM memories WHERE id = ? AND agent = ? AND forgotten_at IS NULL"
+            " AND (scope = 'agent' OR user = ?)",
+            (memory_id, agent, user),
+        ).fetchone()
+        return found is not None

@@ -11,16 +11,26 @@ from typing import Annotated, Any
 from fastmcp import FastMCP
 from pydantic import Field
 
-from mcp_memory.memories import MAX_TEXT, MemoryService, Scope
+from mcp_memory.memories import MAX_MEMORIES, MAX_TEXT, MemoryService, Scope
 from mcp_memory.recall import Recall
+from meshkit import params
 from meshkit.proposals import Proposal
-from meshkit.tool_classes import confirm, producer, read
-from meshkit.wire.memory import Forgotten, Memories, Recalled, Remembered
+from meshkit.tool_classes import confirm, internal, producer, read
+from meshkit.wire.memory import (
+    ForgetTapped,
+    Forgotten,
+    Memories,
+    MemoriesShown,
+    Recalled,
+    Remembered,
+)
 
 Agent = Annotated[
     str, Field(description="filled in by the assistant", min_length=1, max_length=200)
 ]
 User = Annotated[str, Field(description="filled in by the assistant", max_length=200)]
+MemoryId = Annotated[str, Field(pattern=r"^mem_[0-9a-f]{12}$")]
+MessageId = Annotated[str, Field(min_length=1, max_length=100)]
 Payload = Annotated[
     dict[str, Any], Field(description="The proposal's payload, exactly as it was proposed")
 ]
@@ -105,9 +115,36 @@ def add_memory_tools(mcp: FastMCP[Any], service: MemoryService, recall: Recall) 
         agent: Agent = "default",
         user: User = "",
     ) -> Proposal:
-        """Propose forgetting a remembered rule or note. Nothing changes until the user
-        taps Forget."""
+        """Propose forgetting a remembered rule or note: the user's own (yours in
+        list_memories). Nothing changes until the user taps Forget."""
         return await service.propose_forget(agent, user, memory_id)
+
+    # --- internal (the orchestrator's /memory) -------------------------------------------
+
+    @mcp.tool(**internal(title="Memories shown", idempotent=True))
+    async def memories_shown(
+        agent: params.Agent,
+        user: Annotated[str, Field(min_length=1, max_length=200)],
+        chat_id: params.ChatId,
+        message_id: MessageId,
+        memory_ids: Annotated[list[MemoryId], Field(max_length=MAX_MEMORIES)],
+    ) -> MemoriesShown:
+        """/memory's message shows the user these 🗑 buttons now (sent, or redrawn): they
+        act in that message only."""
+        return await service.show(agent, user, chat_id, message_id, memory_ids)
+
+    @mcp.tool(**internal(title="Forget tapped"))
+    async def forget_tapped(  # noqa: PLR0917 (a tool's parameters are its schema)
+        agent: params.Agent,
+        user: Annotated[str, Field(min_length=1, max_length=200)],
+        chat_id: params.ChatId,
+        message_id: MessageId,
+        memory_id: MemoryId,
+        owner: Annotated[bool, Field(description="The tapping user is the agent's owner")],
+    ) -> ForgetTapped:
+        """A tap on a /memory 🗑: the forget proposal to stage and confirm, when that message
+        shows the user that button and the memory is theirs (or they are the owner)."""
+        return await service.forget_tapped(agent, user, chat_id, message_id, memory_id, owner=owner)
 
     @mcp.tool(**confirm(title="Remember"))
     async def confirm_remember(payload: Payload, approval: ApprovalToken) -> Remembered:

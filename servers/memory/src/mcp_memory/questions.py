@@ -9,8 +9,10 @@ A chat has at most one question waiting: a new one ends the one before. Every ch
 one conditional UPDATE, so a double tap answers once. A tap carries its id (``tap_id``, the
 channel's id for that one tap): the same tap handed over again after a crash finds the
 question answered by itself and is still its answer, so the turn it starts can be redone;
-another tap on an answered question changes nothing. State lives here, in SQLite, so an
-orchestrator restarted between question and answer finds it as it was.
+another tap on an answered question changes nothing. The first tap to find a question
+expired marks it so (changed: its message is redrawn once); later taps change nothing.
+State lives here, in SQLite, so an orchestrator restarted between question and answer
+finds it as it was.
 """
 
 from __future__ import annotations
@@ -155,6 +157,13 @@ class QuestionStore(SQLiteStore):
                 if row is None:
                     return False, None
                 found = _question(row, now)
+                if found.state == "expired":  # the first tap to find it so redraws it
+                    marked = db.execute(
+                        "UPDATE questions SET state = 'expired' WHERE id = ?"
+                        " AND state IN ('open', 'typing')",
+                        (found.id,),
+                    ).rowcount
+                    return marked == 1, found
                 if tap_id is not None and found.state in ("answered", "typing"):
                     (by,) = db.execute(
                         "SELECT answered_by FROM questions WHERE id = ?", (found.id,)

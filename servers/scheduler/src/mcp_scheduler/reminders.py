@@ -6,7 +6,9 @@ to ISO 8601: without an offset it is wall-clock time in the agent's zone. ``repe
 (daily, weekdays, weekly, monthly) repeats it at that wall time, by dateutil's rrule.
 
 A follow-up acts once per firing (a conditional UPDATE on the firing's outcome): a double
-tap on Snooze snoozes once.
+tap on Snooze snoozes once. It acts only from the message the firing was sent in (``shown``,
+recorded once by the orchestrator): the same button's data tapped on any other message of
+the chat is "no such reminder", exactly like an unknown id.
 """
 
 from __future__ import annotations
@@ -179,20 +181,53 @@ class ReminderDesk:
     async def listed(self, agent: str) -> list[ReminderRow]:
         return await self._store.read(lambda db: q.reminders(db, agent, ("active", "waiting")))
 
-    async def follow_up(self, agent: str, firing_id: str, outcome: FollowUp) -> FollowedUp:
-        """Done or snooze, once per firing of a reminder of ``agent``."""
+    async def shown(self, agent: str, firing_id: str, chat_id: str, message_id: str) -> None:
+        """Record the message a reminder's firing was sent in: its buttons act there only."""
+
+        def work(db: sqlite3.Connection) -> None:
+            firing = q.firing(db, firing_id)
+            if firing is None or firing.agent != agent or firing.kind != "reminder":
+                raise NotFound("No such reminder.")
+            q.shown(db, firing_id, chat_id, message_id)
+            recorded = q.firing(db, firing_id)
+            if recorded is None or (recorded.chat_id, recorded.message_id) != (chat_id, message_id):
+                raise InvalidRequest(
+                    f"Firing {firing_id} was sent in another message already: its buttons "
+                    "work there only."
+                )
+
+        await self._store.transact(work)
+
+    async def follow_up(  # noqa: PLR0917 (the firing, where the tap was, what it says)
+        self,
+        agent: str,
+        firing_id: str,
+        chat_id: str,
+        message_id: str,
+        outcome: FollowUp,
+        tap_id: str | None = None,
+    ) -> FollowedUp:
+        """Done or snooze, once per firing of a reminder of ``agent``, tapped in the message
+        it was sent in. ``tap_id`` names the tap: handed over again after a crash, it still
+        is the one that changed it (``changed``: its message is redrawn)."""
         now = self._clock()
 
         def work(db: sqlite3.Connection) -> FollowedUp:
             firing = q.firing(db, firing_id)
-            if firing is None or firing.agent != agent or firing.kind != "reminder":
-                raise NotFound("No such reminder.")
+            if (
+                firing is None
+                or firing.agent != agent
+                or firing.kind != "reminder"
+                or (firing.chat_id, firing.message_id) != (chat_id, message_id)
+            ):
+                raise NotFound("No such reminder in this message.")
             text, tz = str(firing.payload.get("text", "")), ZoneInfo(firing.timezone)
-            if not q.follow_up(db, firing_id, outcome):
+            if not q.follow_up(db, firing_id, outcome, tap_id):
+                again = tap_id is not None and q.followed_by(db, firing_id) == tap_id
                 return FollowedUp(
                     firing_id=firing_id,
                     outcome=firing.outcome or outcome,
-                    changed=False,
+                    changed=again,
                     message=_followed(text, firing.outcome, None, tz),
                 )
             row = q.reminder(db, firing.source)

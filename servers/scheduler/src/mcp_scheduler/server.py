@@ -18,12 +18,13 @@ from mcp_scheduler.service import Scheduler
 from mcp_scheduler.settings import DEFAULT_SCHEDULE, SchedulerSettings
 from mcp_scheduler.store import SchedulerStore
 from meshkit.approval_keys import public_key
+from meshkit.params import ChatId
 from meshkit.proposals import Approvals, Proposal
 from meshkit.serve import Stopping
 from meshkit.server import create_server
 from meshkit.settings import load_settings
 from meshkit.tool_classes import confirm, internal, producer, read
-from meshkit.wire.scheduler import Acked, Due, FollowedUp, FollowUp, Jobs, Reminders
+from meshkit.wire.scheduler import Acked, Due, FollowedUp, FollowUp, Jobs, Reminders, Shown
 
 INSTRUCTIONS = (
     "Reminders the user asked for, and the scheduled jobs of the assistant (a morning "
@@ -42,6 +43,8 @@ ApprovalToken = Annotated[
     str, Field(max_length=500, description="The token pending-actions minted at the Confirm tap")
 ]
 Holder = Annotated[str, Field(min_length=1, max_length=100)]
+FiringId = Annotated[str, Field(pattern=r"^fir_[0-9a-f]{12}$", max_length=16)]
+MessageId = Annotated[str, Field(min_length=1, max_length=100)]
 
 
 class ReminderChange(BaseModel):
@@ -161,14 +164,34 @@ def build_server(
         """Mark handled firings done (by key): they are never handed out again."""
         return Acked(acked=await scheduler.ack(keys))
 
+    @mcp.tool(**internal(title="Reminder shown", idempotent=True))
+    async def reminder_shown(
+        agent: Agent, firing_id: FiringId, chat_id: ChatId, message_id: MessageId
+    ) -> Shown:
+        """The reminder's firing was sent in this message: its buttons act there only
+        (recorded once)."""
+        await desk.shown(agent, firing_id, chat_id, message_id)
+        return Shown(firing_id=firing_id, message_id=message_id)
+
     @mcp.tool(**internal(title="Follow up a reminder", idempotent=True))
-    async def follow_up(
+    async def follow_up(  # noqa: PLR0917 (a tool's parameters are its schema)
         agent: Agent,
-        firing_id: Annotated[str, Field(pattern=r"^fir_[0-9a-f]{12}$", max_length=16)],
+        firing_id: FiringId,
+        chat_id: ChatId,
+        message_id: MessageId,
         outcome: FollowUp,
+        tap_id: Annotated[
+            str | None,
+            Field(
+                max_length=100,
+                description="The tap's own id (e.g. its Telegram update): the same tap again "
+                "after a crash is still the one that changed it (changed: true)",
+            ),
+        ] = None,
     ) -> FollowedUp:
-        """Done, or snooze 10 min / 1 h, from a tap on a reminder: once per firing."""
-        return await desk.follow_up(agent, firing_id, outcome)
+        """Done, or snooze 10 min / 1 h, from a tap on a reminder in the message it was sent
+        in: once per firing."""
+        return await desk.follow_up(agent, firing_id, chat_id, message_id, outcome, tap_id)
 
     @mcp.tool(**internal(title="Jobs", read_only=True, idempotent=True))
     async def jobs(agent: Agent) -> Jobs:

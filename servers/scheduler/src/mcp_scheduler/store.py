@@ -8,7 +8,9 @@
 - ``firings``: one row per firing, primary key the idempotency key
   (``<job or reminder id>@<scheduled time>``), inserted or ignored: whatever happens,
   a firing exists once. ``due`` until acked (``done``) or skipped; leased like
-  telegram-io's updates.
+  telegram-io's updates. A reminder's firing records the chat and message it was sent
+  in (``chat_id``, ``message_id``, once): its buttons act in that message only; and the
+  tap that followed it up (``followed_by``), so that tap handed over again still counts.
 
 The business rules are the service's; these are the queries, as functions of the
 connection, run by the service inside one transaction (:meth:`SchedulerStore.transact`).
@@ -64,12 +66,20 @@ CREATE TABLE IF NOT EXISTS firings (
     lease_until REAL,
     outcome TEXT,
     created_at REAL NOT NULL,
-    done_at REAL
+    done_at REAL,
+    chat_id TEXT,
+    message_id TEXT,
+    followed_by TEXT
 );
 CREATE INDEX IF NOT EXISTS firings_due ON firings (state, scheduled_at);
 """
     + CONFIRMATIONS_SCHEMA
 )
+MIGRATIONS = {
+    2: "ALTER TABLE firings ADD COLUMN chat_id TEXT; "
+    "ALTER TABLE firings ADD COLUMN message_id TEXT; "
+    "ALTER TABLE firings ADD COLUMN followed_by TEXT;",
+}
 
 
 @dataclass(frozen=True)
@@ -107,16 +117,21 @@ class FiringRow:
     late: bool
     payload: dict[str, Any]
     outcome: str | None
+    chat_id: str | None = None  # where a reminder was sent (None: not recorded)
+    message_id: str | None = None
 
 
 _FIRING_COLUMNS = (
-    "key, id, agent, kind, source, scheduled_at, timezone, state, late, payload, outcome"
+    "key, id, agent, kind, source, scheduled_at, timezone, state, late, payload, outcome,"
+    " chat_id, message_id"
 )
 _REMINDER_COLUMNS = "id, agent, text, timezone, repeat, anchor, due_at, state, created_at"
 
 
 class SchedulerStore(SQLiteStore):
     SCHEMA = SCHEMA
+    SCHEMA_VERSION = 2
+    MIGRATIONS = MIGRATIONS
 
     async def transact(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """``work`` inside one IMMEDIATE transaction: all of it commits, or none."""
@@ -281,12 +296,30 @@ def firing(db: sqlite3.Connection, firing_id: str) -> FiringRow | None:
     return None if row is None else _firing(row)
 
 
-def follow_up(db: sqlite3.Connection, firing_id: str, outcome: str) -> bool:
-    """Record a reminder firing's outcome once: False when it has one already."""
+def shown(db: sqlite3.Connection, firing_id: str, chat_id: str, message_id: str) -> None:
+    """Record where a firing was sent, once (a firing sent again keeps its first message)."""
+    db.execute(
+        "UPDATE firings SET chat_id = ?, message_id = ? WHERE id = ? AND message_id IS NULL",
+        (chat_id, message_id, firing_id),
+    )
+
+
+def follow_up(
+    db: sqlite3.Connection, firing_id: str, outcome: str, tap_id: str | None = None
+) -> bool:
+    """Record a reminder firing's outcome once (and the tap that gave it): False when it has
+    one already."""
     cursor = db.execute(
-        "UPDATE firings SET outcome = ? WHERE id = ? AND outcome IS NULL", (outcome, firing_id)
+        "UPDATE firings SET outcome = ?, followed_by = ? WHERE id = ? AND outcome IS NULL",
+        (outcome, tap_id, firing_id),
     )
     return cursor.rowcount == 1
+
+
+def followed_by(db: sqlite3.Connection, firing_id: str) -> str | None:
+    """The tap that followed the firing up (None: none recorded)."""
+    row = db.execute("SELECT followed_by FROM firings WHERE id = ?", (firing_id,)).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
 
 
 def next_due_at(db: sqlite3.Connection) -> float | None:
@@ -303,7 +336,8 @@ def has_due(db: sqlite3.Connection) -> bool:
 
 
 def _firing(row: tuple[Any, ...]) -> FiringRow:
-    key, fid, agent, kind, source, at, tz, state, late, payload, outcome = row
+    key, fid, agent, kind, source, at, tz, state, late, payload, outcome, chat, message = row
     return FiringRow(
-        key, fid, agent, kind, source, at, tz, state, bool(late), json.loads(payload), outcome
-    )
+        key, fid, agent, kind, source, at, tz, state, bool(late), json.loads(payload), outcome,
+        chat, message,
+    )  # fmt: skip
