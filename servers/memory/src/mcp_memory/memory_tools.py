@@ -29,7 +29,7 @@ Agent = Annotated[
     str, Field(description="filled in by the assistant", min_length=1, max_length=200)
 ]
 User = Annotated[str, Field(description="filled in by the assistant", max_length=200)]
-MemoryId = Annotated[str, Field(pattern=r"^mem_[0-9a-f]{12}$")]
+MemoryId = Annotated[str, Field(pattern=r"^mem_[0-9a-f]{12}$", max_length=16)]
 MessageId = Annotated[str, Field(min_length=1, max_length=100)]
 Payload = Annotated[
     dict[str, Any], Field(description="The proposal's payload, exactly as it was proposed")
