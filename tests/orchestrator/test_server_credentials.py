@@ -23,7 +23,7 @@ from orchestrator.mesh.registry import Registry
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).parents[2]
-MESH_TOKEN = "mesh-token-for-own-servers-only-0123"
+OUR_CREDENTIAL = "credential-for-our-server-only-0123"
 OWN_TOKEN = "a-token-of-the-third-party-service"
 
 
@@ -68,16 +68,16 @@ async def test_a_third_party_url_server_receives_no_mesh_credential() -> None:
             "ours": ServerEntry(url=mesh_url, auth="mesh"),
             "keyed": ServerEntry(url=own_url, token=OWN_TOKEN),
         }
-        async with Registry(entries, credentials={"ours": MESH_TOKEN}).running() as registry:
+        async with Registry(entries, credentials={"ours": OUR_CREDENTIAL}).running() as registry:
             for server in entries:
                 tool = registry.find(server, "shout")
                 assert tool is not None, registry.status()
                 assert "HI" in output_of(await registry.call(tool, {"text": "hi"}))
     assert plain.seen
     assert plain.authorizations() == {None}
-    assert asks_mesh.authorizations() == {f"Bearer {MESH_TOKEN}"}
+    assert asks_mesh.authorizations() == {f"Bearer {OUR_CREDENTIAL}"}
     assert own_token.authorizations() == {f"Bearer {OWN_TOKEN}"}
-    assert not any(MESH_TOKEN in str(headers) for headers in plain.seen + own_token.seen)
+    assert not any(OUR_CREDENTIAL in str(headers) for headers in plain.seen + own_token.seen)
 
 
 def test_the_shipped_registry_sends_every_clawmesh_server_its_own_credential(
