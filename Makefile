@@ -29,9 +29,6 @@ export MYPYPATH := $(subst $(space),:,$(wildcard meshkit/src orchestrator/src se
 COMPOSE_BIN := $(CURDIR)/.venv/lib/python3.11/site-packages/compose/docker-compose
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo docker compose || \
 	{ test -x $(COMPOSE_BIN) && echo $(COMPOSE_BIN); })
-# The servers' containers get MESH_TOKEN's SHA-256 only (compose.yaml's MESH_TOKEN_SHA256),
-# derived for each compose command from the token compose itself resolves.
-WITH_DIGEST = MESH_TOKEN_SHA256=$$(containers/mesh-token-digest.sh $(COMPOSE))
 # The image every component is built FROM: the official multi-arch Python, or (.env's
 # BASE_IMAGE=clawmesh/base:bookworm-py311, where no registry answers) `make base-image`'s.
 BASE_TAG := clawmesh/base:bookworm-py311
@@ -127,14 +124,20 @@ client: install
 	@test -n "$(NAME)" -a -n "$(AGENT)" -a "$(origin USER)" = "command line" || { echo "usage: make client NAME=claude-desktop AGENT=clawdia USER=<your Telegram user id> [SCOPES=read]" >&2; exit 2; }
 	@.venv/bin/python -m meshkit.add_client "$(NAME)" --agent "$(AGENT)" --user "$(USER)" $(if $(SCOPES),--scopes "$(SCOPES)")
 
-# A local bearer token for `make run-*`, created once (mode 600), never echoed.
+# A local bearer token for `make run-*`, created once (mode 600), never echoed; the server
+# gets its SHA-256 only, as every server does.
 data/mesh_token:
 	@mkdir -p data
 	@umask 077 && $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(32))' > $@
 
-run-weather: install data/mesh_token
-	@echo "bearer token: data/mesh_token (export MESH_TOKEN to use your own)"
-	@MESH_TOKEN=$${MESH_TOKEN:-$$(cat data/mesh_token)} $(UV) run python -m mcp_weather
+data/mesh_token.sha256: data/mesh_token | install
+	@umask 077 && .venv/bin/python -c 'import sys; from meshkit.credentials import token_digest; \
+		print(token_digest(open(sys.argv[1]).read().strip()))' $< > $@
+
+run-weather: install data/mesh_token.sha256
+	@echo "bearer token: data/mesh_token (the server holds only its SHA-256)"
+	@MESH_TOKEN_SHA256_FILE=$${MESH_TOKEN_SHA256_FILE:-data/mesh_token.sha256} \
+		exec .venv/bin/python -m mcp_weather
 
 # --- containers (compose.yaml; README: "Raspberry Pi 5") ---
 
@@ -150,12 +153,16 @@ wheels: | $(UV)
 images: install wheels
 	@base=$${BASE_IMAGE:-$$(sed -n 's/^BASE_IMAGE=//p' .env 2>/dev/null | tail -1)}; \
 	if [ "$$base" = "$(BASE_TAG)" ]; then containers/base-image.sh $(BASE_TAG); fi
-	$(WITH_DIGEST) $(COMPOSE) build
+	$(COMPOSE) build
 
+# The secret files (secrets/, see compose.yaml): what is missing is made, the .env secrets
+# copied; when one changed, the containers are recreated (compose does not notice by itself).
 up: install
 	@containers/preflight.sh $(COMPOSE)
-	@$(MAKE) --no-print-directory images
-	@export $(WITH_DIGEST); start=$$(date +%s); $(COMPOSE) up --detach --wait --wait-timeout 180 || { \
+	@changed=$$(.venv/bin/python -m meshkit.secret_files) || exit $$?; \
+	$(MAKE) --no-print-directory images || exit $$?; \
+	start=$$(date +%s); \
+	$(COMPOSE) up --detach --wait --wait-timeout 180 $${changed:+--force-recreate} || { \
 		$(COMPOSE) ps; echo "make up: not every service became healthy: make logs tells why" >&2; \
 		exit 1; }; \
 	echo "all healthy $$(( $$(date +%s) - start )) s after start."
@@ -163,10 +170,10 @@ up: install
 	@echo "services, make down stops them (the data volumes stay)."
 
 down: install
-	@$(WITH_DIGEST) $(COMPOSE) down
+	@$(COMPOSE) down
 
 logs: install
-	@$(WITH_DIGEST) $(COMPOSE) logs --follow --tail 100
+	@$(COMPOSE) logs --follow --tail 100
 
 ps: install
-	@$(WITH_DIGEST) $(COMPOSE) ps
+	@$(COMPOSE) ps

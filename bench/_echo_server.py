@@ -1,6 +1,6 @@
 """A one-tool clawmesh server for ``bench.hop``, served the way every server is.
 
-python -m bench._echo_server            guarded Streamable HTTP (needs MESH_TOKEN, MCP_PORT)
+python -m bench._echo_server            guarded Streamable HTTP (needs MESH_TOKEN_SHA256, MCP_PORT)
 python -m bench._echo_server --stdio    stdio
 """
 

@@ -15,6 +15,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -74,7 +75,9 @@ def main() -> None:
     problem = engine_problem()
     if problem:
         raise SystemExit(f"bench.containers needs a Docker engine: {problem}")
-    stack = Stack(stack_environment(dict(os.environ)))
+    # The stack's secret files, as make up writes them (kept with --keep: the stack reads them).
+    secrets = Path(tempfile.mkdtemp(prefix="bench-containers-")) / "secrets"
+    stack = Stack(stack_environment(dict(os.environ), secrets))
     for step, seconds in build(stack).items():
         print(f"{step}: {seconds:.0f} s")
     image_sizes(stack)

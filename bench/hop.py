@@ -42,6 +42,7 @@ from mcp_types import (
 )
 
 from bench._echo_server import build_server
+from meshkit.credentials import token_digest
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "bench-token-0123456789abcdef"
@@ -248,7 +249,7 @@ async def run(iterations: int, warmup: int, rounds: int) -> None:
             async def start(key: str, args: list[str], ready: str, env: dict[str, str]) -> None:
                 started[key] = await stack.enter_async_context(http_server(args, ready, env))
 
-            mesh_env = {"MESH_TOKEN": TOKEN, "MCP_PORT": str(mesh_port)}
+            mesh_env = {"MESH_TOKEN_SHA256": token_digest(TOKEN), "MCP_PORT": str(mesh_port)}
             starting.start_soon(
                 start, "mesh", ["bench._echo_server"], mesh_url.replace("/mcp", "/health"), mesh_env
             )

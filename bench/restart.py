@@ -40,6 +40,7 @@ from anyio.abc import Process
 
 from bench._fakes import FakeOpenMeteo, serving
 from bench.hop import CHILD_ENV, ROOT, free_port, wait_until_answering
+from meshkit.credentials import token_digest
 from orchestrator.config import ServerEntry
 from orchestrator.mesh.errors import ServerUnavailable
 from orchestrator.mesh.registry import Registry
@@ -80,7 +81,9 @@ async def crash(process: Process) -> None:
 async def http_runs(runs: int, env: dict[str, str], *, call_while_down: bool) -> list[float]:
     port = free_port()
     entry = ServerEntry(url=f"http://127.0.0.1:{port}/mcp", auth="mesh")
-    registry = Registry({"weather": entry}, token=TOKEN, retry_initial_s=NEVER, retry_max_s=NEVER)
+    registry = Registry(
+        {"weather": entry}, credentials={"weather": TOKEN}, retry_initial_s=NEVER, retry_max_s=NEVER
+    )
     figures = []
     server = await start_http(port, env)
     try:
@@ -119,7 +122,7 @@ async def kill_and_wait(pid: int) -> None:
 async def stdio_runs(runs: int, env: dict[str, str]) -> list[float]:
     command = [sys.executable, "-m", "mcp_weather", "--stdio"]
     entry = ServerEntry(command=command, env={**env, "PATH": os.environ.get("PATH", "")})
-    registry = Registry({"weather": entry}, token=None, retry_initial_s=NEVER, retry_max_s=NEVER)
+    registry = Registry({"weather": entry}, retry_initial_s=NEVER, retry_max_s=NEVER)
     figures = []
     async with registry.running():
         await first_call_ms(registry, "weather")
@@ -145,7 +148,7 @@ async def main(runs: int) -> None:
         async with serving(FakeOpenMeteo().app) as open_meteo:
             env = {
                 **CHILD_ENV,
-                "MESH_TOKEN": TOKEN,
+                "MESH_TOKEN_SHA256": token_digest(TOKEN),
                 "DATA_DIR": tmp,
                 "WEATHER_FORECAST_URL": f"{open_meteo}/v1/forecast",
                 "WEATHER_GEOCODING_URL": f"{open_meteo}/v1/search",

@@ -42,6 +42,8 @@ from pydantic import SecretStr
 
 from bench._fakes import Body, FakeOpenAI, FakeOpenMeteo, Step, call, calls, serving, text
 from bench.hop import ROOT, free_port, http_server
+from meshkit.credentials import token_digest
+from meshkit.secret_files import CREDENTIALS, render_credentials
 from orchestrator.app import App, llm_for, open_app
 from orchestrator.config import Agent
 from orchestrator.llm.base import LLM, Item, LLMReply, ToolSpec
@@ -179,7 +181,7 @@ def settings_for(config: tuple[Path, Path], llm_url: str) -> OrchestratorSetting
         openai_model="bench-model",
         openai_api="responses",
         reasoning_effort=None,
-        mesh_token=SecretStr(TOKEN),
+        mesh_credentials_file=config[0].parent / CREDENTIALS,  # read for auth: mesh only
         llm_timeout_s=30,
         tool_timeout_s=30,
         max_rounds=6,
@@ -287,7 +289,7 @@ async def run(iterations: int, warmup: int, rounds: int) -> None:
         async with anyio.create_task_group() as starting:  # side by side: imports take seconds
             for name, port in ports.items():
                 env = {
-                    "MESH_TOKEN": TOKEN,
+                    "MESH_TOKEN_SHA256": token_digest(f"{TOKEN}-{name}"),
                     "MCP_PORT": str(port),
                     "DATA_DIR": str(tmp / "http-data"),
                 }
@@ -310,6 +312,9 @@ async def run(iterations: int, warmup: int, rounds: int) -> None:
                 | ({"role": "memory"} if name == "memory" else {})
                 for name, port in ports.items()
             },
+        )
+        (over_http[0].parent / CREDENTIALS).write_text(
+            render_credentials({name: f"{TOKEN}-{name}" for name in ports})
         )
         scenarios: list[Scenario] = []
         for transport, config in (("in-process", in_process), ("HTTP", over_http)):

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What `make up` needs, checked before anything is built: one line per missing thing, each
-# saying what to do. Exit 1 when anything is missing.
+# saying what to do. Exit 1 when anything is missing. The mesh's own secrets (credentials,
+# approval keys) are not asked for: make up generates them (python -m meshkit.secret_files).
 #   containers/preflight.sh COMPOSE...     (the compose command the Makefile chose)
 # ENV_FILE: the file compose reads (default .env at the project root).
 set -uo pipefail
@@ -32,10 +33,6 @@ env_value() {
 if [ ! -f "$ENV_FILE" ]; then
     say "$ENV_FILE is missing: cp .env.example .env, then fill in the values make up names"
 else
-    token_help="python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
-    [ -n "$(env_value MESH_TOKEN)" ] || say ".env: MESH_TOKEN is empty: set it to the output of $token_help"
-    [ -n "$(env_value MESH_APPROVAL_KEY)" ] \
-        || say ".env: MESH_APPROVAL_KEY is empty: set it to another output of $token_help"
     [ -n "$(env_value OPENAI_API_KEY)$(env_value OPENAI_BASE_URL)" ] \
         || say ".env: no LLM: set OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server)"
     [ -n "$(env_value TELEGRAM_BOT_TOKEN)$(env_value CLAWDIA_BOT_TOKEN)" ] \

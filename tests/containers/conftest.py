@@ -20,11 +20,12 @@ from containers.stack import (
 
 
 @pytest.fixture(scope="session")
-def stack() -> Iterator[Stack]:
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     problem = engine_problem() or (None if compose_command() else "no Compose v2 here")
     if problem:
         pytest.skip(f"container tests need a Docker engine: {problem}")
-    running = Stack(stack_environment(dict(os.environ)))
+    secrets = tmp_path_factory.mktemp("stack") / "secrets"
+    running = Stack(stack_environment(dict(os.environ), secrets))
     for step, seconds in build(running).items():
         print(f"{step}: {seconds:.0f} s")  # the figures the issue asks for, never asserted
     print(f"stack up, all healthy: {up(running):.0f} s")

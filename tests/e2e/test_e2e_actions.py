@@ -18,7 +18,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from fakes.mesh import MESH_TOKEN, STRANGER, TOKENS, USER, Mesh, eventually, running_mesh
+from fakes.mesh import STRANGER, TOKENS, USER, Mesh, eventually, running_mesh
 from fakes.responses_api import call, calls, text
 from fakes.serving import sdk_client
 from fakes.telegram_api import Sent
@@ -38,8 +38,7 @@ ORDERS = (
 @asynccontextmanager
 async def mcp_client(mesh: Mesh, server: str) -> AsyncIterator[Client]:
     """The official SDK client on a server of the mesh, as any MCP client could connect."""
-    url = f"http://127.0.0.1:{mesh.services[server].env['MCP_PORT']}/mcp"
-    async with sdk_client(url, MESH_TOKEN) as client:
+    async with sdk_client(mesh.url(server), mesh.token(server)) as client:
         yield client
 
 

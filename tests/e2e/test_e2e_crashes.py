@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
-from fakes.mesh import MESH_TOKEN, TOKENS, USER, Mesh, eventually, running_mesh
+from fakes.mesh import TOKENS, USER, Mesh, eventually, running_mesh
 from fakes.responses_api import HANG, Reply, text
 
 pytestmark = pytest.mark.anyio
@@ -17,8 +17,8 @@ CLAWDIA, BOB = TOKENS["clawdia"], TOKENS["bob"]
 
 
 async def inbox_status(mesh: Mesh) -> dict[str, Any]:
-    port = mesh.services["telegram-io"].env["MCP_PORT"]
-    async with Client(f"http://127.0.0.1:{port}/mcp", auth=MESH_TOKEN) as client:
+    io = "telegram-io"
+    async with Client(mesh.url(io), auth=mesh.token(io)) as client:
         result = await client.call_tool("status", {})
     status: dict[str, Any] | None = result.structured_content
     assert status is not None

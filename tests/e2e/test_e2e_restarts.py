@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from fastmcp import Client
 
-from fakes.mesh import MESH_TOKEN, TOKENS, USER, Mesh, eventually, running_embedded, running_mesh
+from fakes.mesh import TOKENS, USER, Mesh, eventually, running_embedded, running_mesh
 from fakes.responses_api import HANG, Slow, text
 
 pytestmark = pytest.mark.anyio
@@ -68,8 +68,8 @@ async def test_a_slow_turn_is_handed_to_no_one_else_while_it_runs(tmp_path: Path
         mesh.llm.script(Slow(9, text("Thought it through.")))
         mesh.telegram.user_message(CLAWDIA, USER, "a hard question")
         await mesh.telegram.wait_for(lambda: len(mesh.llm.requests) == 1, 60)
-        port = mesh.services["telegram-io"].env["MCP_PORT"]
-        async with Client(f"http://127.0.0.1:{port}/mcp", auth=MESH_TOKEN) as other:
+        io = "telegram-io"
+        async with Client(mesh.url(io), auth=mesh.token(io)) as other:
             # Another reader polls for as long as the turn runs, and gets nothing.
             while not replies(mesh):
                 got = await other.call_tool("next_updates", {"max": 10, "wait_s": 1})

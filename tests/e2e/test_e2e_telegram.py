@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from fakes.mesh import API_KEY, MESH_TOKEN, STRANGER, TOKENS, USER, Mesh, eventually, running_mesh
+from fakes.mesh import API_KEY, STRANGER, TOKENS, USER, Mesh, eventually, running_mesh
 from fakes.responses_api import HANG, Slow, call, calls, text
 from fakes.world import answer_from_output
 
@@ -215,5 +215,5 @@ async def test_no_token_or_key_reaches_any_log(mesh: Mesh, user: int) -> None:
     await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, user)) == 1, 60)
     logs = mesh.logs()
     assert "dispatch" in logs or "turn agent=clawdia" in logs
-    for secret in (CLAWDIA, API_KEY, MESH_TOKEN):
+    for secret in (CLAWDIA, API_KEY, *mesh.credentials.values()):
         assert secret not in logs

@@ -31,7 +31,7 @@ def environment(data_dir: Path, **extra: str) -> dict[str, str]:
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "DATA_DIR": str(data_dir),
-        "MESH_TOKEN": "storage-start-test-mesh-token-0123456789",
+        "MESH_TOKEN_SHA256": "5" * 64,
         "MCP_PORT": "1",  # never bound: the start fails before
         "CLAWMESH_AGENTS": str(ROOT / "config" / "agents.yaml"),
         "CLAWDIA_BOT_TOKEN": BOT_TOKEN,

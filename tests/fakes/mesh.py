@@ -3,9 +3,14 @@
     test process:  fake Telegram, fake OpenAI, fake Open-Meteo   (served on loopback)
     processes:     python -m mcp_telegram_io, mcp_memory, mcp_weather, mcp_shopping,
                    mcp_scheduler,
-                   mcp_pending_actions     (HTTP, bearer token; pending-actions holds the
-                                            approval signing key, the others its public key)
+                   mcp_pending_actions     (HTTP; pending-actions holds the approval signing
+                                            key, the others its public key)
                    python -m orchestrator               (the Telegram channel)
+
+Credentials as ``make up`` makes them (``meshkit.secret_files``, under ``<tmp>/secrets``): the
+orchestrator reads one per server from its MESH_CREDENTIALS_FILE, each server holds the
+digest of its own (MESH_TOKEN_SHA256_FILE). ``Mesh.token(server)`` is the one a test calls
+a server with.
 
 ``running_embedded`` is ``make run``'s shape instead: one ``python -m orchestrator``
 with every server in-process (config/mcp_servers.local.yaml), against the same fakes.
@@ -36,9 +41,9 @@ from fakes.open_meteo import FakeOpenMeteo
 from fakes.responses_api import FakeOpenAI
 from fakes.serving import free_port, serving
 from fakes.telegram_api import FakeTelegram
+from meshkit.secret_files import CREDENTIALS, DIGEST_PREFIX, make_secrets, read_credentials
 
 ROOT = Path(__file__).resolve().parents[2]
-MESH_TOKEN = "mesh-token-e2e-0123456789abcdef"
 API_KEY = "sk-test-e2e-0123456789-not-a-key"
 USER = 4242  # the allowed Telegram user
 # Also allowed: a test on a mesh shared with other tests takes one of these (Mesh.new_user),
@@ -148,6 +153,18 @@ class Mesh:
     def orchestrator(self) -> Service:
         return self.services["orchestrator"]
 
+    @property
+    def credentials(self) -> dict[str, str]:
+        """Server → the orchestrator's credential for it (its credentials file)."""
+        return read_credentials(self.tmp / "secrets" / CREDENTIALS)
+
+    def token(self, server: str) -> str:
+        return self.credentials[server]
+
+    def url(self, server: str) -> str:
+        """A server process's ``/mcp`` address."""
+        return f"http://127.0.0.1:{self.services[server].env['MCP_PORT']}/mcp"
+
     def new_user(self) -> int:
         """For the next test on a shared mesh: an allowed user who has not written yet, with
         the fakes' records and scripts cleared (the servers' data stays)."""
@@ -183,13 +200,13 @@ class Mesh:
         await eventually(done)
 
 
-def _write_registry(tmp: Path, ports: dict[str, int]) -> Path:
+def _write_registry(tmp: Path, urls: dict[str, str]) -> Path:
     registry = tmp / "config" / "servers.yaml"
     registry.parent.mkdir(parents=True, exist_ok=True)
     registry.write_text(
         "servers:\n"
         + "".join(
-            f"  {name}: {{url: 'http://127.0.0.1:{ports[name]}/mcp', auth: mesh"
+            f"  {name}: {{url: '{urls[name]}', auth: mesh"
             + (f", role: {name}" if name in ROLES else "")
             + "}\n"
             for name in SERVERS
@@ -254,10 +271,12 @@ async def running_mesh(
     revoked: tuple[str, ...] = (),
     orchestrator_env: dict[str, str] | None = None,
     servers: tuple[str, ...] = ("weather", "memory", "shopping"),
+    impostors: dict[str, str] | None = None,
 ) -> AsyncIterator[Mesh]:
     """Fakes in this process, the servers and the orchestrator as processes, all started.
 
-    ``servers``: the servers whose tools the agents' model sees.
+    ``servers``: the servers whose tools the agents' model sees. ``impostors``: server →
+    the URL of something else that the registry names in its place (not started here).
 
     ``orders_csv`` seeds clawdia's shopping history (``python -m mcp_shopping import``);
     the bots of ``revoked`` agents have tokens Telegram refuses.
@@ -267,10 +286,14 @@ async def running_mesh(
             fakes.telegram.revoke(TOKENS[agent])
         telegram, llm = fakes.telegram, fakes.llm
         telegram_url, llm_url, weather_api = fakes.telegram_url, fakes.llm_url, fakes.weather_api
+        impostors = impostors or {}
         ports = {name: free_port() for name in SERVERS}
-        registry = _write_registry(tmp, ports)
+        urls = {name: f"http://127.0.0.1:{port}/mcp" for name, port in ports.items()}
+        registry = _write_registry(tmp, {**urls, **impostors})
+        secrets = tmp / "secrets"
+        make_secrets(secrets, registry, {})
         agents_file = _write_fleet(tmp, list(agents), servers)
-        base = {**_base_env(agents_file), "MESH_TOKEN": MESH_TOKEN}
+        base = _base_env(agents_file)
         public_key = {PUBLIC_ENV: str(write_public_key(tmp / "keys"))}
         tokens = {f"{a.upper()}_BOT_TOKEN": TOKENS[a] for a in agents}
         extra = {
@@ -297,12 +320,15 @@ async def running_mesh(
         }
         services: dict[str, Service] = {}
         for name, package in SERVERS.items():
+            if name in impostors:
+                continue
             services[name] = Service(
                 name,
                 [sys.executable, "-m", package],
                 {
                     **base,
                     **extra[name],
+                    "MESH_TOKEN_SHA256_FILE": str(secrets / f"{DIGEST_PREFIX}{name}"),
                     "MCP_PORT": str(ports[name]),
                     "DATA_DIR": str(tmp / "data" / name),
                 },
@@ -315,6 +341,7 @@ async def running_mesh(
             {
                 **base,
                 "CLAWMESH_REGISTRY": str(registry),
+                "MESH_CREDENTIALS_FILE": str(secrets / CREDENTIALS),
                 "OPENAI_API_KEY": API_KEY,
                 "OPENAI_BASE_URL": llm_url,
                 "LLM_TIMEOUT_S": "30",
@@ -365,10 +392,13 @@ async def _serving_fakes(agents: tuple[str, ...]) -> AsyncIterator[_Fakes]:
         yield _Fakes(telegram, llm, telegram_url, llm_url, weather_api)
 
 
+PRIVATE = ("OPENAI_", "TELEGRAM_", "MESH_")  # a developer's own, never for the test mesh
+
+
 def _base_env(agents_file: Path) -> dict[str, str]:
     """What every process gets: this environment without real credentials, quiet fastmcp."""
     return {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TELEGRAM_"))},
+        **{k: v for k, v in os.environ.items() if not k.startswith(PRIVATE)},
         "FASTMCP_SHOW_SERVER_BANNER": "false",
         "FASTMCP_CHECK_FOR_UPDATES": "off",
         "PTB_TIMEDELTA": "true",

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
@@ -19,12 +19,22 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from starlette.types import ASGIApp
 
+from meshkit.credentials import token_digest
+from meshkit.secret_files import render_credentials
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP) as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def credentials_file(directory: Path, tokens: Mapping[str, str]) -> Path:
+    """The orchestrator's MESH_CREDENTIALS_FILE for ``tokens`` (server → its credential)."""
+    path = directory / "mesh_credentials"
+    path.write_text(render_credentials(tokens))
+    return path
 
 
 @asynccontextmanager
@@ -100,7 +110,8 @@ class ServerProcess:
         self.env = {
             **os.environ,
             "DATA_DIR": str(data_dir),
-            "MESH_TOKEN": token,
+            # A server knows the orchestrator's credential by its digest only.
+            "MESH_TOKEN_SHA256": token_digest(token),
             "MCP_PORT": str(self.port),
             "FASTMCP_CHECK_FOR_UPDATES": "off",
             **env,

@@ -1,5 +1,5 @@
 """Each MCP client's credential admits it to the tool classes it holds, over real HTTP with
-the official SDK client: the orchestrator (MESH_TOKEN) to all four, other clients
+the official SDK client: the orchestrator (its credential for the server) to all four, other clients
 (MESH_CLIENTS) to read and producer at most."""
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ async def test_a_served_process_admits_a_client_from_mesh_clients_to_read_and_pr
         ),
         (
             f"bot:confirm:1001@clawdia:sha256:{ZEROS}",
-            "client 'bot': confirm belongs to the orchestrator (MESH_TOKEN) alone",
+            "client 'bot': confirm belongs to the orchestrator alone",
         ),
         (
             f"desk:read:clawdia:sha256:{ZEROS}",
@@ -185,7 +185,7 @@ async def test_a_served_process_admits_a_client_from_mesh_clients_to_read_and_pr
         (f"{DESKTOP.entry()},{DESKTOP.entry()}", "client 'claude-desktop' is listed twice"),
         (
             f"copy:read:1001@clawdia:sha256:{token_digest(ORCHESTRATOR_TOKEN)}",
-            "two credentials share a token (a client's token equals MESH_TOKEN",
+            "two credentials share a token (a client's token equals the orchestrator's",
         ),
     ],
 )
@@ -197,7 +197,7 @@ def test_a_malformed_mesh_clients_stops_the_server_with_one_line(
         env={
             **os.environ,
             "DATA_DIR": str(tmp_path),
-            "MESH_TOKEN": ORCHESTRATOR_TOKEN,
+            "MESH_TOKEN_SHA256": token_digest(ORCHESTRATOR_TOKEN),
             "MCP_PORT": str(free_port()),
             "MESH_CLIENTS": value,
         },
@@ -213,14 +213,14 @@ def test_a_malformed_mesh_clients_stops_the_server_with_one_line(
     assert expected in lines[0]
 
 
-async def test_a_server_given_only_the_digest_of_mesh_token_admits_the_orchestrator(
+async def test_a_server_given_only_the_digest_of_its_credential_admits_the_orchestrator(
     tmp_path: Path,
 ) -> None:
-    # What the containers get: MESH_TOKEN_SHA256, never the token the orchestrator sends.
+    # A server holds MESH_TOKEN_SHA256 only, never the token the orchestrator sends.
     server = ServerProcess(
         "mcp_shopping",
         tmp_path,
-        "",  # no MESH_TOKEN
+        ORCHESTRATOR_TOKEN,
         MESH_TOKEN_SHA256=token_digest(ORCHESTRATOR_TOKEN).upper(),
         MESH_APPROVAL_KEY="",
         SHOPPING_EXAMPLE_AGENT="",
@@ -245,15 +245,22 @@ async def test_a_server_given_only_the_digest_of_mesh_token_admits_the_orchestra
     [
         (
             {"MESH_TOKEN_SHA256": "abc123"},
-            "MESH_TOKEN_SHA256 is invalid: it must be the SHA-256 of MESH_TOKEN, 64 hex digits",
+            "MESH_TOKEN_SHA256 is invalid: it must be the SHA-256 of the orchestrator's "
+            "credential for this server, 64 hex digits",
         ),
         (
-            {"MESH_TOKEN": ORCHESTRATOR_TOKEN, "MESH_TOKEN_SHA256": "0" * 64},
-            "MESH_TOKEN_SHA256 is not the SHA-256 of MESH_TOKEN; set one of them only",
+            {"MESH_TOKEN_SHA256_FILE": "/nonexistent/mesh_token_sha256"},
+            "MESH_TOKEN_SHA256_FILE is invalid: cannot read the file "
+            "/nonexistent/mesh_token_sha256 (No such file or directory)",
         ),
-        ({}, "MESH_TOKEN is not set: HTTP mode requires the orchestrator's bearer token"),
+        ({}, "MESH_TOKEN_SHA256 is not set: HTTP mode admits the orchestrator by the SHA-256"),
+        # A server has no setting for a token: one in its environment admits nobody.
+        (
+            {"MESH_TOKEN": ORCHESTRATOR_TOKEN},
+            "MESH_TOKEN_SHA256 is not set: HTTP mode admits the orchestrator by the SHA-256",
+        ),
     ],
-    ids=["not-a-digest", "disagreeing", "neither"],
+    ids=["not-a-digest", "no-such-file", "neither", "a-plain-token"],
 )
 def test_a_bad_orchestrator_credential_stops_the_server_with_a_clear_message(
     tmp_path: Path, env: dict[str, str], expected: str

@@ -8,7 +8,7 @@ import pytest
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from meshkit.settings import CONFIG_ERROR_EXIT, ServeSettings, load_settings
+from meshkit.settings import CONFIG_ERROR_EXIT, ServeSettings, load_settings, secret_value
 
 
 class NeedsKey(BaseSettings):
@@ -19,14 +19,14 @@ class NeedsKey(BaseSettings):
 
 
 def test_serve_settings_read_the_documented_variables(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MESH_TOKEN", "tok")
+    monkeypatch.setenv("MESH_TOKEN_SHA256", "AB" * 32)
     monkeypatch.setenv("MCP_PORT", "8123")
     monkeypatch.setenv("MCP_HOST", "0.0.0.0")
     monkeypatch.setenv("MESH_ALLOWED_HOSTS", " Pi.local, weather ,,")
     monkeypatch.setenv("DATA_DIR", "/data")
     monkeypatch.setenv("LOG_LEVEL", "debug")
     settings = load_settings(ServeSettings)
-    assert settings.token == SecretStr("tok")
+    assert settings.orchestrator == "ab" * 32
     assert settings.port == 8123
     assert settings.host == "0.0.0.0"
     assert settings.allowed_hosts == ["pi.local", "weather"]
@@ -35,10 +35,11 @@ def test_serve_settings_read_the_documented_variables(monkeypatch: pytest.Monkey
 
 
 def test_defaults_bind_loopback_without_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("MESH_TOKEN", "MCP_PORT", "MCP_HOST", "MESH_ALLOWED_HOSTS"):
+    for name in ("MESH_TOKEN_SHA256", "MESH_TOKEN_SHA256_FILE", "MCP_PORT", "MCP_HOST"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("MESH_ALLOWED_HOSTS", raising=False)
     settings = load_settings(ServeSettings)
-    assert settings.token is None
+    assert settings.orchestrator is None
     assert settings.host == "127.0.0.1"
     assert settings.port is None
 
@@ -75,13 +76,62 @@ def test_an_invalid_value_is_never_echoed(
 
 
 def test_secrets_are_hidden_in_repr(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MESH_TOKEN", "very-secret-token")
-    assert "very-secret-token" not in repr(load_settings(ServeSettings))
+    monkeypatch.setenv("DEMO_API_KEY", "very-secret-token")
+    assert "very-secret-token" not in repr(load_settings(NeedsKey))
 
 
 def test_a_variable_set_to_nothing_is_unset_never_an_empty_token(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("MESH_TOKEN", "")  # as .env.example has it
+    monkeypatch.setenv("MESH_TOKEN_SHA256", "")  # as an .env may have it
     settings = ServeSettings()
-    assert settings.token is None
+    assert settings.orchestrator is None
+
+
+def test_a_server_has_no_setting_that_holds_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A shared .env (or environment) holding the orchestrator's token gives a server nothing
+    # to call another server with: the digest of its own credential is all it can hold.
+    monkeypatch.setenv("MESH_TOKEN", "the-orchestrators-token-0123456789")
+    monkeypatch.delenv("MESH_TOKEN_SHA256", raising=False)
+    monkeypatch.delenv("MESH_TOKEN_SHA256_FILE", raising=False)
+    settings = ServeSettings()
+    assert "the-orchestrators-token" not in repr(settings.model_dump())
+    assert settings.orchestrator is None
+    assert not any("SecretStr" in str(f.annotation) for f in ServeSettings.model_fields.values())
+
+
+def test_a_secret_is_read_from_the_file_its_file_variable_names(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    digest_file = tmp_path / "mesh_token_sha256"
+    digest_file.write_text(f"{'cd' * 32}\n")
+    monkeypatch.delenv("MESH_TOKEN_SHA256", raising=False)
+    monkeypatch.setenv("MESH_TOKEN_SHA256_FILE", str(digest_file))
+    assert ServeSettings().orchestrator == "cd" * 32
+
+
+def test_an_unreadable_secret_file_exits_2_naming_the_variable_and_the_file(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MESH_TOKEN_SHA256_FILE", str(tmp_path / "missing"))
+    with pytest.raises(SystemExit) as stop:
+        load_settings(ServeSettings)
+    assert stop.value.code == CONFIG_ERROR_EXIT
+    assert capsys.readouterr().err.splitlines() == [
+        f"configuration error: MESH_TOKEN_SHA256_FILE is invalid: cannot read the file "
+        f"{tmp_path / 'missing'} (No such file or directory); point it at the secret's file "
+        "(make up writes them under secrets/)"
+    ]
+
+
+def test_a_bot_token_comes_from_its_variable_else_from_its_file(tmp_path: Path) -> None:
+    token_file = tmp_path / "clawdia_bot_token"
+    token_file.write_text("1:from-the-file\n")
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    assert secret_value("T", {"T": "1:plain", "T_FILE": str(token_file)}) == "1:plain"
+    assert secret_value("T", {"T_FILE": str(token_file)}) == "1:from-the-file"
+    assert secret_value("T", {"T_FILE": str(empty)}) is None  # as make up writes an unset one
+    assert secret_value("T", {}) is None
+    with pytest.raises(ValueError, match="T_FILE: cannot read the file"):
+        secret_value("T", {"T_FILE": str(tmp_path / "missing")})

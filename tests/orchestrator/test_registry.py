@@ -78,7 +78,7 @@ async def wait_until(predicate: object, timeout_s: float = 10) -> None:
 
 
 async def test_classes_and_names_come_from_the_server_tags() -> None:
-    async with Registry(toys_entry(), token=None).running() as registry:
+    async with Registry(toys_entry()).running() as registry:
         llm_tools = {t.qualified: t.tool_class for t in registry.tools()}
         everything = {
             t.qualified
@@ -95,7 +95,7 @@ async def test_classes_and_names_come_from_the_server_tags() -> None:
 
 
 async def test_calls_return_results_and_tool_errors_raise_with_the_servers_words() -> None:
-    async with Registry(toys_entry(), token=None).running() as registry:
+    async with Registry(toys_entry()).running() as registry:
         ok = await registry.call(tool(registry, "echo"), {"text": "hi", "times": 2})
         with pytest.raises(ToolFailed) as failed:
             await registry.call(tool(registry, "fail"), {"reason": "the test said so"})
@@ -109,7 +109,7 @@ async def test_calls_return_results_and_tool_errors_raise_with_the_servers_words
 
 async def test_a_call_that_hangs_times_out() -> None:
     # 2 s: the timeout also bounds connecting and listing the tools, which must succeed.
-    async with Registry(toys_entry(timeout_s=2), token=None).running() as registry:
+    async with Registry(toys_entry(timeout_s=2)).running() as registry:
         with anyio.fail_after(10), pytest.raises(CallTimedOut) as timed_out:
             await registry.call(tool(registry, "slow"), {})
     assert timed_out.value.timeout_s == 2
@@ -119,7 +119,7 @@ async def test_a_call_that_hangs_times_out() -> None:
 
 async def test_a_third_party_stdio_server_works_and_read_only_tools_are_shown() -> None:
     entries = {"time": ServerEntry(command=["python", "-m", "mcp_server_time"])}
-    async with Registry(entries, token=None).running() as registry:
+    async with Registry(entries).running() as registry:
         tools = {t.qualified: t for t in registry.tools()}
         assert set(tools) == {"time__get_current_time", "time__convert_time"}
         result = await registry.call(tools["time__get_current_time"], {"timezone": "Asia/Tokyo"})
@@ -133,7 +133,11 @@ async def test_a_server_down_at_start_appears_when_it_comes_up() -> None:
     port = free_port()
     entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp", auth="mesh")}
     registry = Registry(
-        entries, token=TOKEN, retry_initial_s=0.05, retry_max_s=0.2, connect_wait_s=0.3
+        entries,
+        credentials={"toys": TOKEN},
+        retry_initial_s=0.05,
+        retry_max_s=0.2,
+        connect_wait_s=0.3,
     )
     async with registry.running():
         assert registry.tools() == []
@@ -154,7 +158,7 @@ async def test_a_wrong_token_keeps_the_server_down() -> None:
     async with (
         toys_over_http(port),
         Registry(
-            entries, token="wrong", connect_wait_s=1, retry_initial_s=0.05
+            entries, credentials={"toys": "wrong"}, connect_wait_s=1, retry_initial_s=0.05
         ).running() as registry,
     ):
         assert registry.tools() == []
@@ -168,7 +172,11 @@ async def restart_during_call(tool_name: str) -> tuple[ToolResult | ToolCallErro
     port = free_port()
     entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp", auth="mesh")}
     registry = Registry(
-        entries, token=TOKEN, retry_initial_s=0.05, retry_max_s=0.1, connect_wait_s=0.2
+        entries,
+        credentials={"toys": TOKEN},
+        retry_initial_s=0.05,
+        retry_max_s=0.1,
+        connect_wait_s=0.2,
     )
     async with registry.running():
         async with toys_over_http(port):
@@ -211,7 +219,10 @@ async def test_reload_rediscovers_tools_a_server_added_since_it_connected() -> N
     server = build_toys()
     app = build_http_app(server, token=SecretStr(TOKEN), allowed_hosts=[], max_body_bytes=1 << 20)
     entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp", auth="mesh")}
-    async with serving(app, port=port), Registry(entries, token=TOKEN).running() as registry:
+    async with (
+        serving(app, port=port),
+        Registry(entries, credentials={"toys": TOKEN}).running() as registry,
+    ):
         before = {t.qualified for t in registry.tools()}
         assert "toys__late" not in before
 

@@ -22,8 +22,9 @@ from fakes.mcp_toys import build_toys
 from fakes.mesh import Service
 from fakes.open_meteo import FakeOpenMeteo
 from fakes.responses_api import call, calls, text
-from fakes.serving import free_port, serving
+from fakes.serving import credentials_file, free_port, serving
 from fakes.world import ROOT, World, clawdia, last_output, say
+from meshkit.credentials import token_digest
 from meshkit.http import build_http_app
 from orchestrator.config import ServerEntry
 from orchestrator.mesh.bridge import output_of_error
@@ -42,6 +43,13 @@ UNAVAILABLE = {
 }
 
 
+def mesh_registry(entries: dict[str, ServerEntry]) -> Registry:
+    """Every entry sent TOKEN; no reconnecting in the background: only calls reconnect."""
+    return Registry(
+        entries, credentials=dict.fromkeys(entries, TOKEN), retry_initial_s=NEVER, retry_max_s=NEVER
+    )
+
+
 def weather_service(tmp_path: Path, open_meteo: str) -> Service:
     """``python -m mcp_weather`` over HTTP on a fixed port (a restart keeps its address)."""
     port = free_port()
@@ -50,7 +58,7 @@ def weather_service(tmp_path: Path, open_meteo: str) -> Service:
         [sys.executable, "-m", "mcp_weather"],
         {
             **os.environ,
-            "MESH_TOKEN": TOKEN,
+            "MESH_TOKEN_SHA256": token_digest(TOKEN),
             "MCP_PORT": str(port),
             "DATA_DIR": str(tmp_path / "weather"),
             "WEATHER_FORECAST_URL": f"{open_meteo}/v1/forecast",
@@ -110,7 +118,7 @@ async def test_an_http_server_restarted_after_a_call_found_it_gone_answers_the_n
 ) -> None:
     async with weather_process(tmp_path) as weather:
         entries = {"weather": ServerEntry(url=mcp_url(weather), auth="mesh")}
-        registry = Registry(entries, token=TOKEN, retry_initial_s=NEVER, retry_max_s=NEVER)
+        registry = mesh_registry(entries)
         async with registry.running():
             current = found(registry, "weather", "get_current_weather")
             assert (await registry.call(current, PARIS)).structured is not None
@@ -136,7 +144,7 @@ async def test_an_http_server_restarted_while_nobody_called_is_seen_down_then_up
 ) -> None:
     async with weather_process(tmp_path) as weather:
         entries = {"weather": ServerEntry(url=mcp_url(weather), auth="mesh")}
-        registry = Registry(entries, token=TOKEN, retry_initial_s=NEVER, retry_max_s=NEVER)
+        registry = mesh_registry(entries)
         async with registry.running():
             await weather.kill()
             await registry.check()  # what /status does before it answers
@@ -150,7 +158,7 @@ async def test_an_http_server_restarted_while_nobody_called_is_seen_down_then_up
 
 async def test_a_stdio_server_that_died_is_started_again_by_the_next_call() -> None:
     entries = {"time": ServerEntry(command=["python", "-m", "mcp_server_time"])}
-    registry = Registry(entries, token=None, retry_initial_s=NEVER, retry_max_s=NEVER)
+    registry = Registry(entries, retry_initial_s=NEVER, retry_max_s=NEVER)
     async with registry.running():
         now = found(registry, "time", "get_current_time")
         [first] = child_pids()
@@ -203,7 +211,7 @@ async def test_calls_to_a_down_server_share_one_reconnect_attempt_and_fail_or_su
     script = tmp_path / "server.py"
     script.write_text(STARTS_THEN_SERVES)
     entries = {"time": ServerEntry(command=["python", str(script), str(starts), str(ready)])}
-    registry = Registry(entries, token=None, retry_initial_s=NEVER, retry_max_s=NEVER)
+    registry = Registry(entries, retry_initial_s=NEVER, retry_max_s=NEVER)
     # Never up yet, so not listed: the tool as the registry would know it.
     now = ToolInfo(
         "time", "get_current_time", "time__get_current_time", "read", "", "", {}, True, True
@@ -228,7 +236,7 @@ class Echo(BaseModel):
 async def test_an_internal_call_to_a_server_down_since_the_start_connects_it_first() -> None:
     port = free_port()
     entries = {"toys": ServerEntry(url=f"http://127.0.0.1:{port}/mcp", auth="mesh")}
-    registry = Registry(entries, token=TOKEN, retry_initial_s=NEVER, retry_max_s=NEVER)
+    registry = mesh_registry(entries)
     app = build_http_app(
         build_toys(), token=SecretStr(TOKEN), allowed_hosts=[], max_body_bytes=1 << 20
     )
@@ -247,7 +255,7 @@ async def test_a_call_to_a_server_that_accepts_but_never_answers_fails_within_it
         entries = {
             "mute": ServerEntry(url=f"http://127.0.0.1:{port}/mcp", auth="mesh", timeout_s=1)
         }
-        registry = Registry(entries, token=TOKEN, retry_initial_s=NEVER, retry_max_s=NEVER)
+        registry = mesh_registry(entries)
         mute = ToolInfo("mute", "echo", "mute__echo", "read", "", "", {}, True, True)
         async with registry.running():
             with anyio.fail_after(5), pytest.raises(ServerUnavailable):
@@ -287,7 +295,11 @@ async def test_status_and_the_model_see_the_weather_server_as_it_is_at_each_mome
     async with weather_process(tmp_path) as weather:
         registry, agents = weather_and_memory(tmp_path, weather)
         world.settings = world.settings.model_copy(
-            update={"registry": registry, "agents": agents, "mesh_token": SecretStr(TOKEN)}
+            update={
+                "registry": registry,
+                "agents": agents,
+                "mesh_credentials_file": credentials_file(tmp_path, {"weather": TOKEN}),
+            }
         )
         async with clawdia(world) as app:
 

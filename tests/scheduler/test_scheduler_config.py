@@ -81,7 +81,7 @@ def test_the_server_process_stops_on_an_invalid_schedule_with_one_line(tmp_path:
         "CLAWMESH_SCHEDULE": str(settings.schedule),
         "CLAWMESH_AGENTS": str(settings.agents),
         "DATA_DIR": str(tmp_path / "data"),
-        "MESH_TOKEN": "scheduler-process-test-token-1",
+        "MESH_TOKEN_SHA256": "1" * 64,
     }
     done = subprocess.run(
         [sys.executable, "-m", "mcp_scheduler"],

@@ -20,6 +20,7 @@ from fastmcp import Client
 from fakes.mesh import Service, eventually
 from fakes.serving import free_port
 from fakes.telegram_api import FakeTelegram
+from meshkit.credentials import token_digest
 
 pytestmark = pytest.mark.anyio
 
@@ -42,7 +43,7 @@ async def telegram_io_process(tmp_path: Path, fake_url: str) -> AsyncIterator[Se
         "LOG_LEVEL": "INFO",
         "CLAWMESH_AGENTS": str(agents),
         "ADA_TOKEN": TOKEN,
-        "MESH_TOKEN": MESH_TOKEN,
+        "MESH_TOKEN_SHA256": token_digest(MESH_TOKEN),
         "MCP_PORT": str(port),
         "DATA_DIR": str(tmp_path / "data"),
         "TELEGRAM_API_BASE": fake_url,

@@ -15,6 +15,7 @@ import pytest
 from fakes.mesh import Service, eventually
 from fakes.serving import free_port
 from fakes.telegram_api import FakeTelegram
+from meshkit.credentials import token_digest
 
 pytestmark = pytest.mark.anyio
 
@@ -65,7 +66,7 @@ async def test_sigterm_lets_a_send_in_flight_finish_and_ends_long_polls_at_once(
                 "CLAWMESH_AGENTS": str(agents),
                 "TELEGRAM_API_BASE": base,
                 "TELEGRAM_PACE_S": "0",
-                "MESH_TOKEN": MESH_TOKEN,
+                "MESH_TOKEN_SHA256": token_digest(MESH_TOKEN),
                 "MCP_PORT": str(port),
                 "DATA_DIR": str(tmp_path / "data"),
                 "FASTMCP_SHOW_SERVER_BANNER": "false",

@@ -16,6 +16,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from fakes.open_meteo import FakeOpenMeteo
 from fakes.serving import free_port, sdk_client, serving_in_thread
+from meshkit.credentials import token_digest
 
 pytestmark = pytest.mark.anyio
 
@@ -41,7 +42,8 @@ def weather_env(open_meteo: str, **extra: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def weather_url(open_meteo: str) -> Iterator[str]:
     port = free_port()
-    env = {**os.environ, **weather_env(open_meteo, MESH_TOKEN=TOKEN, MCP_PORT=str(port))}
+    digest = token_digest(TOKEN)
+    env = {**os.environ, **weather_env(open_meteo, MESH_TOKEN_SHA256=digest, MCP_PORT=str(port))}
     process = subprocess.Popen(
         [sys.executable, "-m", "mcp_weather"],
         env=env,
@@ -56,7 +58,7 @@ def weather_url(open_meteo: str) -> Iterator[str]:
     finally:
         process.terminate()
         _, stderr = process.communicate(timeout=10)
-        assert TOKEN not in stderr, "the bearer token leaked into the server's log"
+        assert TOKEN not in stderr, "a bearer token reached the server's log"
 
 
 def wait_healthy(base_url: str, process: subprocess.Popen[str], timeout_s: float = 30) -> None:
@@ -74,7 +76,7 @@ def wait_healthy(base_url: str, process: subprocess.Popen[str], timeout_s: float
 
 
 def test_http_mode_refuses_to_start_without_a_token(open_meteo: str) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "MESH_TOKEN"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MESH_TOKEN")}
     result = subprocess.run(
         [sys.executable, "-m", "mcp_weather"],
         env=env,
@@ -84,7 +86,7 @@ def test_http_mode_refuses_to_start_without_a_token(open_meteo: str) -> None:
         check=False,
     )
     assert result.returncode == 2
-    assert "MESH_TOKEN is not set" in result.stderr
+    assert "MESH_TOKEN_SHA256 is not set" in result.stderr
     assert "--stdio" in result.stderr
 
 

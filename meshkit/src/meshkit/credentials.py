@@ -2,10 +2,11 @@
 
 Two kinds of credential, both sent as ``Authorization: Bearer <token>``:
 
-- ``MESH_TOKEN``, the orchestrator's: every class (read, producer, confirm, internal). The
-  orchestrator must hold the token itself, so it is set in clear, like any API key. A
-  server needs only its SHA-256 (``MESH_TOKEN_SHA256``, what the containers get): a server
-  broken into then holds nothing that lets it call the others as the orchestrator.
+- the orchestrator's, one per server (``meshkit.secret_files`` makes them; the orchestrator
+  reads them from ``MESH_CREDENTIALS_FILE``): every class (read, producer, confirm,
+  internal). A server holds only the SHA-256 of its own (``MESH_TOKEN_SHA256``, or
+  ``MESH_TOKEN_SHA256_FILE``), never a token: what the orchestrator sends one server opens no
+  other, so a server broken into cannot act as the orchestrator anywhere else.
 - ``MESH_CLIENTS``, one entry per other MCP client (Claude Desktop over HTTP, a script):
   ``name:scopes:<user>@<agent>:sha256:<hex>``, scopes ``read`` and/or ``producer`` joined by
   ``+``, bound to one agent and one user (a numeric Telegram user id): the client speaks for
@@ -120,7 +121,7 @@ class ClientCredential:
         if not _NAME.fullmatch(name) or name == ORCHESTRATOR:
             raise CredentialError(
                 f"client name {name!r}: use 1-32 lowercase letters, digits or '-' "
-                f"(not {ORCHESTRATOR!r}, which is MESH_TOKEN)"
+                f"(not {ORCHESTRATOR!r}, whose credential is MESH_TOKEN_SHA256)"
             )
         scopes = tuple(s for s in scopes_text.split("+") if s)
         unknown = set(scopes) - CLASSES
@@ -131,7 +132,7 @@ class ClientCredential:
         if not set(scopes) <= CLIENT_SCOPES:
             raise CredentialError(
                 f"client {name!r}: {'+'.join(sorted(set(scopes) - CLIENT_SCOPES))} belongs to "
-                "the orchestrator (MESH_TOKEN) alone; give this client read and/or producer"
+                "the orchestrator alone; give this client read and/or producer"
             )
         user, at, agent = bound.partition("@")
         if not at:
@@ -183,37 +184,24 @@ def new_client(
     return token, ClientCredential.parse(entry)
 
 
-def orchestrator_digest(token: SecretStr | None, digest: str | None) -> str | None:
-    """The orchestrator's token digest from ``MESH_TOKEN`` and/or ``MESH_TOKEN_SHA256``
-    (None: neither is set); CredentialError when both are set and disagree."""
-    if token is None:
-        return digest
-    from_token = token_digest(token.get_secret_value())
-    if digest is not None and not hmac.compare_digest(from_token, digest):
-        raise CredentialError(
-            "MESH_TOKEN_SHA256 is not the SHA-256 of MESH_TOKEN; set one of them only "
-            "(the servers need just MESH_TOKEN_SHA256)"
-        )
-    return from_token
-
-
 def check_digest(value: str) -> str:
     """A SHA-256 in hex (``MESH_TOKEN_SHA256``), lower-cased; CredentialError otherwise."""
     digest = value.strip().lower()
     if not _DIGEST.fullmatch(digest):
         raise CredentialError(
-            "it must be the SHA-256 of MESH_TOKEN, 64 hex digits "
-            '(printf %s "$MESH_TOKEN" | sha256sum)'
+            "it must be the SHA-256 of the orchestrator's credential for this server, 64 hex "
+            "digits (make up writes it: python -m meshkit.secret_files)"
         )
     return digest
 
 
 class Credentials:
-    """The callers a server admits: the orchestrator (MESH_TOKEN, or only its SHA-256) and
-    MESH_CLIENTS."""
+    """The callers a server admits: the orchestrator (by the digest of its credential for this
+    server) and MESH_CLIENTS."""
 
     def __init__(self, orchestrator: SecretStr | str, clients: Iterable[ClientCredential]) -> None:
-        """``orchestrator``: its token, or the token's digest (hex SHA-256) as a str."""
+        """``orchestrator``: the token's digest (hex SHA-256) as a str, as a server process
+        has it; in-process tests may give the token itself, as a SecretStr."""
         digest = (
             token_digest(orchestrator.get_secret_value())
             if isinstance(orchestrator, SecretStr)
@@ -224,8 +212,8 @@ class Credentials:
         digests = [digest for digest, _ in known]
         if len(set(digests)) != len(digests):
             raise CredentialError(
-                "two credentials share a token (a client's token equals MESH_TOKEN or "
-                "another client's); give each client its own with make client"
+                "two credentials share a token (a client's token equals the orchestrator's "
+                "or another client's); give each client its own with make client"
             )
         self._known = [(bytes.fromhex(digest), caller) for digest, caller in known]
 

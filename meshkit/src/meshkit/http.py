@@ -4,10 +4,11 @@ The guard is plain ASGI in front of the MCP app and answers, in this order:
 
 - 421 when the Host header names a host outside the allowlist (DNS rebinding),
 - 403 when an Origin header names a host outside the allowlist,
-- 401 on any path but ``/health`` without a known bearer token: ``MESH_TOKEN`` (the
-  orchestrator) or a ``MESH_CLIENTS`` entry's (``meshkit.credentials``); the caller it
-  proves is left in the ASGI scope for ``meshkit.scopes``, which limits it to its tool classes,
-  and for ``meshkit.bindings``, which makes a client speak for the one person it is bound to,
+- 401 on any path but ``/health`` without a known bearer token: the orchestrator's
+  credential for this server (``MESH_TOKEN_SHA256``) or a ``MESH_CLIENTS`` entry's
+  (``meshkit.credentials``); the caller it proves is left in the ASGI scope for
+  ``meshkit.scopes``, which limits it to its tool classes, and for ``meshkit.bindings``,
+  which makes a client speak for the one person it is bound to,
 - 413 when the request body exceeds ``MESH_MAX_BODY_BYTES``,
 - 408 (and close) when the body has not arrived within ``MESH_BODY_TIMEOUT_S``: a client
   that declares a Content-Length and never sends the body holds nothing for long (the
@@ -207,7 +208,8 @@ def build_http_app(
     zones: Mapping[str, str] | None = None,
 ) -> ASGIApp:
     """Stateless JSON Streamable HTTP at ``/mcp`` plus the server's custom routes, guarded;
-    ``token`` is the orchestrator's credential (the token, or as a str its hex SHA-256),
+    ``token`` is the orchestrator's credential for this server (as a str its hex SHA-256, as
+    a server process has it; the token itself as a SecretStr in in-process tests),
     ``clients`` the others (read/producer only, each bound to an agent and a user);
     ``on_request`` is told of every HTTP request (meshkit.memory trims in quiet moments);
     ``zones`` each agent's time zone, for the clients bound to it (when the server knows)."""

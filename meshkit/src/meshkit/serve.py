@@ -1,6 +1,6 @@
 """The one way a server process starts: settings, logging, then stdio or guarded HTTP.
 
-    python -m mcp_<name>            Streamable HTTP at /mcp on $MCP_PORT (needs MESH_TOKEN)
+    python -m mcp_<name>            Streamable HTTP at /mcp on $MCP_PORT (needs MESH_TOKEN_SHA256)
     python -m mcp_<name> --stdio    stdio, for local clients such as Claude Desktop
 
 Over stdio a server has no credential to check: it serves every tool, as the operator who
@@ -53,11 +53,9 @@ GRACE_S = 8
 STDIO_CLIENT = "stdio"  # the name a bound stdio client has in logs
 
 HTTP_AUTH_HELP = (
-    "MESH_TOKEN is not set: HTTP mode requires the orchestrator's bearer token (MESH_TOKEN,\n"
-    "or only its SHA-256 as MESH_TOKEN_SHA256). Generate one\n"
-    "  python3 -c 'import secrets; print(secrets.token_urlsafe(32))'\n"
-    "and export MESH_TOKEN=<that value> (the orchestrator sends it as Authorization: Bearer;\n"
-    "other clients get their own with make client NAME=...), or run with --stdio."
+    "MESH_TOKEN_SHA256 is not set: HTTP mode admits the orchestrator by the SHA-256 of its "
+    "credential for this server; set MESH_TOKEN_SHA256 (or MESH_TOKEN_SHA256_FILE, a file "
+    "holding it: make up writes one per server under secrets/), or run with --stdio"
 )
 
 
@@ -116,7 +114,7 @@ def run_server(
         fail(HTTP_AUTH_HELP)
     stopping = stopping or Stopping()
     try:
-        known = [serving.token, *secrets(own)]
+        known = [*secrets(own)]
         configure_logging(
             serving.log_level,
             secrets=[s.get_secret_value() if isinstance(s, SecretStr) else s for s in known if s],
@@ -186,7 +184,7 @@ def _serve_http(
     name: str,
     default_port: int,
 ) -> None:
-    """``orchestrator``: the digest of the orchestrator's token, as run_server checked it;
+    """``orchestrator``: the digest of the orchestrator's credential for this server;
     ``zones``: the time zones of the agents clients are bound to, where known."""
     trimmer = Trimmer()
     try:

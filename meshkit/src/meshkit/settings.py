@@ -7,6 +7,10 @@ key), ``ApprovalSettings`` (the public key, for the servers that check approvals
 ``ServeSettings``, the serving knobs under ``MESH_`` (plus ``MCP_HOST`` and ``MCP_PORT``,
 which containers set). This module is the only code that reads the process environment
 (``environment()``: for the ``${VAR}`` of YAML files and the bot tokens agents.yaml names).
+
+Secrets may come from files instead (``SecretFile``: a ``*_FILE`` variable names the file,
+as compose's secrets under ``/run/secrets`` are): a container's environment, which
+``docker inspect`` shows to anyone who may use Docker, then holds no secret.
 """
 
 from __future__ import annotations
@@ -18,15 +22,17 @@ from pathlib import Path
 from typing import Annotated, NoReturn, TypeVar
 
 import dotenv
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BeforeValidator,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from meshkit.credentials import (
-    ClientCredential,
-    check_digest,
-    orchestrator_digest,
-    parse_clients,
-)
+from meshkit.credentials import ClientCredential, check_digest, parse_clients
 
 SettingsT = TypeVar("SettingsT", bound=BaseSettings)
 
@@ -50,10 +56,51 @@ def environment() -> Mapping[str, str]:
     return os.environ
 
 
+def read_secret_file(value: object) -> object:
+    """A ``*_FILE`` variable's value (a path) → what the file holds, without the surrounding
+    whitespace; an empty file counts as unset (None), as an empty variable does."""
+    if not isinstance(value, str | Path):
+        return value
+    path = Path(value)
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise ValueError(
+            f"cannot read the file {path} ({reason}); point it at the secret's file "
+            "(make up writes them under secrets/)"
+        ) from None
+    return text or None
+
+
+# A field whose variable names a file holding the value (``OPENAI_API_KEY_FILE``), read
+# when the settings load: a missing or unreadable file is named at start.
+SecretFile = Annotated[SecretStr | None, BeforeValidator(read_secret_file)]
+TextFile = Annotated[str | None, BeforeValidator(read_secret_file)]
+
+
+def secret_value(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The value of variable ``name`` (for names that come from configuration files, such
+    as agents.yaml's ``bot_token_env``), else what the file ``<name>_FILE`` names holds;
+    None when neither gives anything. ValueError names an unreadable file."""
+    environ = environment() if environ is None else environ
+    value = environ.get(name, "").strip()
+    if value:
+        return value
+    path = environ.get(f"{name}_FILE", "").strip()
+    if not path:
+        return None
+    try:
+        found = read_secret_file(path)
+    except ValueError as error:
+        raise ValueError(f"{name}_FILE: {error}") from None
+    return found if isinstance(found, str) else None
+
+
 class DataSettings(BaseSettings):
     """Where a server keeps its data: ``DATA_DIR`` (a volume in containers, ./data locally).
 
-    For this class and every class built on it, a variable set to nothing (``MESH_TOKEN=``
+    For this class and every class built on it, a variable set to nothing (``OPENAI_API_KEY=``
     as .env.example has it) counts as unset: never an empty token."""
 
     model_config = SettingsConfigDict(extra="ignore", env_ignore_empty=True)
@@ -105,18 +152,22 @@ class ApprovalSettings(DataSettings):
 
 
 class ServeSettings(DataSettings):
-    """How a server is exposed: port, bearer token, allowlists, limits, logs."""
+    """How a server is exposed: port, who may call it, allowlists, limits, logs.
+
+    The orchestrator's credential is known here by its SHA-256 only: a server has no field
+    that could hold a token (its own or another server's), so no shared .env or environment
+    can hand one to a server process."""
 
     model_config = SettingsConfigDict(env_prefix="MESH_", extra="ignore", env_ignore_empty=True)
 
-    token: SecretStr | None = Field(
-        default=None,
-        description="The orchestrator's bearer token (MESH_TOKEN): every tool class.",
-    )
     token_sha256: str | None = Field(
         default=None,
-        description="Only the SHA-256 of the orchestrator's token (MESH_TOKEN_SHA256), in "
-        "place of MESH_TOKEN: what a server needs to admit it, and all the containers get.",
+        description="The SHA-256 of the orchestrator's credential for this server "
+        "(MESH_TOKEN_SHA256): it admits the orchestrator, every tool class.",
+    )
+    token_sha256_file: TextFile = Field(
+        default=None,
+        description="MESH_TOKEN_SHA256_FILE: a file holding it instead (what containers get).",
     )
     clients: Annotated[list[ClientCredential], NoDecode] = Field(
         default_factory=list,
@@ -171,15 +222,16 @@ class ServeSettings(DataSettings):
             return [part.strip().lower() for part in value.split(",") if part.strip()]
         return value
 
-    @field_validator("token_sha256")
+    @field_validator("token_sha256", "token_sha256_file")
     @classmethod
     def _digest(cls, value: str | None) -> str | None:
         return None if value is None else check_digest(value)
 
     @property
     def orchestrator(self) -> str | None:
-        """The orchestrator's token digest (None: neither MESH_TOKEN nor MESH_TOKEN_SHA256)."""
-        return orchestrator_digest(self.token, self.token_sha256)
+        """The digest that admits the orchestrator: MESH_TOKEN_SHA256, else the file's (None:
+        neither is set)."""
+        return self.token_sha256 or self.token_sha256_file
 
     @field_validator("clients", mode="before")
     @classmethod

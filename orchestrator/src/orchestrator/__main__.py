@@ -7,6 +7,7 @@ SIGTERM or Ctrl-C stops it gracefully: running turns finish (SHUTDOWN_GRACE_S), 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ import anyio
 import fastmcp
 
 from meshkit.logs import configure_logging
+from meshkit.secret_files import CredentialsFileError, read_credentials
 from meshkit.settings import environment, fail, fail_all, load_dotenv
 from orchestrator import preflight
 from orchestrator.app import open_app
@@ -48,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     settings, problems = preflight.check("chat" if chat else "telegram", agent, environment())
     if settings is None or problems:
         fail_all(problems)
-    secrets = [s.get_secret_value() for s in (settings.openai_api_key, settings.mesh_token) if s]
+    secrets = _known_secrets(settings)
     # In the console the conversation is on the terminal: the logs go to a file.
     logs = settings.data_dir / "logs" / "chat.log" if chat and not args.verbose else None
     try:
@@ -70,6 +72,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt:
         if chat:
             print(f"\n{GOODBYE}", flush=True)
+
+
+def _known_secrets(settings: OrchestratorSettings) -> list[str]:
+    """What the log formatter redacts: the LLM key and the mesh credentials (a credentials
+    file that cannot be read is named when the registry is opened)."""
+    known = [settings.api_key.get_secret_value()] if settings.api_key else []
+    if settings.mesh_credentials_file is not None:
+        with contextlib.suppress(CredentialsFileError):
+            known += read_credentials(settings.mesh_credentials_file).values()
+    return known
 
 
 async def _telegram(settings: OrchestratorSettings) -> list[str]:

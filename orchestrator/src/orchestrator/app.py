@@ -12,9 +12,9 @@ from orchestrator.config import (
     Agent,
     ConfigError,
     Role,
-    check_credentials,
     load_fleet,
     load_registry,
+    mesh_credentials,
 )
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.dispatch import Dispatcher
@@ -42,7 +42,7 @@ class App:
 def llm_for(agent: Agent, settings: OrchestratorSettings) -> LLM:
     """The agent's model: its own choices in agents.yaml, else the environment defaults."""
     entry = agent.entry
-    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    key = settings.api_key.get_secret_value() if settings.api_key else None
     return build_llm(
         entry.api or settings.openai_api,
         api_key=key,
@@ -77,10 +77,11 @@ async def open_app(
         if entry.role is None or entry.role not in without
     }
     fleet = load_fleet(settings.agents, entries, root=settings.root)
-    token = settings.mesh_token.get_secret_value() if settings.mesh_token else None
-    check_credentials(entries, settings.registry, have_mesh_token=token is not None)
+    credentials = mesh_credentials(entries, settings.registry, settings.mesh_credentials_file)
     try:
-        registry = Registry(entries, token=token, default_timeout_s=settings.tool_timeout_s)
+        registry = Registry(
+            entries, credentials=credentials, default_timeout_s=settings.tool_timeout_s
+        )
     except ModuleNotLoadable as error:
         raise ConfigError(
             f"{settings.registry}: {error}; check the module path and that its package is installed"

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from meshkit.secret_files import CredentialsFileError, read_credentials
 from meshkit.yaml_config import ConfigError, load_yaml
 
 __all__ = [
@@ -24,10 +25,10 @@ __all__ = [
     "Persona",
     "Role",
     "ServerEntry",
-    "check_credentials",
     "check_server_name",
     "load_fleet",
     "load_registry",
+    "mesh_credentials",
     "qualified_name",
 ]
 
@@ -50,8 +51,9 @@ class ServerEntry(BaseModel):
     description: str = ""
     auth: Literal["mesh"] | None = Field(
         default=None,
-        description="'mesh': send the orchestrator's MESH_TOKEN (clawmesh's own servers); "
-        "without auth or token a url server gets no credential",
+        description="'mesh': send the orchestrator's credential for this server, from "
+        "MESH_CREDENTIALS_FILE (clawmesh's own servers); without auth or token a url server "
+        "gets no credential",
     )
     token: str | None = Field(
         default=None, description="a bearer token of this server's own (third-party servers)"
@@ -74,7 +76,7 @@ class ServerEntry(BaseModel):
             raise ValueError("auth and token are for url entries (HTTP) only; remove them")
         if self.auth and self.token is not None:
             raise ValueError(
-                "give auth: mesh (clawmesh's MESH_TOKEN) or token (this server's own), not both"
+                "give auth: mesh (clawmesh's credential) or token (this server's own), not both"
             )
         if self.token is not None and not self.token.strip():
             raise ValueError(
@@ -82,12 +84,13 @@ class ServerEntry(BaseModel):
             )
         return self
 
-    def bearer(self, mesh_token: str | None) -> str | None:
-        """The credential this server is sent: its own token, MESH_TOKEN if it asks for
-        ``auth: mesh``, else none, so a third-party server never sees the mesh's."""
+    def bearer(self, mesh_credential: str | None) -> str | None:
+        """The credential this server is sent: its own token, the orchestrator's credential
+        for it (``mesh_credential``) if it asks with ``auth: mesh``, else none, so a
+        third-party server never sees one of the mesh's."""
         if self.token is not None:
             return self.token
-        return mesh_token if self.auth == "mesh" else None
+        return mesh_credential if self.auth == "mesh" else None
 
     @property
     def transport(self) -> Literal["http", "stdio", "in-process"]:
@@ -213,16 +216,33 @@ def load_fleet(
     return fleet
 
 
-def check_credentials(
-    entries: Mapping[str, ServerEntry], path: Path, *, have_mesh_token: bool
-) -> None:
-    """Fail at start, not at the first call, when ``auth: mesh`` has no MESH_TOKEN to send."""
+def mesh_credentials(
+    entries: Mapping[str, ServerEntry], path: Path, credentials_file: Path | None
+) -> dict[str, str]:
+    """Server → the orchestrator's credential for it, for the ``auth: mesh`` entries, read
+    from ``credentials_file`` (MESH_CREDENTIALS_FILE). ConfigError at start, not at the
+    first call, naming an entry that has none."""
     needing = sorted(name for name, entry in entries.items() if entry.auth == "mesh")
-    if needing and not have_mesh_token:
+    if not needing:
+        return {}
+    if credentials_file is None:
         raise ConfigError(
-            f"{path}: servers.{needing[0]}.auth: mesh needs MESH_TOKEN, which is not set; "
-            "set it in .env (the same value the servers have)"
+            f"{path}: servers.{needing[0]}.auth: mesh needs the orchestrator's credential for "
+            "it, and MESH_CREDENTIALS_FILE is not set; point it at the file make up writes "
+            "(secrets/mesh_credentials, python -m meshkit.secret_files)"
         )
+    try:
+        known = read_credentials(credentials_file)
+    except CredentialsFileError as error:
+        raise ConfigError(f"MESH_CREDENTIALS_FILE: {error}") from None
+    missing = [name for name in needing if name not in known]
+    if missing:
+        raise ConfigError(
+            f"{path}: servers.{missing[0]}.auth: mesh has no credential in {credentials_file}; "
+            "run make up (python -m meshkit.secret_files) to add one, then restart the server "
+            "with its new MESH_TOKEN_SHA256"
+        )
+    return {name: known[name] for name in needing}
 
 
 def check_server_name(name: str, path: Path) -> None:

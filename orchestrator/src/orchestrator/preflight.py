@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from meshkit.settings import describe_error
+from meshkit.settings import describe_error, secret_value
 from orchestrator.config import Agent, ConfigError, ServerEntry, load_fleet, load_registry
 from orchestrator.settings import NO_LLM_HELP, OrchestratorSettings
 
@@ -84,7 +84,16 @@ def _telegram(
     # in the mesh the orchestrator never holds them.
     if io is not None and io.module is not None:
         names = [name for agent in fleet.values() for name in agent.entry.bot_token_env]
-        if not any(environ.get(name, "").strip() for name in names):
+        if not any(_is_set(name, environ) for name in names):
             first = names[0] if names else "TELEGRAM_BOT_TOKEN"
             problems.append(NO_BOT_HELP.format(agents=settings.agents, name=first))
     return problems
+
+
+def _is_set(name: str, environ: Mapping[str, str]) -> bool:
+    """Whether the variable, or the file its ``<name>_FILE`` names, holds a value (a file
+    that cannot be read is named when telegram-io starts)."""
+    try:
+        return secret_value(name, environ) is not None
+    except ValueError:
+        return True

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from meshkit.settings import DataSettings
+from meshkit.settings import DataSettings, SecretFile
 
 
 def _env(name: str) -> AliasChoices:
@@ -34,6 +34,11 @@ class OrchestratorSettings(DataSettings):
     )
 
     openai_api_key: SecretStr | None = Field(default=None, validation_alias=_env("OPENAI_API_KEY"))
+    openai_api_key_file: SecretFile = Field(
+        default=None,
+        validation_alias=_env("OPENAI_API_KEY_FILE"),
+        description="OPENAI_API_KEY_FILE: a file holding the key instead (what containers get)",
+    )
     openai_base_url: str | None = Field(default=None, validation_alias=_env("OPENAI_BASE_URL"))
     openai_model: str = Field(default="gpt-5-mini", validation_alias=_env("OPENAI_MODEL"))
     openai_api: Literal["responses", "chat"] = Field(
@@ -44,7 +49,12 @@ class OrchestratorSettings(DataSettings):
     )
     llm_timeout_s: float = Field(default=90, gt=0, validation_alias=_env("LLM_TIMEOUT_S"))
 
-    mesh_token: SecretStr | None = Field(default=None, validation_alias=_env("MESH_TOKEN"))
+    mesh_credentials_file: Path | None = Field(
+        default=None,
+        validation_alias=_env("MESH_CREDENTIALS_FILE"),
+        description="MESH_CREDENTIALS_FILE: the orchestrator's credential for each 'auth: mesh' "
+        "server, '<server> <token>' lines (make up writes it: python -m meshkit.secret_files)",
+    )
     tool_timeout_s: float = Field(default=30, gt=0, validation_alias=_env("TOOL_TIMEOUT_S"))
     max_rounds: int = Field(default=6, ge=1, le=50, validation_alias=_env("MAX_ROUNDS"))
     max_tool_calls: int = Field(default=24, ge=1, le=500, validation_alias=_env("MAX_TOOL_CALLS"))
@@ -81,8 +91,13 @@ class OrchestratorSettings(DataSettings):
     )
 
     @property
+    def api_key(self) -> SecretStr | None:
+        """OPENAI_API_KEY, else the file OPENAI_API_KEY_FILE names."""
+        return self.openai_api_key or self.openai_api_key_file
+
+    @property
     def llm_configured(self) -> bool:
-        return self.openai_api_key is not None or bool(self.openai_base_url)
+        return self.api_key is not None or bool(self.openai_base_url)
 
 
 NO_LLM_HELP = """No LLM is configured. Either

@@ -54,7 +54,7 @@ class Registry:
         self,
         entries: Mapping[str, ServerEntry],
         *,
-        token: str | None,
+        credentials: Mapping[str, str] | None = None,
         default_timeout_s: float = 30.0,
         retry_initial_s: float = 0.5,
         retry_max_s: float = 30.0,
@@ -64,7 +64,7 @@ class Registry:
             name: ServerConnection(
                 name,
                 entry,
-                token=token,
+                token=(credentials or {}).get(name),
                 default_timeout_s=default_timeout_s,
                 retry_initial_s=retry_initial_s,
                 retry_max_s=retry_max_s,

@@ -39,9 +39,9 @@ def load_module_server(name: str, spec: str) -> FastMCP[Any]:
 def transport_for(
     entry: ServerEntry, *, token: str | None, server: FastMCP[Any] | None
 ) -> ClientTransport:
-    """The transport of ``entry``; ``token`` is the orchestrator's MESH_TOKEN, sent only to
-    an entry that asks for it (``auth: mesh``); ``server`` the in-process server a
-    ``module:`` entry was built into."""
+    """The transport of ``entry``; ``token`` is the orchestrator's credential for this one
+    server, sent only when the entry asks for it (``auth: mesh``); ``server`` the in-process
+    server a ``module:`` entry was built into."""
     if entry.url:
         return StreamableHttpTransport(
             entry.url, headers=dict(entry.headers), auth=entry.bearer(token)

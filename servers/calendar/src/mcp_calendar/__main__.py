@@ -1,7 +1,7 @@
 """Serve the calendar tools.
 
     python -m mcp_calendar             Streamable HTTP at /mcp on $MCP_PORT (default 8102;
-                                       needs MESH_TOKEN)
+                                       needs MESH_TOKEN_SHA256)
     python -m mcp_calendar --stdio     stdio, for local MCP clients
     python -m mcp_calendar import FILE [--calendar ID] [--read-only]
                                        load an .ics file (every event checked first;

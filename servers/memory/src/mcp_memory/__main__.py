@@ -1,7 +1,7 @@
 """Serve the memory tools, or move remembered rules and notes in and out as Markdown.
 
     python -m mcp_memory                       Streamable HTTP at /mcp on $MCP_PORT (default
-                                               8104; needs MESH_TOKEN)
+                                               8104; needs MESH_TOKEN_SHA256)
     python -m mcp_memory --stdio               stdio, for local MCP clients
     python -m mcp_memory export --agent X [--user U] > memory.md
     python -m mcp_memory import memory.md --agent X

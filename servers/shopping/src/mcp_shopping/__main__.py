@@ -1,7 +1,7 @@
 """Serve the shopping tools, or import order history.
 
     python -m mcp_shopping                     Streamable HTTP at /mcp on $MCP_PORT (default
-                                               8103; needs MESH_TOKEN)
+                                               8103; needs MESH_TOKEN_SHA256)
     python -m mcp_shopping --stdio             stdio, for local MCP clients
     python -m mcp_shopping import FILE [--agent NAME]
                                                load a CSV of orders (date,item,store,quantity,

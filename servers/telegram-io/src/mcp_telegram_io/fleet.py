@@ -2,7 +2,8 @@
 
 Only ``bot_token_env`` is read here (the orchestrator validates the rest of the
 file): a name or a list of names of environment variables; the first that is set
-holds the agent's bot token. The orchestrator never needs the tokens.
+holds the agent's bot token, or the file its ``<name>_FILE`` variable names does (what
+containers get: compose secrets). The orchestrator never needs the tokens.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from mcp_telegram_io.settings import TelegramIOSettings
-from meshkit.settings import environment
+from meshkit.settings import environment, secret_value
 from meshkit.yaml_config import ConfigError, load_yaml
 
 _TOKEN = re.compile(r"^(\d+):[A-Za-z0-9_-]+$")
@@ -51,7 +52,10 @@ def load_bots(path: Path, environ: Mapping[str, str] | None = None) -> dict[str,
         names = [names] if isinstance(names, str) else names
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise ConfigError(f"{path}: {key}: expected a variable name or a list of names")
-        token = next((environ[n].strip() for n in names if environ.get(n, "").strip()), None)
+        try:
+            token = next((t for t in (secret_value(n, environ) for n in names) if t), None)
+        except ValueError as error:
+            raise ConfigError(f"{path}: {key}: {error}") from None
         if token is None:
             continue
         match = _TOKEN.match(token)

@@ -1,0 +1,222 @@
+"""The secret files of the mesh in containers, one per secret: made once by ``make up``.
+
+    python -m meshkit.secret_files [--dir DIR] [--registry config/mcp_servers.yaml]
+
+compose.yaml mounts each file into the one service that needs it (``secrets:``, under
+``/run/secrets``), and the service reads it through a ``*_FILE`` variable: no secret is in a
+container's environment or in ``docker compose config``. ``DIR`` (default
+``$CLAWMESH_SECRETS``, else ``secrets``) holds:
+
+==============================  ======================================  =====================
+file                            what                                    read by
+==============================  ======================================  =====================
+``mesh_credentials``            the orchestrator's credentials, one     orchestrator
+                                per server: ``<server> <token>`` lines
+``mesh_token_sha256.<server>``  the SHA-256 of that server's line       that server
+``approval_signing_key.pem``    Ed25519 private key (PKCS8)             pending-actions
+``approval_public_key.pem``     its public key                          the confirm servers
+``openai_api_key``, ``<name>``  the user's own (``OPENAI_API_KEY`` and  orchestrator,
+for every ``*_BOT_TOKEN``       the bot tokens, from .env)              telegram-io
+==============================  ======================================  =====================
+
+Generated secrets are made only where missing: a server new in the registry (``auth: mesh``)
+gets a credential, the others keep theirs; the digests follow the credentials. The user's
+own are written from .env (or the environment) every time, empty when unset. It prints the
+names of the files it changed, one a line (never a value), so ``make up`` knows to recreate
+the containers: compose does not notice a secret file's new content by itself.
+
+Modes: the directory is 0700, so only its owner reaches the files. The files themselves are
+0644, because compose (without swarm) bind-mounts a file secret as it is on the host, owner
+and mode included (its ``uid``/``gid``/``mode`` are ignored: docker/compose#9648), and the
+services run as user 10001, who must read the ones mounted into it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import secrets
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    PublicFormat,
+    load_pem_private_key,
+)
+
+from meshkit.credentials import token_digest
+from meshkit.settings import environment, fail, load_dotenv
+from meshkit.yaml_config import ConfigError, load_yaml
+
+CREDENTIALS = "mesh_credentials"
+DIGEST_PREFIX = "mesh_token_sha256."
+SIGNING_KEY = "approval_signing_key.pem"
+PUBLIC_KEY = "approval_public_key.pem"
+# The user's own secrets compose.yaml mounts; every other *_BOT_TOKEN set is written too
+# (a new agent's bot: add its file to telegram-io's secrets in compose.yaml).
+USER_SECRETS = ("OPENAI_API_KEY", "TELEGRAM_BOT_TOKEN", "CLAWDIA_BOT_TOKEN")
+DIR_MODE = 0o700
+FILE_MODE = 0o644  # see the module docstring: the directory is what keeps others out
+_SERVER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,29}")
+_TOKEN = re.compile(r"[A-Za-z0-9_.~+/=-]{16,}")
+
+
+class CredentialsFileError(ValueError):
+    """A credentials file that cannot be used; the message names the file and line, never
+    a token."""
+
+
+def parse_credentials(text: str, path: Path) -> dict[str, str]:
+    """``<server> <token>`` lines (``#`` comments and blank lines skipped) → server → token."""
+    found: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split()
+        where = f"{path}, line {number}"
+        if len(parts) != 2 or not _SERVER.fullmatch(parts[0]) or not _TOKEN.fullmatch(parts[1]):
+            raise CredentialsFileError(
+                f"{where}: expected '<server> <token>' (a server name, a space, a token of at "
+                "least 16 characters); make up writes this file (python -m meshkit.secret_files)"
+            )
+        server, token = parts
+        if server in found:
+            raise CredentialsFileError(f"{where}: {server!r} is listed twice; keep one line")
+        found[server] = token
+    tokens = list(found.values())
+    if len(set(tokens)) != len(tokens):
+        raise CredentialsFileError(
+            f"{path}: two servers share a token; each server needs its own (delete the file "
+            "and run make up to make new ones)"
+        )
+    return found
+
+
+def read_credentials(path: Path) -> dict[str, str]:
+    """The orchestrator's credentials file (``MESH_CREDENTIALS_FILE``); CredentialsFileError
+    when it cannot be read or parsed."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise CredentialsFileError(
+            f"cannot read {path} ({reason}); make up writes it (python -m meshkit.secret_files)"
+        ) from None
+    return parse_credentials(text, path)
+
+
+def render_credentials(credentials: Mapping[str, str]) -> str:
+    lines = [f"{server} {token}" for server, token in sorted(credentials.items())]
+    return "# The orchestrator's credential for each server (never shown to a server).\n" + (
+        "\n".join(lines) + "\n"
+    )
+
+
+def mesh_servers(registry: Path, environ: Mapping[str, str]) -> list[str]:
+    """The servers of the registry that the orchestrator calls with ``auth: mesh``."""
+    raw = load_yaml(registry, environ)
+    servers = raw.get("servers")
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{registry}: servers: expected a mapping of server names")
+    return sorted(
+        str(name)
+        for name, body in servers.items()
+        if isinstance(body, dict) and body.get("auth") == "mesh"
+    )
+
+
+def approval_key_pair(existing: bytes | None) -> tuple[bytes, bytes]:
+    """(private PEM, public PEM): a new Ed25519 pair, or the public key of ``existing``."""
+    if existing is None:
+        key = Ed25519PrivateKey.generate()
+    else:
+        loaded = load_pem_private_key(existing, password=None)
+        if not isinstance(loaded, Ed25519PrivateKey):
+            raise ValueError(f"{SIGNING_KEY} is not an Ed25519 key; delete it to make a new pair")
+        key = loaded
+    private = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+    public = key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+    return private, public
+
+
+class SecretDir:
+    """The directory of secret files; ``changed`` lists what this run wrote."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.changed: list[str] = []
+        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        path.chmod(DIR_MODE)
+
+    def read(self, name: str) -> bytes | None:
+        file = self.path / name
+        return file.read_bytes() if file.is_file() else None
+
+    def write(self, name: str, content: bytes) -> None:
+        """Write ``name`` when its content differs (through a temporary file and a rename,
+        so a reader never sees half of it)."""
+        file = self.path / name
+        if file.is_file() and file.read_bytes() == content:
+            if file.stat().st_mode & 0o777 != FILE_MODE:
+                file.chmod(FILE_MODE)
+            return
+        temporary = self.path / f".{name}.new"
+        temporary.unlink(missing_ok=True)
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(content)
+        temporary.chmod(FILE_MODE)  # whatever the umask took away
+        temporary.replace(file)
+        self.changed.append(name)
+
+
+def make_secrets(directory: Path, registry: Path, environ: Mapping[str, str]) -> list[str]:
+    """Write what is missing or changed under ``directory``; the names of the files written."""
+    out = SecretDir(directory)
+    old = out.read(CREDENTIALS)
+    credentials = parse_credentials(old.decode(), out.path / CREDENTIALS) if old else {}
+    for server in mesh_servers(registry, environ):
+        credentials.setdefault(server, secrets.token_urlsafe(32))
+    out.write(CREDENTIALS, render_credentials(credentials).encode())
+    for server, token in credentials.items():
+        out.write(f"{DIGEST_PREFIX}{server}", f"{token_digest(token)}\n".encode())
+    private, public = approval_key_pair(out.read(SIGNING_KEY))
+    out.write(SIGNING_KEY, private)
+    out.write(PUBLIC_KEY, public)
+    names = {*USER_SECRETS, *(n for n in environ if n.endswith("_BOT_TOKEN"))}
+    for name in sorted(names):
+        value = environ.get(name, "").strip()
+        out.write(name.lower(), f"{value}\n".encode() if value else b"")
+    return out.changed
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m meshkit.secret_files",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--dir", type=Path, help="where the files go (default: secrets)")
+    parser.add_argument("--registry", type=Path, default=Path("config/mcp_servers.yaml"))
+    args = parser.parse_args(argv)
+    load_dotenv()
+    environ = environment()
+    directory = args.dir or Path(environ.get("CLAWMESH_SECRETS") or "secrets")
+    try:
+        changed = make_secrets(directory, args.registry, environ)
+    except (ConfigError, CredentialsFileError, ValueError) as error:
+        fail(str(error))
+    except OSError as error:
+        fail(f"cannot write the secret files in {directory} ({error.strerror}); make it writable")
+    sys.stdout.write("".join(f"{name}\n" for name in changed))
+
+
+if __name__ == "__main__":
+    main()

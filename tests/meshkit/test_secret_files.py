@@ -1,0 +1,100 @@
+"""``python -m meshkit.secret_files`` (make up): the secret files of the containers, made
+once, copied from .env where they are the user's, never printed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import load_pem_private_key, load_pem_public_key
+
+from meshkit.credentials import token_digest
+from meshkit.secret_files import (
+    CREDENTIALS,
+    DIGEST_PREFIX,
+    PUBLIC_KEY,
+    SIGNING_KEY,
+    make_secrets,
+    read_credentials,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+REGISTRY = ROOT / "config" / "mcp_servers.yaml"
+SERVERS = {"weather", "calendar", "shopping", "scheduler", "memory", "pending-actions"}
+ENV = {"OPENAI_API_KEY": "sk-from-dotenv-0123456789", "TELEGRAM_BOT_TOKEN": "1:bot-0123456789"}
+
+
+def test_every_server_gets_its_own_credential_and_holds_only_its_digest(tmp_path: Path) -> None:
+    make_secrets(tmp_path / "secrets", REGISTRY, ENV)
+    credentials = read_credentials(tmp_path / "secrets" / CREDENTIALS)
+    assert set(credentials) == SERVERS | {"telegram-io"}
+    assert len(set(credentials.values())) == len(credentials)  # no token opens two servers
+    for server, token in credentials.items():
+        digest = (tmp_path / "secrets" / f"{DIGEST_PREFIX}{server}").read_text().strip()
+        assert digest == token_digest(token)
+
+
+def test_a_second_run_keeps_what_exists_and_makes_only_what_is_missing(tmp_path: Path) -> None:
+    secrets = tmp_path / "secrets"
+    first = make_secrets(secrets, REGISTRY, ENV)
+    assert CREDENTIALS in first
+    before = read_credentials(secrets / CREDENTIALS)
+    signing = (secrets / SIGNING_KEY).read_bytes()
+    assert make_secrets(secrets, REGISTRY, ENV) == []  # nothing changed, nothing written
+    registry = tmp_path / "servers.yaml"
+    registry.write_text(REGISTRY.read_text() + "  notes: {url: 'http://notes:1/mcp', auth: mesh}\n")
+    (secrets / PUBLIC_KEY).unlink()
+    changed = make_secrets(secrets, registry, {**ENV, "OPENAI_API_KEY": "sk-a-new-key-98765"})
+    after = read_credentials(secrets / CREDENTIALS)
+    assert {k: v for k, v in after.items() if k != "notes"} == before
+    assert "notes" in after
+    assert sorted(changed) == sorted(
+        [CREDENTIALS, f"{DIGEST_PREFIX}notes", PUBLIC_KEY, "openai_api_key"]
+    )
+    assert (secrets / SIGNING_KEY).read_bytes() == signing
+    assert (secrets / "openai_api_key").read_text().strip() == "sk-a-new-key-98765"
+
+
+def test_the_approval_keys_are_an_ed25519_pair(tmp_path: Path) -> None:
+    make_secrets(tmp_path, REGISTRY, ENV)
+    private = load_pem_private_key((tmp_path / SIGNING_KEY).read_bytes(), password=None)
+    public = load_pem_public_key((tmp_path / PUBLIC_KEY).read_bytes())
+    assert isinstance(private, Ed25519PrivateKey)
+    assert isinstance(public, Ed25519PublicKey)
+    public.verify(private.sign(b"approval"), b"approval")  # raises when not a pair
+
+
+def test_the_directory_is_the_owners_alone_and_a_user_secret_unset_is_an_empty_file(
+    tmp_path: Path,
+) -> None:
+    secrets = tmp_path / "secrets"
+    make_secrets(secrets, REGISTRY, ENV)
+    assert secrets.stat().st_mode & 0o777 == 0o700
+    # 0644: compose bind-mounts them as they are, for user 10001 (see compose.yaml).
+    assert {f.stat().st_mode & 0o777 for f in secrets.iterdir()} == {0o644}
+    assert (secrets / "clawdia_bot_token").read_bytes() == b""
+    assert (secrets / "telegram_bot_token").read_text() == "1:bot-0123456789\n"
+
+
+def test_the_command_prints_file_names_and_never_a_secret(tmp_path: Path) -> None:
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("CLAWMESH_SECRETS", *ENV)},
+        **ENV,
+        "CLAWMESH_SECRETS": str(tmp_path / "secrets"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "meshkit.secret_files"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    printed = done.stdout + done.stderr
+    assert CREDENTIALS in done.stdout.splitlines()
+    for value in [*ENV.values(), *read_credentials(tmp_path / "secrets" / CREDENTIALS).values()]:
+        assert value not in printed
