@@ -42,14 +42,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    NoEncryption,
-    PrivateFormat,
-    PublicFormat,
-    load_pem_private_key,
-)
 
+from meshkit.approval_keys import public_pem, read_signing_key, signing_pem
 from meshkit.credentials import token_digest
 from meshkit.settings import environment, fail, load_dotenv
 from meshkit.yaml_config import ConfigError, load_yaml
@@ -132,18 +126,11 @@ def mesh_servers(registry: Path, environ: Mapping[str, str]) -> list[str]:
     )
 
 
-def approval_key_pair(existing: bytes | None) -> tuple[bytes, bytes]:
-    """(private PEM, public PEM): a new Ed25519 pair, or the public key of ``existing``."""
-    if existing is None:
-        key = Ed25519PrivateKey.generate()
-    else:
-        loaded = load_pem_private_key(existing, password=None)
-        if not isinstance(loaded, Ed25519PrivateKey):
-            raise ValueError(f"{SIGNING_KEY} is not an Ed25519 key; delete it to make a new pair")
-        key = loaded
-    private = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
-    public = key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
-    return private, public
+def approval_key_pair(existing: Path) -> tuple[bytes, bytes]:
+    """(private PEM, public PEM): the pair of the key in ``existing``, or a new one where there
+    is none (in the formats ``meshkit.approval_keys`` reads)."""
+    key = read_signing_key(existing) if existing.is_file() else Ed25519PrivateKey.generate()
+    return signing_pem(key), public_pem(key.public_key())
 
 
 class SecretDir:
@@ -187,7 +174,7 @@ def make_secrets(directory: Path, registry: Path, environ: Mapping[str, str]) ->
     out.write(CREDENTIALS, render_credentials(credentials).encode())
     for server, token in credentials.items():
         out.write(f"{DIGEST_PREFIX}{server}", f"{token_digest(token)}\n".encode())
-    private, public = approval_key_pair(out.read(SIGNING_KEY))
+    private, public = approval_key_pair(out.path / SIGNING_KEY)
     out.write(SIGNING_KEY, private)
     out.write(PUBLIC_KEY, public)
     names = {*USER_SECRETS, *(n for n in environ if n.endswith("_BOT_TOKEN"))}
