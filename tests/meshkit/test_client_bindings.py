@@ -8,11 +8,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from fastmcp import FastMCP
-from pydantic import SecretStr
+from pydantic import Field, SecretStr
 
 from fakes.serving import sdk_client, serving_in_thread
 from mcp_calendar.server import build_server as build_calendar
@@ -41,21 +41,24 @@ ZONES = {"clawdia": "Europe/Berlin"}
 CONTEXT = {"agent", "user", "timezone"}
 
 
+Short = Annotated[str, Field(max_length=64)]  # every argument is bounded (meshkit.bounds)
+
+
 def toy_server() -> FastMCP[Any]:
     server = create_server("toy", version="1", instructions="Whose data is this?")
 
     @server.tool(**read(context=("agent", "user", "timezone")))
-    async def whose(agent: str = "default", user: str = "", timezone: str = "UTC") -> str:
+    async def whose(agent: Short = "default", user: Short = "", timezone: Short = "UTC") -> str:
         """Read someone's data."""
         return f"{agent}/{user}/{timezone}"
 
     @server.tool(**producer(context=("agent",)))
-    async def propose(text: str, agent: str = "default") -> str:
+    async def propose(text: Short, agent: Short = "default") -> str:
         """Propose something for an agent."""
         return f"{agent}: {text}"
 
     @server.tool(**read())
-    async def peek(user: str = "") -> str:
+    async def peek(user: Short = "") -> str:
         """A tool that forgot to declare its user as context."""
         return f"peeked at {user or 'nobody'}"
 

@@ -136,7 +136,7 @@ async def test_without_a_signing_key_file_a_key_pair_is_made_in_the_data_dir(
     public = settings.data_dir / "approval_public_key"
     assert stat.S_IMODE(signing.stat().st_mode) == 0o600
     assert signing.read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----")
-    assert stat.S_IMODE(public.stat().st_mode) == 0o644
+    assert stat.S_IMODE(public.stat().st_mode) == 0o600
     assert public.read_bytes().startswith(b"-----BEGIN PUBLIC KEY-----")
     approvals = Approvals(read_public_key(public), clock=clock)
     for decision in (first, second):
