@@ -15,6 +15,7 @@ from orchestrator.app import App, llm_for, open_app
 from orchestrator.channels.console import Console
 from orchestrator.config import Agent
 from orchestrator.core.replies import Reply as ChatReply
+from orchestrator.core.routes import TapContext
 from orchestrator.llm.base import LLM
 from orchestrator.llm.openai_api import build_llm
 from orchestrator.llm.retry import RetryPolicy
@@ -119,7 +120,9 @@ async def tap_in(app: App, chat: str, shown_in: str, reply: ChatReply, label: st
     async def edit(new: ChatReply) -> None:
         edits.append(new)
 
-    await app.dispatcher.on_callback("clawdia", chat, chat, shown_in, data, answer, edit)
+    await app.dispatcher.on_callback(
+        TapContext("clawdia", chat, chat, shown_in, data, answer, edit)
+    )
     [edited] = edits
     return edited
 

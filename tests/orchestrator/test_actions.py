@@ -21,6 +21,7 @@ from fakes.responses_api import call, calls, text
 from fakes.world import World, clawdia
 from orchestrator.app import App
 from orchestrator.core.replies import Reply
+from orchestrator.core.routes import TapContext
 
 pytestmark = pytest.mark.anyio
 
@@ -96,7 +97,7 @@ class Taps:
             edits.append(reply)
 
         await self.app.dispatcher.on_callback(
-            self.agent, self.chat, self.user, message, data, answer, edit
+            TapContext(self.agent, self.chat, self.user, message, data, answer, edit)
         )
         assert len(edits) <= 1
         return edits[0] if edits else None
@@ -318,7 +319,8 @@ async def test_two_buttons_of_one_batch_tapped_at_once_end_drawn_as_both_went(
                 drawn.append(new)
 
             data = button(reply, label)
-            await app.dispatcher.on_callback("clawdia", CHAT, USER, MESSAGE, data, answer, edit)
+            tap = TapContext("clawdia", CHAT, USER, MESSAGE, data, answer, edit)
+            await app.dispatcher.on_callback(tap)
 
         async with anyio.create_task_group() as both:
             both.start_soon(tap, "1. ➕ Add")

@@ -18,6 +18,7 @@ from orchestrator.channels.console import Console
 from orchestrator.core.actions import NO_LONGER_ACTIVE
 from orchestrator.core.clarify import EXPIRED, OTHER, TYPE_IT
 from orchestrator.core.replies import Reply
+from orchestrator.core.routes import TapContext
 
 pytestmark = pytest.mark.anyio
 
@@ -66,10 +67,10 @@ class Chat:
 
         data = next(b.data for row in self.messages[message - 1].buttons for b in row
                     if b.label == label)  # fmt: skip
-        await self.app.dispatcher.on_callback(
+        await self.app.dispatcher.on_callback(TapContext(
             "clawdia", CHAT, CHAT, tapped, data, answer, edit, deliver=self.deliver,
             tap_id=tap_id,
-        )  # fmt: skip
+        ))  # fmt: skip
 
 
 def user_messages(body: dict[str, Any]) -> list[str]:

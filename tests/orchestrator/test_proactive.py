@@ -28,6 +28,7 @@ from mcp_calendar.settings import CalendarSettings
 from meshkit.wire.scheduler import Acked, Due, Firing
 from orchestrator.app import App
 from orchestrator.core.replies import Reply
+from orchestrator.core.routes import TapContext
 from orchestrator.settings import OrchestratorSettings
 
 pytestmark = pytest.mark.anyio
@@ -221,7 +222,7 @@ async def test_a_reminder_set_by_tap_is_delivered_with_buttons_and_snoozed_witho
 
         async def tap(data: str, message: str, tap_id: str | None = None) -> None:
             await app.dispatcher.on_callback(
-                "clawdia", OWNER, OWNER, message, data, answer, edit, tap_id=tap_id
+                TapContext("clawdia", OWNER, OWNER, message, data, answer, edit, tap_id=tap_id)
             )
 
         [[set_button, _]] = asked.buttons
@@ -243,7 +244,9 @@ async def test_a_reminder_set_by_tap_is_delivered_with_buttons_and_snoozed_witho
         edits.clear()  # the proposal's, redrawn by the tap that set the reminder
         # The owner's button, replayed by another user of the agent in their own chat, and
         # in the owner's chat on another message (the proposal's).
-        await app.dispatcher.on_callback("clawdia", GUEST, GUEST, "77", done, answer, edit)
+        await app.dispatcher.on_callback(
+            TapContext("clawdia", GUEST, GUEST, "77", done, answer, edit)
+        )
         await tap(done, "10")
         assert notices[-2:] == ["That button is no longer active."] * 2
         assert edits == []

@@ -14,6 +14,7 @@ from fakes.world import World, clawdia, last_output
 from orchestrator.app import App
 from orchestrator.core.remembered import CLOSE, OPEN
 from orchestrator.core.replies import Reply
+from orchestrator.core.routes import TapContext
 
 pytestmark = pytest.mark.anyio
 
@@ -49,7 +50,9 @@ class Chat:
 
         shown_in = message or str(self.messages)
         await self.app.dispatcher.on_callback(
-            "clawdia", self.chat, self.chat, shown_in, button(reply, label), answer, edit
+            TapContext(
+                "clawdia", self.chat, self.chat, shown_in, button(reply, label), answer, edit
+            )
         )
         return edits[-1] if edits else None
 

@@ -17,6 +17,7 @@ from meshkit.wire.memory import Window
 from orchestrator.app import App
 from orchestrator.core.remembered import EARLIER_OPEN, OPEN
 from orchestrator.core.replies import Reply
+from orchestrator.core.routes import TapContext
 from orchestrator.core.summaries import PROMPT
 
 pytestmark = pytest.mark.anyio
@@ -135,7 +136,7 @@ async def test_new_clears_the_window_and_its_summary_but_not_the_rules(
         pass
 
     remember = proposed.buttons[0][0].data
-    await app.dispatcher.on_callback("clawdia", CHAT, CHAT, "1", remember, note, edit)
+    await app.dispatcher.on_callback(TapContext("clawdia", CHAT, CHAT, "1", remember, note, edit))
     world.llm.default = answering(text(SUMMARY))
     for n in range(7):
         await say(app, f"message {n}")

@@ -1,4 +1,9 @@
-"""Assembly: configuration → registry → agents with their models → dispatcher."""
+"""Assembly: configuration → registry → agents with their models → dispatcher.
+
+The dispatcher is built with everything its routes need (the reminders' taps, ``/jobs``,
+the scheduler's and the Telegram inbox's lines in ``/status``): nothing is added to it
+later.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from orchestrator.channels.telegram import inbox_status
 from orchestrator.config import (
     Agent,
     ConfigError,
@@ -20,6 +26,8 @@ from orchestrator.core.conversation import Conversation
 from orchestrator.core.dispatch import Dispatcher
 from orchestrator.core.proactive import Proactive
 from orchestrator.core.remembered import Remembered
+from orchestrator.core.reminders import JOBS, Reminders
+from orchestrator.core.routes import Command
 from orchestrator.core.turn import AgentRuntime, TurnEngine, TurnLimits
 from orchestrator.llm.base import LLM
 from orchestrator.llm.openai_api import build_llm
@@ -96,13 +104,19 @@ async def open_app(
         failed: Exception | None = None
         try:
             async with anyio.create_task_group() as background:
+                reminders = Reminders(registry, runtimes)
+                scheduler = reminders.server is not None
                 dispatcher = Dispatcher(
                     runtimes, engine, registry, conversation,
+                    reminder_taps=reminders.tap,  # rm: refused without a scheduler
+                    more_commands={"/jobs": Command(JOBS, reminders.jobs)} if scheduler else {},
+                    status_lines=[
+                        *([reminders.status_lines] if scheduler else []),
+                        *([inbox_status(registry)] if registry.server_for("telegram-io") else []),
+                    ],
                     clarify_ttl_s=settings.clarify_ttl_s, background=background.start_soon,
                 )  # fmt: skip
-                proactive = Proactive(registry, dispatcher)
-                if proactive.server is not None:
-                    proactive.install()
+                proactive = Proactive(registry, dispatcher, reminders)
                 try:
                     yield App(settings, registry, dispatcher, engine, proactive)
                 except Exception as error:  # raised as itself below, not in an exception group

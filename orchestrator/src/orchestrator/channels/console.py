@@ -18,6 +18,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from orchestrator.core.dispatch import Button, Dispatcher, Reply
+from orchestrator.core.routes import TapContext
 from orchestrator.core.turn import arguments_preview
 from orchestrator.llm.base import FunctionCall
 from orchestrator.mesh.tools import ToolInfo
@@ -100,16 +101,17 @@ class Console:
             message_id = str(self._messages)  # the choices are those of the last answer
             self._set_thinking(True)  # a tap may take a while: a confirmed action, a turn
             try:
-                await self._dispatcher.on_callback(
-                    self._agent_id,
-                    CHAT_ID,
-                    USER_ID,
-                    message_id,
-                    button.data,
-                    self._notice,
-                    self._edited,
+                tap = TapContext(
+                    agent=self._agent_id,
+                    chat=CHAT_ID,
+                    user=USER_ID,
+                    message=message_id,
+                    data=button.data,
+                    answer=self._notice,
+                    edit=self._edited,
                     deliver=self._deliver,
                 )
+                await self._dispatcher.on_callback(tap)
             finally:
                 self._set_thinking(False)
             return

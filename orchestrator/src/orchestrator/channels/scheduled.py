@@ -27,10 +27,10 @@ from orchestrator.channels.telegram_io import (
     TelegramIOUnavailable,
     TelegramRefused,
 )
-from orchestrator.core.actions import Deliver
 from orchestrator.core.dispatch import owner_of
 from orchestrator.core.proactive import Proactive
 from orchestrator.core.replies import Reply
+from orchestrator.core.routes import Deliver
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry
 from orchestrator.shutdown import Shutdown

@@ -47,6 +47,7 @@ from orchestrator.channels.telegram_io import (
 from orchestrator.channels.telegram_leases import LeaseKeeper
 from orchestrator.channels.telegram_ready import go_live
 from orchestrator.core.dispatch import Dispatcher, Reply
+from orchestrator.core.routes import StatusLines
 from orchestrator.core.turn import AgentRuntime
 from orchestrator.mesh.registry import Registry
 from orchestrator.shutdown import Shutdown
@@ -105,7 +106,6 @@ class TelegramChannel:
         telegram-io and dispatch until cancelled or ``shutdown`` is requested; then let
         the running work finish (``grace_s`` at most) and return."""
         shutdown = shutdown or Shutdown()
-        self._dispatcher.status_probes.append(self._status_lines)
         await go_live(self._io, self._dispatcher.agents, self._say, self._dispatcher.commands())
         async with anyio.create_task_group() as work:
             work.start_soon(self._leases.run, name="leases")
@@ -255,15 +255,23 @@ class TelegramChannel:
         except TelegramIOFailed as error:
             logger.warning("ack %s failed (%s); it will be handed over and acked again", uid, error)
 
-    async def _status_lines(self, _agent: str) -> list[str]:
-        """The inbox and every bot of the fleet: the state of the shared Telegram I/O."""
+
+def inbox_status(registry: Registry) -> StatusLines:
+    """The lines ``/status`` gets about the shared Telegram I/O: the inbox and every bot of
+    the fleet (given to the dispatcher when the app builds it; reading the status takes no
+    lease, so the holder named here never holds one)."""
+    io = TelegramIO(registry, consumer="status", run="status")
+
+    async def lines(_agent: str) -> list[str]:
         try:
-            status = await self._io.status()
+            status = await io.status()
         except TelegramIOFailed:
             return ["Telegram inbox: unavailable"]
         bots = ", ".join(f"{b.agent} {b.state}" for b in status.bots)
         parked = " · PARKED (kill switch)" if status.parked else ""
         return [f"Telegram inbox: {status.pending} waiting · bots: {bots}{parked}"]
+
+    return lines
 
 
 def _allowed(runtime: AgentRuntime, update: InboxUpdate) -> bool:

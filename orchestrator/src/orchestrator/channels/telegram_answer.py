@@ -1,23 +1,29 @@
 """Answering one accepted Telegram update: a message's turn, a button tap, or media.
 
+The update's kind picks its handler from one table (``UpdateAnswerer.routes``, built
+with the answerer):
+
 - A text goes to the dispatcher; "typing…" shows from ``typing_after_s`` into the turn,
   refreshed every ``typing_every_s``, and stops when the reply is delivered.
 - A tap never reaches the model: it is answered (the spinner on the button stops), done
   once, and its message edited; a tap that answers a question starts a turn whose reply
   is a new message.
 - Media gets one line saying only text is read.
-- Every reply is sent under the idempotency key ``reply:<update id>``: a turn redone after
-  a crash delivers nothing twice.
+- Anything else (edited messages, service messages) is acked and ignored.
+
+Every reply is sent under the idempotency key ``reply:<update id>``: a turn redone after
+a crash delivers nothing twice.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
 
 import anyio
 
-from meshkit.wire.telegram_io import InboxUpdate, Sent
+from meshkit.wire.telegram_io import InboxUpdate, Kind, Sent
 from orchestrator.channels.telegram_io import (
     TelegramIO,
     TelegramIOFailed,
@@ -25,10 +31,12 @@ from orchestrator.channels.telegram_io import (
     without_bot_name,
 )
 from orchestrator.core.dispatch import Dispatcher, Reply
+from orchestrator.core.routes import TapContext
 from orchestrator.core.turn import AgentRuntime
 
 logger = logging.getLogger(__name__)
 
+UpdateHandler = Callable[[str, str, InboxUpdate], Awaitable[None]]  # (agent, chat, update)
 MEDIA_REPLY = (
     "I can only read text for now: photos, voice notes, stickers and files are not "
     "supported. Tell me in words what you need."
@@ -50,16 +58,17 @@ class UpdateAnswerer:
         self._typing_after_s = typing_after_s
         self._typing_every_s = typing_every_s
         self._sleep = sleep
+        # Update kind → handler (the kinds: meshkit.wire.telegram_io).
+        self.routes: Mapping[Kind, UpdateHandler] = MappingProxyType({
+            "text": self._text,  # a turn (or a command), its reply delivered
+            "callback": self._tap,  # a button tap: the dispatcher's tap routes
+            "media": self._media,  # one line: only text is read
+            "other": self._ignore,  # acked, nothing said
+        })  # fmt: skip
 
     async def answer(self, runtime: AgentRuntime, update: InboxUpdate) -> None:
-        """Answer ``update`` and deliver what it says back; other kinds are ignored."""
-        agent, chat = runtime.id, str(update.chat_id)
-        if update.kind == "callback":
-            await self._tap(agent, chat, update)
-        elif update.kind == "media":
-            await self.send(agent, update, Reply(MEDIA_REPLY))
-        elif update.kind == "text":
-            await self._text(agent, chat, update)
+        """Answer ``update`` and deliver what it says back."""
+        await self.routes[update.kind](runtime.id, str(update.chat_id), update)
 
     async def send(self, agent: str, update: InboxUpdate, reply: Reply) -> Sent:
         """The reply to ``update``, once however often it is sent."""
@@ -101,6 +110,12 @@ class UpdateAnswerer:
         if failed is not None:
             raise failed
 
+    async def _media(self, agent: str, chat: str, update: InboxUpdate) -> None:
+        await self.send(agent, update, Reply(MEDIA_REPLY))
+
+    async def _ignore(self, agent: str, chat: str, update: InboxUpdate) -> None:
+        return None
+
     async def _tap(self, agent: str, chat: str, update: InboxUpdate) -> None:
         answered = False
 
@@ -121,11 +136,19 @@ class UpdateAnswerer:
             sent = await self.send(agent, update, reply)
             return str(sent.message_ids[-1]) if sent.message_ids else None
 
-        user, data = str(update.user_id), update.callback_data or ""
         shown_in = None if update.message_id is None else str(update.message_id)
-        await self._dispatcher.on_callback(
-            agent, chat, user, shown_in, data, answer, edit, deliver=deliver, tap_id=update.id
+        tap = TapContext(
+            agent=agent,
+            chat=chat,
+            user=str(update.user_id),
+            message=shown_in,
+            data=update.callback_data or "",
+            answer=answer,
+            edit=edit,
+            deliver=deliver,
+            tap_id=update.id,
         )
+        await self._dispatcher.on_callback(tap)
         if not answered:
             await answer("")
 

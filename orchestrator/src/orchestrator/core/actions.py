@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -42,6 +42,7 @@ from orchestrator.core.batches import Line, message_of, redrawn_text, render
 from orchestrator.core.callbacks import Tap, decode
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.replies import Reply
+from orchestrator.core.routes import Deliver, TapContext
 from orchestrator.mesh.errors import ToolCallError, ToolFailed
 from orchestrator.mesh.registry import Registry, ToolResult
 from orchestrator.mesh.roles import RoleClient
@@ -59,10 +60,6 @@ NOT_STAGED = (
 # Waits between tries to record where a batch is shown (a server restart takes seconds).
 SHOW_RETRY_S = (1.0, 2.0, 4.0, 8.0)
 
-Answer = Callable[[str], Coroutine[Any, Any, None]]
-Edit = Callable[[Reply], Coroutine[Any, Any, None]]
-# Sends a reply; the id of the message its buttons are in (None: not known).
-Deliver = Callable[[Reply], Coroutine[Any, Any, str | None]]
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -186,21 +183,12 @@ class ActionDesk:
         logger.warning("batch %s: where it is shown was not recorded: its buttons will not work",
                        arguments["batch_id"])  # fmt: skip
 
-    async def tap(  # noqa: PLR0917 (who, where, what, and the two ways back)
-        self,
-        agent: str,
-        chat_id: str,
-        user_id: str,
-        message_id: str | None,
-        data: str,
-        answer: Answer,
-        edit: Edit,
-    ) -> None:
-        """Do what a button says, once, if it is on the message ``message_id`` of this
-        agent's chat that shows the action.
+    async def tap(self, tap: TapContext) -> None:
+        """Do what a button (``pa``, ``pb``) says, once, if it is on the message
+        ``tap.message`` of this agent's chat that shows the action.
 
-        ``answer`` stops the button's spinner with a short notice, as soon as
-        pending-actions has decided; ``edit`` gets the tapped message's new content (not
+        ``tap.answer`` stops the button's spinner with a short notice, as soon as
+        pending-actions has decided; ``tap.edit`` gets the tapped message's new content (not
         called when the tap concerns nothing of this chat's). Taps in one chat are taken
         one at a time. Only approve (which answers with the batch), the confirm tool and
         the edit wait for each other: answering runs beside them; recording the outcomes
@@ -209,36 +197,28 @@ class ActionDesk:
         resumes them, and the confirm tool, which performs an action id once, answers
         with its first result.)
         """
-        tap = decode(data)
-        if tap is None or message_id is None:
-            await answer(NO_LONGER_ACTIVE)
+        decoded = decode(tap.data)
+        if decoded is None or tap.message is None:
+            await tap.answer(NO_LONGER_ACTIVE)
             return
-        async with self._showing[(agent, chat_id)]:
+        async with self._showing[(tap.agent, tap.chat)]:
             pass  # a reply being sent in this chat: its message is recorded first
         # A second button of a batch tapped while the first is at work decides and draws
         # from the state the first left: drawn from the same moment, the edit made last
         # would show one of the two as not done.
-        async with self._tapping[(agent, chat_id)]:
-            await self._tap(tap, agent, chat_id, user_id, message_id, answer, edit)
+        async with self._tapping[(tap.agent, tap.chat)]:
+            await self._tap(decoded, tap, tap.message)
 
-    async def _tap(  # noqa: PLR0917 (tap's, passed on)
-        self,
-        tap: Tap,
-        agent: str,
-        chat_id: str,
-        user_id: str,
-        message_id: str,
-        answer: Answer,
-        edit: Edit,
-    ) -> None:
-        where = {"agent": agent, "chat_id": chat_id, "message_id": message_id}
-        decided = await self._decide(tap, {"user_id": user_id, **where})
+    async def _tap(self, decoded: Tap, tap: TapContext, message_id: str) -> None:
+        """The tap (``decoded``: what its button says), taken in the chat's turn."""
+        where = {"agent": tap.agent, "chat_id": tap.chat, "message_id": message_id}
+        decided = await self._decide(decoded, {"user_id": tap.user, **where})
         if decided is None:
-            await answer(UNAVAILABLE)
+            await tap.answer(UNAVAILABLE)
             return
         decisions, batch = decided
         async with anyio.create_task_group() as beside:
-            beside.start_soon(answer, notice(tap, decisions))
+            beside.start_soon(tap.answer, notice(decoded, decisions))
             if batch is None:
                 return  # nothing shown in this message (or nothing at all): leave it alone
             if not any(d.ok for d in decisions) and not _redraws(decisions, batch):
@@ -246,21 +226,21 @@ class ActionDesk:
             outcomes = [
                 await self._execute(decision)
                 for decision in decisions
-                if decision.ok and tap.verb == "confirm"
+                if decision.ok and decoded.verb == "confirm"
             ]
             lines = _overlay(batch.actions, outcomes)
-            await edit(render(batch.text or "", batch.batch_id, lines, redraw=True))
+            await tap.edit(render(batch.text or "", batch.batch_id, lines, redraw=True))
             for outcome in outcomes:
                 if outcome.record is not None:
                     beside.start_soon(self._record, *outcome.record)
             told = [o.note for o in outcomes if o.note] + [
                 f"The user cancelled: {d.summary}"
                 for d in decisions
-                if d.ok and tap.verb == "cancel"
+                if d.ok and decoded.verb == "cancel"
             ]
             if told:
                 note = {"type": "message", "role": "developer", "content": "\n".join(told)}
-                beside.start_soon(self._conversation.append, agent, chat_id, [note])
+                beside.start_soon(self._conversation.append, tap.agent, tap.chat, [note])
 
     async def _decide(
         self, tap: Tap, who: dict[str, str]

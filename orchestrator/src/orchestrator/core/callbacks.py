@@ -5,7 +5,9 @@
     cl:<question id>:<n | o>   a clarify answer  mf:<memory id>    forget a memory (/memory)
     rm:d | rm:s10 | rm:s60:<firing id>   a delivered reminder: done, snooze 10 min or 1 h
 
-Anything else (an old button, forged data) decodes to None. The data only names what
+The part before the first ":" is the route (``prefix_of``): the dispatcher's table has
+one handler for each of ``PREFIXES``. Anything else (an old button, forged data) decodes
+to None, and a prefix of none of them has no handler. The data only names what
 was tapped: whether it may happen is decided by the server that keeps its state, for the
 tapping user, the bot and chat the tap came through, and the message the button is on
 (the only one where those ids act): pending-actions (pa, pb, and the forget a 🗑 stages),
@@ -20,10 +22,24 @@ from dataclasses import dataclass
 from typing import Literal
 
 MAX_BYTES = 64
+
+ACTION = "pa"  # one pending action
+BATCH = "pb"  # a whole batch of pending actions
+CHOICE = "cl"  # a clarify answer
+FORGET = "mf"  # /memory's Forget
+REMINDER = "rm"  # a delivered reminder's follow-up
+PREFIXES = frozenset({ACTION, BATCH, CHOICE, FORGET, REMINDER})
+
+
+def prefix_of(data: str) -> str:
+    """The route of callback ``data``: what comes before its first ":"."""
+    return data.split(":", 1)[0]
+
+
 _ACTION = re.compile(r"act_[0-9a-f]{12}")
 _BATCH = re.compile(r"bat_[0-9a-f]{12}")
 _VERBS = {"c": "confirm", "x": "cancel"}
-_SCOPES = {"pa": "action", "pb": "batch"}
+_SCOPES = {ACTION: "action", BATCH: "batch"}
 
 
 @dataclass(frozen=True)
@@ -34,7 +50,7 @@ class Tap:
 
 
 def encode(tap: Tap) -> str:
-    prefix = "pa" if tap.scope == "action" else "pb"
+    prefix = ACTION if tap.scope == "action" else BATCH
     data = f"{prefix}:{'c' if tap.verb == 'confirm' else 'x'}:{tap.target}"
     if decode(data) != tap or len(data.encode()) > MAX_BYTES:
         raise ValueError(f"cannot encode {tap}")
@@ -46,10 +62,10 @@ def decode(data: str) -> Tap | None:
     if len(parts) != 3 or parts[0] not in _SCOPES or parts[1] not in _VERBS:
         return None
     prefix, verb, target = parts
-    pattern = _ACTION if prefix == "pa" else _BATCH
+    pattern = _ACTION if prefix == ACTION else _BATCH
     if not pattern.fullmatch(target):
         return None
-    scope: Literal["action", "batch"] = "action" if prefix == "pa" else "batch"
+    scope: Literal["action", "batch"] = "action" if prefix == ACTION else "batch"
     kind: Literal["confirm", "cancel"] = "confirm" if verb == "c" else "cancel"
     return Tap(scope, kind, target)
 
@@ -74,7 +90,7 @@ class ReminderTap:
 
 def encode_reminder(tap: ReminderTap) -> str:
     verb = next(v for v, outcome in _FOLLOW_UPS.items() if outcome == tap.outcome)
-    data = f"rm:{verb}:{tap.firing_id}"
+    data = f"{REMINDER}:{verb}:{tap.firing_id}"
     if decode_reminder(data) != tap or len(data.encode()) > MAX_BYTES:
         raise ValueError(f"cannot encode {tap}")
     return data
@@ -82,7 +98,7 @@ def encode_reminder(tap: ReminderTap) -> str:
 
 def decode_reminder(data: str) -> ReminderTap | None:
     parts = data.split(":")
-    if len(parts) != 3 or parts[0] != "rm" or parts[1] not in _FOLLOW_UPS:
+    if len(parts) != 3 or parts[0] != REMINDER or parts[1] not in _FOLLOW_UPS:
         return None
     if not _FIRING.fullmatch(parts[2]):
         return None
@@ -111,7 +127,7 @@ class ForgetTap:
 
 
 def encode_choice(tap: ChoiceTap) -> str:
-    data = f"cl:{tap.question_id}:{'o' if tap.choice is None else tap.choice}"
+    data = f"{CHOICE}:{tap.question_id}:{'o' if tap.choice is None else tap.choice}"
     if decode_choice(data) != tap or len(data.encode()) > MAX_BYTES:
         raise ValueError(f"cannot encode {tap}")
     return data
@@ -126,7 +142,7 @@ def decode_choice(data: str) -> ChoiceTap | None:
 
 
 def encode_forget(tap: ForgetTap) -> str:
-    data = f"mf:{tap.memory_id}"
+    data = f"{FORGET}:{tap.memory_id}"
     if decode_forget(data) != tap:
         raise ValueError(f"cannot encode {tap}")
     return data

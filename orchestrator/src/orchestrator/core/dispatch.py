@@ -10,42 +10,37 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 import anyio
 
 from meshkit.wire.memory import Window
-from orchestrator.core.actions import ActionDesk, Answer, Deliver, Edit, proposals_of
-from orchestrator.core.callbacks import decode_choice, decode_forget
+from orchestrator.core.actions import NO_LONGER_ACTIVE, ActionDesk, proposals_of
+from orchestrator.core.callbacks import ACTION, BATCH, CHOICE, FORGET, REMINDER, prefix_of
 from orchestrator.core.clarify import Questions
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.memory_desk import MemoryDesk
 from orchestrator.core.questions_desk import EditMessage, QuestionDesk
 from orchestrator.core.remembered import Remembered
 from orchestrator.core.replies import Button, Reply
+from orchestrator.core.routes import (
+    Command,
+    CommandContext,
+    Deliver,
+    StatusLines,
+    TapContext,
+    TapHandler,
+)
 from orchestrator.core.summaries import Spawn, Summarizer
 from orchestrator.core.turn import AgentRuntime, ToolObserver, TurnEngine
 from orchestrator.mesh.registry import Registry
 
 __all__ = ["Button", "Dispatcher", "Reply"]
 
-
-StatusProbe = Callable[[str], Awaitable[list[str]]]  # the asking agent → its lines
-CommandHandler = Callable[[AgentRuntime, str], Awaitable[Reply]]  # (agent, chat) -> reply
-# A tap handler takes the taps it knows (True), such as a reminder's buttons: (agent, chat,
-# user, message, data, answer, edit, tap id).
-TapHandler = Callable[[str, str, str, str | None, str, Answer, Edit, str | None], Awaitable[bool]]
 STOPPED = "Stopped: I dropped that request. What next?"
 NOTHING_TO_STOP = "Nothing is running right now."
-
-COMMANDS = {
-    "/new": "start a fresh conversation",
-    "/memory": "what I remember for you (forget with a tap)",
-    "/stop": "cancel the answer in progress",
-    "/status": "servers, tools, model and uptime",
-    "/reload": "re-discover the tools of every server",
-    "/help": "what I can do",
-}
+ALIASES = {"/start": "/help"}  # Telegram sends /start first; not listed
 
 
 class Dispatcher:
@@ -56,10 +51,16 @@ class Dispatcher:
         registry: Registry,
         conversation: Conversation,
         *,
+        reminder_taps: TapHandler | None = None,
+        more_commands: Mapping[str, Command] | None = None,
+        status_lines: Sequence[StatusLines] = (),
         clarify_ttl_s: float = 3600.0,
         background: Spawn | None = None,
     ) -> None:
-        """``background`` runs work off the replies' path (summaries); without it, none."""
+        """What other components give, all at construction: ``reminder_taps`` takes the
+        ``rm`` buttons (None: no scheduler, refused), ``more_commands`` (``/jobs``) join the
+        built-in ones, ``status_lines`` add their lines to ``/status``. ``background`` runs
+        work off the replies' path (summaries); without it, none."""
         self.agents = agents
         self._engine = engine
         self._registry = registry
@@ -71,9 +72,27 @@ class Dispatcher:
         self._started = time.monotonic()
         self._locks: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
         self._running: dict[tuple[str, str], anyio.CancelScope] = {}
-        self.status_probes: list[StatusProbe] = []  # a channel's own lines for /status
-        self.extra_commands: dict[str, tuple[str, CommandHandler]] = {}  # a module's commands
-        self.tap_handlers: list[TapHandler] = []  # asked before pending-actions' taps
+        self._status_lines = tuple(status_lines)
+        # Callback prefix → handler: where every tap goes (the formats: core/callbacks.py).
+        self.tap_routes: Mapping[str, TapHandler] = MappingProxyType({
+            ACTION: self._desk.tap,  # pending-actions decides, the confirm tool acts
+            BATCH: self._desk.tap,
+            CHOICE: self._choose,  # the question answered, then the turn its answer starts
+            FORGET: self._forget,  # memory checks it, then it is a change confirmed at once
+            REMINDER: reminder_taps or refused,  # the scheduler follows the reminder up
+        })  # fmt: skip
+        # Command → handler, in the order /help and Telegram's "/" menu list them.
+        self.command_routes: Mapping[str, Command] = MappingProxyType({
+            "/new": Command("start a fresh conversation", self._new),
+            "/memory": Command(
+                "what I remember for you (forget with a tap)", self._memories, delivers=True
+            ),
+            "/stop": Command("cancel the answer in progress", self._stop, serial=False),
+            "/status": Command("servers, tools, model and uptime", self._status),
+            "/reload": Command("re-discover the tools of every server", self._reload),
+            "/help": Command("what I can do", self._help),
+            **(more_commands or {}),
+        })  # fmt: skip
 
     async def on_text(
         self,
@@ -102,18 +121,10 @@ class Dispatcher:
         """
         runtime = self.agents[agent_id]
         command = text.strip().split(maxsplit=1)[0].lower() if text.startswith("/") else ""
-        if command == "/stop":  # not behind the chat's lock: it must reach the running turn
-            stopped = Reply(STOPPED if self.stop(agent_id, chat_id) else NOTHING_TO_STOP)
-            return await _delivered(stopped, deliver)
+        if command:
+            asked = CommandContext(runtime, chat_id, user_id or chat_id, deliver)
+            return await self._on_command(command, asked)
         async with self._locks[(agent_id, chat_id)]:
-            if command == "/memory":  # its message is recorded: the 🗑 buttons act there
-                user = user_id or chat_id
-                owner = owner_of(runtime) == user
-                return await self._memory.present(agent_id, chat_id, user, owner, deliver)
-            if command:
-                user = user_id or chat_id
-                reply = await self._command(runtime, chat_id, command, user)
-                return await _delivered(reply, deliver)
             # Whether the user's text answers a question runs beside the turn's own reads;
             # the turn waits for it before it asks or says anything (_turn's ``settled``).
             settled = anyio.Event() if from_user else None
@@ -189,82 +200,81 @@ class Dispatcher:
         scope.cancel()
         return True
 
-    async def on_callback(  # noqa: PLR0917
-        self,
-        agent_id: str,
-        chat_id: str,
-        user_id: str,
-        message_id: str | None,
-        data: str,
-        answer: Answer,
-        edit: Edit,
-        *,
-        deliver: Deliver | None = None,
-        tap_id: str | None = None,
-    ) -> None:
-        """A tap on a button of message ``message_id``, never seen by the model: ``answer``
-        gets a short notice once it is decided, ``edit`` the tapped message's new content
-        (see ActionDesk.tap). A tap on a clarify choice answers the question: the turn it
-        starts is sent through ``deliver``; the same tap handed over again (``tap_id``, the
-        channel's id for it) after a crash cut that turn off is still the answer, and the
-        turn is redone (stored once, as a redone message's is). /memory's Forget buttons
-        forget, no model involved."""
-        choice = decode_choice(data)
-        if choice is not None:
-            chosen = await self._questions.tap(
-                agent_id, chat_id, message_id, choice, answer, edit, tap_id
-            )
-            if chosen is not None:
-                runtime = self.agents[agent_id]
-                async with self._locks[(agent_id, chat_id)]:
-                    await self._turn(
-                        runtime, chat_id, chosen.answer or "", None,
-                        f"clarify:{chosen.id}", user_id, deliver,
-                    )  # fmt: skip
+    async def on_callback(self, tap: TapContext) -> None:
+        """A tap on a button, never seen by the model: the handler of its data's prefix
+        takes it (``tap_routes``). An old button or forged data with no route is answered
+        that the button is no longer active; nothing runs."""
+        await self.tap_routes.get(prefix_of(tap.data), refused)(tap)
+
+    async def _choose(self, tap: TapContext) -> None:
+        """A clarify choice answers the question: the turn it starts is sent through
+        ``tap.deliver``; the same tap handed over again (``tap.tap_id``) after a crash cut
+        that turn off is still the answer, and the turn is redone (stored once, as a
+        redone message's is)."""
+        chosen = await self._questions.tap(tap)
+        if chosen is None:
             return
-        forget = decode_forget(data)
-        if forget is not None:
-            owner = owner_of(self.agents[agent_id]) == user_id
-            await self._memory.forget(
-                agent_id, chat_id, user_id, message_id, forget, answer, edit, owner=owner
-            )
-            return
-        for handler in self.tap_handlers:
-            if await handler(agent_id, chat_id, user_id, message_id, data, answer, edit, tap_id):
-                return
-        await self._desk.tap(agent_id, chat_id, user_id, message_id, data, answer, edit)
+        runtime = self.agents[tap.agent]
+        async with self._locks[(tap.agent, tap.chat)]:
+            await self._turn(
+                runtime, tap.chat, chosen.answer or "", None,
+                f"clarify:{chosen.id}", tap.user, tap.deliver,
+            )  # fmt: skip
 
-    async def _command(self, runtime: AgentRuntime, chat_id: str, command: str, user: str) -> Reply:
-        if command == "/status":
-            return await self._status(runtime, chat_id, user)
-        if command in self.extra_commands:
-            return await self.extra_commands[command][1](runtime, chat_id)
-        return await self._plain_command(runtime, chat_id, command)
+    async def _forget(self, tap: TapContext) -> None:
+        """/memory's 🗑: the agent's owner may forget any rule, others what is theirs."""
+        owner = owner_of(self.agents[tap.agent]) == tap.user
+        await self._memory.forget(tap, owner=owner)
 
-    async def _plain_command(self, runtime: AgentRuntime, chat_id: str, command: str) -> Reply:
-        if command in ("/start", "/help"):
-            return Reply(self.help_text(runtime))
-        if command == "/new":
-            ok = await self._conversation.reset(runtime.id, chat_id)
-            return Reply(
-                "Fresh start: I have forgotten our conversation so far."
-                if ok
-                else "I could not reset the conversation (memory is unavailable)."
-            )
-        if command == "/reload":
-            await self._registry.reload()
-            count = len(self._engine.visible_tools(runtime))
-            return Reply(f"Reloaded: {count} tools available.")
-        return Reply(f"I don't know {command}. " + self._commands_line())
+    async def _on_command(self, name: str, asked: CommandContext) -> Reply:
+        """The command's reply, delivered. Commands wait for the chat's turn in progress,
+        but /stop, which must reach it; an unknown one is answered with the list."""
+        command = self.command_routes.get(ALIASES.get(name, name))
+        if command is None:
+            unknown = Reply(f"I don't know {name}. " + self._commands_line())
+            async with self._locks[(asked.runtime.id, asked.chat)]:
+                return await _delivered(unknown, asked.deliver)
+        if not command.serial:
+            return await _run(command, asked)
+        async with self._locks[(asked.runtime.id, asked.chat)]:
+            return await _run(command, asked)
 
-    async def _status(self, runtime: AgentRuntime, chat_id: str, user: str) -> Reply:
+    async def _stop(self, asked: CommandContext) -> Reply:
+        stopped = self.stop(asked.runtime.id, asked.chat)
+        return Reply(STOPPED if stopped else NOTHING_TO_STOP)
+
+    async def _memories(self, asked: CommandContext) -> Reply:
+        """/memory, sent by the desk: its message is recorded, the 🗑 buttons act there."""
+        owner = owner_of(asked.runtime) == asked.user
+        return await self._memory.present(
+            asked.runtime.id, asked.chat, asked.user, owner, asked.deliver
+        )
+
+    async def _help(self, asked: CommandContext) -> Reply:
+        return Reply(self.help_text(asked.runtime))
+
+    async def _new(self, asked: CommandContext) -> Reply:
+        ok = await self._conversation.reset(asked.runtime.id, asked.chat)
+        return Reply(
+            "Fresh start: I have forgotten our conversation so far."
+            if ok
+            else "I could not reset the conversation (memory is unavailable)."
+        )
+
+    async def _reload(self, asked: CommandContext) -> Reply:
+        await self._registry.reload()
+        count = len(self._engine.visible_tools(asked.runtime))
+        return Reply(f"Reloaded: {count} tools available.")
+
+    async def _status(self, asked: CommandContext) -> Reply:
+        runtime = asked.runtime
         await self._registry.check()  # the truth now, not as of the last call
-        lines = [self.status_text(runtime), await self._memory.status_line(runtime.id, user)]
-        window = await self._conversation.loaded(runtime.id, chat_id)
+        lines = [self.status_text(runtime), await self._memory.status_line(runtime.id, asked.user)]
+        window = await self._conversation.loaded(runtime.id, asked.chat)
         if window is not None:
             lines.append(conversation_line(window))
-        for probe in self.status_probes:
-            lines += await probe(runtime.id)
+        for more in self._status_lines:
+            lines += await more(runtime.id)
         return Reply("\n".join(lines))
 
     def help_text(self, runtime: AgentRuntime) -> str:
@@ -303,7 +313,7 @@ class Dispatcher:
 
     def commands(self) -> dict[str, str]:
         """Every command with its description: the built-in ones and a module's (/jobs)."""
-        return {**COMMANDS, **{c: d for c, (d, _) in self.extra_commands.items()}}
+        return {name: command.description for name, command in self.command_routes.items()}
 
     def _commands_line(self) -> str:
         return "Commands: " + ", ".join(f"{c} ({d})" for c, d in self.commands().items())
@@ -323,6 +333,16 @@ def conversation_line(window: Window) -> str:
         f"💬 Conversation: {len(window.items)} items in the window "
         f"(~{window.token_estimate} tokens){left}"
     )
+
+
+async def refused(tap: TapContext) -> None:
+    """A tap with no route (an old button, forged data): answered, nothing done."""
+    await tap.answer(NO_LONGER_ACTIVE)
+
+
+async def _run(command: Command, asked: CommandContext) -> Reply:
+    reply = await command.run(asked)
+    return reply if command.delivers else await _delivered(reply, asked.deliver)
 
 
 async def _delivered(reply: Reply, deliver: Deliver | None) -> Reply:

@@ -15,23 +15,25 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from dataclasses import replace
 
 import anyio
 
 from meshkit.proposals import Proposal
 from meshkit.wire.memory import ForgetTapped, MemoriesShown
 from meshkit.wire.pending_actions import BatchView
-from orchestrator.core.actions import (
-    NO_LONGER_ACTIVE,
-    UNAVAILABLE,
-    ActionDesk,
-    Answer,
-    Deliver,
-    Edit,
+from orchestrator.core.actions import NO_LONGER_ACTIVE, UNAVAILABLE, ActionDesk
+from orchestrator.core.callbacks import (
+    ForgetTap,
+    Tap,
+    decode,
+    decode_forget,
+    encode,
+    encode_forget,
 )
-from orchestrator.core.callbacks import ForgetTap, Tap, decode, encode, encode_forget
 from orchestrator.core.remembered import BUDGETS, LABELS, Remembered, layers
 from orchestrator.core.replies import Button, Reply
+from orchestrator.core.routes import Deliver, TapContext
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry
 
@@ -110,97 +112,79 @@ class MemoryDesk:
             parts.append(f"{LABELS[scope]} {count} ({found.used[scope]}/{budget} chars{left})")
         return "🧠 Remembered: " + "; ".join(parts)
 
-    async def forget(  # noqa: PLR0917 (who, where, what, and the two ways back)
-        self,
-        agent: str,
-        chat_id: str,
-        user: str,
-        message_id: str | None,
-        tap: ForgetTap,
-        answer: Answer,
-        edit: Edit,
-        *,
-        owner: bool = False,
-    ) -> None:
-        """A 🗑 tap on message ``message_id``; ``owner``: the tapping user is the agent's
-        owner, who may forget any rule."""
-        if message_id is None:
-            await answer(NO_LONGER_ACTIVE)
+    async def forget(self, tap: TapContext, *, owner: bool) -> None:
+        """A 🗑 tap (``mf``) on message ``tap.message``; ``owner``: the tapping user is the
+        agent's owner, who may forget any rule."""
+        forget = decode_forget(tap.data)
+        if forget is None or tap.message is None:
+            await tap.answer(NO_LONGER_ACTIVE)
             return
-        async with self._busy[(agent, chat_id)]:
-            await self._forget(agent, chat_id, user, message_id, tap, answer, edit, owner)
+        async with self._busy[(tap.agent, tap.chat)]:
+            await self._forget(tap, tap.message, forget, owner)
 
-    async def _forget(  # noqa: PLR0917 (forget's, passed on)
-        self,
-        agent: str,
-        chat_id: str,
-        user: str,
-        message_id: str,
-        tap: ForgetTap,
-        answer: Answer,
-        edit: Edit,
-        owner: bool,
+    async def _forget(
+        self, tap: TapContext, message_id: str, forget: ForgetTap, owner: bool
     ) -> None:
         memory = self._registry.server_for("memory")
         pending = self._registry.server_for("pending-actions")
         if memory is None or pending is None:
-            await answer(UNAVAILABLE)
+            await tap.answer(UNAVAILABLE)
             return
-        where = {"agent": agent, "user": user, "chat_id": chat_id, "message_id": message_id}
-        arguments = {**where, "memory_id": tap.memory_id, "owner": owner}
+        where = {
+            "agent": tap.agent,
+            "user": tap.user,
+            "chat_id": tap.chat,
+            "message_id": message_id,
+        }
+        arguments = {**where, "memory_id": forget.memory_id, "owner": owner}
         try:
             found = await self._registry.call_as(memory, "forget_tapped", arguments, ForgetTapped)
         except ToolCallError:
-            await answer(UNAVAILABLE)
+            await tap.answer(UNAVAILABLE)
             return
         if found.state == "not_here":
-            await answer(NO_LONGER_ACTIVE)
+            await tap.answer(NO_LONGER_ACTIVE)
             return
         if found.state == "not_yours":
-            await answer(NOT_YOURS)
+            await tap.answer(NOT_YOURS)
             return
 
         async def with_list(outcome: Reply | None) -> None:
-            listing, ids = await self._listing(agent, user, owner)
-            await self._shown(agent, chat_id, user, message_id, ids)  # before it can be tapped
+            listing, ids = await self._listing(tap.agent, tap.user, owner)
+            # Recorded before it can be tapped.
+            await self._shown(tap.agent, tap.chat, tap.user, message_id, ids)
             done = "" if outcome is None else outcome.text.removeprefix(f"{BATCH_TEXT}\n\n")
-            await edit(Reply(f"{done}\n\n{listing.text}".lstrip("\n"), listing.buttons))
+            await tap.edit(Reply(f"{done}\n\n{listing.text}".lstrip("\n"), listing.buttons))
 
         if found.state == "forgotten" or found.proposal is None:
-            await answer(ALREADY_FORGOTTEN)
+            await tap.answer(ALREADY_FORGOTTEN)
             if found.redraw:  # forgotten another way: the list still shows its button
                 await with_list(None)
             return
-        await self._confirm(agent, chat_id, user, message_id, found.proposal, answer, with_list)
+        # The message then shows the outcome above the list as it now stands.
+        await self._confirm(replace(tap, edit=with_list), message_id, found.proposal)
 
-    async def _confirm(  # noqa: PLR0917 (where, what, and the two ways back)
-        self,
-        agent: str,
-        chat_id: str,
-        user: str,
-        message_id: str,
-        proposal: Proposal,
-        answer: Answer,
-        edit: Edit,
-    ) -> None:
+    async def _confirm(self, tap: TapContext, message_id: str, proposal: Proposal) -> None:
         """Stage the forget, show it in the tapped message, and confirm it with this tap."""
         memory = self._registry.server_for("memory")
         pending = self._registry.server_for("pending-actions")
         if memory is None or pending is None:  # gone since forget_tapped (a /reload)
-            await answer(UNAVAILABLE)
+            await tap.answer(UNAVAILABLE)
             return
-        staged = await self._desk.stage(agent, chat_id, user, BATCH_TEXT, [(memory, proposal)])
+        staged = await self._desk.stage(
+            tap.agent, tap.chat, tap.user, BATCH_TEXT, [(memory, proposal)]
+        )
         first = decode(staged.buttons[0][0].data) if staged.buttons else None
         if staged.batch_id is None or first is None:
-            await answer(UNAVAILABLE)
+            await tap.answer(UNAVAILABLE)
             return
-        shown = {"agent": agent, "chat_id": chat_id, "message_id": message_id}
+        shown = {"agent": tap.agent, "chat_id": tap.chat, "message_id": message_id}
         try:
             await self._registry.call_as(
                 pending, "show", {"batch_id": staged.batch_id, **shown}, BatchView
             )
         except ToolCallError:
-            await answer(UNAVAILABLE)
+            await tap.answer(UNAVAILABLE)
             return
         confirm = encode(Tap("action", "confirm", first.target))
-        await self._desk.tap(agent, chat_id, user, message_id, confirm, answer, edit)
+        await self._desk.tap(replace(tap, data=confirm))

@@ -13,10 +13,11 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from meshkit.wire.memory import Question
-from orchestrator.core.actions import NO_LONGER_ACTIVE, UNAVAILABLE, Answer, Deliver, Edit
-from orchestrator.core.callbacks import ChoiceTap
+from orchestrator.core.actions import NO_LONGER_ACTIVE, UNAVAILABLE
+from orchestrator.core.callbacks import decode_choice
 from orchestrator.core.clarify import ANSWERED, EXPIRED, TYPE_IT, Asked, Questions, render
 from orchestrator.core.replies import Reply
+from orchestrator.core.routes import Deliver, TapContext
 
 logger = logging.getLogger(__name__)
 
@@ -46,44 +47,37 @@ class QuestionDesk:
                 logger.warning("question %s: sent, but its message id is unknown", question.id)
         return reply
 
-    async def tap(  # noqa: PLR0917, PLR0911 (where, what, the ways back; one return a case)
-        self,
-        agent: str,
-        chat_id: str,
-        message_id: str | None,
-        tap: ChoiceTap,
-        answer: Answer,
-        edit: Edit,
-        tap_id: str | None = None,
-    ) -> Question | None:
-        """A tap on a question's button: the question, answered by it (its answer starts the
-        next turn), or None (Other tapped, expired, answered before, not this chat's).
-        ``tap_id`` names the tap: handed over again after a crash, it is still the answer."""
-        if message_id is None:
-            await answer(NO_LONGER_ACTIVE)
+    async def tap(self, tap: TapContext) -> Question | None:  # noqa: PLR0911 (one return a case)
+        """A tap on a question's button (``cl``): the question, answered by it (its answer
+        starts the next turn), or None (Other tapped, expired, answered before, not this
+        chat's, forged). ``tap.tap_id`` names the tap: handed over again after a crash, it
+        is still the answer."""
+        choice = decode_choice(tap.data)
+        if choice is None or tap.message is None:
+            await tap.answer(NO_LONGER_ACTIVE)
             return None
-        found = await self._questions.choose(agent, chat_id, message_id, tap, tap_id)
+        found = await self._questions.choose(tap.agent, tap.chat, tap.message, choice, tap.tap_id)
         if found is None:
-            await answer(UNAVAILABLE)
+            await tap.answer(UNAVAILABLE)
             return None
         question = found.question
         if question is None:
-            await answer(NO_LONGER_ACTIVE)
+            await tap.answer(NO_LONGER_ACTIVE)
             return None
         if question.state == "expired":
-            await answer(EXPIRED)
+            await tap.answer(EXPIRED)
             if found.changed:  # the first tap to find it expired: drawn so once
-                await edit(render(question))
+                await tap.edit(render(question))
             return None
         if not found.changed:
-            await answer(TYPE_IT if question.state == "typing" else ANSWERED)
+            await tap.answer(TYPE_IT if question.state == "typing" else ANSWERED)
             return None
         if question.state == "typing":
-            await answer(TYPE_IT)
-            await edit(render(question))
+            await tap.answer(TYPE_IT)
+            await tap.edit(render(question))
             return None
-        await answer(f"→ {question.answer}")
-        await edit(render(question))
+        await tap.answer(f"→ {question.answer}")
+        await tap.edit(render(question))
         return question
 
     async def answer_by_text(

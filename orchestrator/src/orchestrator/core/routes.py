@@ -1,0 +1,82 @@
+"""What a route hands its handler: one tap, one command, each as one small object.
+
+The routes themselves are tables built once, at start-up, where a reader finds them:
+
+- callback prefix → tap handler: ``Dispatcher.__init__`` (``pa``, ``pb``, ``cl``, ``mf``;
+  ``rm`` given by the app, which builds the dispatcher with the reminders' handler);
+- command → handler: ``Dispatcher.__init__`` too (``/jobs`` given by the app);
+- update kind → handler: ``UpdateAnswerer.__init__`` (Telegram's text, callback, media).
+
+Nothing is added to them later. A handler gets everything it needs in its context
+(:class:`TapContext`, :class:`CommandContext`); following a parameter means following
+one field of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.core.replies import Reply
+from orchestrator.core.turn import AgentRuntime
+
+# Stops the tapped button's spinner with a short notice.
+Answer = Callable[[str], Coroutine[Any, Any, None]]
+# Redraws the tapped message.
+Edit = Callable[[Reply], Coroutine[Any, Any, None]]
+# Sends a reply; the id of the message its buttons are in (None: not known).
+Deliver = Callable[[Reply], Coroutine[Any, Any, str | None]]
+
+
+@dataclass(frozen=True)
+class TapContext:
+    """A tap on a button: who tapped, where, what the button carries, and the ways back.
+
+    ``message`` is the id of the message the button is on (None: not known; such a tap
+    does nothing): a button acts only in the message its ids were recorded for.
+    ``deliver`` sends a new message (the turn a clarify answer starts); ``tap_id`` is the
+    channel's id for the tap, the same when it is handed over again after a crash.
+    """
+
+    agent: str
+    chat: str
+    user: str
+    message: str | None
+    data: str
+    answer: Answer
+    edit: Edit
+    deliver: Deliver | None = None
+    tap_id: str | None = None
+
+
+TapHandler = Callable[[TapContext], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class CommandContext:
+    """A command typed in a chat: the agent, the chat, who typed it, and how to reply."""
+
+    runtime: AgentRuntime
+    chat: str
+    user: str
+    deliver: Deliver | None = None
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command's line in /help and Telegram's "/" menu, and what answers it.
+
+    ``run``'s reply is delivered by the dispatcher, unless ``delivers`` (the handler sends
+    it itself: /memory records the message its buttons are in). A ``serial`` command waits
+    for the chat's running turn; /stop does not: it must reach it.
+    """
+
+    description: str
+    run: Callable[[CommandContext], Awaitable[Reply]]
+    delivers: bool = False
+    serial: bool = True
+
+
+# A component's lines in /status, for the asking agent.
+StatusLines = Callable[[str], Awaitable[list[str]]]
