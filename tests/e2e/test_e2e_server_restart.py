@@ -37,7 +37,9 @@ async def test_a_weather_server_killed_and_restarted_is_down_then_up_and_used_at
             calls(WEATHER),
             answer_from_output(lambda out: f"{out['temperature']} in Paris."),
         )
-        assert "✅ weather (http): up, 3 tools" in await ask(mesh, "/status")
+        status = await ask(mesh, "/status")
+        assert "✅ weather (http): up, 3 tools" in status
+        assert status.count("Telegram inbox: ") == 1  # the line the app gave the dispatcher
         await weather.kill()
         gone = await ask(mesh, "/status")
         while_down = await ask(mesh, "weather in Paris?")

@@ -1,9 +1,14 @@
 """Channel-agnostic dispatch: commands, button taps and text turns, one chat at a time.
 
-Channels (the console, Telegram) turn their input into calls here and render the
-:class:`Reply`; what is particular to a channel (Telegram's ``/help@Bot`` form, its
-message limits) stays in the channel. Turns are serial within one chat and concurrent
-across chats and agents.
+    message ─► on_text ─► a command: command_routes[name](CommandContext), its reply sent
+                        └► otherwise: a turn (_turn), its reply sent, then stored
+    tap     ─► on_callback ─► tap_routes[prefix of its data](TapContext); no route: refused
+
+Both tables are built here, once, with what the app gives (``reminder_taps``,
+``more_commands``, ``status_lines``); nothing is added to them later. Channels (the
+console, Telegram) turn their input into calls here and render the :class:`Reply`; what
+is particular to a channel (Telegram's ``/help@Bot`` form, its message limits) stays in
+the channel. Turns are serial within one chat and concurrent across chats and agents.
 """
 
 from __future__ import annotations
