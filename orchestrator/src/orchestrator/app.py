@@ -19,7 +19,6 @@ from orchestrator.config import (
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.dispatch import Dispatcher
 from orchestrator.core.proactive import Proactive
-from orchestrator.core.remembered import Remembered
 from orchestrator.core.turn import AgentRuntime, TurnEngine, TurnLimits
 from orchestrator.llm.base import LLM
 from orchestrator.llm.openai_api import build_llm
@@ -88,7 +87,7 @@ async def open_app(
         ) from None
     async with registry.running():
         conversation = Conversation(registry)
-        engine = TurnEngine(registry, conversation, remembered=Remembered(registry))
+        engine = TurnEngine(registry)
         runtimes = {
             agent_id: AgentRuntime(agent, llm_factory(agent, settings), limits(agent, settings))
             for agent_id, agent in fleet.items()

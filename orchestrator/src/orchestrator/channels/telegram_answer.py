@@ -8,6 +8,11 @@
 - Media gets one line saying only text is read.
 - Every reply is sent under the idempotency key ``reply:<update id>``: a turn redone after
   a crash delivers nothing twice.
+- A message's reply without buttons is the last thing its update needs (the turn was
+  stored before it): its send acks the update, in the same call. A reply with buttons (a
+  proposal, a question's choices, /memory) has its message recorded after the send, the
+  buttons acting there only, so its update is acked once that is done, by the channel;
+  so are taps and updates that get no reply.
 """
 
 from __future__ import annotations
@@ -51,30 +56,42 @@ class UpdateAnswerer:
         self._typing_every_s = typing_every_s
         self._sleep = sleep
 
-    async def answer(self, runtime: AgentRuntime, update: InboxUpdate) -> None:
-        """Answer ``update`` and deliver what it says back; other kinds are ignored."""
+    async def answer(self, runtime: AgentRuntime, update: InboxUpdate) -> bool:
+        """Answer ``update`` and deliver what it says back; other kinds are ignored.
+        Whether its reply's send acked it (else the channel acks it)."""
         agent, chat = runtime.id, str(update.chat_id)
         if update.kind == "callback":
             await self._tap(agent, chat, update)
         elif update.kind == "media":
-            await self.send(agent, update, Reply(MEDIA_REPLY))
+            await self.send(agent, update, Reply(MEDIA_REPLY), ack=True)
+            return True
         elif update.kind == "text":
-            await self._text(agent, chat, update)
+            return await self._text(agent, chat, update)
+        return False
 
-    async def send(self, agent: str, update: InboxUpdate, reply: Reply) -> Sent:
-        """The reply to ``update``, once however often it is sent."""
-        return await self._io.send(agent, str(update.chat_id), reply, _reply_key(update))
+    async def send(
+        self, agent: str, update: InboxUpdate, reply: Reply, *, ack: bool = False
+    ) -> Sent:
+        """The reply to ``update``, once however often it is sent (and with ``ack``, the
+        update acked once it is)."""
+        key, acked = _reply_key(update), [update.id] if ack else []
+        return await self._io.send(agent, str(update.chat_id), reply, key, ack=acked)
 
-    async def _text(self, agent: str, chat: str, update: InboxUpdate) -> None:
+    async def _text(self, agent: str, chat: str, update: InboxUpdate) -> bool:
         typing = anyio.CancelScope()
+        acked = False
 
         async def keep_typing() -> None:
             with typing:
                 await self._keep_typing(agent, chat)
 
         async def deliver(reply: Reply) -> str | None:
+            nonlocal acked
             typing.cancel()  # the answer is here: no more "typing…"
-            return await self._io.deliver(agent, chat, reply, _reply_key(update))
+            ack = [] if reply.buttons else [update.id]  # with buttons: once they are recorded
+            shown_in = await self._io.deliver(agent, chat, reply, _reply_key(update), ack=ack)
+            acked = acked or bool(ack)
+            return shown_in
 
         async def edit_message(message_id: str, reply: Reply) -> None:
             # A question answered by this text shows its answer (clarify).
@@ -100,6 +117,7 @@ class UpdateAnswerer:
                 typing.cancel()
         if failed is not None:
             raise failed
+        return acked
 
     async def _tap(self, agent: str, chat: str, update: InboxUpdate) -> None:
         answered = False
