@@ -12,7 +12,9 @@
   stored before it): its send acks the update, in the same call. A reply with buttons (a
   proposal, a question's choices, /memory) has its message recorded after the send, the
   buttons acting there only, so its update is acked once that is done, by the channel;
-  so are taps and updates that get no reply.
+  so are taps and updates that get no reply. (An open question has no buttons: the
+  message recorded after its send only serves to show the typed answer there, which a
+  crash in between leaves undrawn, the answer taken all the same.)
 """
 
 from __future__ import annotations
