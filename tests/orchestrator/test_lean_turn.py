@@ -28,12 +28,13 @@ from fakes.clocked import CLOCK
 from fakes.counted import CALLS
 from fakes.open_meteo import FakeOpenMeteo
 from fakes.responses_api import FakeOpenAI, call, calls, text
-from fakes.serving import serving
+from fakes.serving import free_port, serving
 from fakes.telegram_api import FakeTelegram, Sent
 from fakes.world import API_KEY, ROOT
 from orchestrator.app import App, open_app
 from orchestrator.channels.scheduled import ScheduledChannel
 from orchestrator.channels.telegram import TelegramChannel
+from orchestrator.core.replies import Reply as ChatReply
 from orchestrator.core.summaries import PROMPT
 from orchestrator.settings import OrchestratorSettings
 from orchestrator.shutdown import Shutdown
@@ -298,3 +299,39 @@ async def test_a_scheduled_prompt_is_the_same_lean_turn_and_answers_no_question(
     assert "ack" not in send.arguments  # a firing is acked at the scheduler
     assert (await lean.reply(2)).text == "Here is your week."
     assert lean.llm.requests[-1]["input"][-1]["content"] == "(Scheduled: week-ahead) Plan my week."
+
+
+async def test_a_turn_goes_on_when_memory_does_not_answer(tmp_path: Path) -> None:
+    llm = FakeOpenAI()
+    llm.script(text("Hello without memory."))
+    async with llm.serve() as llm_url:
+        config = tmp_path / "config"
+        config.mkdir()
+        registry, agents = config / "servers.yaml", config / "agents.yaml"
+        nowhere = f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens there
+        registry.write_text(
+            f"servers:\n  memory: {{url: '{nowhere}', role: memory, timeout_s: 1}}\n"
+        )
+        agents.write_text(
+            "agents:\n  clawdia:\n    name: Clawdia\n"
+            f"    persona: {ROOT / 'agents' / 'clawdia'}\n    servers: []\n"
+        )
+        settings = OrchestratorSettings(
+            registry=registry,
+            agents=agents,
+            openai_api_key=SecretStr(API_KEY),
+            openai_base_url=llm_url,
+            llm_timeout_s=5,
+        )
+        sent: list[str] = []
+
+        async def deliver(reply: ChatReply) -> str:
+            sent.append(reply.text)
+            return "1"
+
+        async with open_app(settings) as app:
+            await app.dispatcher.on_text("clawdia", "7", "hi", user_id="7", deliver=deliver)
+
+    assert sent == ["Hello without memory."]
+    [request] = llm.requests
+    assert [i["content"] for i in request["input"]] == ["hi"]  # no window: none could be read
