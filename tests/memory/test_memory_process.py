@@ -18,8 +18,8 @@ pytestmark = pytest.mark.anyio
 
 TOKEN = "memory-process-test-token-7"
 TOOLS = {
-    "append_items", "load_window", "reset", "evicted_items", "save_summary",
-    "ask_question", "question_shown", "choose_answer", "answer_question",
+    "turn_context", "append_items", "load_window", "reset", "evicted_items", "save_summary",
+    "ask_question", "question_shown", "choose_answer",
     "list_memories", "propose_remember", "propose_forget", "confirm_remember", "confirm_forget",
     "recall", "memories_shown", "forget_tapped",
 }  # fmt: skip

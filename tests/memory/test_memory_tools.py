@@ -14,8 +14,8 @@ from mcp_memory.settings import MemorySettings
 
 pytestmark = pytest.mark.anyio
 
-CONVERSATION_TOOLS = {"append_items", "load_window", "reset"}
-QUESTION_TOOLS = {"ask_question", "question_shown", "choose_answer", "answer_question"}
+CONVERSATION_TOOLS = {"turn_context", "append_items", "load_window", "reset"}
+QUESTION_TOOLS = {"ask_question", "question_shown", "choose_answer"}
 SUMMARY_TOOLS = {"evicted_items", "save_summary"}
 TOOLS = (
     CONVERSATION_TOOLS
@@ -80,6 +80,7 @@ async def test_every_conversation_tool_is_internal_and_only_the_window_is_read_o
         if tool.annotations is not None
     }
     assert hints == {
+        "turn_context": (False, False),  # it may answer a question: a retry would not again
         "append_items": (False, False),  # a retried append would store the items twice
         "load_window": (True, True),
         "reset": (False, True),
@@ -103,6 +104,7 @@ async def test_an_appended_turn_comes_back_in_the_next_window(
         "ignored": 1,
         "at": clock.now - 60,
         "duplicate": False,
+        "summary_due": False,
     }
     assert window["items"] == STORED
     assert window["dropped"] == 0

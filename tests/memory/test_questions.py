@@ -76,11 +76,11 @@ async def test_after_a_typed_answer_the_other_tap_again_changes_nothing(
 ) -> None:
     qid = await shown_question(client)
     typing = await tap(client, qid, None, "bot:101")
-    typed = await call(client, "answer_question", **KEY, text="Paris, Kentucky")
+    typed = await call(client, "turn_context", **KEY, user="42", text="Paris, Kentucky")
     again = await tap(client, qid, None, "bot:101")
 
     assert (typing["changed"], typing["question"]["state"]) == (True, "typing")
-    assert typed["question"]["answer"] == "Paris, Kentucky"
+    assert typed["answered"]["answer"] == "Paris, Kentucky"
     assert (again["changed"], again["question"]["answer"]) == (False, "Paris, Kentucky")
 
 

@@ -129,6 +129,34 @@ async def test_a_send_with_the_same_key_is_delivered_once(
         assert [s.text for s in fake.sent(ADA, USER)] == ["Once."]
 
 
+async def test_a_send_acks_the_updates_it_answers_once_sent_and_again_when_repeated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "first")
+        fake.user_message(ADA, USER, "second")
+        updates: list[dict[str, Any]] = []
+        while len(updates) < 2:
+            updates += (await call(client, "next_updates", max=10, wait_s=10))["updates"]
+        first, second = sorted(updates, key=lambda u: u["update_id"])
+        fake.fail_next("sendMessage", 429, retry_after=120)
+        refused = {"agent": "ada", "chat_id": str(USER), "text": "No.", "ack": [first["id"]]}
+        with pytest.raises(ToolError, match="rate-limits"):
+            await client.call_tool("send_message", refused)
+        pending_after_refusal = (await call(client, "status"))["pending"]
+
+        send = {"agent": "ada", "chat_id": str(USER), "text": "Done.", "idempotency_key": "k"}
+        sent = await call(client, "send_message", **send, ack=[first["id"]])
+        again = await call(client, "send_message", **send, ack=[first["id"]])  # a redelivery
+
+        assert pending_after_refusal == 2  # a send that failed acks nothing
+        assert (sent["acked"], sent["duplicate"]) == (1, False)
+        assert (again["acked"], again["duplicate"]) == (0, True)
+        assert [s.text for s in fake.sent(ADA, USER)] == ["Done."]
+        assert (await call(client, "status"))["pending"] == 1  # the second: not named
+        assert (await call(client, "ack", ids=[first["id"], second["id"]]))["acked"] == 1
+
+
 async def test_a_blocked_user_is_recorded_and_not_tried_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -25,7 +25,6 @@ from orchestrator.config import (
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.dispatch import Dispatcher
 from orchestrator.core.proactive import Proactive
-from orchestrator.core.remembered import Remembered
 from orchestrator.core.reminders import JOBS, Reminders
 from orchestrator.core.routes import Command
 from orchestrator.core.turn import AgentRuntime, TurnEngine, TurnLimits
@@ -96,7 +95,7 @@ async def open_app(
         ) from None
     async with registry.running():
         conversation = Conversation(registry)
-        engine = TurnEngine(registry, conversation, remembered=Remembered(registry))
+        engine = TurnEngine(registry)
         runtimes = {
             agent_id: AgentRuntime(agent, llm_factory(agent, settings), limits(agent, settings))
             for agent_id, agent in fleet.items()

@@ -16,6 +16,11 @@ class AppendResult(BaseModel):
     duplicate: bool = Field(
         default=False, description="This turn_id was appended before: nothing was stored"
     )
+    summary_due: bool = Field(
+        default=False,
+        description="Asked with summarize_every: at least that many items out of the window "
+        "wait for a summary (evicted_items hands them out)",
+    )
 
 
 class Window(BaseModel):
@@ -153,3 +158,23 @@ class Evicted(BaseModel):
 
 class SummarySaved(BaseModel):
     saved: bool = Field(description="False: a summary reaching as far exists, or a reset came")
+
+
+# --- a turn's context: everything a turn reads from memory, in one call ---------------------
+
+
+class TurnContext(BaseModel):
+    window: Window = Field(description="The chat's conversation window, with its summary")
+    memories: list[Memory] = Field(
+        description="What the agent remembers for this user, as list_memories gives it"
+    )
+    answered: Question | None = Field(
+        default=None,
+        description="The question the text answered (now answered: its message shows it "
+        "with its answer); null when none waited for text, or no text was given",
+    )
+    summary_due: bool = Field(
+        default=False,
+        description="Asked with summarize_every: at least that many items out of the window "
+        "wait for a summary",
+    )

@@ -72,6 +72,7 @@ class Sent(BaseModel):
     parts: int
     plain_fallback: bool = Field(description="true when Telegram refused the formatting")
     duplicate: bool = Field(description="true when this idempotency key was sent before")
+    acked: int = Field(default=0, description="how many of the ids in ack were waiting")
 
 
 class Done(BaseModel):

@@ -1,17 +1,19 @@
 """The Telegram channel: telegram-io's inbox in, dispatch, replies out, then ack.
 
-    next_updates (long poll) ─► gate ─► per-chat queue ─► dispatch ─► send_message ─► ack
+    next_updates (long poll) ─► gate ─► per-chat queue ─► dispatch ─► send_message + ack
 
 - The gate drops, silently and with a log line, anything not from an allowed user
   in their own private chat (chat id = user id; acked, so it is not handed over again).
 - Turns are serial within a chat and concurrent across chats and agents; ``/stop``
   skips the queue and cancels the chat's running turn. How one update is answered:
   ``telegram_answer``.
-- An update is acked only after its reply was sent. Its lease is extended while this
-  run works on it (``LeaseKeeper``). A crash before the ack means telegram-io hands it
-  over again: at once to the next run of this consumer (``INBOX_CONSUMER``), or when
-  its lease runs out; the reply's idempotency key (the update id) makes sure it is
-  delivered once.
+- An update is acked only after its reply was sent: by the send itself when nothing is
+  left to do after it (``telegram_answer``), else here once it is handled (a reply with
+  buttons, a tap, an update dropped or failed). Its lease is extended while this run
+  works on it (``LeaseKeeper``). A crash before the ack means telegram-io hands it over
+  again: at once to the next run of this consumer (``INBOX_CONSUMER``), or when its
+  lease runs out; the reply's idempotency key (the update id) makes sure it is delivered
+  once.
 - An update handed over again while this process still works on it is ignored;
   one it has finished is acked again.
 - Stopping (``Shutdown``, on SIGTERM/SIGINT): no new updates; running turns and taps get
@@ -224,8 +226,8 @@ class TelegramChannel:
         The boundary of one update: whatever goes wrong, the others go on."""
         uid = update.id
         try:
-            await self._answerer.answer(runtime, update)
-            await self._finish(uid)
+            acked = await self._answerer.answer(runtime, update)
+            await self._finish(uid, acked=acked)
         except TelegramIOUnavailable as error:
             # Not acked: telegram-io hands it over again when the lease runs out.
             logger.warning("update %s: telegram-io failed (%s); left for redelivery", uid, error)
@@ -243,8 +245,11 @@ class TelegramChannel:
             self._finished.set()
             self._finished = anyio.Event()
 
-    async def _finish(self, uid: str) -> None:
-        await self._ack(uid)
+    async def _finish(self, uid: str, *, acked: bool = False) -> None:
+        """Done with ``uid``: acked (unless its reply's send did), and remembered as done so
+        a redelivery is acked again rather than answered."""
+        if not acked:
+            await self._ack(uid)
         self._done[uid] = None
         while len(self._done) > DONE_MEMORY:
             self._done.popitem(last=False)

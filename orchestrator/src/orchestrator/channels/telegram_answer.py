@@ -10,9 +10,15 @@ with the answerer):
   is a new message.
 - Media gets one line saying only text is read.
 - Anything else (edited messages, service messages) is acked and ignored.
-
-Every reply is sent under the idempotency key ``reply:<update id>``: a turn redone after
-a crash delivers nothing twice.
+- Every reply is sent under the idempotency key ``reply:<update id>``: a turn redone after
+  a crash delivers nothing twice.
+- A message's reply without buttons is the last thing its update needs (the turn was
+  stored before it): its send acks the update, in the same call. A reply with buttons (a
+  proposal, a question's choices, /memory) has its message recorded after the send, the
+  buttons acting there only, so its update is acked once that is done, by the channel;
+  so are taps and updates that get no reply. (An open question has no buttons: the
+  message recorded after its send only serves to show the typed answer there, which a
+  crash in between leaves undrawn, the answer taken all the same.)
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ from orchestrator.core.turn import AgentRuntime
 
 logger = logging.getLogger(__name__)
 
-UpdateHandler = Callable[[str, str, InboxUpdate], Awaitable[None]]  # (agent, chat, update)
+# (agent, chat, update) -> whether the reply's send acked the update
+UpdateHandler = Callable[[str, str, InboxUpdate], Awaitable[bool]]
 MEDIA_REPLY = (
     "I can only read text for now: photos, voice notes, stickers and files are not "
     "supported. Tell me in words what you need."
@@ -66,24 +73,34 @@ class UpdateAnswerer:
             "other": self._ignore,  # acked, nothing said
         })  # fmt: skip
 
-    async def answer(self, runtime: AgentRuntime, update: InboxUpdate) -> None:
-        """Answer ``update`` and deliver what it says back."""
-        await self.routes[update.kind](runtime.id, str(update.chat_id), update)
+    async def answer(self, runtime: AgentRuntime, update: InboxUpdate) -> bool:
+        """Answer ``update`` and deliver what it says back; whether its reply's send acked
+        it (else the channel acks it)."""
+        return await self.routes[update.kind](runtime.id, str(update.chat_id), update)
 
-    async def send(self, agent: str, update: InboxUpdate, reply: Reply) -> Sent:
-        """The reply to ``update``, once however often it is sent."""
-        return await self._io.send(agent, str(update.chat_id), reply, _reply_key(update))
+    async def send(
+        self, agent: str, update: InboxUpdate, reply: Reply, *, ack: bool = False
+    ) -> Sent:
+        """The reply to ``update``, once however often it is sent (and with ``ack``, the
+        update acked once it is)."""
+        key, acked = _reply_key(update), [update.id] if ack else []
+        return await self._io.send(agent, str(update.chat_id), reply, key, ack=acked)
 
-    async def _text(self, agent: str, chat: str, update: InboxUpdate) -> None:
+    async def _text(self, agent: str, chat: str, update: InboxUpdate) -> bool:
         typing = anyio.CancelScope()
+        acked = False
 
         async def keep_typing() -> None:
             with typing:
                 await self._keep_typing(agent, chat)
 
         async def deliver(reply: Reply) -> str | None:
+            nonlocal acked
             typing.cancel()  # the answer is here: no more "typing…"
-            return await self._io.deliver(agent, chat, reply, _reply_key(update))
+            ack = [] if reply.buttons else [update.id]  # with buttons: once they are recorded
+            shown_in = await self._io.deliver(agent, chat, reply, _reply_key(update), ack=ack)
+            acked = acked or bool(ack)
+            return shown_in
 
         async def edit_message(message_id: str, reply: Reply) -> None:
             # A question answered by this text shows its answer (clarify).
@@ -109,14 +126,16 @@ class UpdateAnswerer:
                 typing.cancel()
         if failed is not None:
             raise failed
+        return acked
 
-    async def _media(self, agent: str, chat: str, update: InboxUpdate) -> None:
-        await self.send(agent, update, Reply(MEDIA_REPLY))
+    async def _media(self, agent: str, chat: str, update: InboxUpdate) -> bool:
+        await self.send(agent, update, Reply(MEDIA_REPLY), ack=True)
+        return True
 
-    async def _ignore(self, agent: str, chat: str, update: InboxUpdate) -> None:
-        return None
+    async def _ignore(self, agent: str, chat: str, update: InboxUpdate) -> bool:
+        return False
 
-    async def _tap(self, agent: str, chat: str, update: InboxUpdate) -> None:
+    async def _tap(self, agent: str, chat: str, update: InboxUpdate) -> bool:
         answered = False
 
         async def answer(text: str) -> None:
@@ -151,6 +170,7 @@ class UpdateAnswerer:
         await self._dispatcher.on_callback(tap)
         if not answered:
             await answer("")
+        return False
 
     async def _keep_typing(self, agent: str, chat: str) -> None:
         """ "typing…" from a moment into the turn until it ends (Telegram shows it ~5 s).

@@ -9,7 +9,7 @@ raises :class:`TelegramIOUnavailable` (no answer: try again later) or
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -70,9 +70,12 @@ class TelegramIO:
     async def ack(self, update_id: str) -> None:
         await self._call("ack", {"ids": [update_id]}, Acked)
 
-    async def send(self, agent: str, chat_id: str, reply: Reply, key: str) -> Sent:
+    async def send(
+        self, agent: str, chat_id: str, reply: Reply, key: str, *, ack: Sequence[str] = ()
+    ) -> Sent:
         """``reply``, sent once under the idempotency ``key`` however often it is sent:
-        a second try when telegram-io did not answer is therefore safe, and made."""
+        a second try when telegram-io did not answer is therefore safe, and made. The
+        updates ``ack`` names are acked once it is sent, in the same call."""
         arguments: dict[str, Any] = {
             "agent": agent,
             "chat_id": chat_id,
@@ -81,16 +84,20 @@ class TelegramIO:
         }
         if reply.buttons:
             arguments["buttons"] = _buttons(reply)
+        if ack:
+            arguments["ack"] = list(ack)
         try:
             return await self._call("send_message", arguments, Sent)
         except TelegramIOUnavailable:  # parts already delivered are not sent again
             return await self._call("send_message", arguments, Sent)
 
-    async def deliver(self, agent: str, chat_id: str, reply: Reply, key: str) -> str | None:
+    async def deliver(
+        self, agent: str, chat_id: str, reply: Reply, key: str, *, ack: Sequence[str] = ()
+    ) -> str | None:
         """Send ``reply`` (``send``); the message its buttons are in (the last part). When
         ``key`` had been sent already (a turn redone after a crash), that message shows the
         first try's buttons, never recorded as shown there: this try's replace them."""
-        sent = await self.send(agent, chat_id, reply, key)
+        sent = await self.send(agent, chat_id, reply, key, ack=ack)
         shown_in = sent.message_ids[-1] if sent.message_ids else None
         if sent.duplicate and reply.buttons and shown_in is not None:
             await best_effort(self.edit(agent, chat_id, shown_in, reply))

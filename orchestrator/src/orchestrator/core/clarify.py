@@ -8,7 +8,8 @@
         ─► the choice starts the next turn, with the question in the window
         (the tap handed over again after a crash, same tap_id: still the answer, the turn
         redone and stored once; another tap: "Already answered.")
-    tap on Other, or an open question ─► the next text is the answer (memory.answer_question)
+    tap on Other, or an open question ─► the next text is the answer (memory.turn_context,
+        as the turn that text starts reads its context) ─► the message shows the answer
 
 An unanswered question expires (``CLARIFY_TTL_S``): its buttons then answer that it
 expired, and a later text is an ordinary message. The memory server is the registry's
@@ -140,10 +141,3 @@ class Questions:
             "message_id": message_id, "choice": tap.choice, "tap_id": tap_id,
         }  # fmt: skip
         return await self._memory.call("choose_answer", arguments, QuestionLookup)
-
-    async def answer(self, agent: str, chat_id: str, text: str) -> Question | None:
-        """The question ``text`` answers, now answered; None when none waits for text."""
-        found = await self._memory.call(
-            "answer_question", {"agent": agent, "chat_id": chat_id, "text": text}, QuestionLookup
-        )
-        return None if found is None else found.question

@@ -1,8 +1,11 @@
 """Conversation state, kept by the memory server (so the orchestrator stays stateless).
 
-The memory server is the registry's server with ``role: memory``. Memory trouble never
-breaks a turn: a window that cannot be loaded is empty and an append that fails is
-logged; the user still gets an answer.
+A turn costs memory two calls: :meth:`Conversation.context` before it (the window, the
+summary, what is remembered, the question a typed text answers, whether a summary round
+is due) and :meth:`Conversation.record` after it (its items, stored once per turn id;
+whether a summary round is due now). The memory server is the registry's server with
+``role: memory``. Memory trouble never breaks a turn: a context that cannot be read is
+empty and a record that fails is logged; the user still gets an answer.
 """
 
 from __future__ import annotations
@@ -10,12 +13,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from meshkit.wire.memory import AppendResult, ResetResult, Window
+from meshkit.wire.memory import AppendResult, ResetResult, TurnContext, Window
+from orchestrator.core.summaries import EVERY
 from orchestrator.llm.base import Item
 from orchestrator.mesh.registry import Registry
 from orchestrator.mesh.roles import RoleClient
 
 logger = logging.getLogger(__name__)
+
+ANSWER_CHARS = 4096  # of a typed answer to a question, as memory keeps it (a Telegram message)
 
 
 class Conversation:
@@ -26,23 +32,41 @@ class Conversation:
                 "no server with role 'memory' in the registry: conversations are not remembered"
             )
 
-    async def window(self, agent: str, chat_id: str) -> list[Item]:
-        window = await self.loaded(agent, chat_id)
-        return list(window.items) if window is not None else []
+    async def context(
+        self, agent: str, chat_id: str, user: str, answer: str | None = None
+    ) -> TurnContext | None:
+        """What a turn reads from memory, in one call; None when memory did not answer.
+        ``answer``: the user's own text, which answers the chat's question waiting for a
+        typed answer (``answered``, now answered); None answers nothing (a scheduled
+        prompt's text is not the user's)."""
+        arguments: dict[str, Any] = {
+            "agent": agent, "chat_id": chat_id, "user": user, "summarize_every": EVERY,
+        }  # fmt: skip
+        if answer:
+            arguments["text"] = answer[:ANSWER_CHARS]
+        return await self._memory.call("turn_context", arguments, TurnContext)
+
+    async def record(
+        self, agent: str, chat_id: str, items: list[Item], turn_id: str | None = None
+    ) -> AppendResult | None:
+        """Store a turn (with ``turn_id``, a turn redone after a crash is stored once), and
+        learn whether a summary round is due; None when memory did not answer."""
+        arguments: dict[str, Any] = {
+            "agent": agent, "chat_id": chat_id, "items": items, "summarize_every": EVERY,
+        }  # fmt: skip
+        if turn_id is not None:
+            arguments["turn_id"] = turn_id
+        return await self._memory.call("append_items", arguments, AppendResult)
 
     async def loaded(self, agent: str, chat_id: str) -> Window | None:
         """The window with its token estimate and how many older items it leaves out."""
         return await self._memory.call("load_window", {"agent": agent, "chat_id": chat_id}, Window)
 
-    async def append(
-        self, agent: str, chat_id: str, items: list[Item], turn_id: str | None = None
-    ) -> bool:
-        """Store a turn; with ``turn_id``, a turn redone after a crash is stored once."""
+    async def append(self, agent: str, chat_id: str, items: list[Item]) -> bool:
+        """Add items to the conversation outside a turn (what a tap did, for the model)."""
         if not items:
             return True
         arguments: dict[str, Any] = {"agent": agent, "chat_id": chat_id, "items": items}
-        if turn_id is not None:
-            arguments["turn_id"] = turn_id
         return await self._memory.call("append_items", arguments, AppendResult) is not None
 
     async def reset(self, agent: str, chat_id: str) -> bool:

@@ -20,7 +20,7 @@ from types import MappingProxyType
 
 import anyio
 
-from meshkit.wire.memory import Window
+from meshkit.wire.memory import TurnContext, Window
 from orchestrator.core.actions import NO_LONGER_ACTIVE, ActionDesk, proposals_of
 from orchestrator.core.callbacks import ACTION, BATCH, CHOICE, FORGET, REMINDER, prefix_of
 from orchestrator.core.clarify import Questions
@@ -38,7 +38,7 @@ from orchestrator.core.routes import (
     TapHandler,
 )
 from orchestrator.core.summaries import Spawn, Summarizer
-from orchestrator.core.turn import AgentRuntime, ToolObserver, TurnEngine
+from orchestrator.core.turn import AgentRuntime, ToolObserver, TurnEngine, TurnRequest, TurnResult
 from orchestrator.mesh.registry import Registry
 
 __all__ = ["Button", "Dispatcher", "Reply"]
@@ -116,13 +116,14 @@ class Dispatcher:
 
         ``message_id`` identifies the message across redeliveries (a Telegram update id),
         so a turn redone after a crash is remembered once. Changes the turn proposed are
-        staged for ``user_id`` to confirm: the reply carries their buttons. ``deliver``
-        sends a non-empty reply before the turn is stored, which then costs the user no
-        time (a crash in between redoes the turn; the channel delivers a reply once), and
-        says which message the reply's buttons are in: only taps on it are taken.
-        A text that answers a question the model asked (clarify) has the question's
-        message redrawn with the answer through ``edit_message``; a text not typed by the
-        user (``from_user`` False: a scheduled prompt) never answers one.
+        staged for ``user_id`` to confirm: the reply carries their buttons. The turn is
+        stored before ``deliver`` sends its reply, so the send may be the last thing the
+        message needs (a crash before it redoes the turn, stored once; the channel
+        delivers a reply once); ``deliver`` says which message the reply's buttons are
+        in: only taps on it are taken. A text that answers a question the model asked
+        (clarify) has the question's message redrawn with the answer through
+        ``edit_message``; a text not typed by the user (``from_user`` False: a scheduled
+        prompt) never answers one.
         """
         runtime = self.agents[agent_id]
         command = text.strip().split(maxsplit=1)[0].lower() if text.startswith("/") else ""
@@ -130,72 +131,75 @@ class Dispatcher:
             asked = CommandContext(runtime, chat_id, user_id or chat_id, deliver)
             return await self._on_command(command, asked)
         async with self._locks[(agent_id, chat_id)]:
-            # Whether the user's text answers a question runs beside the turn's own reads;
-            # the turn waits for it before it asks or says anything (_turn's ``settled``).
-            settled = anyio.Event() if from_user else None
+            turn = TurnRequest(runtime, chat_id, text, user_id, observe)
+            redraw = edit_message if from_user else None
+            return await self._turn(turn, message_id, deliver, answers=from_user, redraw=redraw)
 
-            async def answer_question(settled: anyio.Event) -> None:
-                try:
-                    await self._questions.answer_by_text(agent_id, chat_id, text, edit_message)
-                finally:
-                    settled.set()
+    async def _turn(
+        self,
+        turn: TurnRequest,
+        turn_id: str | None,
+        deliver: Deliver | None,
+        *,
+        answers: bool = False,
+        redraw: EditMessage | None = None,
+    ) -> Reply:
+        """A turn and its reply; hold the chat's lock. Memory is read once (the context),
+        the model runs, memory is written once (the turn, stored under ``turn_id``), then
+        the reply is delivered. ``answers``: the text is the user's own and answers the
+        chat's question waiting for a typed answer, if one does; that question's message
+        is redrawn through ``redraw`` before the reply goes out."""
+        thought = await self._think(turn, answers, redraw)
+        if thought is None:
+            return Reply("")  # stopped: nothing stored, nothing said
+        context, result = thought
+        agent_id, chat_id = turn.runtime.id, turn.chat_id
+        if result.stored:
+            recorded = await self._conversation.record(agent_id, chat_id, result.new_items, turn_id)
+            due = recorded is not None and recorded.summary_due
+        else:  # stores nothing: the count its context was read with tells
+            due = context is not None and context.summary_due
+        if due:
+            self._summarizer.after_turn(turn.runtime, chat_id)
+        if result.asked is not None:  # a question ends the turn; proposals wait for the answer
+            return await self._questions.ask(agent_id, chat_id, result.asked, deliver)
+        reply = Reply(result.text)
+        proposals = proposals_of(result.results)
+        if proposals:
+            reply = await self._desk.stage(agent_id, chat_id, turn.user_id, result.text, proposals)
+        if reply.batch_id is not None and deliver is not None:
+            await self._desk.present(agent_id, chat_id, reply, deliver)
+            return reply
+        return await _delivered(reply, deliver)
 
-            failed: Exception | None = None
-            async with anyio.create_task_group() as beside:
-                if settled is not None:
-                    beside.start_soon(answer_question, settled)
+    async def _think(
+        self, turn: TurnRequest, answers: bool, redraw: EditMessage | None
+    ) -> tuple[TurnContext | None, TurnResult] | None:
+        """The turn's context and the model's answer to it; None when ``/stop`` cut it
+        short. A question the text answered is redrawn beside the model, and done before
+        this returns (the reply must not come before it)."""
+        key = (turn.runtime.id, turn.chat_id)
+        answer = turn.text if answers else None
+        context: TurnContext | None = None
+        result: TurnResult | None = None
+        failed: Exception | None = None
+        async with anyio.create_task_group() as beside:
+            with anyio.CancelScope() as scope:
+                self._running[key] = scope
                 try:
-                    reply = await self._turn(
-                        runtime, chat_id, text, observe, message_id, user_id, deliver, settled
-                    )
+                    context = await self._conversation.context(*key, turn.user, answer)
+                    if context is not None and context.answered is not None:
+                        beside.start_soon(
+                            self._questions.answered_by_text, context.answered, redraw
+                        )
+                    result = await self._engine.run(turn, context)
                 except Exception as error:  # raised as itself, not in an exception group
                     failed = error
-            if failed is not None:
-                raise failed
-            return reply
-
-    async def _turn(  # noqa: PLR0917 (on_text's, passed on)
-        self,
-        runtime: AgentRuntime,
-        chat_id: str,
-        text: str,
-        observe: ToolObserver | None,
-        message_id: str | None,
-        user_id: str | None,
-        deliver: Deliver | None,
-        settled: anyio.Event | None = None,
-    ) -> Reply:
-        """A turn and its reply, delivered, then stored; hold the chat's lock. ``settled``:
-        set once the question the text may answer is answered (and its message redrawn),
-        awaited before the reply: a question the turn asks must not be taken for it."""
-        agent_id = runtime.id
-        with anyio.CancelScope() as scope:
-            self._running[(agent_id, chat_id)] = scope
-            try:
-                result = await self._engine.run(
-                    runtime, chat_id, text, observe, message_id, remember=False, user_id=user_id
-                )
-            finally:
-                del self._running[(agent_id, chat_id)]
-        if settled is not None:
-            await settled.wait()
-        if scope.cancelled_caught:
-            return Reply("")
-        proposals = proposals_of(result.results)
-        reply = Reply(result.text)
-        if result.asked is not None:  # a question ends the turn; proposals wait for the answer
-            reply = await self._questions.ask(agent_id, chat_id, result.asked, deliver)
-        else:
-            if proposals:
-                reply = await self._desk.stage(agent_id, chat_id, user_id, result.text, proposals)
-            if reply.batch_id is not None and deliver is not None:
-                await self._desk.present(agent_id, chat_id, reply, deliver)
-            else:
-                await _delivered(reply, deliver)
-        await self._engine.remember(runtime, chat_id, result, message_id)
-        if result.stored:
-            self._summarizer.after_turn(runtime, chat_id)
-        return reply
+                finally:
+                    del self._running[key]
+        if failed is not None:
+            raise failed
+        return None if result is None else (context, result)
 
     def stop(self, agent_id: str, chat_id: str) -> bool:
         """Cancel the chat's running turn (it stores nothing); whether one was running."""
@@ -221,10 +225,8 @@ class Dispatcher:
             return
         runtime = self.agents[tap.agent]
         async with self._locks[(tap.agent, tap.chat)]:
-            await self._turn(
-                runtime, tap.chat, chosen.answer or "", None,
-                f"clarify:{chosen.id}", tap.user, tap.deliver,
-            )  # fmt: skip
+            turn = TurnRequest(runtime, tap.chat, chosen.answer or "", tap.user)
+            await self._turn(turn, f"clarify:{chosen.id}", tap.deliver)
 
     async def _forget(self, tap: TapContext) -> None:
         """/memory's 🗑: the agent's owner may forget any rule, others what is theirs."""

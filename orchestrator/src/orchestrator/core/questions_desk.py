@@ -80,12 +80,8 @@ class QuestionDesk:
         await tap.edit(render(question))
         return question
 
-    async def answer_by_text(
-        self, agent: str, chat_id: str, text: str, edit_message: EditMessage | None
-    ) -> Question | None:
-        """A text that answers the chat's waiting question, which is redrawn with it; None
-        when no question waits for text (the text is an ordinary message)."""
-        question = await self._questions.answer(agent, chat_id, text)
-        if question is not None and question.message_id and edit_message is not None:
+    async def answered_by_text(self, question: Question, edit_message: EditMessage | None) -> None:
+        """A question the user's text answered (memory answered it as it read the turn's
+        context) is redrawn with the answer in the message it was shown in."""
+        if question.message_id and edit_message is not None:
             await edit_message(question.message_id, render(question))
-        return question

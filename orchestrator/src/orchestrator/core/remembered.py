@@ -1,14 +1,15 @@
 """What the agent remembers, as the one delimited section of a turn's instructions.
 
 The memory server keeps rules (scope ``agent``: for everyone) and notes (scope ``user``:
-about this user), written only by a confirmed proposal. Each turn reads them for its
-agent and user and puts them in one fixed place of the instructions, between markers,
-introduced as data the user confirmed. A remembered line cannot pose as anything else:
-it is plain text (NFKC: fullwidth ＞ is >; no zero-width or bidi characters), whitespace
-(newlines included) collapses to one space, and the angle brackets the markers are made
-of become look-alikes (‹ ›), so no line can close the section or open another. Each
-layer has a size budget: lines are taken in the order they were confirmed, and those
-that do not fit are left out and counted (``/status`` shows them).
+about this user), written only by a confirmed proposal. Each turn's context brings them
+for its agent and user (memory's ``turn_context``) and they go in one fixed place of the
+instructions, between markers, introduced as data the user confirmed. A remembered line
+cannot pose as anything else: it is plain text (NFKC: fullwidth ＞ is >; no zero-width
+or bidi characters), whitespace (newlines included) collapses to one space, and the
+angle brackets the markers are made of become look-alikes (‹ ›), so no line can close
+the section or open another. Each layer has a size budget: lines are taken in the order
+they were confirmed, and those that do not fit are left out and counted (``/status``
+shows them).
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ def layers(memories: list[Memory]) -> Layers:
 
 
 class Remembered:
-    """Reads what the memory server remembers; no answer is nothing remembered."""
+    """Reads what the memory server remembers, outside a turn (/memory, /status); no answer
+    is nothing remembered."""
 
     def __init__(self, registry: Registry) -> None:
         self._memory = RoleClient(registry, "memory")
@@ -77,9 +79,6 @@ class Remembered:
     async def memories(self, agent: str, user: str) -> list[Memory]:
         found = await self._memory.call("list_memories", {"agent": agent, "user": user}, Memories)
         return [] if found is None else found.memories
-
-    async def layers(self, agent: str, user: str) -> Layers:
-        return layers(await self.memories(agent, user))
 
 
 EARLIER_OPEN = "<<<EARLIER"

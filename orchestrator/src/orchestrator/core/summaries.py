@@ -1,11 +1,13 @@
 """Summaries of what left the conversation window, written by the model off the reply's path.
 
-After a turn is stored, the chat's summarizer runs in the background (never holding up a
-reply, at most one per chat at a time): when at least ``EVERY`` items have left the
-window since the last summary, the model folds them into the summary so far, in a call
-of its own without tools, within ``TIMEOUT_S``; memory keeps the result and later
-windows carry it ("earlier in this conversation"). Any failure is logged and changes
-nothing: the turn was delivered and stored before.
+Storing a turn tells whether a round is due: at least ``EVERY`` items have left the
+window since the last summary (memory counts them as it stores the turn; a turn that
+stores nothing goes by the count its context was read with). Only then the chat's
+summarizer runs, in the background (never holding up a reply, at most one per chat at a
+time): memory hands out those items (``evicted_items``), the model folds them into the
+summary so far, in a call of its own without tools, within ``TIMEOUT_S``, and memory
+keeps the result; later windows carry it ("earlier in this conversation"). Any failure
+is logged and changes nothing: the turn was stored before.
 """
 
 from __future__ import annotations
@@ -43,9 +45,10 @@ class Summarizer:
         self._again: set[tuple[str, str]] = set()  # a turn ended while its chat's round ran
 
     def after_turn(self, runtime: AgentRuntime, chat_id: str) -> None:
-        """Start summarizing in the background (nothing without a way to run it). While
-        the chat's round runs, one more round follows it: what this turn pushed out of
-        the window may not have been counted by the round under way."""
+        """A turn after which a round is due: start summarizing in the background (nothing
+        without a way to run it). While the chat's round runs, one more round follows it:
+        what this turn pushed out of the window may not have been counted by the round
+        under way."""
         key = (runtime.id, chat_id)
         if self._spawn is None or self._memory.server is None:
             return

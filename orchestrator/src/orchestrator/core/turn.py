@@ -1,4 +1,4 @@
-"""One turn: the window, the model, its tool calls (concurrently), within bounds.
+"""One turn: the model on what memory gave it, its tool calls (concurrently), within bounds.
 
 A turn is bounded three ways: ``max_rounds`` model requests, ``max_tool_calls`` tool
 calls, and ``timeout_s`` of wall time. Every failure of a tool becomes that call's
@@ -18,12 +18,11 @@ from datetime import UTC, datetime
 
 import anyio
 
-from meshkit.wire.memory import Window
+from meshkit.wire.memory import TurnContext
 from orchestrator.config import Agent
 from orchestrator.core import clarify
-from orchestrator.core.conversation import Conversation
 from orchestrator.core.instructions import instructions
-from orchestrator.core.remembered import Remembered, earlier
+from orchestrator.core.remembered import earlier, layers
 from orchestrator.llm.base import LLM, FunctionCall, Item, ToolSpec, Usage
 from orchestrator.llm.errors import LLMError
 from orchestrator.mesh.bridge import (
@@ -75,6 +74,23 @@ class AgentRuntime:
         return self.agent.id
 
 
+@dataclass(frozen=True)
+class TurnRequest:
+    """What a turn answers: the agent, the chat, the text, the user who wrote it (their
+    notes; the one who may confirm its proposals), and who watches its tool calls."""
+
+    runtime: AgentRuntime
+    chat_id: str
+    text: str
+    user_id: str | None = None
+    observe: ToolObserver | None = None
+
+    @property
+    def user(self) -> str:
+        """Whose notes the turn remembers: the user's, else the chat's (a private chat)."""
+        return self.user_id or self.chat_id
+
+
 @dataclass
 class TurnResult:
     text: str
@@ -92,62 +108,58 @@ class TurnResult:
         return self.outcome in ("ok", "round_limit")
 
 
+@dataclass
+class _Turn:
+    """A turn under way: its request, the tools it may call (by model-facing name), the
+    context arguments the orchestrator fills in for them, and its result so far."""
+
+    request: TurnRequest
+    tools: dict[str, ToolInfo]
+    context: dict[str, str]
+    result: TurnResult
+
+
 class TurnEngine:
     def __init__(
-        self,
-        registry: Registry,
-        conversation: Conversation,
-        *,
-        now: Callable[[], datetime] = lambda: datetime.now(UTC),
-        remembered: Remembered | None = None,
+        self, registry: Registry, *, now: Callable[[], datetime] = lambda: datetime.now(UTC)
     ) -> None:
         self._registry = registry
-        self._conversation = conversation
         self._now = now
-        self._remembered = remembered
         self._specs: dict[str, tuple[ToolInfo, ToolSpec]] = {}
 
     def visible_tools(self, runtime: AgentRuntime) -> list[ToolInfo]:
         """The read and producer tools of the agent's own servers: all the model may call."""
         return self._registry.tools(runtime.agent.servers)
 
-    async def run(
-        self,
-        runtime: AgentRuntime,
-        chat_id: str,
-        text: str,
-        observe: ToolObserver | None = None,
-        turn_id: str | None = None,
-        *,
-        remember: bool = True,
-        user_id: str | None = None,
-    ) -> TurnResult:
-        """One turn; ``turn_id`` (the message it answers) keeps a redone turn stored once.
-        ``user_id`` is whose notes it remembers (default: the chat's, a private chat).
-
-        ``remember=False`` leaves storing it to the caller (:meth:`remember`), who can
-        deliver the answer first.
-        """
+    async def run(self, request: TurnRequest, memory: TurnContext | None = None) -> TurnResult:
+        """One turn, on what memory gave it (``memory``: the window with its summary and
+        the remembered lines; None: a turn without any). It stores nothing: the caller
+        records ``new_items`` when the result is ``stored``."""
         started = time.perf_counter()
-        result = TurnResult(text="", outcome="ok")
+        runtime = request.runtime
+        tools = {tool.qualified: tool for tool in self.visible_tools(runtime)}
+        context = {
+            "agent": runtime.id, "timezone": runtime.agent.entry.timezone,
+            "user": request.user,
+        }  # fmt: skip
+        turn = _Turn(request, tools, context, TurnResult(text="", outcome="ok"))
+        result = turn.result
         with anyio.move_on_after(runtime.limits.timeout_s) as deadline:
-            await self._run(runtime, chat_id, user_id or chat_id, text, observe, result)
+            await self._run(turn, memory)
         if deadline.cancelled_caught:
             logger.warning(
                 "turn agent=%s chat=%s: no answer within %g s; stopped",
                 runtime.id,
-                chat_id,
+                request.chat_id,
                 runtime.limits.timeout_s,
             )
             result.outcome = "timeout"
             result.text = TIMEOUT_REPLY.format(seconds=runtime.limits.timeout_s)
-        if remember:
-            await self.remember(runtime, chat_id, result, turn_id)
         logger.info(
             "turn agent=%s chat=%s outcome=%s duration_ms=%.0f llm_calls=%d tool_calls=%d "
             "tokens_in=%d tokens_out=%d",
             runtime.id,
-            chat_id,
+            request.chat_id,
             result.outcome,
             (time.perf_counter() - started) * 1000,
             result.llm_calls,
@@ -157,27 +169,19 @@ class TurnEngine:
         )
         return result
 
-    async def _run(  # noqa: PLR0917 (the turn's who, where and what)
-        self,
-        runtime: AgentRuntime,
-        chat_id: str,
-        user_id: str,
-        text: str,
-        observe: ToolObserver | None,
-        result: TurnResult,
-    ) -> None:
-        tools = {tool.qualified: tool for tool in self.visible_tools(runtime)}
-        specs = [*(self._spec(tool) for tool in tools.values()), clarify.SPEC]
-        user: Item = {"type": "message", "role": "user", "content": text}
-        window, remembered = await self._read_memory(runtime.id, chat_id, user_id)
-        history = list(window.items) if window is not None else []
+    async def _run(self, turn: _Turn, memory: TurnContext | None) -> None:
+        request, result = turn.request, turn.result
+        runtime = request.runtime
+        specs = [*(self._spec(tool) for tool in turn.tools.values()), clarify.SPEC]
+        user: Item = {"type": "message", "role": "user", "content": request.text}
+        history = list(memory.window.items) if memory is not None else []
         items = [*history, user]
         result.new_items.append(user)
-        summary = earlier(window.summary if window is not None else None)
+        remembered = layers(memory.memories).section() if memory is not None else ""
+        summary = earlier(memory.window.summary if memory is not None else None)
         system = instructions(
             runtime.agent, self._now(), "\n\n".join(filter(None, [remembered, summary]))
         )
-        context = {"agent": runtime.id, "timezone": runtime.agent.entry.timezone, "user": user_id}
         limits = runtime.limits
         try:
             for _ in range(limits.max_rounds):
@@ -189,9 +193,7 @@ class TurnEngine:
                 if not reply.calls:
                     result.text = reply.text.strip() or EMPTY_REPLY
                     return
-                outputs = await self._execute_all(
-                    reply.calls, tools, result, observe, runtime, context
-                )
+                outputs = await self._execute_all(turn, reply.calls)
                 items.extend(outputs)
                 result.new_items.extend(outputs)
                 if result.asked is not None:  # the turn ends with the question
@@ -208,65 +210,29 @@ class TurnEngine:
             logger.warning(
                 "turn agent=%s chat=%s: LLM failed: %s (%r)",
                 runtime.id,
-                chat_id,
+                request.chat_id,
                 type(error).__name__,
                 error.__cause__,
             )
             result.outcome = "llm_error"
             result.text = error.user_message
 
-    async def _read_memory(
-        self, agent: str, chat_id: str, user_id: str
-    ) -> tuple[Window | None, str]:
-        """The conversation's window and the remembered section of the instructions, read
-        from the memory server side by side (two round trips in the time of one)."""
-        window: Window | None = None
-        remembered = ""
-
-        async def load_window() -> None:
-            nonlocal window
-            window = await self._conversation.loaded(agent, chat_id)
-
-        async def load_remembered() -> None:
-            nonlocal remembered
-            if self._remembered is not None:
-                remembered = (await self._remembered.layers(agent, user_id)).section()
-
-        async with anyio.create_task_group() as reads:
-            reads.start_soon(load_window)
-            reads.start_soon(load_remembered)
-        return window, remembered
-
-    async def remember(
-        self, runtime: AgentRuntime, chat_id: str, result: TurnResult, turn_id: str | None
-    ) -> None:
-        """Store a turn in the conversation; one whose model failed or whose time ran out
-        stores nothing, so the next attempt starts from the same history."""
-        if result.stored:
-            await self._conversation.append(runtime.id, chat_id, result.new_items, turn_id)
-
-    async def _execute_all(  # noqa: PLR0917
-        self,
-        calls: list[FunctionCall],
-        tools: dict[str, ToolInfo],
-        result: TurnResult,
-        observe: ToolObserver | None,
-        runtime: AgentRuntime,
-        context: dict[str, str],
-    ) -> list[Item]:
+    async def _execute_all(self, turn: _Turn, calls: list[FunctionCall]) -> list[Item]:
+        result, limits = turn.result, turn.request.runtime.limits
+        observe = turn.request.observe
         outputs: list[Item] = [{} for _ in calls]
-        allowed = max(0, runtime.limits.max_tool_calls - result.tool_calls)
+        allowed = max(0, limits.max_tool_calls - result.tool_calls)
 
         async def execute(index: int, call: FunctionCall) -> None:
-            tool = tools.get(call.name)
+            tool = turn.tools.get(call.name)
             if index >= allowed:
-                output = error_output(TOOL_LIMIT_OUTPUT.format(limit=runtime.limits.max_tool_calls))
+                output = error_output(TOOL_LIMIT_OUTPUT.format(limit=limits.max_tool_calls))
             elif call.name == clarify.NAME:
                 output = _asked(call, result)
             else:
                 if observe is not None:
                     await observe(tool, call)
-                output = await self._execute(call, tool, result, context)
+                output = await self._execute(turn, call, tool)
             outputs[index] = {
                 "type": "function_call_output",
                 "call_id": call.call_id,
@@ -279,13 +245,7 @@ class TurnEngine:
                 group.start_soon(execute, index, call)
         return outputs
 
-    async def _execute(
-        self,
-        call: FunctionCall,
-        tool: ToolInfo | None,
-        result: TurnResult,
-        context: dict[str, str],
-    ) -> str:
+    async def _execute(self, turn: _Turn, call: FunctionCall, tool: ToolInfo | None) -> str:
         if tool is None:
             # Includes confirm and internal tools: they are not the model's to call.
             return error_output(
@@ -296,13 +256,13 @@ class TurnEngine:
         except ValueError as error:
             return error_output(f"{call.name}: {error}")
         # Filled in here, over anything the model sent: it never acts as another agent or user.
-        arguments.update({name: context[name] for name in tool.context})
+        arguments.update({name: turn.context[name] for name in tool.context})
         try:
             answer = await self._registry.call(tool, arguments)
         except ToolCallError as error:
             logger.debug("tool %s gave no result: %s", call.name, error)
             return output_of_error(error, tool)
-        result.results.append((tool, answer))
+        turn.result.results.append((tool, answer))
         logger.debug("tool %s ok %.1f ms", call.name, answer.duration_ms)
         return output_of(answer)
 

@@ -64,12 +64,3 @@ def add_question_tools(mcp: FastMCP[Any], questions: QuestionStore) -> None:
             question_id, agent, chat_id, message_id, choice, tap_id
         )
         return QuestionLookup(question=found, changed=changed)
-
-    @mcp.tool(**internal(title="Answer by text"))
-    async def answer_question(
-        agent: Agent, chat_id: ChatId, text: Annotated[str, Field(min_length=1, max_length=4096)]
-    ) -> QuestionLookup:
-        """A text in the chat: the question it answers (an open question, or one whose
-        Other was tapped), now answered; null when no question waits for text."""
-        found = await questions.answer_text(agent, chat_id, text)
-        return QuestionLookup(question=found, changed=found is not None)

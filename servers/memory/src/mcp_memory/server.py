@@ -1,4 +1,5 @@
-"""The memory MCP surface: three internal tools over ConversationService."""
+"""The memory MCP surface: the conversation's internal tools, a turn's context in one read,
+and the tools of remembered rules and notes (memory_tools) and clarify (question_tools)."""
 
 from __future__ import annotations
 
@@ -21,22 +22,33 @@ from mcp_memory.recall import Recall
 from mcp_memory.service import ConversationService
 from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS, MemorySettings
 from mcp_memory.store import ConversationStore
-from mcp_memory.summaries import Summaries
+from mcp_memory.summaries import MAX_LINES, Summaries
+from mcp_memory.turns import TurnContexts
 from meshkit.approval_keys import public_key
 from meshkit.params import Agent, ChatId, IntegerId
 from meshkit.proposals import Approvals
 from meshkit.server import create_server
 from meshkit.settings import load_settings
 from meshkit.tool_classes import internal
-from meshkit.wire.memory import Evicted, SummarySaved
+from meshkit.wire.memory import Evicted, SummarySaved, TurnContext
 
 INSTRUCTIONS = (
     "Memory for the clawmesh orchestrator. Each (agent, chat_id) has a conversation of "
-    "Responses API input items: append each turn's items, load the window before the next "
-    "turn, reset to start over. Rules and notes the user asked to keep are remembered only "
-    "when the user confirms a propose_remember proposal; list_memories shows them."
+    "Responses API input items: read a turn's context (the window, what is remembered, the "
+    "question a text answers) before it, append its items after it, reset to start over. "
+    "Rules and notes the user asked to keep are remembered only when the user confirms a "
+    "propose_remember proposal; list_memories shows them."
 )
 MAX_APPEND_ITEMS = 1000
+SummarizeEvery = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=MAX_LINES,
+        description="Also say whether at least this many items out of the window wait for "
+        "a summary (summary_due); null: not asked",
+    ),
+]
 
 
 def build_server(
@@ -65,10 +77,31 @@ def build_server(
         checks={"database": service.check},
         stores=[store, memories, questions],
     )
-    add_memory_tools(
-        mcp, MemoryService(memories, approvals, clock=clock), Recall(service, store, memories)
-    )
+    remembered = MemoryService(memories, approvals, clock=clock)
+    add_memory_tools(mcp, remembered, Recall(service, store, memories))
     add_question_tools(mcp, questions)
+    contexts = TurnContexts(service, remembered, questions)
+
+    @mcp.tool(**internal(title="A turn's context"))
+    async def turn_context(
+        agent: Agent,
+        chat_id: ChatId,
+        user: Annotated[str, Field(max_length=200, description="whose notes: the turn's user")],
+        text: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=4096,
+                description="The user's text: it answers the chat's question waiting for a "
+                "typed answer, if one does (answered); null: answer nothing",
+            ),
+        ] = None,
+        summarize_every: SummarizeEvery = None,
+    ) -> TurnContext:
+        """Everything a turn reads from memory, in one call: the chat's window with its
+        summary, what is remembered for the user (as list_memories), the question the
+        text answers, and whether a summary round is due."""
+        return await contexts.read(agent, chat_id, user, text, summarize_every)
 
     @mcp.tool(**internal(title="Append conversation items"))
     async def append_items(
@@ -90,12 +123,13 @@ def build_server(
                 "appended again with the same id stores nothing",
             ),
         ] = None,
+        summarize_every: SummarizeEvery = None,
     ) -> AppendResult:
         """Append a turn's items to the chat's conversation, stamped with the server's time.
 
         All or nothing: one malformed item rejects the call and names its index.
         """
-        return await service.append(agent, chat_id, items, turn_id)
+        return await service.append(agent, chat_id, items, turn_id, summarize_every=summarize_every)
 
     @mcp.tool(**internal(title="Load conversation window", read_only=True, idempotent=True))
     async def load_window(

@@ -21,7 +21,7 @@ from mcp_memory import items as responses
 from mcp_memory.errors import InvalidItem, InvalidRequest
 from mcp_memory.models import AppendResult, ResetResult, Window
 from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS, MemorySettings
-from mcp_memory.store import ConversationStore, Row
+from mcp_memory.store import ConversationStore, Row, Tail
 from mcp_memory.tokens import encode, estimate
 
 logger = logging.getLogger(__name__)
@@ -42,10 +42,18 @@ class ConversationService:
         self._clock = clock
 
     async def append(
-        self, agent: str, chat_id: str, items: Sequence[Item], turn_id: str | None = None
+        self,
+        agent: str,
+        chat_id: str,
+        items: Sequence[Item],
+        turn_id: str | None = None,
+        *,
+        summarize_every: int | None = None,
     ) -> AppendResult:
         """Store the kept items in order, all stamped now; a malformed item stores nothing,
-        and neither does a ``turn_id`` appended before (a turn redone after a crash)."""
+        and neither does a ``turn_id`` appended before (a turn redone after a crash). With
+        ``summarize_every``, whether that many items out of the window wait for a summary
+        (read in the same transaction as the write)."""
         _check_key(agent, chat_id)
         bodies, texts = [], []
         for index, item in enumerate(items):
@@ -60,10 +68,23 @@ class ConversationService:
                 bodies.append(encode(kept))
                 texts.append(responses.searchable(kept))
         at = self._clock()
-        fresh = await self._store.append(agent, chat_id, at, bodies, turn_id, texts)
+        max_items, max_tokens = self._limits(None, None)
+        asked = None if summarize_every is None else max_items
+        fresh, tail = await self._store.append(
+            agent, chat_id, at, bodies, turn_id, texts, tail=asked
+        )
+        due = (
+            summarize_every is not None
+            and tail is not None
+            and self._view(tail, max_tokens, at).unsummarized >= summarize_every
+        )
         stored = len(bodies) if fresh else 0
         return AppendResult(
-            stored=stored, ignored=len(items) - len(bodies), at=at, duplicate=not fresh
+            stored=stored,
+            ignored=len(items) - len(bodies),
+            at=at,
+            duplicate=not fresh,
+            summary_due=due,
         )
 
     async def window(
@@ -74,8 +95,26 @@ class ConversationService:
         max_tokens: int | None = None,
     ) -> Window:
         """The items to send the model before the next user message."""
-        chosen, total, last = await self._chosen(agent, chat_id, max_items, max_tokens)
-        summary = await self._store.summary(agent, chat_id)
+        return (await self.view(agent, chat_id, max_items, max_tokens)).window
+
+    async def view(
+        self,
+        agent: str,
+        chat_id: str,
+        max_items: int | None = None,
+        max_tokens: int | None = None,
+    ) -> View:
+        """The window, and how many items out of it wait for a summary."""
+        _check_key(agent, chat_id)
+        max_items, max_tokens = self._limits(max_items, max_tokens)
+        tail = await self._store.tail(agent, chat_id, max_items)
+        return self._view(tail, max_tokens, self._clock())
+
+    def _view(self, tail: Tail, max_tokens: int, now: float) -> View:
+        chosen = select(
+            tail.rows, now=now, inactivity_s=self._settings.inactivity_s, max_tokens=max_tokens
+        )
+        summary = tail.summary
         # The summary belongs to this conversation when no silence ended it in between.
         current = (
             summary is not None
@@ -83,30 +122,26 @@ class ConversationService:
             and summary.up_to_id < chosen[0].row_id
             and chosen[0].at - summary.up_to_at <= self._settings.inactivity_s
         )
-        return Window(
+        window = Window(
             items=[c.item for c in chosen],
             token_estimate=sum(c.cost for c in chosen),
-            dropped=total - len(chosen),
-            last_activity=last,
+            dropped=tail.total - len(chosen),
+            last_activity=tail.rows[0].created_at if tail.rows else None,
             summary=summary.text if current and summary is not None else None,
         )
+        # What no summary covers, less what is still in the window (all of it in the tail).
+        covered = summary.up_to_id if summary is not None else 0
+        first = chosen[0].row_id if chosen else None
+        in_window = (
+            0 if first is None else sum(1 for r in tail.rows if r.id >= first and r.id > covered)
+        )
+        return View(window, tail.unsummarized - in_window)
 
     async def archive_below(self, agent: str, chat_id: str) -> int:
         """The first item id of the chat's window: everything below it is archived (all of
         it when the window is empty)."""
-        chosen, _, _ = await self._chosen(agent, chat_id, None, None)
-        return min((c.row_id for c in chosen), default=2**62)
-
-    async def _chosen(
-        self, agent: str, chat_id: str, max_items: int | None, max_tokens: int | None
-    ) -> tuple[list[Chosen], int, float | None]:
         _check_key(agent, chat_id)
-        max_items = _limit(
-            "max_items", max_items, self._settings.window_max_items, MAX_WINDOW_ITEMS
-        )
-        max_tokens = _limit(
-            "max_tokens", max_tokens, self._settings.window_max_tokens, MAX_WINDOW_TOKENS
-        )
+        max_items, max_tokens = self._limits(None, None)
         tail = await self._store.tail(agent, chat_id, max_items)
         chosen = select(
             tail.rows,
@@ -114,7 +149,13 @@ class ConversationService:
             inactivity_s=self._settings.inactivity_s,
             max_tokens=max_tokens,
         )
-        return chosen, tail.total, tail.rows[0].created_at if tail.rows else None
+        return min((c.row_id for c in chosen), default=2**62)
+
+    def _limits(self, max_items: int | None, max_tokens: int | None) -> tuple[int, int]:
+        return (
+            _limit("max_items", max_items, self._settings.window_max_items, MAX_WINDOW_ITEMS),
+            _limit("max_tokens", max_tokens, self._settings.window_max_tokens, MAX_WINDOW_TOKENS),
+        )
 
     async def reset(self, agent: str, chat_id: str) -> ResetResult:
         """Start a new conversation; the old items stay stored but leave every window."""
@@ -126,6 +167,13 @@ class ConversationService:
     async def check(self) -> None:
         """Health: the database answers."""
         await self._store.ping()
+
+
+class View(NamedTuple):
+    """A chat's window, and how many of its items out of the window no summary covers."""
+
+    window: Window
+    unsummarized: int
 
 
 class Chosen(NamedTuple):

@@ -97,10 +97,13 @@ class Row:
 
 @dataclass(frozen=True)
 class Tail:
-    """The newest rows of a chat's current conversation, and how many rows it has in all."""
+    """The newest rows of a chat's current conversation, read at one moment with what the
+    window and the next summary round need to know of the rest."""
 
     rows: list[Row]  # newest first
-    total: int
+    total: int  # rows of the current conversation
+    summary: Summary | None
+    unsummarized: int  # rows of the current conversation that no summary covers yet
 
 
 class ConversationStore(SQLiteStore):
@@ -116,51 +119,48 @@ class ConversationStore(SQLiteStore):
         bodies: Sequence[str],
         turn_id: str | None = None,
         texts: Sequence[str | None] = (),
-    ) -> bool:
+        *,
+        tail: int | None = None,
+    ) -> tuple[bool, Tail | None]:
         """Store all the bodies, in order, or none of them; False when ``turn_id`` was
         appended before (then nothing is stored). ``texts[i]`` is the searchable text of
-        ``bodies[i]`` (None: nothing to find in it)."""
+        ``bodies[i]`` (None: nothing to find in it). With ``tail``, also the chat's tail of
+        that many rows as the write left it (``tail()``), read in the same transaction."""
         rows = [(agent, chat_id, created_at, body) for body in bodies]
         searchable = list(texts) + [None] * (len(bodies) - len(texts))
 
-        def write(db: sqlite3.Connection) -> bool:
+        def write(db: sqlite3.Connection) -> tuple[bool, Tail | None]:
             with _transaction(db, "IMMEDIATE"):
-                if turn_id is not None:
-                    new = db.execute(
+                fresh = turn_id is None or bool(
+                    db.execute(
                         "INSERT OR IGNORE INTO turns (agent, chat_id, turn_id, at)"
                         " VALUES (?, ?, ?, ?)",
                         (agent, chat_id, turn_id, created_at),
                     ).rowcount
-                    if not new:
-                        return False
-                for row, text in zip(rows, searchable, strict=True):
-                    cursor = db.execute(
-                        "INSERT INTO items (agent, chat_id, created_at, body) VALUES (?, ?, ?, ?)",
-                        row,
-                    )
-                    if text:
-                        db.execute(
-                            "INSERT INTO items_fts (rowid, text) VALUES (?, ?)",
-                            (cursor.lastrowid, text),
+                )
+                if fresh:  # else a turn stored before: nothing again
+                    for row, text in zip(rows, searchable, strict=True):
+                        cursor = db.execute(
+                            "INSERT INTO items (agent, chat_id, created_at, body)"
+                            " VALUES (?, ?, ?, ?)",
+                            row,
                         )
-            return True
+                        if text:
+                            db.execute(
+                                "INSERT INTO items_fts (rowid, text) VALUES (?, ?)",
+                                (cursor.lastrowid, text),
+                            )
+                return fresh, None if tail is None else _tail(db, agent, chat_id, tail)
 
         return await self._run(write)
 
     async def tail(self, agent: str, chat_id: str, limit: int) -> Tail:
+        """The newest ``limit`` rows of the chat's current conversation, with its summary
+        and counts, from one snapshot (one read, one hand-off to the database thread)."""
+
         def read(db: sqlite3.Connection) -> Tail:
-            with _transaction(db, "DEFERRED"):  # one snapshot for both queries
-                (start,) = db.execute(_START, (agent, chat_id)).fetchone()
-                found = db.execute(
-                    "SELECT id, created_at, body FROM items"
-                    " WHERE agent = ? AND chat_id = ? AND id > ? ORDER BY id DESC LIMIT ?",
-                    (agent, chat_id, start, limit),
-                ).fetchall()
-                (total,) = db.execute(
-                    "SELECT COUNT(*) FROM items WHERE agent = ? AND chat_id = ? AND id > ?",
-                    (agent, chat_id, start),
-                ).fetchone()
-            return Tail(rows=[Row(*row) for row in found], total=total)
+            with _transaction(db, "DEFERRED"):
+                return _tail(db, agent, chat_id, limit)
 
         return await self._run(read)
 
@@ -262,3 +262,28 @@ class ConversationStore(SQLiteStore):
                 )
 
         return await self._run(write)
+
+
+def _tail(db: sqlite3.Connection, agent: str, chat_id: str, limit: int) -> Tail:
+    (start,) = db.execute(_START, (agent, chat_id)).fetchone()
+    found = db.execute(
+        "SELECT id, created_at, body FROM items"
+        " WHERE agent = ? AND chat_id = ? AND id > ? ORDER BY id DESC LIMIT ?",
+        (agent, chat_id, start, limit),
+    ).fetchall()
+    (total,) = db.execute(
+        "SELECT COUNT(*) FROM items WHERE agent = ? AND chat_id = ? AND id > ?",
+        (agent, chat_id, start),
+    ).fetchone()
+    row = db.execute(
+        "SELECT text, up_to_id, up_to_at FROM summaries WHERE agent = ? AND chat_id = ?",
+        (agent, chat_id),
+    ).fetchone()
+    summary = None if row is None else Summary(*row)
+    unsummarized = total
+    if summary is not None and summary.up_to_id > start:
+        (unsummarized,) = db.execute(
+            "SELECT COUNT(*) FROM items WHERE agent = ? AND chat_id = ? AND id > ?",
+            (agent, chat_id, summary.up_to_id),
+        ).fetchone()
+    return Tail([Row(*r) for r in found], total, summary, unsummarized)

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Annotated, Any
@@ -51,7 +51,7 @@ SEND_CONNECTIONS = 16
 INSTRUCTIONS = (
     "Telegram I/O for the clawmesh orchestrator: a durable inbox of the bots' updates "
     "(next_updates leases them, extend_leases keeps them while working, ack after the reply "
-    "is sent) and sending with Telegram "
+    "is sent, or send_message's ack with it) and sending with Telegram "
     "formatting, pacing and idempotency."
 )
 
@@ -216,18 +216,31 @@ def build_server(
             str | None,
             Field(max_length=200, description="the same key again never delivers twice"),
         ] = None,
+        ack: Annotated[
+            list[Annotated[str, Field(max_length=100)]] | None,
+            Field(
+                max_length=1000,
+                description="'id' fields of updates this message answers: acked once it is "
+                "sent (or was, under this idempotency_key), as ack does",
+            ),
+        ] = None,
     ) -> Sent:
         """Send Markdown as Telegram-formatted messages, split at 4096 characters.
 
-        At most 5 messages: a longer text ends with a line saying it was cut.
+        At most 5 messages: a longer text ends with a line saying it was cut. With ``ack``,
+        the updates it answers are acked once it is sent: no separate ack call.
         """
-        return await sender.send_message(
-            agent,
-            chat_id,
-            text,
-            buttons=_buttons(buttons),
-            reply_to=reply_to,
-            key=idempotency_key,
+        return await _acked_after(
+            sender.send_message(
+                agent,
+                chat_id,
+                text,
+                buttons=_buttons(buttons),
+                reply_to=reply_to,
+                key=idempotency_key,
+            ),
+            inbox,
+            ack or [],
         )
 
     @mcp.tool(**internal(title="Edit a message", idempotent=True))
@@ -293,6 +306,15 @@ def _bot(config: BotConfig, settings: TelegramIOSettings, client: SharedClient) 
         # Its own request object (PTB adds the long poll's timeout to its read timeout).
         get_updates_request=Httpx2Request(client, read_timeout=10),
     )
+
+
+async def _acked_after(sending: Awaitable[Sent], inbox: Inbox, ids: list[str]) -> Sent:
+    """A send, then the updates it answers acked: only once it succeeded (a failed send
+    acks nothing), and again each time it is repeated under its key (sending nothing)."""
+    sent = await sending
+    if ids:
+        sent.acked = await inbox.ack(ids)
+    return sent
 
 
 async def _shutdown(bot: Bot) -> None:

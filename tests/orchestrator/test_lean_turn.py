@@ -1,0 +1,337 @@
+"""A lean turn: after the poll that brings a message, a turn costs three calls to the mesh's
+own servers (one read of its context from memory, one record of it, one send that acks
+the update), whatever tools the model calls; a question it answers, a proposal, a tap or a
+summary round add only what they need.
+
+In-process, with the Telegram and scheduled channels running as ``make run`` runs them:
+memory, telegram-io, pending-actions and the scheduler are the real servers, each wrapped
+in a middleware that records the tool calls it receives (``fakes.counted``); Telegram, the
+model and Open-Meteo are the fakes. The long polls (``next_updates``, ``next_due``) and the
+lease keeping (``extend_leases``, every few seconds whatever the turns) are not a turn's
+calls and are left out; "typing…" starts only after a minute here, so it is not in them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import anyio
+import pytest
+from pydantic import SecretStr
+
+from fakes.clocked import CLOCK
+from fakes.counted import CALLS
+from fakes.open_meteo import FakeOpenMeteo
+from fakes.responses_api import FakeOpenAI, call, calls, text
+from fakes.serving import free_port, serving
+from fakes.telegram_api import FakeTelegram, Sent
+from fakes.world import API_KEY, ROOT
+from orchestrator.app import App, open_app
+from orchestrator.channels.scheduled import ScheduledChannel
+from orchestrator.channels.telegram import TelegramChannel
+from orchestrator.core.replies import Reply as ChatReply
+from orchestrator.core.summaries import PROMPT
+from orchestrator.settings import OrchestratorSettings
+from orchestrator.shutdown import Shutdown
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "7000000001:AAFakeTokenForClawdia0123456789abcde"
+USER = 4242
+POLLS = ("next_updates", "next_due", "extend_leases")
+TEXT_TURN = ["memory.turn_context", "memory.append_items", "telegram-io.send_message"]
+PARIS = ZoneInfo("Europe/Paris")
+
+
+@dataclass
+class Lean:
+    telegram: FakeTelegram
+    llm: FakeOpenAI
+    app: App
+
+    def say(self, words: str) -> str:
+        """The user writes ``words``; the id telegram-io gives the update."""
+        return f"{TOKEN.partition(':')[0]}:{self.telegram.user_message(TOKEN, USER, words)}"
+
+    async def reply(self, count: int = 1) -> Sent:
+        """The bot's ``count``-th message to the user, once sent."""
+        await self.telegram.wait_for(lambda: len(self.telegram.sent(TOKEN, USER)) >= count)
+        return self.telegram.sent(TOKEN, USER)[count - 1]
+
+
+def acks(update: str) -> bool:
+    """Whether a call answered so far acked ``update``: its reply's send, or an ack."""
+    return any(
+        update in c.arguments.get("ack", []) or update in c.arguments.get("ids", [])
+        for c in CALLS.made
+        if c.answered and c.tool in ("send_message", "ack")
+    )
+
+
+async def handled(update: str) -> list[str]:
+    """The calls of the turn that answers ``update``, once it is acked."""
+    await CALLS.wait_for(lambda _: acks(update))
+    return CALLS.names(without=POLLS)
+
+
+@pytest.fixture
+async def lean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Lean]:
+    telegram, llm, weather = FakeTelegram(), FakeOpenAI(), FakeOpenMeteo()
+    telegram.add_bot(TOKEN, name="Clawdia")
+    async with telegram.serve() as api, llm.serve() as llm_url, serving(weather.app) as meteo:
+        config = tmp_path / "config"
+        config.mkdir()
+        registry, agents = config / "servers.yaml", config / "agents.yaml"
+        registry.write_text(
+            "servers:\n"
+            "  weather: {module: 'mcp_weather.server:build_server'}\n"
+            "  shopping: {module: 'mcp_shopping.server:build_server'}\n"
+            "  memory: {module: 'fakes.counted:memory', role: memory}\n"
+            "  telegram-io: {module: 'fakes.counted:telegram_io', role: telegram-io}\n"
+            "  pending-actions: {module: 'fakes.counted:pending_actions', role: pending-actions}\n"
+            "  scheduler: {module: 'fakes.counted:scheduler', role: scheduler}\n"
+        )
+        agents.write_text(
+            "agents:\n  clawdia:\n    name: Clawdia\n"
+            f"    persona: {ROOT / 'agents' / 'clawdia'}\n"
+            "    bot_token_env: CLAWDIA_BOT_TOKEN\n"
+            f"    allowed_user_ids: ['{USER}']\n"
+            "    servers: [weather, shopping, memory]\n"
+            "    timezone: Europe/Paris\n    home: Paris\n"
+        )
+        (config / "schedule.yaml").write_text(
+            "agents:\n  clawdia:\n    prompts:\n"
+            '      - {name: week-ahead, cron: "0 18 * * sun", prompt: Plan my week.}\n'
+        )
+        for name, value in {
+            "WEATHER_FORECAST_URL": f"{meteo}/v1/forecast",
+            "WEATHER_GEOCODING_URL": f"{meteo}/v1/search",
+            "DATA_DIR": str(tmp_path / "data"),
+            "CLAWMESH_AGENTS": str(agents),
+            "CLAWMESH_SCHEDULE": str(config / "schedule.yaml"),
+            "CLAWDIA_BOT_TOKEN": TOKEN,
+            "TELEGRAM_API_BASE": api,
+            "TELEGRAM_POLL_TIMEOUT_S": "1",
+            "TELEGRAM_PACE_S": "0",
+            "MEMORY_WINDOW_MAX_ITEMS": "4",  # two turns: summary rounds come soon
+        }.items():
+            monkeypatch.setenv(name, value)
+        for name in ("MESH_APPROVAL_SIGNING_KEY_FILE", "MESH_APPROVAL_PUBLIC_KEY_FILE"):
+            monkeypatch.delenv(name, raising=False)  # the one key pair in DATA_DIR
+        CLOCK.offset = 0.0
+        settings = OrchestratorSettings(
+            registry=registry,
+            agents=agents,
+            openai_api_key=SecretStr(API_KEY),
+            openai_base_url=llm_url,
+            llm_timeout_s=5,
+            tool_timeout_s=5,
+        )
+        async with open_app(settings) as app:
+            shutdown = Shutdown()
+            channel = TelegramChannel(
+                app.dispatcher, app.registry, wait_s=1, typing_after_s=60, say=lambda _: None
+            )
+            scheduled = ScheduledChannel(app.proactive, app.registry, wait_s=0.2)
+            async with anyio.create_task_group() as running:
+                running.start_soon(channel.run, shutdown)
+                running.start_soon(scheduled.run, shutdown)
+                await telegram.wait_for(lambda: bool(telegram.commands(TOKEN)))  # live
+                CALLS.clear()
+                yield Lean(telegram, llm, app)
+                shutdown.request()
+                shutdown.request()  # hurried: nothing of a test is left to finish
+
+
+async def test_a_text_turn_is_one_read_one_record_and_one_send_that_acks(lean: Lean) -> None:
+    lean.llm.script(text("Hello! How can I help?"))
+    update = lean.say("hi")
+
+    made = await handled(update)
+    reply = await lean.reply()
+
+    assert made == TEXT_TURN
+    assert reply.text == "Hello! How can I help?"
+    [read, record, send] = [c for c in CALLS.made if c.tool not in POLLS]
+    assert read.arguments["text"] == "hi"  # the user's own text: it may answer a question
+    assert record.arguments["turn_id"] == update  # stored once, however often redone
+    assert send.arguments["ack"] == [update]
+    assert send.arguments["idempotency_key"] == f"reply:{update}"
+
+
+async def test_a_tool_turn_makes_the_same_three_calls_beside_the_models_own(
+    lean: Lean,
+) -> None:
+    lean.llm.script(
+        calls(call("weather__get_forecast", location="Paris", days=1)), text("Sunny in Paris.")
+    )
+    update = lean.say("weather in Paris?")
+
+    made = await handled(update)
+
+    assert made == TEXT_TURN
+    assert (await lean.reply()).text == "Sunny in Paris."
+    [_, record, _] = [c for c in CALLS.made if c.tool not in POLLS]
+    assert [i["type"] for i in record.arguments["items"]] == [
+        "message", "function_call", "function_call_output", "message",
+    ]  # fmt: skip
+
+
+async def test_the_next_turn_is_given_what_the_last_one_stored(lean: Lean) -> None:
+    lean.llm.script(text("Noted: Annecy."), text("Annecy, as you said."))
+    first = lean.say("I am going to Annecy")
+    await handled(first)
+    second = lean.say("where was I going?")
+
+    await handled(second)
+
+    [_, request] = lean.llm.requests
+    said = [i.get("content") for i in request["input"] if i.get("type") == "message"]
+    assert said == ["I am going to Annecy", "Noted: Annecy.", "where was I going?"]
+    assert (await lean.reply(2)).text == "Annecy, as you said."
+
+
+async def test_a_typed_answer_is_taken_in_the_read_and_its_question_redrawn_before_the_reply(
+    lean: Lean,
+) -> None:
+    lean.llm.script(
+        calls(call("clarify", question="Which city?", choices=None)), text("Lyon it is.")
+    )
+    asked = lean.say("weather please")
+    await handled(asked)
+    question = await lean.reply()
+    await CALLS.wait_for(lambda made: any(c.tool == "question_shown" for c in made))
+    CALLS.clear()
+
+    answer = lean.say("Lyon")
+    made = await handled(answer)
+
+    assert made == [
+        "memory.turn_context",
+        "telegram-io.edit_message",  # the question shows its answer, before the reply
+        "memory.append_items",
+        "telegram-io.send_message",
+    ]
+    assert question.source.startswith("❓ Which city?")
+    assert [e.text for e in question.edits] == ["❓ Which city?\n→ Lyon"]
+    assert (await lean.reply(2)).text == "Lyon it is."
+    [request] = [r for r in lean.llm.requests if r["input"][-1].get("content") == "Lyon"]
+    assert request["input"][-2]["content"] == "Which city?"  # the question, in the window
+
+
+async def test_a_summary_round_runs_only_when_the_record_says_one_is_due(lean: Lean) -> None:
+    summary = "The user counted to seven."
+    lean.llm.default = lambda body: (
+        text(summary) if body.get("instructions") == PROMPT else text("ok")
+    )
+    for n in range(6):  # two items a turn, a window of four: ten are out after the seventh
+        assert await handled(lean.say(f"message {n}")) == TEXT_TURN  # no evicted_items call
+        CALLS.clear()
+
+    await handled(lean.say("message 6"))
+    await CALLS.wait_for(lambda made: any(c.tool == "save_summary" and c.answered for c in made))
+    made = CALLS.names(without=POLLS)
+    await handled(lean.say("and now?"))
+
+    summarizing = ["memory.evicted_items", "memory.save_summary"]
+    assert [name for name in made if name not in summarizing] == TEXT_TURN
+    assert [name for name in made if name in summarizing] == summarizing
+    assert summary in lean.llm.requests[-1]["instructions"]
+
+
+async def test_a_proposal_and_its_tap_make_the_calls_their_buttons_need(lean: Lean) -> None:
+    lean.llm.script(
+        calls(call("shopping__propose_add_to_list", name="apples")), text("Shall I add apples?")
+    )
+    update = lean.say("add apples")
+
+    proposed = await handled(update)
+    [send] = [c for c in CALLS.made if c.tool == "send_message"]
+    message = await lean.reply()
+    [data] = [
+        b["callback_data"]
+        for row in (message.reply_markup or {}).get("inline_keyboard", [])
+        for b in row
+        if b["callback_data"].startswith("pa:c:")
+    ]
+    CALLS.clear()
+    lean.telegram.tap(TOKEN, USER, message.message_id, data)
+    await CALLS.wait_for(lambda made: any(c.tool == "ack" and c.answered for c in made))
+    tapped = CALLS.names(without=POLLS)
+
+    # The record first; the buttons' message is recorded (show) before the update is acked.
+    assert proposed == [
+        "memory.turn_context", "memory.append_items", "pending-actions.stage",
+        "telegram-io.send_message", "pending-actions.show", "telegram-io.ack",
+    ]  # fmt: skip
+    assert "ack" not in send.arguments
+    assert sorted(tapped) == sorted([
+        "pending-actions.approve", "telegram-io.answer_callback", "telegram-io.edit_message",
+        "pending-actions.complete", "memory.append_items", "telegram-io.ack",
+    ])  # fmt: skip
+
+
+async def test_a_scheduled_prompt_is_the_same_lean_turn_and_answers_no_question(
+    lean: Lean,
+) -> None:
+    lean.llm.script(text("Hello!"), text("Here is your week."))
+    await handled(lean.say("hi"))  # the chat exists: the bot may write first from now on
+    CALLS.clear()
+    now = datetime.now(PARIS)
+    sunday = (now + timedelta(days=(6 - now.weekday()) % 7)).replace(
+        hour=18, minute=0, second=0, microsecond=0
+    )
+    if sunday <= now:
+        sunday += timedelta(days=7)
+    CLOCK.advance(sunday.timestamp() - time.time() + 1)
+
+    await CALLS.wait_for(lambda made: any(c.name == "scheduler.ack" and c.answered for c in made))
+
+    assert CALLS.names(without=POLLS) == [*TEXT_TURN, "scheduler.ack"]
+    [read] = [c for c in CALLS.made if c.tool == "turn_context"]
+    assert "text" not in read.arguments  # not the user's words: it answers nothing
+    [send] = [c for c in CALLS.made if c.tool == "send_message"]
+    assert "ack" not in send.arguments  # a firing is acked at the scheduler
+    assert (await lean.reply(2)).text == "Here is your week."
+    assert lean.llm.requests[-1]["input"][-1]["content"] == "(Scheduled: week-ahead) Plan my week."
+
+
+async def test_a_turn_goes_on_when_memory_does_not_answer(tmp_path: Path) -> None:
+    llm = FakeOpenAI()
+    llm.script(text("Hello without memory."))
+    async with llm.serve() as llm_url:
+        config = tmp_path / "config"
+        config.mkdir()
+        registry, agents = config / "servers.yaml", config / "agents.yaml"
+        nowhere = f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens there
+        registry.write_text(
+            f"servers:\n  memory: {{url: '{nowhere}', role: memory, timeout_s: 1}}\n"
+        )
+        agents.write_text(
+            "agents:\n  clawdia:\n    name: Clawdia\n"
+            f"    persona: {ROOT / 'agents' / 'clawdia'}\n    servers: []\n"
+        )
+        settings = OrchestratorSettings(
+            registry=registry,
+            agents=agents,
+            openai_api_key=SecretStr(API_KEY),
+            openai_base_url=llm_url,
+            llm_timeout_s=5,
+        )
+        sent: list[str] = []
+
+        async def deliver(reply: ChatReply) -> str:
+            sent.append(reply.text)
+            return "1"
+
+        async with open_app(settings) as app:
+            await app.dispatcher.on_text("clawdia", "7", "hi", user_id="7", deliver=deliver)
+
+    assert sent == ["Hello without memory."]
+    [request] = llm.requests
+    assert [i["content"] for i in request["input"]] == ["hi"]  # no window: none could be read
