@@ -196,7 +196,8 @@ class SQLiteStore:
             self._worker = ThreadPoolExecutor(1, thread_name_prefix=f"sqlite-{self._path.name}")
         done = asyncio.get_running_loop().run_in_executor(self._worker, function, *args)
         with anyio.CancelScope(shield=True):
-            return await done
+            await asyncio.wait([done])
+        return done.result()
 
     def _locked(self, work: Callable[[sqlite3.Connection], T]) -> T:
         self._used_at = time.monotonic()
