@@ -1,6 +1,6 @@
 """A turn's cost, this build against a reference build, in one run (issue 23, points 1 and 2).
 
-uv run python -m bench.lean [--ref /work/wt/ref] [--turns 100] [--block 10]
+uv run python -m bench.lean [--ref /work/wt/ref] [--turns 200] [--block 20] [--bursts 3]
 
 Both builds run the same way against the same fakes (tests/fakes/mesh.py): the reference's
 processes with its ``*/src`` folders first on PYTHONPATH (its code, checked by each
@@ -410,8 +410,8 @@ def main() -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--ref", type=Path, default=Path("/work/wt/ref"), help="reference tree")
-    parser.add_argument("--turns", type=int, default=100, help="turns per figure and kind")
-    parser.add_argument("--block", type=int, default=10, help="turns per CPU reading")
+    parser.add_argument("--turns", type=int, default=200, help="turns per figure and kind")
+    parser.add_argument("--block", type=int, default=20, help="turns per CPU reading")
     parser.add_argument("--bursts", type=int, default=3, help="20×10 bursts per build")
     args = parser.parse_args()
     anyio.run(run, args.ref.resolve(), args.turns, args.block, args.bursts)
