@@ -401,6 +401,8 @@ async def run(ref: Path, turns: int, size: int, bursts: int) -> None:
             a, b = (statistics.median(times[n]) for n in names)
             rows.append((f"{CHATS} chats × {MESSAGES}", "s to last", a, b))
     print_figures(rows, names)
+    for name in names:  # few samples: the spread says how far the median can be trusted
+        print(f"{CHATS} chats × {MESSAGES}, {name}: " + ", ".join(f"{t:.2f}" for t in times[name]))
 
 
 def main() -> None:

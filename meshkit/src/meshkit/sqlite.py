@@ -195,8 +195,8 @@ class SQLiteStore:
         if self._worker is None:
             self._worker = ThreadPoolExecutor(1, thread_name_prefix=f"sqlite-{self._path.name}")
         done = asyncio.get_running_loop().run_in_executor(self._worker, function, *args)
-        with anyio.CancelScope(shield=True):
-            await asyncio.wait([done])
+        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+            await done  # its outcome, a result or an error, is read below
         return done.result()
 
     def _locked(self, work: Callable[[sqlite3.Connection], T]) -> T:
