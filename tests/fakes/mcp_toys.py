@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import anyio
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
+from fastmcp.tools import ToolResult
 from pydantic import Field
 
 from meshkit.server import create_server
@@ -63,6 +64,18 @@ def build_toys() -> FastMCP[Any]:
         """Not idempotent: counts calls."""
         CALLS["bump"] = CALLS.get("bump", 0) + 1
         return CALLS["bump"]
+
+    @server.tool(
+        **internal(title="Off schema"),
+        output_schema={
+            "type": "object",
+            "properties": {"count": {"type": "integer"}},
+            "required": ["count"],
+        },
+    )
+    async def off_schema() -> ToolResult:
+        """Answers outside the output schema it declares (a server with a bug)."""
+        return ToolResult(structured_content={"count": "seven"})
 
     @server.tool(**producer(title="Propose"))
     async def propose_thing(thing: Words) -> dict[str, str]:

@@ -15,6 +15,10 @@ a server with.
 ``running_embedded`` is ``make run``'s shape instead: one ``python -m orchestrator``
 with every server in-process (config/mcp_servers.local.yaml), against the same fakes.
 
+Both take ``root``: the source tree whose code the processes run (default: this one). Another
+tree (a reference build, for benchmarks) runs with its ``*/src`` folders first on
+PYTHONPATH, ahead of this environment's editable installs, with its own config and agents.
+
 Each process writes its log to ``<tmp>/logs/<name>.log``. ``kill`` sends SIGKILL (a
 crash), ``send_signal`` another signal (``exited`` waits for the exit code), ``start`` starts
 it again with the same data directory.
@@ -82,12 +86,18 @@ class Service:
     log: Path
     health_url: str | None = None
     process: anyio.abc.Process | None = None
+    cwd: Path = ROOT
 
     async def start(self, timeout_s: float = 60.0) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as log:
             self.process = await anyio.open_process(
-                self.argv, env=self.env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+                self.argv,
+                env=self.env,
+                cwd=self.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
             )
         if self.health_url is not None:
             await self.wait_healthy(timeout_s)
@@ -220,13 +230,14 @@ def _write_fleet(
     agents: list[str],
     servers: tuple[str, ...] = ("weather", "memory", "shopping"),
     schedule: str = NO_JOBS,
+    root: Path = ROOT,
 ) -> Path:
     """The fleet file, and beside it schedule.yaml (``CLAWMESH_SCHEDULE``, see _base_env)."""
     config = tmp / "config"
     config.mkdir(parents=True, exist_ok=True)
     fleet = ["agents:"]
     for agent in agents:
-        persona = ROOT / "agents" / "clawdia"
+        persona = root / "agents" / "clawdia"
         if agent != "clawdia":
             persona = tmp / "agents" / agent
             persona.mkdir(parents=True, exist_ok=True)
@@ -272,11 +283,16 @@ async def running_mesh(
     orchestrator_env: dict[str, str] | None = None,
     servers: tuple[str, ...] = ("weather", "memory", "shopping"),
     impostors: dict[str, str] | None = None,
+    front: Callable[[str, str], str] | None = None,
+    root: Path = ROOT,
 ) -> AsyncIterator[Mesh]:
     """Fakes in this process, the servers and the orchestrator as processes, all started.
 
     ``servers``: the servers whose tools the agents' model sees. ``impostors``: server →
     the URL of something else that the registry names in its place (not started here).
+    ``front``: (server, its URL) → the URL the registry names instead, something that
+    passes requests on to it (a counting proxy); the server is started as usual.
+    ``root``: the source tree the processes run (see the module's docstring).
 
     ``orders_csv`` seeds clawdia's shopping history (``python -m mcp_shopping import``);
     the bots of ``revoked`` agents have tokens Telegram refuses.
@@ -289,11 +305,12 @@ async def running_mesh(
         impostors = impostors or {}
         ports = {name: free_port() for name in SERVERS}
         urls = {name: f"http://127.0.0.1:{port}/mcp" for name, port in ports.items()}
-        registry = _write_registry(tmp, {**urls, **impostors})
+        named = {n: front(n, u) for n, u in urls.items()} if front is not None else urls
+        registry = _write_registry(tmp, {**named, **impostors})
         secrets = tmp / "secrets"
         make_secrets(secrets, registry, {})
-        agents_file = _write_fleet(tmp, list(agents), servers)
-        base = _base_env(agents_file)
+        agents_file = _write_fleet(tmp, list(agents), servers, root=root)
+        base = _base_env(agents_file, root)
         public_key = {PUBLIC_ENV: str(write_public_key(tmp / "keys"))}
         tokens = {f"{a.upper()}_BOT_TOKEN": TOKENS[a] for a in agents}
         extra = {
@@ -334,6 +351,7 @@ async def running_mesh(
                 },
                 tmp / "logs" / f"{name}.log",
                 f"http://127.0.0.1:{ports[name]}/health",
+                cwd=root,
             )
         services["orchestrator"] = Service(
             "orchestrator",
@@ -348,6 +366,7 @@ async def running_mesh(
                 **(orchestrator_env or {}),
             },
             tmp / "logs" / "orchestrator.log",
+            cwd=root,
         )
         if orders_csv is not None:
             await _import_orders(services["shopping"], tmp / "orders.csv", orders_csv)
@@ -395,10 +414,20 @@ async def _serving_fakes(agents: tuple[str, ...]) -> AsyncIterator[_Fakes]:
 PRIVATE = ("OPENAI_", "TELEGRAM_", "MESH_")  # a developer's own, never for the test mesh
 
 
-def _base_env(agents_file: Path) -> dict[str, str]:
-    """What every process gets: this environment without real credentials, quiet fastmcp."""
+def source_path(root: Path) -> str:
+    """PYTHONPATH for the code of ``root``: its packages' source folders."""
+    folders = [root / "meshkit" / "src", root / "orchestrator" / "src"]
+    folders += sorted((root / "servers").glob("*/src"))
+    return os.pathsep.join(str(folder) for folder in folders)
+
+
+def _base_env(agents_file: Path, root: Path = ROOT) -> dict[str, str]:
+    """What every process gets: this environment without real credentials, quiet fastmcp
+    (and, for another source tree than this one, that tree first on the import path)."""
+    own = {} if root == ROOT else {"PYTHONPATH": source_path(root)}
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith(PRIVATE)},
+        **own,
         "FASTMCP_SHOW_SERVER_BANNER": "false",
         "FASTMCP_CHECK_FOR_UPDATES": "off",
         "PTB_TIMEDELTA": "true",
@@ -416,14 +445,16 @@ async def running_embedded(
     env: dict[str, str] | None = None,
     servers: tuple[str, ...] = ("weather", "memory", "shopping"),
     schedule: str = NO_JOBS,
+    root: Path = ROOT,
 ) -> AsyncIterator[Mesh]:
     """``make run``: one orchestrator process, every server in it, against the fakes
-    (``env``: more environment for it; ``schedule``: its config/schedule.yaml)."""
+    (``env``: more environment for it; ``schedule``: its config/schedule.yaml; ``root``:
+    the source tree it runs)."""
     async with _serving_fakes(agents) as fakes:
-        agents_file = _write_fleet(tmp, list(agents), servers, schedule)
+        agents_file = _write_fleet(tmp, list(agents), servers, schedule, root)
         environment = {
-            **_base_env(agents_file),
-            "CLAWMESH_REGISTRY": str(ROOT / "config" / "mcp_servers.local.yaml"),
+            **_base_env(agents_file, root),
+            "CLAWMESH_REGISTRY": str(root / "config" / "mcp_servers.local.yaml"),
             "DATA_DIR": str(tmp / "data"),
             "OPENAI_API_KEY": API_KEY,
             "OPENAI_BASE_URL": fakes.llm_url,
@@ -438,6 +469,7 @@ async def running_embedded(
             [sys.executable, "-m", "orchestrator"],
             environment,
             tmp / "logs" / "orchestrator.log",
+            cwd=root,
         )
         mesh = Mesh(fakes.telegram, fakes.llm, {"orchestrator": orchestrator}, tmp, list(agents))
         try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 
 from fakes.mcp_toys import CALLS, build_toys
 from fakes.serving import free_port, serving
@@ -19,6 +19,7 @@ from meshkit.tool_classes import read
 from orchestrator.config import ServerEntry
 from orchestrator.mesh.bridge import output_of, output_of_error
 from orchestrator.mesh.errors import (
+    BrokenContract,
     CallLost,
     CallTimedOut,
     ServerUnavailable,
@@ -105,6 +106,23 @@ async def test_calls_return_results_and_tool_errors_raise_with_the_servers_words
     assert failed.value.answered
     output = output_of_error(failed.value, tool_named("fail"))
     assert json.loads(output) == {"error": "failed because the test said so"}
+
+
+class Counted(BaseModel):
+    count: int
+
+
+async def test_a_result_off_its_declared_schema_is_judged_by_its_reader() -> None:
+    # The orchestrator reads every result itself (call_as into the shared model; the model
+    # reads the rest as JSON), so the client does not check it against the declared
+    # schema first (the SDK raised a RuntimeError here): a result its reader cannot use
+    # fails as a broken contract.
+    async with Registry(toys_entry()).running() as registry:
+        result = await registry.call(tool(registry, "off_schema"), {})
+        with pytest.raises(BrokenContract) as broken:
+            await registry.call_as("toys", "off_schema", {}, Counted)
+    assert result.structured == {"count": "seven"}
+    assert broken.value.detail == "not a Counted"
 
 
 async def test_a_call_that_hangs_times_out() -> None:

@@ -1,10 +1,16 @@
 """SQLite for servers: one file, one connection, WAL, work off the event loop.
 
-SQLite calls block. They run in a worker thread (``anyio.to_thread``), one at a
-time behind a lock, so a slow disk (an SD card on a Pi) stalls one request and
-never the event loop. A store subclasses :class:`SQLiteStore` with its ``SCHEMA``
-(idempotent ``CREATE ... IF NOT EXISTS``) and version, and writes its queries as
-functions of the connection passed to ``_run``.
+SQLite calls block. They run in the store's own worker thread, one at a time, so a
+slow disk (an SD card on a Pi) stalls one request and never the event loop. A store
+subclasses :class:`SQLiteStore` with its ``SCHEMA`` (idempotent ``CREATE ... IF NOT
+EXISTS``) and version, and writes its queries as functions of the connection passed to
+``_run``: one function is one hand-off to that thread, so a call's statements go in one.
+
+One thread per store, rather than ``anyio.to_thread``'s shared pool: a hand-off costs
+about half the CPU (no capacity limiter, no pool lookup; ~25 µs instead of ~45 µs), and
+the connection is only ever used from that thread. An awaiting request that is cancelled
+still waits for its work to finish (as ``to_thread.run_sync`` does), so a write is never
+left running behind a request that has already answered.
 
 A schema that changes raises ``SCHEMA_VERSION`` and gives ``MIGRATIONS[v]``: the
 statements that bring a database of version v-1 to v (``ALTER TABLE ... ADD COLUMN``).
@@ -35,6 +41,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
@@ -83,7 +90,10 @@ class SQLiteStore:
         self._path = path
         self._max_bytes = max_bytes
         self.storage = StorageState(path, clock=clock)
+        # One worker runs every request, but after aclose() the next one may start while the
+        # old one ends its last: the lock keeps the connection to one thread at a time.
         self._lock = threading.Lock()
+        self._worker: ThreadPoolExecutor | None = None
         self._db: sqlite3.Connection | None = None
         self._checkpointer: sqlite3.Connection | None = None
         self._used_at = 0.0  # time.monotonic() of the last request
@@ -169,13 +179,25 @@ class SQLiteStore:
         self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
 
     async def aclose(self) -> None:
-        await anyio.to_thread.run_sync(self._close)
+        await self._in_worker(self._close)
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.shutdown(wait=False)  # idle now; the next use starts another
 
     async def ping(self) -> None:
         await self._run(lambda db: db.execute("SELECT 1").fetchone())
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        return await anyio.to_thread.run_sync(self._locked, work)
+        return await self._in_worker(self._locked, work)
+
+    async def _in_worker(self, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)`` in the store's thread; a cancelled caller waits for its end."""
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix=f"sqlite-{self._path.name}")
+        done = asyncio.get_running_loop().run_in_executor(self._worker, function, *args)
+        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+            await done  # its outcome, a result or an error, is read below
+        return done.result()
 
     def _locked(self, work: Callable[[sqlite3.Connection], T]) -> T:
         self._used_at = time.monotonic()

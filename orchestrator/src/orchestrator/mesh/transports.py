@@ -1,12 +1,25 @@
-"""How a registry entry is reached: a fastmcp client transport per way (url, command, module)."""
+"""How a registry entry is reached: a fastmcp client transport per way (url, command, module).
+
+Every transport is wrapped in :class:`ReadByUs`: the sessions it opens do not check a
+tool's structured result against the output schema the server declared. The MCP client
+does that with jsonschema on every call (a sixth of an in-process call's CPU for a
+20-item window), and the orchestrator reads every result itself: an internal one into
+the pydantic wire model it shares with the server (``Registry.call_as``, which fails
+the call on a mismatch), a result for the model as JSON text, which the model reads as
+it is. This is the session fastmcp's own proxies use for results they only pass on,
+given through the transport options a wrapping transport is documented to pass along.
+"""
 
 from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from typing import Any, Unpack
 
+import mcp_types
 from fastmcp import FastMCP
 from fastmcp.client.transports import (
     ClientTransport,
@@ -14,6 +27,8 @@ from fastmcp.client.transports import (
     StdioTransport,
     StreamableHttpTransport,
 )
+from fastmcp.client.transports.base import SessionKwargs, TransportOptions
+from mcp import ClientSession
 
 from orchestrator.config import ServerEntry
 
@@ -36,12 +51,56 @@ def load_module_server(name: str, spec: str) -> FastMCP[Any]:
     return factory()
 
 
+class ResultsReadByUs(ClientSession):
+    """A session that leaves a tool's structured result to its reader (see the module)."""
+
+    async def validate_tool_result(self, name: str, result: mcp_types.CallToolResult) -> None:
+        return None
+
+
+class ReadByUs(ClientTransport):
+    """``inner``, its sessions made :class:`ResultsReadByUs`."""
+
+    def __init__(self, inner: ClientTransport) -> None:
+        self.inner = inner
+        self.legacy_only = inner.legacy_only
+
+    @asynccontextmanager
+    async def connect_session(
+        self,
+        *,
+        transport_options: TransportOptions | None = None,
+        **session_kwargs: Unpack[SessionKwargs],
+    ) -> AsyncIterator[ClientSession]:
+        options = replace(transport_options or TransportOptions(), session_class=ResultsReadByUs)
+        async with self.inner.connect_session(
+            transport_options=options, **session_kwargs
+        ) as session:
+            yield session
+
+    async def close(self) -> None:
+        close: Callable[[], Awaitable[None]] = self.inner.close  # untyped in fastmcp
+        await close()
+
+    def get_session_id(self) -> str | None:
+        return self.inner.get_session_id()
+
+    def __repr__(self) -> str:
+        return f"<ReadByUs {self.inner!r}>"
+
+
 def transport_for(
     entry: ServerEntry, *, token: str | None, server: FastMCP[Any] | None
 ) -> ClientTransport:
     """The transport of ``entry``; ``token`` is the orchestrator's credential for this one
     server, sent only when the entry asks for it (``auth: mesh``); ``server`` the in-process
     server a ``module:`` entry was built into."""
+    return ReadByUs(_transport(entry, token=token, server=server))
+
+
+def _transport(
+    entry: ServerEntry, *, token: str | None, server: FastMCP[Any] | None
+) -> ClientTransport:
     if entry.url:
         return StreamableHttpTransport(
             entry.url, headers=dict(entry.headers), auth=entry.bearer(token)
