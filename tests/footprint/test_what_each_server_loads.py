@@ -1,0 +1,118 @@
+"""Each server process loads only the client libraries it calls.
+
+A fresh interpreter per server imports its entry point (what ``python -m mcp_<name>``
+imports), builds the server from its environment as that entry point does, and prints
+``sorted(sys.modules)``. The calendar with the local backend loads no Google client (the
+google backend imports it where it is built); no server loads requests, an OAuth or JWT
+library, the MCP client machinery, the OpenAI client, or (telegram-io aside) the Telegram
+client.
+
+rich and click are not in the list: every server loads them through its dependencies' own
+unconditional imports (fastmcp.settings imports rich.console for its log handler,
+``uvicorn/__init__`` imports click for its command line), which no import of ours avoids.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from fakes.approval_keys import PUBLIC_ENV, SIGNING_ENV, write_public_key, write_signing_key
+
+BOT = "7100000001:AAFakeTokenForAda00000123456789abcdef"
+AGENTS_YAML = """\
+agents:
+  ada:
+    name: Ada
+    persona: agents/clawdia
+    timezone: Europe/Berlin
+    bot_token_env: ADA_TOKEN
+"""
+PACKAGES = {
+    "weather": "mcp_weather",
+    "calendar": "mcp_calendar",
+    "shopping": "mcp_shopping",
+    "memory": "mcp_memory",
+    "scheduler": "mcp_scheduler",
+    "pending-actions": "mcp_pending_actions",
+    "telegram-io": "mcp_telegram_io",
+}
+NO_SERVER_LOADS = (
+    "googleapiclient",  # google-api-python-client: the calendar's google backend only
+    "google.auth",
+    "google.oauth2",
+    "google_auth_oauthlib",
+    "google_auth_httplib2",
+    "httplib2",
+    "requests",
+    "oauthlib",
+    "requests_oauthlib",
+    "authlib",
+    "jwt",
+    "fastmcp.client",  # a server is no MCP client (and its auth pulls beartype, key_value)
+    "openai",
+)
+ONLY_TELEGRAM_IO = ("telegram",)
+BUILD = """\
+import importlib, sys
+importlib.import_module("{package}.__main__")
+importlib.import_module("{package}.server").build_server()
+print("\\n".join(sorted(sys.modules)))
+"""
+
+
+def _environment(tmp_path: Path, name: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        SIGNING_ENV: str(write_signing_key(tmp_path / "keys")),
+        PUBLIC_ENV: str(write_public_key(tmp_path / "keys")),
+        "ADA_TOKEN": BOT,
+        "CLAWMESH_AGENTS": str(tmp_path / "agents.yaml"),
+        "CLAWMESH_SCHEDULE": str(tmp_path / "schedule.yaml"),
+        "CALENDAR_BACKEND": "local",
+        "DATA_DIR": str(tmp_path / "data" / name),
+        "TELEGRAM_API_BASE": "http://127.0.0.1:9/bot",  # nobody listens: built, never started
+        "PTB_TIMEDELTA": "true",
+    }
+
+
+def _loaded(tmp_path: Path) -> dict[str, set[str]]:
+    """Server name → the modules its process holds once built (the servers side by side)."""
+    (tmp_path / "agents.yaml").write_text(AGENTS_YAML, encoding="utf-8")
+    (tmp_path / "schedule.yaml").write_text("jobs: []\n", encoding="utf-8")
+    builds = {
+        name: subprocess.Popen(
+            [sys.executable, "-c", BUILD.format(package=package)],
+            env=_environment(tmp_path, name),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name, package in PACKAGES.items()
+    }
+    loaded = {}
+    for name, build in builds.items():
+        out, err = build.communicate(timeout=120)
+        assert build.returncode == 0, f"{name}: {err[-3000:]}"
+        loaded[name] = set(out.split())
+    return loaded
+
+
+def _of(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    return sorted(
+        package
+        for package in packages
+        if any(m == package or m.startswith(package + ".") for m in modules)
+    )
+
+
+def test_no_server_loads_a_client_library_it_never_calls(tmp_path: Path) -> None:
+    loaded = _loaded(tmp_path)
+    assert all(f"{PACKAGES[name]}.server" in loaded[name] for name in PACKAGES)  # all built
+    unneeded = {
+        name: _of(modules, NO_SERVER_LOADS + (() if name == "telegram-io" else ONLY_TELEGRAM_IO))
+        for name, modules in loaded.items()
+    }
+    assert {name: found for name, found in unneeded.items() if found} == {}
