@@ -1,11 +1,11 @@
 """Each server process loads only the client libraries it calls.
 
 A fresh interpreter per server imports its entry point (what ``python -m mcp_<name>``
-imports), builds the server from its environment as that entry point does, and prints
-``sorted(sys.modules)``. The calendar with the local backend loads no Google client (the
-google backend imports it where it is built); no server loads requests, an OAuth or JWT
-library, the MCP client machinery, the OpenAI client, or (telegram-io aside) the Telegram
-client.
+imports), builds the server from its environment as that entry point does, lists its tools
+as a client sees them (as the HTTP server does at start) and prints ``sorted(sys.modules)``.
+The calendar with the local backend loads no Google client (the google backend imports it
+where it is built); no server loads requests, an OAuth or JWT library, the MCP client
+machinery, the OpenAI client, or (telegram-io aside) the Telegram client.
 
 rich and click are not in the list: every server loads them through its dependencies' own
 unconditional imports (fastmcp.settings imports rich.console for its log handler,
@@ -46,7 +46,8 @@ NO_SERVER_LOADS = (
     "google_auth_oauthlib",
     "google_auth_httplib2",
     "httplib2",
-    "requests",
+    "requests",  # also jsonref's, when fastmcp inlines $refs (meshkit.server turns it off)
+    "jsonref",
     "oauthlib",
     "requests_oauthlib",
     "authlib",
@@ -55,10 +56,12 @@ NO_SERVER_LOADS = (
     "openai",
 )
 ONLY_TELEGRAM_IO = ("telegram",)
+# Built, then its tools listed as a client sees them (what the HTTP server does at start).
 BUILD = """\
-import importlib, sys
+import importlib, sys, anyio
 importlib.import_module("{package}.__main__")
-importlib.import_module("{package}.server").build_server()
+server = importlib.import_module("{package}.server").build_server()
+anyio.run(server.list_tools)
 print("\\n".join(sorted(sys.modules)))
 """
 
