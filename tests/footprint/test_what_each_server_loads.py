@@ -7,7 +7,11 @@ The calendar with the local backend loads no Google client (the google backend i
 where it is built); no server loads requests, an OAuth or JWT library, the MCP client
 machinery, the OpenAI client, or (telegram-io aside) the Telegram client.
 
-rich and click are not in the list: every server loads them through its dependencies' own
+The embedded orchestrator (``make run``: every server of config/mcp_servers.local.yaml built
+in its process) loads none of those either, the clients it uses aside, nor the HTTP serving
+code of meshkit (it serves no MCP over HTTP).
+
+rich and click are not in the lists: every server loads them through its dependencies' own
 unconditional imports (fastmcp.settings imports rich.console for its log handler,
 ``uvicorn/__init__`` imports click for its command line), which no import of ours avoids.
 """
@@ -56,6 +60,8 @@ NO_SERVER_LOADS = (
     "openai",
 )
 ONLY_TELEGRAM_IO = ("telegram",)
+ORCHESTRATOR_USES = ("fastmcp.client", "openai", "jwt")  # jwt: fastmcp.client's own import
+EMBEDDED_NEVER_LOADS = ("meshkit.serve", "meshkit.http")
 # Built, then its tools listed as a client sees them (what the HTTP server does at start).
 BUILD = """\
 import importlib, sys, anyio
@@ -64,6 +70,21 @@ server = importlib.import_module("{package}.server").build_server()
 anyio.run(server.list_tools)
 print("\\n".join(sorted(sys.modules)))
 """
+
+# orchestrator.__main__, then every server of the local registry built and listed in one
+# process, as the embedded orchestrator builds them.
+EMBEDDED = """\
+import importlib, sys, anyio, yaml
+importlib.import_module("orchestrator.__main__")
+entries = yaml.safe_load(open({registry!r}, encoding="utf-8"))["servers"].values()
+async def build():
+    for entry in entries:
+        module, factory = entry["module"].split(":")
+        await getattr(importlib.import_module(module), factory)().list_tools()
+anyio.run(build)
+print("\\n".join(sorted(sys.modules)))
+"""
+REGISTRY = Path(__file__).resolve().parents[2] / "config" / "mcp_servers.local.yaml"
 
 
 def _environment(tmp_path: Path, name: str) -> dict[str, str]:
@@ -119,3 +140,23 @@ def test_no_server_loads_a_client_library_it_never_calls(tmp_path: Path) -> None
         for name, modules in loaded.items()
     }
     assert {name: found for name, found in unneeded.items() if found} == {}
+
+
+def test_the_embedded_orchestrator_loads_no_client_it_never_calls_nor_http_serving(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "agents.yaml").write_text(AGENTS_YAML, encoding="utf-8")
+    (tmp_path / "schedule.yaml").write_text("jobs: []\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", EMBEDDED.format(registry=str(REGISTRY))],
+        env=_environment(tmp_path, "embedded"),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    modules = set(done.stdout.split())
+    assert {"mcp_calendar.server", "mcp_telegram_io.server"} <= modules  # all built
+    unused = tuple(p for p in NO_SERVER_LOADS if p not in ORCHESTRATOR_USES)
+    assert _of(modules, unused + EMBEDDED_NEVER_LOADS) == []
