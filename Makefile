@@ -87,6 +87,7 @@ bench: install
 	$(UV) run python -m bench.e2e
 	$(UV) run python -m bench.storage_check
 	$(UV) run python -m bench.restart
+	$(UV) run python -m bench.footprint
 
 # run and chat: the default agent gets an example order history on the first start (so
 # "reorder the oat milk" works at once); SHOPPING_EXAMPLE_AGENT= turns it off, make

@@ -39,6 +39,7 @@ from meshkit.http import build_http_app
 from meshkit.logs import configure_logging
 from meshkit.memory import Trimmer
 from meshkit.settings import ServeSettings, fail, load_dotenv, load_settings
+from meshkit.stopping import Stopping
 from meshkit.tool_classes import PRODUCER, READ
 from meshkit.yaml_config import ConfigError
 
@@ -57,22 +58,6 @@ HTTP_AUTH_HELP = (
     "credential for this server; set MESH_TOKEN_SHA256 (or MESH_TOKEN_SHA256_FILE, a file "
     "holding it: make up writes one per server under secrets/), or run with --stdio"
 )
-
-
-class Stopping:
-    """Told when a served server is asked to stop (SIGTERM, Ctrl-C), before uvicorn waits
-    for the open requests: a long poll registered here ends at once instead of holding the
-    shutdown. A factory gets one; in embedded mode nothing ever stops it this way."""
-
-    def __init__(self) -> None:
-        self._hooks: list[Callable[[], None]] = []
-
-    def on_stop(self, hook: Callable[[], None]) -> None:
-        self._hooks.append(hook)
-
-    def stop(self) -> None:
-        for hook in self._hooks:
-            hook()
 
 
 def run_server(

@@ -46,6 +46,11 @@ def create_server(
         instructions=instructions,
         lifespan=_bounds_first(lifespan or default_lifespan),
         mask_error_details=True,
+        # Schemas are listed as pydantic writes them, local $refs kept: no tool the model
+        # sees has one in its arguments (the orchestrator's bridge reads $defs anyway), and
+        # inlining them on every tools/list is fastmcp's one use of jsonref, which imports
+        # requests wherever that is installed (5 MiB and about 120 modules per process).
+        dereference_schemas=False,
     )
     server.custom_route("/health", methods=["GET"])(
         health_endpoint(name, version, dict(checks or {}))

@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from mcp_calendar import auth, ics
+from mcp_calendar import ics
 from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings
 from meshkit.serve import run_server
@@ -35,6 +35,9 @@ from meshkit.settings import load_dotenv, load_settings
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["auth"]:
+        # The Google consent flow (google-auth-oauthlib, requests) loads for this command only.
+        from mcp_calendar import auth  # noqa: PLC0415 (the google backend's own command)
+
         load_dotenv()
         raise SystemExit(auth.main(args[1:], load_settings(CalendarSettings)))
     if args[:1] in (["import"], ["export"]):

@@ -14,8 +14,6 @@ from pydantic import Field
 
 from mcp_calendar.backend import Backend
 from mcp_calendar.confirmations import Confirmations
-from mcp_calendar.google import GoogleBackend
-from mcp_calendar.google_api import GoogleClient
 from mcp_calendar.local import LocalBackend, default_calendar
 from mcp_calendar.models import Added, Calendars, Cancelled, Events, FreeTime, Moved, ScopeName
 from mcp_calendar.proposals import Proposals
@@ -104,10 +102,7 @@ def build_server(
     store: CalendarStore | ConfirmationRecords
     backend: Backend
     if settings.backend == "google":
-        store = ConfirmationRecords(
-            settings.data_dir / GOOGLE_DB_FILE, max_bytes=settings.max_db_bytes, clock=clock
-        )
-        backend = GoogleBackend(settings.ids, GoogleClient(settings), store)
+        store, backend = _google_backend(settings, clock)
     else:
         store = CalendarStore(settings.db_path, max_bytes=settings.max_db_bytes, clock=clock)
         backend = LocalBackend(store)
@@ -268,3 +263,18 @@ def build_server(
         return await confirmations.cancel(payload, approval)
 
     return mcp
+
+
+def _google_backend(
+    settings: CalendarSettings, clock: Callable[[], float]
+) -> tuple[ConfirmationRecords, Backend]:
+    """The Google backend and its confirm-once record. Google's client libraries
+    (google-api-python-client, google-auth, httplib2: about 250 modules and 15 MiB) are
+    imported here, where this backend is built, so a local calendar never loads them."""
+    from mcp_calendar.google import GoogleBackend  # noqa: PLC0415 (an optional backend)
+    from mcp_calendar.google_api import GoogleClient  # noqa: PLC0415 (an optional backend)
+
+    records = ConfirmationRecords(
+        settings.data_dir / GOOGLE_DB_FILE, max_bytes=settings.max_db_bytes, clock=clock
+    )
+    return records, GoogleBackend(settings.ids, GoogleClient(settings), records)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from mcp_scheduler.server import build_server
 from mcp_scheduler.settings import SchedulerSettings
-from meshkit.serve import Stopping, run_server
+from meshkit.serve import run_server
+from meshkit.stopping import Stopping
 
 
 def main() -> None:

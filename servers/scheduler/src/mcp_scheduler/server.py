@@ -20,9 +20,9 @@ from mcp_scheduler.store import SchedulerStore
 from meshkit.approval_keys import public_key
 from meshkit.params import ChatId
 from meshkit.proposals import Approvals, Proposal
-from meshkit.serve import Stopping
 from meshkit.server import create_server
 from meshkit.settings import load_settings
+from meshkit.stopping import Stopping
 from meshkit.tool_classes import confirm, internal, producer, read
 from meshkit.wire.scheduler import Acked, Due, FollowedUp, FollowUp, Jobs, Reminders, Shown
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from mcp_telegram_io.fleet import bot_tokens
 from mcp_telegram_io.server import build_server
 from mcp_telegram_io.settings import TelegramIOSettings
-from meshkit.serve import Stopping, run_server
+from meshkit.serve import run_server
+from meshkit.stopping import Stopping
 
 
 def main() -> None:

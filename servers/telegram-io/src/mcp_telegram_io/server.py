@@ -39,9 +39,9 @@ from mcp_telegram_io.service import BadHolder, Inbox
 from mcp_telegram_io.settings import TelegramIOSettings
 from mcp_telegram_io.store import Holder, InboxStore
 from meshkit.params import IntegerId
-from meshkit.serve import Stopping
 from meshkit.server import create_server
 from meshkit.settings import load_settings
+from meshkit.stopping import Stopping
 from meshkit.tool_classes import internal
 from meshkit.yaml_config import ConfigError
 
