@@ -76,8 +76,11 @@ format: install
 typecheck: install
 	$(UV) run mypy $(FILES)
 
+# Test modules side by side (pytest-xdist, a worker per core); tests/conftest.py makes a
+# module, and all the tests on the container stack, one unit of a worker.
+PYTEST_WORKERS ?= auto
 pytest: install
-	$(UV) run pytest
+	$(UV) run pytest --numprocesses $(PYTEST_WORKERS) --dist loadgroup
 
 test: lint typecheck pytest
 
