@@ -1,5 +1,5 @@
-"""What every test shares: the anyio backend, and the units the parallel run (``make
-pytest``: pytest-xdist, ``--dist loadgroup``) hands out to its workers."""
+"""What every test shares: the anyio backend; and the one rule of the parallel run (``make
+pytest``: pytest-xdist with ``--dist loadfile``, a module per worker at a time)."""
 
 import pytest
 
@@ -9,14 +9,17 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test module runs on one worker (its module fixtures are made once), and so do all
-    the tests on the container stack (one stack per run: a name, ports and volumes that
-    two workers would fight over)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        on_stack = "stack" in getattr(item, "fixturenames", ())
-        group = "container-stack" if on_stack else item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+    """The tests on the container stack stay in one module: loadfile gives that module to
+    one worker, which brings the stack up once; tests in two modules could get two workers,
+    two stacks under one project name fighting over its containers and volumes. (xdist's
+    ``loadgroup``, which could group them across modules, does not group with pytest 9.)"""
+    modules = {item.nodeid.split("::", 1)[0] for item in items if _on_stack(item)}
+    if len(modules) > 1:
+        raise pytest.UsageError(
+            f"tests on the container stack are in {sorted(modules)}: keep them in one module"
+        )
+
+
+def _on_stack(item: pytest.Item) -> bool:
+    return "stack" in getattr(item, "fixturenames", ())
