@@ -76,8 +76,12 @@ format: install
 typecheck: install
 	$(UV) run mypy $(FILES)
 
+# Test modules side by side (pytest-xdist, a worker per core). A module is the unit a worker
+# takes: its module fixtures are made once, and the container stack (its tests are one
+# module, tests/conftest.py checks it) is brought up once.
+PYTEST_WORKERS ?= auto
 pytest: install
-	$(UV) run pytest
+	$(UV) run pytest --numprocesses $(PYTEST_WORKERS) --dist loadfile
 
 test: lint typecheck pytest
 

@@ -1,10 +1,12 @@
 """The running stack for the container tests: built here (base image, wheels, images),
-started with the fakes, torn down with its volumes. Skipped where no engine answers."""
+started with the fakes, torn down with its volumes. Skipped where no engine answers.
+The images are built once per change of their sources (``stack.build``)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +19,18 @@ from containers.stack import (
     stack_environment,
     up,
 )
+
+# A test on the stack may build everything first (a base image, the wheels, nine images):
+# more than the suite's default timeout (pyproject's), still an end to a hang.
+STACK_TIMEOUT_S = 2400
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        on_stack = item.path.is_relative_to(HERE) and "stack" in getattr(item, "fixturenames", ())
+        if on_stack and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(STACK_TIMEOUT_S))
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,7 @@ that need an engine skip, with the reason, where none answers.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -191,15 +192,91 @@ def _timed(argv: list[str], env: dict[str, str], what: str) -> float:
     return time.monotonic() - started
 
 
+# What the images are built from: everything git knows but the tests (save the fakes and the
+# stack's own files), the benchmarks and the prose; more is safe (a rebuild), less is not.
+_NOT_IN_IMAGES = ("bench/", "tests/")
+_IN_IMAGES_AFTER_ALL = ("tests/fakes/", "tests/containers/")
+
+
+def sources_digest(env: dict[str, str]) -> str:
+    """A digest of the images' sources (their files' names and bytes), the build's variables
+    and the base image's id: equal digests build equal images."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout.decode()
+    digest = hashlib.sha256()
+    for name in sorted(filter(None, listed.split("\0"))):
+        path = ROOT / name
+        skipped = name.startswith(_NOT_IN_IMAGES) and not name.startswith(_IN_IMAGES_AFTER_ALL)
+        if skipped or name.endswith(".md") or not path.is_file():
+            continue
+        digest.update(name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    for variable in ("ARCH", "BASE_IMAGE", "TAG"):
+        digest.update(f"{variable}={env.get(variable, '')}\0".encode())
+    digest.update(_image_id(env.get("BASE_IMAGE") or BASE_TAG).encode())
+    return digest.hexdigest()
+
+
+def _image_id(name: str) -> str:
+    """The image's id, or "" when the engine has no such image."""
+    found = subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}}", name],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    return found.stdout.strip() if found.returncode == 0 else ""
+
+
+def _built_images(stack: Stack) -> dict[str, str]:
+    """Each image the test stack runs (its services' and the fakes'), with its id."""
+    names = sorted(set(stack.compose("config", "--images").stdout.split()))
+    return {name: _image_id(name) for name in names}
+
+
+def _stamp(stack: Stack) -> Path:
+    """Where the last build for the test stack is recorded: beside the wheels it used."""
+    return ROOT / "containers" / "wheels" / stack.env["ARCH"] / ".test-images.json"
+
+
+def images_up_to_date(stack: Stack, digest: str) -> bool:
+    """Whether the engine holds the very images built last time from sources of ``digest``
+    (none rebuilt since, by this worktree or another with other sources)."""
+    try:
+        recorded = json.loads(_stamp(stack).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(recorded, dict) or recorded.get("digest") != digest:
+        return False
+    images = _built_images(stack)
+    return all(images.values()) and recorded.get("images") == images
+
+
 def build(stack: Stack) -> dict[str, float]:
-    """Everything the test stack needs, from nothing but Docker: seconds per step."""
+    """Everything the test stack needs, from nothing but Docker: seconds per step. Nothing
+    is built when the images were built from the same sources (``sources_digest``) and are
+    still the engine's: the suite builds them once per change, not once per run."""
     env = stack.env
-    return {
-        "base image": _timed([str(ROOT / "containers" / "base-image.sh"), BASE_TAG], env, "base"),
+    steps = {
+        "base image": _timed([str(ROOT / "containers" / "base-image.sh"), BASE_TAG], env, "base")
+    }
+    digest = sources_digest(env)
+    if images_up_to_date(stack, digest):
+        return {**steps, "images: up to date for these sources, not rebuilt": 0.0}
+    _stamp(stack).unlink(missing_ok=True)
+    steps |= {
         "wheels": _timed([str(ROOT / "containers" / "wheels.sh"), env["ARCH"]], env, "wheels"),
         "stack images": _timed([*stack.command, "build", *stack.services()], env, "images"),
         "fakes image": _timed([*stack.command, "build", "fake-llm"], env, "fakes image"),
     }
+    record = {"digest": digest, "images": _built_images(stack)}
+    _stamp(stack).write_text(json.dumps(record, indent=1), encoding="utf-8")
+    return steps
 
 
 def up(stack: Stack) -> float:

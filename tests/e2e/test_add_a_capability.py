@@ -14,6 +14,8 @@ import os
 import re
 import shutil
 import subprocess
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import anyio
@@ -33,6 +35,29 @@ def recipe() -> list[tuple[str, str, str]]:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## Add a capability\n", 1)[1].split("\n## ", 1)[0]
     return [(how, path, body) for how, path, body in BLOCK.findall(section)]
+
+
+def package_index() -> str:
+    """The index ``uv lock`` asks: uv's own variables when set, else the one the lock names."""
+    for variable in ("UV_DEFAULT_INDEX", "UV_INDEX_URL"):
+        if os.environ.get(variable):
+            return os.environ[variable]
+
+    found = re.search(r'registry = "([^"]+)"', (ROOT / "uv.lock").read_text(encoding="utf-8"))
+    return found.group(1) if found else "https://pypi.org/simple"
+
+
+def index_problem(url: str, timeout_s: float = 5.0) -> str | None:
+    """Why the package index does not serve the project's packages (a few words), or None
+    when it lists one of them (pytest) within ``timeout_s``."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/pytest/", timeout=timeout_s) as answer:
+            answer.read(1)
+    except urllib.error.HTTPError as error:
+        return f"HTTP {error.code}"
+    except (OSError, ValueError) as error:
+        return f"{type(error).__name__}: {error}"[:200]
+    return None
 
 
 def uv() -> str:
@@ -88,6 +113,10 @@ def test_the_recipe_has_a_file_for_each_part_of_a_server() -> None:
 
 
 async def test_a_server_made_from_the_recipe_is_offered_to_the_model(tmp_path: Path) -> None:
+    index = package_index()
+    problem = await anyio.to_thread.run_sync(index_problem, index)
+    if problem:
+        pytest.skip(f"`uv lock` needs the package index {index}, which does not answer: {problem}")
     copy = tmp_path / "clawmesh"
     copy_of_the_repository(copy)
     pyproject_before = (copy / "pyproject.toml").read_text()

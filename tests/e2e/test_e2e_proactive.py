@@ -1,6 +1,8 @@
 """The agent speaks first, end to end: real processes, the fake Telegram, the fake model and
-the fake Open-Meteo (see fakes/mesh.py). These run on the real clock: the firings they wait
-for are seconds away, and the waits are on what Telegram is sent, with deadlines."""
+the fake Open-Meteo (see fakes/mesh.py). The firings they wait for are seconds away: a
+reminder on the real clock, a job at a whole minute on a scheduler whose clock starts a few
+seconds before that minute (``ahead_of``); the waits are on what Telegram is sent, with
+deadlines."""
 
 from __future__ import annotations
 
@@ -123,9 +125,22 @@ async def test_a_reminder_set_by_tap_is_sent_once_across_a_kill_9_then_snoozed(
 
 
 def a_minute_ahead() -> datetime:
-    """The next whole minute in Paris that leaves an import and the mesh 40 s to start (a job
-    whose time passed before the scheduler saw it waits for the next day, as it should)."""
-    return (datetime.now(PARIS) + timedelta(seconds=40)).replace(second=0) + timedelta(minutes=1)
+    """The next whole minute in Paris but one: a job's time that has not passed yet."""
+    return datetime.now(PARIS).replace(second=0, microsecond=0) + timedelta(minutes=2)
+
+
+def ahead_of(tmp: Path, at: datetime, lead_s: float) -> dict[str, str]:
+    """``make run``'s environment with the scheduler on a clock that reads ``lead_s`` before
+    ``at`` when the orchestrator builds it (fakes.clocked), every other server as it is."""
+    registry = (ROOT / "config" / "mcp_servers.local.yaml").read_text(encoding="utf-8")
+    clocked = registry.replace("mcp_scheduler.server:build_server", "fakes.clocked:scheduler_ahead")
+    assert clocked != registry
+    (tmp / "registry.yaml").write_text(clocked, encoding="utf-8")
+    return {
+        "CLAWMESH_REGISTRY": str(tmp / "registry.yaml"),
+        "PYTHONPATH": str(ROOT / "tests"),
+        "FAKE_CLOCK_AT": str(at.timestamp() - lead_s),
+    }
 
 
 def import_today(tmp: Path, day: str) -> None:
@@ -155,7 +170,7 @@ async def test_make_run_sends_the_morning_briefing_at_its_time_even_with_the_mod
     at = a_minute_ahead()
     import_today(tmp_path, at.date().isoformat())
     schedule = f'agents:\n  clawdia:\n    briefing: {{at: "{at:%H:%M}"}}\n'
-    env = {"CALENDAR_TIMEZONE": "Europe/Paris"}
+    env = {"CALENDAR_TIMEZONE": "Europe/Paris", **ahead_of(tmp_path, at, 10)}
     servers = ("weather", "memory", "shopping", "calendar", "scheduler")
     async with running_embedded(tmp_path, env=env, servers=servers, schedule=schedule) as mesh:
         mesh.llm.default = lambda body: server_error()
@@ -182,7 +197,10 @@ async def test_a_reminder_is_sent_while_a_scheduled_prompts_turn_still_thinks(
         "agents:\n  clawdia:\n    prompts:\n"
         f'      - {{name: ponder, cron: "{at.minute} {at.hour} * * *", prompt: Think it over.}}\n'
     )
-    async with running_embedded(tmp_path, servers=WITH_SCHEDULER, schedule=schedule) as mesh:
+    env = ahead_of(tmp_path, at, 30)  # the time to set the reminder before the prompt fires
+    async with running_embedded(
+        tmp_path, env=env, servers=WITH_SCHEDULER, schedule=schedule
+    ) as mesh:
         when = (at + timedelta(seconds=10)).replace(tzinfo=None)
         mesh.llm.script(
             calls(call("scheduler__propose_reminder", text="stretch", when=when.isoformat())),

@@ -3,10 +3,14 @@
 ``fakes.clocked:pending_actions`` is pending-actions in embedded mode on ``CLOCK``, so a
 test can let proposals expire without waiting (``CLOCK.advance(5 * 3600)``);
 ``fakes.clocked:memory`` is memory on it (questions expire the same way).
+``fakes.clocked:scheduler_ahead`` is the scheduler in another process (``make run``'s), on a
+clock set by the test through ``FAKE_CLOCK_AT``: a job a minute away fires seconds after
+the start instead of at the next real minute.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -20,8 +24,8 @@ from mcp_scheduler.server import build_server as build_scheduler
 class Clock:
     """Real time plus an offset the test moves forward."""
 
-    def __init__(self) -> None:
-        self.offset = 0.0
+    def __init__(self, offset: float = 0.0) -> None:
+        self.offset = offset
 
     def __call__(self) -> float:
         return time.time() + self.offset
@@ -40,6 +44,12 @@ def pending_actions() -> FastMCP[Any]:
 def scheduler() -> FastMCP[Any]:
     """The scheduler in embedded mode on ``CLOCK``: a test makes a briefing due at once."""
     return build_scheduler(clock=CLOCK)
+
+
+def scheduler_ahead() -> FastMCP[Any]:
+    """The scheduler on a clock that reads ``FAKE_CLOCK_AT`` (Unix seconds) now, when the
+    server is built, and runs on from there at the real pace."""
+    return build_scheduler(clock=Clock(float(os.environ["FAKE_CLOCK_AT"]) - time.time()))
 
 
 def memory() -> FastMCP[Any]:
