@@ -176,7 +176,11 @@ async def test_a_wrong_token_keeps_the_server_down() -> None:
     async with (
         toys_over_http(port),
         Registry(
-            entries, credentials={"toys": "wrong"}, connect_wait_s=1, retry_initial_s=0.05
+            # running() returns once the first attempt failed: the deadline is for a hang.
+            entries,
+            credentials={"toys": "wrong"},
+            connect_wait_s=30,
+            retry_initial_s=0.05,
         ).running() as registry,
     ):
         assert registry.tools() == []
