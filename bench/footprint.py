@@ -1,6 +1,6 @@
 """What each process loads, its memory, and how soon it listens: this build against the reference.
 
-uv run python -m bench.footprint [--runs 5] [--reference /work/wt/ref]
+uv run python -m bench.footprint [--runs 5] [--reference REVISION|DIR]
 
 Per process: every server as ``python -m mcp_<name>`` (HTTP, its own data directory kept
 from one start to the next, as a container restart keeps its volume) and the embedded
@@ -42,6 +42,7 @@ import anyio.abc
 import httpx
 
 import bench._fakes  # noqa: F401 (puts tests/ on the path for fakes.*)
+from bench.reference import BEFORE_LEAN, reference_tree
 from fakes.approval_keys import PUBLIC_ENV, SIGNING_ENV, write_public_key, write_signing_key
 from fakes.mesh import TOKENS, running_embedded
 from fakes.serving import free_port
@@ -403,14 +404,17 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=5, help="measured starts per build")
     parser.add_argument(
-        "--reference", type=Path, default=Path("/work/wt/ref"), help="the reference checkout"
+        "--reference",
+        default=BEFORE_LEAN,
+        help=f"the reference build: a git revision or a checkout (default {BEFORE_LEAN})",
     )
     parser.add_argument(
         "--only", nargs="*", choices=[*SERVERS, EMBEDDED], help="these processes only"
     )
     args = parser.parse_args()
     names = args.only or [*SERVERS, EMBEDDED]
-    figures = anyio.run(measure, args.reference, args.runs, names)
+    with reference_tree(args.reference) as reference:
+        figures = anyio.run(measure, reference, args.runs, names)
     report(figures, args.runs)
 
 

@@ -1,6 +1,6 @@
 """A turn's cost, this build against a reference build, in one run (issue 23, points 1 and 2).
 
-uv run python -m bench.lean [--ref /work/wt/ref] [--turns 200] [--block 20] [--bursts 3]
+uv run python -m bench.lean [--ref REVISION|DIR] [--turns 200] [--block 20] [--bursts 3]
 
 Both builds run the same way against the same fakes (tests/fakes/mesh.py): the reference's
 processes with its ``*/src`` folders first on PYTHONPATH (its code, checked by each
@@ -53,6 +53,7 @@ from starlette.routing import Route
 
 from bench._fakes import serving
 from bench.e2e import TAP_ANSWER, TAP_PROMPT, answer
+from bench.reference import BEFORE_LEAN, reference_tree
 from bench.turn import TEXT_ANSWER, TEXT_PROMPT, TOOL_ANSWER, TOOL_PROMPT
 from fakes.mesh import (
     MORE_USERS,
@@ -429,12 +430,17 @@ def main() -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--ref", type=Path, default=Path("/work/wt/ref"), help="reference tree")
+    parser.add_argument(
+        "--ref",
+        default=BEFORE_LEAN,
+        help=f"the reference build: a git revision or a checkout (default {BEFORE_LEAN})",
+    )
     parser.add_argument("--turns", type=int, default=200, help="turns per figure and kind")
     parser.add_argument("--block", type=int, default=20, help="turns per CPU reading")
     parser.add_argument("--bursts", type=int, default=3, help="20×10 bursts per build")
     args = parser.parse_args()
-    anyio.run(run, args.ref.resolve(), args.turns, args.block, args.bursts)
+    with reference_tree(args.ref) as ref:
+        anyio.run(run, ref, args.turns, args.block, args.bursts)
 
 
 if __name__ == "__main__":
