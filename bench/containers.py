@@ -93,9 +93,12 @@ Replies = Callable[[], Awaitable[list[tuple[float, str]]]]
 Say = Callable[[str], Awaitable[None]]
 
 
-async def converse_for(run: Run, say: Say, replies: Replies, messages: int, gap_s: float) -> None:
-    """``WARMUP`` untimed messages, then ``messages`` timed ones into ``run.samples``."""
-    for number in range(WARMUP + messages):
+async def converse_for(
+    run: Run | None, say: Say, replies: Replies, messages: int, gap_s: float
+) -> None:
+    """``messages`` messages, every other one a weather question; timed into ``run.samples``
+    (None: a warm-up, untimed)."""
+    for number in range(messages):
         kind = "tool" if number % 2 == 0 else "text"
         before = len(await replies())
         injected = time.time()
@@ -108,7 +111,7 @@ async def converse_for(run: Run, say: Say, replies: Replies, messages: int, gap_
         expected = "Here is what the tool said" if kind == "tool" else "Hello from the fake"
         if not text.startswith(expected):
             raise RuntimeError(f"unexpected reply {text[:300]!r}")
-        if number >= WARMUP:
+        if run is not None:
             run.samples.append(Sample(kind, (reply_time - injected) * 1000))
         await anyio.sleep(gap_s)
 
@@ -137,6 +140,7 @@ async def measure_processes(messages: int, gap_s: float) -> Run:
             async def replies() -> list[tuple[float, str]]:
                 return [(s.time, s.text) for s in mesh.telegram.sent(token, USER)]
 
+            await converse_for(None, say, replies, WARMUP, gap_s)
             before = _process_cpu(mesh)
             await converse_for(run, say, replies, messages, gap_s)
             after = _process_cpu(mesh)
@@ -171,6 +175,7 @@ async def measure_stack(name: str, stack: Stack, messages: int, gap_s: float, ke
 
             await anyio.sleep(10)  # after start-up, before the idle reading: a reading
             run.idle_mib = memory_mib(stack)
+            await converse_for(None, say, replies, WARMUP, gap_s)
             before = stack_cpu(stack)
             await converse_for(run, say, replies, messages, gap_s)
             used = {service: cpu - before[service] for service, cpu in stack_cpu(stack).items()}
@@ -214,7 +219,7 @@ def report(runs: list[Run], messages: int, gap_s: float) -> None:
         f"{run.p(0.5) / processes.p(0.5):.2f}×" for run in runs
     ]
     table("", rows, names)
-    services = sorted(processes.cpu_ms)
+    services = sorted({service for run in runs for service in run.cpu_ms})
     cpu_rows = {
         service: [
             f"{run.cpu_ms.get(service, 0):.1f}"
@@ -236,7 +241,7 @@ def report(runs: list[Run], messages: int, gap_s: float) -> None:
             "cpus (server/orch)": [
                 f"{run.limits['weather']:g} / {run.limits['orchestrator']:g}" for run in stacks
             ],
-            "healthcheck": [" ".join(run.probe[1:4])[:17] for run in stacks],
+            "healthcheck": [" ".join(run.probe[1:])[-17:] for run in stacks],
         },
         stack_names,
     )
