@@ -157,7 +157,13 @@ def _process_cpu(mesh: Mesh) -> dict[str, float]:
 
 async def measure_stack(name: str, stack: Stack, messages: int, gap_s: float, keep: bool) -> Run:
     run = Run(name)
-    print(f"{name}: up, all healthy in {up(stack):.0f} s", flush=True)
+    started = time.monotonic()
+    try:
+        up(stack)
+    except AssertionError as error:  # a service unhealthy: on a loaded machine, it may recover
+        print(f"{name}: not all healthy at first ({str(error).splitlines()[-1]}); again")
+        stack.compose("up", "--detach", "--wait", "--wait-timeout", "240")
+    print(f"{name}: up, all healthy in {time.monotonic() - started:.0f} s", flush=True)
     try:
         run.limits = cpu_limits(stack)
         run.probe = health_probe(stack, "weather")
