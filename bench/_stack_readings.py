@@ -96,6 +96,23 @@ def _instant(stamp: str) -> float:
     return seconds + float(f"0.{fraction or 0}")
 
 
+@dataclass(frozen=True)
+class Start:
+    """A restarted server: seconds from its start to listening, and the CPU seconds its
+    container used from the restart until then (the old process's exit included)."""
+
+    seconds: float
+    cpu_s: float
+
+
+def restart(stack: Stack, service: str) -> Start:
+    """``docker compose restart <service>`` and how long it took to listen again."""
+    container = stack.container(service)
+    before = container_cpu(container)
+    seconds = start_to_listening_s(stack, service)
+    return Start(seconds, (container_cpu(container) - before).seconds)
+
+
 def start_to_listening_s(stack: Stack, service: str, timeout_s: float = 120) -> float:
     """``docker compose restart <service>``, then the seconds from the new process's start
     (the container's StartedAt) to uvicorn's line saying it listens (docker's timestamp)."""
