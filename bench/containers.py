@@ -261,7 +261,10 @@ def report(runs: list[Run], messages: int, gap_s: float) -> None:
     memory = {s: [f"{run.idle_mib.get(s, 0):.1f}" for run in stacks] for s in services}
     memory[f"all (≤ {GOAL_IDLE_MIB:g})"] = [f"{sum(run.idle_mib.values()):.0f}" for run in stacks]
     table("idle memory, docker stats, MiB", memory, stack_names)
-    listening = {s: [f"{run.listening_s[s]:.1f}" for run in stacks] for s in stacks[0].listening_s}
+    listening = {
+        s: [f"{run.listening_s[s]:.1f} ({run.start_cpu_s[s]:.1f} cpu)" for run in stacks]
+        for s in stacks[0].listening_s
+    }
     listening[f"slowest (≤ {GOAL_LISTENING_S:g})"] = [
         f"{max(run.listening_s.values()):.1f}" for run in stacks
     ]
