@@ -99,7 +99,7 @@ def _instant(stamp: str) -> float:
 @dataclass(frozen=True)
 class Start:
     """A restarted server: seconds from its start to listening, and the CPU seconds its
-    container used from the restart until then (the old process's exit included)."""
+    container used from its start until then (a restart begins a new cgroup)."""
 
     seconds: float
     cpu_s: float
@@ -107,10 +107,8 @@ class Start:
 
 def restart(stack: Stack, service: str) -> Start:
     """``docker compose restart <service>`` and how long it took to listen again."""
-    container = stack.container(service)
-    before = container_cpu(container)
     seconds = start_to_listening_s(stack, service)
-    return Start(seconds, (container_cpu(container) - before).seconds)
+    return Start(seconds, container_cpu(stack.container(service)).seconds)
 
 
 def start_to_listening_s(stack: Stack, service: str, timeout_s: float = 120) -> float:

@@ -269,7 +269,7 @@ def report(runs: list[Run], messages: int, gap_s: float) -> None:
         f"{max(run.listening_s.values()):.1f}" for run in stacks
     ]
     table(
-        "restart: start → listening at the CPU limit, s (CPU s of the restart)",
+        "restart: start → listening at the CPU limit, s (CPU s by then)",
         listening,
         stack_names,
     )
