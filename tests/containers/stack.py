@@ -99,15 +99,26 @@ FAKES = ("fake-telegram", "fake-llm", "fake-open-meteo")
 
 
 class Stack:
-    """The mesh and the fakes, up under the project name ``clawmesh-test``."""
+    """The mesh and the fakes, up under the project name ``clawmesh-test``.
 
-    def __init__(self, env: dict[str, str]) -> None:
+    ``root``: the tree whose compose.yaml and fakes overlay are used (bench.containers runs
+    another build's, from its own tree and under its own project, beside this one's)."""
+
+    def __init__(self, env: dict[str, str], project: str = PROJECT, root: Path = ROOT) -> None:
         command = compose_command()
         assert command is not None
-        files = ["-f", str(COMPOSE_FILE), "-f", str(FAKES_FILE)]
+        files = [
+            *("-f", str(root / COMPOSE_FILE.relative_to(ROOT))),
+            *("-f", str(root / FAKES_FILE.relative_to(ROOT))),
+        ]
         # No .env: a developer's real tokens must never reach the test stack or its fakes.
-        self.command = [*command, "--project-name", PROJECT, "--env-file", os.devnull, *files]
+        self.command = [
+            *command,
+            *("--project-name", project, "--project-directory", str(root)),
+            *("--env-file", os.devnull, *files),
+        ]
         self.env = env
+        self.root = root
 
     def compose(
         self, *args: str, check: bool = True, timeout_s: float = 600
@@ -117,7 +128,7 @@ class Stack:
             capture_output=True,
             text=True,
             env=self.env,
-            cwd=ROOT,
+            cwd=self.root,
             check=False,
             timeout=timeout_s,
         )

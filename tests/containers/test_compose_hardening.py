@@ -90,6 +90,21 @@ def test_every_service_has_limits_a_healthcheck_and_a_restart_policy(
         assert duration_s(service.get("stop_grace_period", "10s")) > SHUTDOWN_GRACE_S, name
 
 
+def test_every_healthcheck_runs_the_probe_script_without_site_packages(
+    resolved: dict[str, Any],
+) -> None:
+    # It runs every interval inside the service's CPU quota: importing the settings through
+    # pydantic cost 300 ms of CPU a probe (meshkit/healthcheck.py says more).
+    dockerfile = (ROOT / "containers" / "Dockerfile").read_text()
+    assert "COPY meshkit/src/meshkit/healthcheck.py /app/healthcheck.py\n" in dockerfile
+    for name, service in resolved["services"].items():
+        test = service["healthcheck"]["test"]
+        assert test == ["CMD", "python", "-I", "-S", "/app/healthcheck.py"], name
+        # Unhealthy after as long a run of failures as before (3 probes 10 s apart).
+        check = service["healthcheck"]
+        assert duration_s(check["interval"]) * check["retries"] >= 30, name
+
+
 def test_no_service_publishes_a_port(resolved: dict[str, Any]) -> None:
     for name, service in resolved["services"].items():
         assert not service.get("ports"), name
