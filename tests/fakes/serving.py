@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import subprocess
@@ -22,12 +23,29 @@ from starlette.types import ASGIApp
 from meshkit.credentials import token_digest
 from meshkit.secret_files import render_credentials
 
+# The ports servers started by tests listen on: below the kernel's ephemeral range (32768
+# and up by default), where every outgoing connection of every worker takes its port and
+# could take one picked here before its server binds it; one block per pytest-xdist
+# worker, so that two workers never pick the same port; in each block, taken in turn, so
+# a port handed out is not handed out again before its server had time to bind it.
+PORTS_FROM = 20_000
+PORTS_PER_WORKER = 1_000
+_handed_out = itertools.count()
+
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A port on 127.0.0.1 that nothing listens on, for a server a test starts."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    first = PORTS_FROM + (int(worker) % 12 if worker.isdigit() else 0) * PORTS_PER_WORKER
+    for _ in range(PORTS_PER_WORKER):
+        port = first + next(_handed_out) % PORTS_PER_WORKER
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use, or still closing
+            return port
+    raise RuntimeError(f"no free port in {first}-{first + PORTS_PER_WORKER - 1}")
 
 
 def credentials_file(directory: Path, tokens: Mapping[str, str]) -> Path:
