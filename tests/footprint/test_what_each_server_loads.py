@@ -23,17 +23,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bounds.every_server import AGENTS_YAML, BOT
 from fakes.approval_keys import PUBLIC_ENV, SIGNING_ENV, write_public_key, write_signing_key
 
-BOT = "7100000001:AAFakeTokenForAda00000123456789abcdef"
-AGENTS_YAML = """\
-agents:
-  ada:
-    name: Ada
-    persona: agents/clawdia
-    timezone: Europe/Berlin
-    bot_token_env: ADA_TOKEN
-"""
 PACKAGES = {
     "weather": "mcp_weather",
     "calendar": "mcp_calendar",
