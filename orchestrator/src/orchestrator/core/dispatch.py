@@ -1,7 +1,7 @@
 """Channel-agnostic dispatch: commands, button taps and text turns, one chat at a time.
 
     message ─► on_text ─► a command: command_routes[name](CommandContext), its reply sent
-                        └► otherwise: a turn (_turn), its reply sent, then stored
+                        └► otherwise: a turn (_turn), stored, then its reply sent
     tap     ─► on_callback ─► tap_routes[prefix of its data](TapContext); no route: refused
 
 Both tables are built here, once, with what the app gives (``reminder_taps``,
