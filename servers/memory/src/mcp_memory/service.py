@@ -131,25 +131,14 @@ class ConversationService:
         )
         # What no summary covers, less what is still in the window (all of it in the tail).
         covered = summary.up_to_id if summary is not None else 0
-        first = chosen[0].row_id if chosen else None
-        in_window = (
-            0 if first is None else sum(1 for r in tail.rows if r.id >= first and r.id > covered)
-        )
-        return View(window, tail.unsummarized - in_window)
+        below = min((c.row_id for c in chosen), default=EMPTY_BELOW)
+        in_window = sum(1 for r in tail.rows if r.id >= below and r.id > covered)
+        return View(window, tail.unsummarized - in_window, below)
 
     async def archive_below(self, agent: str, chat_id: str) -> int:
         """The first item id of the chat's window: everything below it is archived (all of
         it when the window is empty)."""
-        _check_key(agent, chat_id)
-        max_items, max_tokens = self._limits(None, None)
-        tail = await self._store.tail(agent, chat_id, max_items)
-        chosen = select(
-            tail.rows,
-            now=self._clock(),
-            inactivity_s=self._settings.inactivity_s,
-            max_tokens=max_tokens,
-        )
-        return min((c.row_id for c in chosen), default=2**62)
+        return (await self.view(agent, chat_id)).below
 
     def _limits(self, max_items: int | None, max_tokens: int | None) -> tuple[int, int]:
         return (
@@ -169,11 +158,15 @@ class ConversationService:
         await self._store.ping()
 
 
+EMPTY_BELOW = 2**62  # an empty window's "first item id": every item is below it
+
+
 class View(NamedTuple):
     """A chat's window, and how many of its items out of the window no summary covers."""
 
     window: Window
     unsummarized: int
+    below: int  # the window's first item id: what is below it is archived (EMPTY_BELOW: all)
 
 
 class Chosen(NamedTuple):
