@@ -65,11 +65,12 @@ class Lean:
 
 
 def acks(update: str) -> bool:
-    """Whether a call answered so far acked ``update``: its reply's send, or an ack."""
+    """Whether a call answered so far acked ``update``: its reply's send, an ack, or (a
+    firing) the scheduler's next poll."""
     return any(
         update in c.arguments.get("ack", []) or update in c.arguments.get("ids", [])
         for c in CALLS.made
-        if c.answered and c.tool in ("send_message", "ack")
+        if c.answered and c.tool in ("send_message", "ack", "next_due")
     )
 
 
@@ -276,7 +277,7 @@ async def test_a_proposal_and_its_tap_make_the_calls_their_buttons_need(lean: Le
     ])  # fmt: skip
 
 
-async def test_a_scheduled_prompt_is_the_same_lean_turn_and_answers_no_question(
+async def test_a_scheduled_prompt_is_the_same_lean_turn_acked_by_the_next_poll(
     lean: Lean,
 ) -> None:
     lean.llm.script(text("Hello!"), text("Here is your week."))
@@ -289,14 +290,18 @@ async def test_a_scheduled_prompt_is_the_same_lean_turn_and_answers_no_question(
     if sunday <= now:
         sunday += timedelta(days=7)
     CLOCK.advance(sunday.timestamp() - time.time() + 1)
+    [key] = [f"clawdia/prompt/week-ahead@{sunday.isoformat(timespec='minutes')}"]
 
-    await CALLS.wait_for(lambda made: any(c.name == "scheduler.ack" and c.answered for c in made))
+    made = await handled(key)
 
-    assert CALLS.names(without=POLLS) == [*TEXT_TURN, "scheduler.ack"]
+    assert made == TEXT_TURN
     [read] = [c for c in CALLS.made if c.tool == "turn_context"]
     assert "text" not in read.arguments  # not the user's words: it answers nothing
     [send] = [c for c in CALLS.made if c.tool == "send_message"]
-    assert "ack" not in send.arguments  # a firing is acked at the scheduler
+    assert "ack" not in send.arguments  # a firing is acked at the scheduler...
+    assert send.arguments["idempotency_key"] == f"fire:{key}"
+    [acking] = [c for c in CALLS.made if c.arguments.get("ack")]
+    assert (acking.name, acking.arguments["ack"]) == ("scheduler.next_due", [key])  # ...on poll
     assert (await lean.reply(2)).text == "Here is your week."
     assert lean.llm.requests[-1]["input"][-1]["content"] == "(Scheduled: week-ahead) Plan my week."
 

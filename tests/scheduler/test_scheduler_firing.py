@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+from fastmcp import Client
 
 from fakes.clock import Clock
 from fakes.tool_calls import call
@@ -102,6 +104,31 @@ async def test_a_firing_not_acked_goes_to_the_next_run_at_once_and_never_again_o
         assert acked["acked"] == 1
         assert await due(client, run="run-3") == []
         assert (await call(client, "ack", keys=[again["key"]]))["acked"] == 0
+
+
+async def test_a_firing_acked_by_the_next_poll_is_never_handed_out_again(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, BRIEFING)
+    clock = Clock(local("2026-05-04T07:00"))
+    async with running(settings, clock) as client:
+        clock.now = local("2026-05-04T07:30")
+        [first] = await due(client, run="run-1")
+        # The next day's comes due meanwhile, and the first one's lease runs out: acked
+        # after leasing, it would be leased again.
+        clock.now = local("2026-05-05T07:30")
+
+        polled = await poll(client, "run-1", ack=[first["key"]])
+
+        assert polled["acked"] == 1  # acked, then the next one leased, in one call
+        assert [f["scheduled_at"] for f in polled["firings"]] == ["2026-05-05T07:30+02:00"]
+        assert (await poll(client, "run-2", ack=[first["key"]]))["acked"] == 0
+        clock.advance(settings.lease_s + 1)
+        assert [f["key"] for f in await due(client, consumer="someone-else")] == [
+            polled["firings"][0]["key"]  # not acked: handed out again once its lease ran out
+        ]
+
+
+async def poll(client: Client[Any], run: str, ack: list[str]) -> dict[str, Any]:
+    return await call(client, "next_due", consumer="orchestrator", run=run, wait_s=0, ack=ack)
 
 
 async def test_a_lease_that_runs_out_lets_another_consumer_take_the_firing(tmp_path: Path) -> None:

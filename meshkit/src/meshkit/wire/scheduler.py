@@ -28,6 +28,9 @@ class Firing(BaseModel):
 class Due(BaseModel):
     firings: list[Firing]
     lease_s: float
+    acked: int = Field(
+        default=0, description="how many of the keys given in ``ack`` this call marked done"
+    )
 
 
 class Acked(BaseModel):

@@ -45,6 +45,10 @@ ApprovalToken = Annotated[
 Holder = Annotated[str, Field(min_length=1, max_length=100)]
 FiringId = Annotated[str, Field(pattern=r"^fir_[0-9a-f]{12}$", max_length=16)]
 MessageId = Annotated[str, Field(min_length=1, max_length=100)]
+FiringKeys = Annotated[
+    tuple[Annotated[str, Field(max_length=1000)], ...],
+    Field(max_length=100, description="keys of firings handled: never handed out again"),
+]
 
 
 class ReminderChange(BaseModel):
@@ -152,15 +156,15 @@ def build_server(
         run: Holder,
         max: Annotated[int, Field(ge=1, le=100)] = 10,
         wait_s: Annotated[float, Field(ge=0, le=25)] = 0,
+        ack: FiringKeys = (),
     ) -> Due:
         """Firings due now (briefings, scheduled prompts, reminders), leased to this run;
-        waits up to wait_s when none is. Ack each once handled."""
-        return await scheduler.next_due(consumer, run, max, wait_s)
+        waits up to wait_s when none is. Ack each once handled: in the next call's ``ack``
+        (marked done before anything is leased, in the same transaction), or with ``ack``."""
+        return await scheduler.next_due(consumer, run, max, wait_s, ack=ack)
 
     @mcp.tool(**internal(title="Ack firings", idempotent=True))
-    async def ack(
-        keys: Annotated[list[Annotated[str, Field(max_length=1000)]], Field(max_length=100)],
-    ) -> Acked:
+    async def ack(keys: FiringKeys) -> Acked:
         """Mark handled firings done (by key): they are never handed out again."""
         return Acked(acked=await scheduler.ack(keys))
 

@@ -2,7 +2,8 @@
 
     next_due ─► every job or reminder whose time has come becomes a firing row, keyed
                  ``<job or reminder id>@<scheduled time>`` (insert-or-ignore: once, ever)
-             ─► due firings leased to the caller ─► handled ─► ack
+             ─► due firings leased to the caller ─► handled ─► acked (``ack`` of its
+                 next ``next_due``, or the ``ack`` tool)
 
 A crash before the ack leaves the firing due: the next run of the same consumer gets it
 again at once (the lease of an earlier run is void), any other when the lease runs out.
@@ -23,7 +24,7 @@ import json
 import logging
 import secrets
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -90,22 +91,32 @@ class Scheduler:
 
         await self._store.transact(work)
 
-    async def next_due(self, consumer: str, run: str, limit: int, wait_s: float) -> Due:
+    async def next_due(
+        self, consumer: str, run: str, limit: int, wait_s: float, *, ack: Sequence[str] = ()
+    ) -> Due:
         """The firings due now, leased to ``consumer``'s ``run``; when there are none, waits
-        up to ``wait_s`` (until the next firing's time, or a reminder is set)."""
+        up to ``wait_s`` (until the next firing's time, or a reminder is set). The firings
+        of ``ack`` are marked done first, in the transaction of the first lease: a consumer
+        acks what it handled with its next poll, as a Kafka consumer commits on poll."""
         deadline = anyio.current_time() + min(wait_s, MAX_WAIT_S)
-        while True:
-            self._changed = anyio.Event()
-            leased = await self._store.transact(
-                lambda db: self._fire_and_lease(db, consumer, run, self._clock(), limit)
-            )
+        keys = list(ack)
+        self._changed = anyio.Event()  # a reminder set from now on: a waiting call looks again
+        acked, leased = await self._store.transact(
+            lambda db: self._ack_and_lease(db, keys, consumer, run, limit)
+        )
+        while not leased and not self._stopping:
             left = deadline - anyio.current_time()
-            if leased or self._stopping or left <= 0:
-                return Due(firings=[_view(f) for f in leased], lease_s=self._lease_s)
+            if left <= 0:
+                break
             soonest = await self._store.read(q.next_due_at)
             pause = left if soonest is None else max(0.05, min(left, soonest - self._clock()))
             with anyio.move_on_after(pause):
                 await self._changed.wait()
+            self._changed = anyio.Event()
+            _, leased = await self._store.transact(
+                lambda db: self._ack_and_lease(db, [], consumer, run, limit)
+            )
+        return Due(firings=[_view(f) for f in leased], lease_s=self._lease_s, acked=acked)
 
     async def ack(self, keys: list[str]) -> int:
         now = self._clock()
@@ -127,6 +138,13 @@ class Scheduler:
         return Jobs(jobs=listed, reminders=views(reminders))
 
     # --- inside the transaction -----------------------------------------------------------
+
+    def _ack_and_lease(
+        self, db: sqlite3.Connection, keys: list[str], consumer: str, run: str, limit: int
+    ) -> tuple[int, list[FiringRow]]:
+        now = self._clock()
+        acked = q.ack(db, keys, now) if keys else 0
+        return acked, self._fire_and_lease(db, consumer, run, now, limit)
 
     def _fire_and_lease(
         self, db: sqlite3.Connection, consumer: str, run: str, now: float, limit: int
