@@ -11,13 +11,19 @@ fake OpenAI's requests. Turn kinds:
     text      a message, a text answer
     tool      a message, one weather call, a text answer
     tap       a message, a proposal (shopping add, with buttons), a tap on "Add", the edit
+    scheduled a scheduled prompt: a job of schedule.yaml come due, a normal turn in the
+              owner's chat (calls only)
 
 1. Internal MCP calls per turn: each mesh server behind a counting HTTP proxy (it counts
    the JSON-RPC ``tools/call`` requests passing through, by tool), in a pass of its own so
    the timed passes have no proxy. The poll that brings a message (telegram-io's
-   ``next_updates``) is counted apart; the rest is split into the tools the model asked
-   for, the work beside the reply (leases kept, "typing…", a summary round when one is
-   due) and the turn's own plumbing, which the issue's goal (at most 3) is about.
+   ``next_updates``; the scheduler's ``next_due`` for a scheduled prompt) is counted
+   apart; the rest is split into the tools the model asked for, the work beside the reply
+   (leases kept, "typing…", the other long poll, a summary round when one is due) and the
+   turn's own plumbing, which the issue's goal (at most 3) is about. Scheduled prompts:
+   ``--turns`` prompt jobs at the same minute, on a scheduler whose clock the bench moves
+   (``python -m fakes.clocked``) past that minute once the other kinds are counted; they
+   are handled side by side (8 at once) and counted until every firing is acked.
 2. Process CPU time (utime + stime, /proc/<pid>/stat) per turn: the embedded orchestrator
    (``make run``'s shape, every server in it) and summed over the mesh's processes.
    Per-chat pacing is off (TELEGRAM_PACE_S=0) in both. CPU is read per block of
@@ -32,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -41,7 +48,9 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import anyio
 import httpx
@@ -62,6 +71,7 @@ from fakes.mesh import (
     TOKENS,
     USER,
     Mesh,
+    eventually,
     running_embedded,
     running_mesh,
     source_path,
@@ -70,7 +80,11 @@ from fakes.mesh import (
 TOKEN = TOKENS["clawdia"]
 PACE_OFF = {"TELEGRAM_PACE_S": "0"}
 POLL = "next_updates"  # telegram-io's long poll: the call that brings a message
+POLLS = {"scheduled": "next_due"}  # the kinds another poll brings
 KINDS = ("text", "tool", "tap")
+CALL_KINDS = (*KINDS, "scheduled")
+SCHEDULED_PROMPT = "Time for the scheduled check-in."
+PARIS = ZoneInfo("Europe/Paris")  # the fleet's zone (fakes.mesh)
 GOALS = {  # new / ref, at most
     "embedded CPU, text": 0.4,
     "embedded CPU, tool": 0.5,
@@ -272,22 +286,76 @@ async def counting(
         yield front
 
 
+def prompt_jobs(count: int, at: datetime) -> str:
+    """schedule.yaml: ``count`` prompt jobs, each daily at ``at``."""
+    jobs = "".join(
+        f'      - {{name: check-in-{n}, cron: "{at.minute} {at.hour} * * *", '
+        f"prompt: {SCHEDULED_PROMPT}}}\n"
+        for n in range(count)
+    )
+    return f"agents:\n  clawdia:\n    prompts:\n{jobs}"
+
+
+def fired(mesh: Mesh) -> tuple[int, int]:
+    """(firings due, firings done), read from the scheduler's database file."""
+    path = mesh.tmp / "data" / "scheduler" / "scheduler.sqlite3"
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        due, done = db.execute(
+            "SELECT COUNT(*) FILTER (WHERE state = 'due'), COUNT(*) FILTER (WHERE state = 'done')"
+            " FROM firings"
+        ).fetchone()
+    db.close()
+    return int(due), int(done)
+
+
+async def scheduled_prompts(mesh: Mesh, count: int, at: datetime, clock: Path) -> None:
+    """Move the scheduler's clock past ``at``: ``count`` prompts fire at once; until each
+    has its reply and every firing is acked."""
+    telegram = mesh.telegram
+    before = len(telegram.sent(TOKEN, USER))
+    await anyio.Path(clock).write_text(str(at.timestamp() + 1 - time.time()))
+    await telegram.wait_for(lambda: len(telegram.sent(TOKEN, USER)) >= before + count, WARM_UP_S)
+    replies = {sent.text for sent in telegram.sent(TOKEN, USER)[before:]}
+    if replies != {TEXT_ANSWER}:
+        raise RuntimeError(f"scheduled: unexpected replies {sorted(replies)[:3]!r}")
+
+    async def all_acked() -> bool:
+        return fired(mesh) == (0, count)
+
+    await eventually(all_acked, 60)
+
+
 async def calls_per_turn(
     build: Build, tmp: Path, turns: int
 ) -> dict[str, Counter[tuple[str, str]]]:
-    """kind → (server, tool) → calls per turn (mean over ``turns``, after a warm-up)."""
+    """kind → (server, tool) → calls per turn (mean over ``turns``, after a warm-up; the
+    scheduled prompts after the other kinds, which warm their paths up)."""
     counts: Counter[tuple[str, str]] = Counter()
     per_kind: dict[str, Counter[tuple[str, str]]] = {}
+    at = (datetime.now(PARIS) + timedelta(hours=2)).replace(second=0, microsecond=0)
+    await anyio.Path(tmp).mkdir(parents=True, exist_ok=True)
+    clock = tmp / "scheduler-clock"
     async with (
         counting(counts) as front,
-        running_mesh(tmp, telegram_io_env=PACE_OFF, front=front, root=build.root) as mesh,
+        running_mesh(
+            tmp,
+            telegram_io_env=PACE_OFF,
+            front=front,
+            root=build.root,
+            schedule=prompt_jobs(turns, at),
+            clock_file=clock,
+        ) as mesh,
     ):
         mesh.llm.default = answer
         serial = iter(range(1_000_000))
-        for kind in KINDS:
-            await block(mesh, kind, 3, serial, WARM_UP_S)
+        for kind in CALL_KINDS:
+            if kind != "scheduled":
+                await block(mesh, kind, 3, serial, WARM_UP_S)
             before = Counter(counts)
-            await block(mesh, kind, turns, serial)
+            if kind == "scheduled":
+                await scheduled_prompts(mesh, turns, at, clock)
+            else:
+                await block(mesh, kind, turns, serial)
             delta = Counter(counts)
             delta.subtract(before)
             per_kind[kind] = Counter({k: v / turns for k, v in delta.items() if v})
@@ -323,39 +391,57 @@ def ratio(new: float, ref: float) -> str:
     return f"{new / ref:5.2f}×" if ref else "   - "
 
 
-def own(tool: str) -> bool:
+def poll_of(kind: str) -> str:
+    return POLLS.get(kind, POLL)
+
+
+def beside(kind: str) -> set[str]:
+    """The work beside a turn of ``kind``'s reply, with the long poll that did not bring it."""
+    return (BESIDE | {POLL}) - {poll_of(kind)}
+
+
+def own(tool: str, kind: str) -> bool:
     """A call of the turn's own plumbing (see ASKED and BESIDE)."""
-    return tool != POLL and tool not in ASKED and tool not in BESIDE
+    return tool != poll_of(kind) and tool not in ASKED and tool not in beside(kind)
+
+
+def summary_lines(kind: str) -> list[tuple[str, Callable[[str], bool]]]:
+    """The sums printed under a kind's calls: label, and which tools it adds up."""
+    poll, aside = poll_of(kind), beside(kind)
+    return [
+        ("= after the poll, all", lambda tool: tool != poll),
+        ("  the model's tools", lambda tool: tool in ASKED),
+        ("  beside the reply", lambda tool: tool in aside),
+        ("  the turn's own", lambda tool: own(tool, kind)),
+    ]
 
 
 def print_calls(
     per_build: dict[str, dict[str, Counter[tuple[str, str]]]], names: list[str]
 ) -> None:
     ref, new = names
-    print("internal MCP calls per turn (counting proxies, mean over the turns; the poll apart)")
-    print(f"{'kind':<6} | {'tool':<36} | {ref:>6} | {new:>6}")
-    print(f"{'-' * 6}-+-{'-' * 36}-+-{'-' * 6}-+-{'-' * 6}")
-    for kind in KINDS:
+    print(
+        "internal MCP calls per turn (counting proxies, mean over the turns; the poll apart:"
+        f" {POLL}, for a scheduled prompt next_due)"
+    )
+    w = max(len(kind) for kind in CALL_KINDS)
+    print(f"{'kind':<{w}} | {'tool':<36} | {ref:>6} | {new:>6}")
+    print(f"{'-' * w}-+-{'-' * 36}-+-{'-' * 6}-+-{'-' * 6}")
+    for kind in CALL_KINDS:
         tools = sorted(set(per_build[ref][kind]) | set(per_build[new][kind]))
         for server, tool in tools:
             a, b = per_build[ref][kind][server, tool], per_build[new][kind][server, tool]
-            print(f"{kind:<6} | {server + '.' + tool:<36} | {a:6.2f} | {b:6.2f}")
-        lines: list[tuple[str, Callable[[str], bool]]] = [
-            ("= after the poll, all", lambda tool: tool != POLL),
-            ("  the model's tools", lambda tool: tool in ASKED),
-            ("  beside the reply", lambda tool: tool in BESIDE),
-            ("  the turn's own", own),
-        ]
-        for label, keep in lines:
+            print(f"{kind:<{w}} | {server + '.' + tool:<36} | {a:6.2f} | {b:6.2f}")
+        for label, keep in summary_lines(kind):
             a, b = (
                 sum(v for (_, tool), v in per_build[name][kind].items() if keep(tool))
                 for name in (ref, new)
             )
             verdict = ""
-            if keep is own:
+            if label == "  the turn's own":
                 verdict = f"   goal ≤ {GOAL_CALLS}: {'met' if b <= GOAL_CALLS else 'MISSED'}"
-            print(f"{kind:<6} | {label:<36} | {a:6.2f} | {b:6.2f}{verdict}")
-        print(f"{'-' * 6}-+-{'-' * 36}-+-{'-' * 6}-+-{'-' * 6}")
+            print(f"{kind:<{w}} | {label:<36} | {a:6.2f} | {b:6.2f}{verdict}")
+        print(f"{'-' * w}-+-{'-' * 36}-+-{'-' * 6}-+-{'-' * 6}")
 
 
 def print_figures(rows: list[tuple[str, str, float, float]], names: list[str]) -> None:

@@ -285,6 +285,8 @@ async def running_mesh(
     impostors: dict[str, str] | None = None,
     front: Callable[[str, str], str] | None = None,
     root: Path = ROOT,
+    schedule: str = NO_JOBS,
+    clock_file: Path | None = None,
 ) -> AsyncIterator[Mesh]:
     """Fakes in this process, the servers and the orchestrator as processes, all started.
 
@@ -293,6 +295,8 @@ async def running_mesh(
     ``front``: (server, its URL) → the URL the registry names instead, something that
     passes requests on to it (a counting proxy); the server is started as usual.
     ``root``: the source tree the processes run (see the module's docstring).
+    ``schedule``: config/schedule.yaml; ``clock_file``: the scheduler runs on the clock
+    this file moves (``python -m fakes.clocked``), so its jobs come due when the test says.
 
     ``orders_csv`` seeds clawdia's shopping history (``python -m mcp_shopping import``);
     the bots of ``revoked`` agents have tokens Telegram refuses.
@@ -309,8 +313,15 @@ async def running_mesh(
         registry = _write_registry(tmp, {**named, **impostors})
         secrets = tmp / "secrets"
         make_secrets(secrets, registry, {})
-        agents_file = _write_fleet(tmp, list(agents), servers, root=root)
+        agents_file = _write_fleet(tmp, list(agents), servers, schedule, root)
         base = _base_env(agents_file, root)
+        modules = dict(SERVERS)
+        clocked: dict[str, str] = {}
+        if clock_file is not None:
+            modules["scheduler"] = "fakes.clocked"
+            path = [base["PYTHONPATH"]] if "PYTHONPATH" in base else []
+            tests = os.pathsep.join([*path, str(ROOT / "tests")])
+            clocked = {"FAKE_CLOCK_FILE": str(clock_file), "PYTHONPATH": tests}
         public_key = {PUBLIC_ENV: str(write_public_key(tmp / "keys"))}
         tokens = {f"{a.upper()}_BOT_TOKEN": TOKENS[a] for a in agents}
         extra = {
@@ -324,7 +335,7 @@ async def running_mesh(
                 SIGNING_ENV: str(write_signing_key(tmp / "keys")),
                 **(pending_env or {}),
             },
-            "scheduler": public_key,
+            "scheduler": {**public_key, **clocked},
             "telegram-io": {
                 **tokens,
                 "TELEGRAM_API_BASE": telegram_url,
@@ -336,7 +347,7 @@ async def running_mesh(
             },
         }
         services: dict[str, Service] = {}
-        for name, package in SERVERS.items():
+        for name, package in modules.items():
             if name in impostors:
                 continue
             services[name] = Service(

@@ -166,7 +166,7 @@ def build_server(
     @mcp.tool(**internal(title="Ack firings", idempotent=True))
     async def ack(keys: FiringKeys) -> Acked:
         """Mark handled firings done (by key): they are never handed out again."""
-        return Acked(acked=await scheduler.ack(keys))
+        return Acked(acked=await scheduler.ack(list(keys)))
 
     @mcp.tool(**internal(title="Reminder shown", idempotent=True))
     async def reminder_shown(
