@@ -129,15 +129,14 @@ class ScheduledChannel:
 
     async def _flush(self, server: str) -> None:
         """The acks no poll took, in one last call: the next run does not redo their turns."""
-        if not self._acks:
-            return
         with anyio.move_on_after(FLUSH_S):
-            try:
-                await self._registry.call_as(server, "ack", {"keys": self._acks}, Acked)
-            except ToolCallError as error:
-                logger.warning("ack of %d firing(s) failed (%s)", len(self._acks), error)
-                return
-            self._acked(list(self._acks))
+            while acks := self._acks[:MAX_ACKS]:
+                try:
+                    await self._registry.call_as(server, "ack", {"keys": acks}, Acked)
+                except ToolCallError as error:
+                    logger.warning("ack of %d firing(s) failed (%s)", len(self._acks), error)
+                    return
+                self._acked(acks)
 
     async def _handle(self, firing: Firing, shutdown: Shutdown) -> None:
         done = False
