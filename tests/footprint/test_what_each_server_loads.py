@@ -7,6 +7,10 @@ The calendar with the local backend loads no Google client (the google backend i
 where it is built); no server loads requests, an OAuth or JWT library, the MCP client
 machinery, the OpenAI client, or (telegram-io aside) the Telegram client.
 
+The orchestrator of the container stack (every server reached by URL, config/mcp_servers.yaml)
+loads fastmcp's client side only: not its server side (``fastmcp.server``, whose auth brings
+joserfc), which only an in-process ``module:`` entry uses.
+
 The embedded orchestrator (``make run``: every server of config/mcp_servers.local.yaml built
 in its process) loads none of those either, the clients it uses aside, nor the HTTP serving
 code of meshkit (it serves no MCP over HTTP).
@@ -54,6 +58,7 @@ NO_SERVER_LOADS = (
 ONLY_TELEGRAM_IO = ("telegram",)
 ORCHESTRATOR_USES = ("fastmcp.client", "openai", "jwt")  # jwt: fastmcp.client's own import
 EMBEDDED_NEVER_LOADS = ("meshkit.serve", "meshkit.http")
+CLIENT_NEVER_LOADS = ("fastmcp.server", "joserfc")  # the orchestrator reaching servers by URL
 # Built, then its tools listed as a client sees them (what the HTTP server does at start).
 BUILD = """\
 import importlib, sys, anyio
@@ -76,7 +81,21 @@ async def build():
 anyio.run(build)
 print("\\n".join(sorted(sys.modules)))
 """
+# orchestrator.__main__, then a client for every entry of the stack's registry (all URLs).
+BY_URL = """\
+import importlib, sys
+from pathlib import Path
+from fastmcp import Client
+importlib.import_module("orchestrator.__main__")
+from orchestrator.config import load_registry
+from orchestrator.mesh.transports import transport_for
+entries = load_registry(Path({registry!r}))
+assert entries and all(entry.url for entry in entries.values())
+clients = [Client(transport_for(entry, token="t", server=None)) for entry in entries.values()]
+print("\\n".join(sorted(sys.modules)))
+"""
 REGISTRY = Path(__file__).resolve().parents[2] / "config" / "mcp_servers.local.yaml"
+STACK_REGISTRY = REGISTRY.with_name("mcp_servers.yaml")
 
 
 def _environment(tmp_path: Path, name: str) -> dict[str, str]:
@@ -152,3 +171,20 @@ def test_the_embedded_orchestrator_loads_no_client_it_never_calls_nor_http_servi
     assert {"mcp_calendar.server", "mcp_telegram_io.server"} <= modules  # all built
     unused = tuple(p for p in NO_SERVER_LOADS if p not in ORCHESTRATOR_USES)
     assert _of(modules, unused + EMBEDDED_NEVER_LOADS) == []
+
+
+def test_the_orchestrator_reaching_servers_by_url_loads_no_server_side_of_fastmcp(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", BY_URL.format(registry=str(STACK_REGISTRY))],
+        env=_environment(tmp_path, "orchestrator"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    modules = set(done.stdout.split())
+    assert {"orchestrator.app", "fastmcp.client"} <= modules  # the client side is there
+    assert _of(modules, CLIENT_NEVER_LOADS) == []

@@ -8,6 +8,11 @@ the pydantic wire model it shares with the server (``Registry.call_as``, which f
 the call on a mismatch), a result for the model as JSON text, which the model reads as
 it is. This is the session fastmcp's own proxies use for results they only pass on,
 given through the transport options a wrapping transport is documented to pass along.
+
+``FastMCP`` is named for type checking only: importing it loads fastmcp's whole server side
+(its auth, joserfc and cryptography, its providers: 141 modules, 6.4 MiB), which only a
+``module:`` entry uses, and that entry's own module imports it. The orchestrator of the
+container stack reaches every server by URL and loads the client side alone.
 """
 
 from __future__ import annotations
@@ -17,10 +22,9 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import mcp_types
-from fastmcp import FastMCP
 from fastmcp.client.transports import (
     ClientTransport,
     FastMCPTransport,
@@ -31,6 +35,9 @@ from fastmcp.client.transports.base import SessionKwargs, TransportOptions
 from mcp import ClientSession
 
 from orchestrator.config import ServerEntry
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
 
 
 class ModuleNotLoadable(Exception):
