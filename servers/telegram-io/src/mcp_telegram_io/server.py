@@ -81,6 +81,12 @@ Buttons = Annotated[
         description="inline keyboard: rows of buttons, under the (last) message",
     ),
 ]
+CallbackId = Annotated[str, Field(min_length=1, max_length=200, description="the tap's id")]
+Notice = Annotated[str | None, Field(max_length=1000, description="a short notice")]
+AckIds = Annotated[
+    list[Annotated[str, Field(max_length=100)]] | None,
+    Field(max_length=1000, description="'id' fields of updates this call finishes: acked"),
+]
 UpdateIds = Annotated[
     list[Annotated[str, Field(max_length=100)]],
     Field(max_length=1000, description="'id' fields of updates"),
@@ -110,9 +116,6 @@ def build_server(
     if not configs:
         raise ConfigError(no_bots_help(settings.agents))
     store = InboxStore(settings.db_path, max_bytes=settings.max_db_bytes, clock=clock)
-    inbox = Inbox(settings, store, clock=clock)
-    if stopping is not None:
-        stopping.on_stop(inbox.stop_waiting)
     # One HTTP client for the fleet: a connection for each bot's long poll, 16 for sends.
     client = SharedClient(connections=SEND_CONNECTIONS + len(configs))
     bots = {agent: _bot(config, settings, client) for agent, config in configs.items()}
@@ -123,6 +126,9 @@ def build_server(
         clock,
         max_retry_after_s=settings.max_retry_after_s,
     )
+    inbox = Inbox(settings, store, clock=clock, sent_under=sender.sent_under)
+    if stopping is not None:
+        stopping.on_stop(inbox.stop_waiting)
     policy = policy or PollPolicy(
         timeout_s=settings.poll_timeout_s,
         backoff_max_s=settings.backoff_max_s,
@@ -244,25 +250,46 @@ def build_server(
         )
 
     @mcp.tool(**internal(title="Edit a message", idempotent=True))
-    async def edit_message(
+    async def edit_message(  # noqa: PLR0917 (a tool's parameters are its schema)
         agent: Agent,
         chat_id: ChatId,
         message_id: IntegerId,
         text: Annotated[str, Field(min_length=1, max_length=4096, description="Markdown")],
         buttons: Buttons = None,
+        callback_id: CallbackId | None = None,
+        notice: Notice = None,
+        ack: AckIds = None,
     ) -> Done:
-        """Replace a sent message's text and buttons (no buttons: they are removed)."""
-        return await sender.edit_message(agent, chat_id, message_id, text, _buttons(buttons))
+        """Replace a sent message's text and buttons (no buttons: they are removed).
+
+        With ``callback_id``, the tap on it is answered first (``notice``, as
+        answer_callback does); with ``ack``, the updates are acked once the edit is made
+        (as ack does): a tap's outcome in one call.
+        """
+        if callback_id is not None:
+            await sender.answer_callback(agent, callback_id, notice)
+        done = await sender.edit_message(agent, chat_id, message_id, text, _buttons(buttons))
+        if ack:
+            done.acked = await inbox.ack(ack)
+        return done
 
     @mcp.tool(**internal(title="Answer a button tap", idempotent=True))
     async def answer_callback(
         agent: Agent,
-        callback_id: Annotated[str, Field(min_length=1, max_length=200)],
-        text: Annotated[str | None, Field(max_length=1000, description="a short notice")] = None,
+        callback_id: CallbackId,
+        text: Notice = None,
         alert: bool = False,
+        ack: AckIds = None,
     ) -> Done:
-        """Stop the button's spinner, with an optional notice (200 characters at most)."""
-        return await sender.answer_callback(agent, callback_id, text, alert)
+        """Stop the button's spinner, with an optional notice (200 characters at most).
+
+        With ``ack``, the updates are acked too (as ack does), whether Telegram still took
+        the answer or not: a tap that changes nothing, in one call.
+        """
+        done = await sender.answer_callback(agent, callback_id, text, alert)
+        if ack:
+            done.acked = await inbox.ack(ack)
+        return done
 
     @mcp.tool(**internal(title="Show a chat action", idempotent=True))
     async def send_chat_action(
