@@ -35,6 +35,7 @@ from orchestrator.app import App, open_app
 from orchestrator.channels.scheduled import ScheduledChannel
 from orchestrator.channels.telegram import TelegramChannel
 from orchestrator.core.replies import Reply as ChatReply
+from orchestrator.core.routes import Deliver
 from orchestrator.core.summaries import PROMPT
 from orchestrator.settings import OrchestratorSettings
 from orchestrator.shutdown import Shutdown
@@ -330,7 +331,9 @@ async def test_a_turn_goes_on_when_memory_does_not_answer(tmp_path: Path) -> Non
             return "1"
 
         async with open_app(settings) as app:
-            await app.dispatcher.on_text("clawdia", "7", "hi", user_id="7", deliver=deliver)
+            await app.dispatcher.on_text(
+                "clawdia", "7", "hi", user_id="7", deliver=Deliver("reply:1", deliver)
+            )
 
     assert sent == ["Hello without memory."]
     [request] = llm.requests

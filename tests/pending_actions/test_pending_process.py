@@ -47,9 +47,12 @@ async def test_a_proposal_is_staged_and_approved_over_http_with_the_token(
         staged = await client.call_tool(
             "stage",
             {
-                "agent": AGENT, "chat_id": CHAT, "server": "shopping", "proposal": MILK,
+                "agent": AGENT,
+                "chat_id": CHAT,
+                "server": "shopping",
+                "proposal": MILK,
                 "message_key": "reply:1:900",
-            },  # fmt: skip
+            },
         )
         assert staged.structured_content is not None
         action_id = staged.structured_content["action_id"]

@@ -325,7 +325,9 @@ async def test_an_unknown_or_malformed_id_is_not_found(client: Client[Any], acti
         pytest.param({"message_key": "reply:1:901"}, id="another-message"),
         pytest.param({"message_key": "fire:clawdia/prompt/x@2026"}, id="a-forged-key"),
         pytest.param({"agent": "bob"}, id="another-agent"),
-        pytest.param({"agent": "bob", "message_key": "reply:1:901"}, id="another-agent-and-message"),
+        pytest.param(
+            {"agent": "bob", "message_key": "reply:1:901"}, id="another-agent-and-message"
+        ),
         pytest.param({"chat_id": "43"}, id="another-chat"),
     ],
 )
@@ -392,9 +394,7 @@ async def test_actions_staged_into_a_batch_take_its_key(client: Client[Any]) -> 
     second = await stage(client, EGGS, batch_id=first["batch_id"])
     where = {"agent": AGENT, "chat_id": CHAT, "server": "shopping", "proposal": EGGS}
 
-    same = await call(
-        client, "stage", batch_id=first["batch_id"], message_key=MESSAGE, **where
-    )
+    same = await call(client, "stage", batch_id=first["batch_id"], message_key=MESSAGE, **where)
     other = await call_error(
         client, "stage", batch_id=first["batch_id"], message_key="reply:1:901", **where
     )
@@ -660,8 +660,16 @@ async def test_bad_stage_arguments_are_clear_errors(
         ("list_pending", {"agent": AGENT, "chat_id": " "}),
         ("approve_batch", {"batch_id": "bat_000000000000", "user_id": USER}),
         ("cancel_batch", {"batch_id": "bat_000000000000", **tap(agent="")}),
-        ("stage", {"agent": AGENT, "chat_id": CHAT, "server": "shopping", "proposal": MILK,
-                   "message_key": " "}),  # fmt: skip
+        (
+            "stage",
+            {
+                "agent": AGENT,
+                "chat_id": CHAT,
+                "server": "shopping",
+                "proposal": MILK,
+                "message_key": " ",
+            },
+        ),
     ],
 )
 async def test_bad_arguments_are_tool_errors(

@@ -95,8 +95,7 @@ _EVENT = (
 # Staging order, oldest first: rowids only grow, since nothing is deleted.
 _ORDER = "ORDER BY rowid"
 _BATCH = (
-    "SELECT batch_id, agent, chat_id, text, created_at, message_key FROM batches"
-    " WHERE batch_id = ?"
+    "SELECT batch_id, agent, chat_id, text, created_at, message_key FROM batches WHERE batch_id = ?"
 )
 
 

@@ -159,9 +159,15 @@ class Sender:
         message_id: int,
         text: str,
         buttons: Sequence[Sequence[ButtonSpec]] = (),
+        *,
+        callback_id: str | None = None,
+        notice: str | None = None,
     ) -> Done:
+        """Redraw a message; with ``callback_id``, the tap on it answered first (``notice``)."""
         bot = self._bot(agent)
         (part,) = _parts(text, max_parts=1)
+        if callback_id is not None:
+            await self.answer_callback(agent, callback_id, notice)
         markup = keyboard(buttons)
         try:
             await self._deliver(

@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import anyio
 from fastmcp import FastMCP
@@ -48,6 +48,7 @@ from meshkit.yaml_config import ConfigError
 logger = logging.getLogger(__name__)
 
 SEND_CONNECTIONS = 16
+Delivered = TypeVar("Delivered", Sent, Done)
 INSTRUCTIONS = (
     "Telegram I/O for the clawmesh orchestrator: a durable inbox of the bots' updates "
     "(next_updates leases them, extend_leases keeps them while working, ack after the reply "
@@ -266,12 +267,19 @@ def build_server(
         answer_callback does); with ``ack``, the updates are acked once the edit is made
         (as ack does): a tap's outcome in one call.
         """
-        if callback_id is not None:
-            await sender.answer_callback(agent, callback_id, notice)
-        done = await sender.edit_message(agent, chat_id, message_id, text, _buttons(buttons))
-        if ack:
-            done.acked = await inbox.ack(ack)
-        return done
+        return await _acked_after(
+            sender.edit_message(
+                agent,
+                chat_id,
+                message_id,
+                text,
+                _buttons(buttons),
+                callback_id=callback_id,
+                notice=notice,
+            ),
+            inbox,
+            ack or [],
+        )
 
     @mcp.tool(**internal(title="Answer a button tap", idempotent=True))
     async def answer_callback(
@@ -286,10 +294,9 @@ def build_server(
         With ``ack``, the updates are acked too (as ack does), whether Telegram still took
         the answer or not: a tap that changes nothing, in one call.
         """
-        done = await sender.answer_callback(agent, callback_id, text, alert)
-        if ack:
-            done.acked = await inbox.ack(ack)
-        return done
+        return await _acked_after(
+            sender.answer_callback(agent, callback_id, text, alert), inbox, ack or []
+        )
 
     @mcp.tool(**internal(title="Show a chat action", idempotent=True))
     async def send_chat_action(
@@ -335,9 +342,10 @@ def _bot(config: BotConfig, settings: TelegramIOSettings, client: SharedClient) 
     )
 
 
-async def _acked_after(sending: Awaitable[Sent], inbox: Inbox, ids: list[str]) -> Sent:
-    """A send, then the updates it answers acked: only once it succeeded (a failed send
-    acks nothing), and again each time it is repeated under its key (sending nothing)."""
+async def _acked_after(sending: Awaitable[Delivered], inbox: Inbox, ids: list[str]) -> Delivered:
+    """A send (an edit, a tap's answer), then the updates it answers acked: only once it
+    succeeded (a failed send acks nothing), and again each time it is repeated (under its
+    key: sending nothing)."""
     sent = await sending
     if ids:
         sent.acked = await inbox.ack(ids)
