@@ -190,6 +190,7 @@ class FakeTelegram:
         self._calls: list[Call] = []
         self._faults: list[_Fault] = []
         self._held: set[str] = set()
+        self._answers_held: set[str] = set()
         self._changed: anyio.Event | None = None
         self._closed = False
         self._file_ids = itertools.count(1001)
@@ -251,12 +252,15 @@ class FakeTelegram:
         description = description or default or HTTPStatus(status).phrase
         self._faults.append(_Fault(method.lower(), token, status, description, parameters, times))
 
-    def hold(self, method: str) -> None:
-        """Calls of ``method`` hang (after authentication) until ``release``."""
-        self._held.add(method.lower())
+    def hold(self, method: str, *, answers: bool = False) -> None:
+        """Calls of ``method`` hang (after authentication) until ``release``. ``answers``:
+        they are carried out (a message sent is in its chat and may be tapped, as the user
+        may see it before the bot has Telegram's answer), and their answers hang."""
+        (self._answers_held if answers else self._held).add(method.lower())
 
     def release(self, method: str | None = None) -> None:
-        self._held.difference_update([method.lower()] if method else list(self._held))
+        for held in (self._held, self._answers_held):
+            held.difference_update([method.lower()] if method else list(held))
         self._signal()
 
     def forget(self) -> None:
@@ -385,6 +389,9 @@ class FakeTelegram:
             if fault := self._fault(method, token):
                 return fault
             result = await handler(bot, params)
+            self._signal()
+            while method.lower() in self._answers_held and not self._closed:
+                await self._next_change()
         except Refused as refused:
             return _refusal(refused)
         finally:

@@ -15,7 +15,7 @@ from orchestrator.app import App, llm_for, open_app
 from orchestrator.channels.console import Console
 from orchestrator.config import Agent
 from orchestrator.core.replies import Reply as ChatReply
-from orchestrator.core.routes import TapContext
+from orchestrator.core.routes import Deliver, TapContext
 from orchestrator.llm.base import LLM
 from orchestrator.llm.openai_api import build_llm
 from orchestrator.llm.retry import RetryPolicy
@@ -105,7 +105,9 @@ async def ask_in(app: App, chat: str, shown_in: str, message: str) -> ChatReply:
     async def deliver(reply: ChatReply) -> str:
         return shown_in
 
-    return await app.dispatcher.on_text("clawdia", chat, message, user_id=chat, deliver=deliver)
+    return await app.dispatcher.on_text(
+        "clawdia", chat, message, user_id=chat, deliver=Deliver(shown_in, deliver)
+    )
 
 
 async def tap_in(app: App, chat: str, shown_in: str, reply: ChatReply, label: str) -> ChatReply:
@@ -121,7 +123,7 @@ async def tap_in(app: App, chat: str, shown_in: str, reply: ChatReply, label: st
         edits.append(new)
 
     await app.dispatcher.on_callback(
-        TapContext("clawdia", chat, chat, shown_in, data, answer, edit)
+        TapContext("clawdia", chat, chat, shown_in, data, answer, edit, key=shown_in)
     )
     [edited] = edits
     return edited

@@ -158,9 +158,9 @@ async def test_a_process_with_every_secret_of_a_confirm_server_makes_no_token_an
 
     # The same change, approved by a tap on pending-actions, is made.
     pending = mesh.pending.ready()
-    staged = await _structured(pending, "stage", {**WHERE, "server": target, "proposal": proposal})
-    await _structured(pending, "show", {**WHERE, "batch_id": staged["batch_id"], "message_id": "9"})
-    tap = {**WHERE, "action_id": staged["action_id"], "user_id": "7001", "message_id": "9"}
+    staging = {**WHERE, "server": target, "proposal": proposal, "message_key": "k9"}
+    staged = await _structured(pending, "stage", staging)
+    tap = {**WHERE, "action_id": staged["action_id"], "user_id": "7001", "message_key": "k9"}
     decision = await _structured(pending, "approve", tap)
     approved = {"payload": decision["payload"], "approval": decision["approval"]}
     done = await _structured(url, f"confirm_{kind}", approved)

@@ -21,7 +21,7 @@ from fakes.responses_api import call, calls, text
 from fakes.world import World, clawdia
 from orchestrator.app import App
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import TapContext
+from orchestrator.core.routes import Deliver, TapContext
 
 pytestmark = pytest.mark.anyio
 
@@ -97,7 +97,7 @@ class Taps:
             edits.append(reply)
 
         await self.app.dispatcher.on_callback(
-            TapContext(self.agent, self.chat, self.user, message, data, answer, edit)
+            TapContext(self.agent, self.chat, self.user, message, data, answer, edit, key=message)
         )
         assert len(edits) <= 1
         return edits[0] if edits else None
@@ -109,7 +109,9 @@ async def ask(app: App, message: str, shown_in: str = MESSAGE) -> Reply:
     async def deliver(reply: Reply) -> str:
         return shown_in
 
-    return await app.dispatcher.on_text("clawdia", CHAT, message, user_id=USER, deliver=deliver)
+    return await app.dispatcher.on_text(
+        "clawdia", CHAT, message, user_id=USER, deliver=Deliver(shown_in, deliver)
+    )
 
 
 def button(reply: Reply, label: str) -> str:
@@ -319,7 +321,7 @@ async def test_two_buttons_of_one_batch_tapped_at_once_end_drawn_as_both_went(
                 drawn.append(new)
 
             data = button(reply, label)
-            tap = TapContext("clawdia", CHAT, USER, MESSAGE, data, answer, edit)
+            tap = TapContext("clawdia", CHAT, USER, MESSAGE, data, answer, edit, key=MESSAGE)
             await app.dispatcher.on_callback(tap)
 
         async with anyio.create_task_group() as both:

@@ -18,7 +18,7 @@ from orchestrator.channels.console import Console
 from orchestrator.core.actions import NO_LONGER_ACTIVE
 from orchestrator.core.clarify import EXPIRED, OTHER, TYPE_IT
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import TapContext
+from orchestrator.core.routes import Deliver, TapContext
 
 pytestmark = pytest.mark.anyio
 
@@ -49,7 +49,12 @@ class Chat:
             self.edits.append((message_id, reply))
 
         return await self.app.dispatcher.on_text(
-            "clawdia", CHAT, message, user_id=CHAT, deliver=self.deliver, edit_message=edit_message
+            "clawdia",
+            CHAT,
+            message,
+            user_id=CHAT,
+            deliver=Deliver(str(len(self.messages) + 1), self.deliver),
+            edit_message=edit_message,
         )
 
     async def tap(
@@ -68,8 +73,8 @@ class Chat:
         data = next(b.data for row in self.messages[message - 1].buttons for b in row
                     if b.label == label)  # fmt: skip
         await self.app.dispatcher.on_callback(TapContext(
-            "clawdia", CHAT, CHAT, tapped, data, answer, edit, deliver=self.deliver,
-            tap_id=tap_id,
+            "clawdia", CHAT, CHAT, tapped, data, answer, edit,
+            deliver=Deliver(str(len(self.messages) + 1), self.deliver), tap_id=tap_id, key=tapped,
         ))  # fmt: skip
 
 

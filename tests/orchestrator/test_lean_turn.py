@@ -35,6 +35,7 @@ from orchestrator.app import App, open_app
 from orchestrator.channels.scheduled import ScheduledChannel
 from orchestrator.channels.telegram import TelegramChannel
 from orchestrator.core.replies import Reply as ChatReply
+from orchestrator.core.routes import Deliver
 from orchestrator.core.summaries import PROMPT
 from orchestrator.settings import OrchestratorSettings
 from orchestrator.shutdown import Shutdown
@@ -65,12 +66,13 @@ class Lean:
 
 
 def acks(update: str) -> bool:
-    """Whether a call answered so far acked ``update``: its reply's send, an ack, or (a
-    firing) the scheduler's next poll."""
+    """Whether a call answered so far acked ``update``: its reply's send, a tap's answer
+    or redraw, an ack, or (a firing) the scheduler's next poll."""
     return any(
-        update in c.arguments.get("ack", []) or update in c.arguments.get("ids", [])
+        update in (c.arguments.get("ack") or []) or update in c.arguments.get("ids", [])
         for c in CALLS.made
-        if c.answered and c.tool in ("send_message", "ack", "next_due")
+        if c.answered
+        and c.tool in ("send_message", "ack", "answer_callback", "edit_message", "next_due")
     )
 
 
@@ -252,6 +254,7 @@ async def test_a_proposal_and_its_tap_make_the_calls_their_buttons_need(lean: Le
     update = lean.say("add apples")
 
     proposed = await handled(update)
+    [stage] = [c for c in CALLS.made if c.tool == "stage"]
     [send] = [c for c in CALLS.made if c.tool == "send_message"]
     message = await lean.reply()
     [data] = [
@@ -262,19 +265,52 @@ async def test_a_proposal_and_its_tap_make_the_calls_their_buttons_need(lean: Le
     ]
     CALLS.clear()
     lean.telegram.tap(TOKEN, USER, message.message_id, data)
-    await CALLS.wait_for(lambda made: any(c.tool == "ack" and c.answered for c in made))
+    await CALLS.wait_for(lambda made: any(c.tool == "append_items" and c.answered for c in made))
+    await CALLS.wait_for(lambda made: any(c.tool == "complete" and c.answered for c in made))
     tapped = CALLS.names(without=POLLS)
 
-    # The record first; the buttons' message is recorded (show) before the update is acked.
+    # The batch is bound to the reply's key before the send: the send acks, nothing follows.
     assert proposed == [
         "memory.turn_context", "memory.append_items", "pending-actions.stage",
-        "telegram-io.send_message", "pending-actions.show", "telegram-io.ack",
+        "telegram-io.send_message",
     ]  # fmt: skip
-    assert "ack" not in send.arguments
-    assert sorted(tapped) == sorted([
-        "pending-actions.approve", "telegram-io.answer_callback", "telegram-io.edit_message",
-        "pending-actions.complete", "memory.append_items", "telegram-io.ack",
-    ])  # fmt: skip
+    assert stage.arguments["message_key"] == send.arguments["idempotency_key"]
+    assert send.arguments["ack"] == [update]
+    # The change (shopping's confirm tool, not counted here), then its notice, the redraw
+    # and the ack in one call; then the records.
+    assert tapped[:2] == ["pending-actions.approve", "telegram-io.edit_message"]
+    assert sorted(tapped[2:]) == ["memory.append_items", "pending-actions.complete"]
+    [approve] = [c for c in CALLS.made if c.tool == "approve"]
+    [edit] = [c for c in CALLS.made if c.tool == "edit_message"]
+    assert approve.arguments["message_key"] == f"reply:{update}"
+    [tap] = edit.arguments["ack"]  # the tap's update
+    assert tap != update
+    assert edit.arguments["notice"] == "Confirmed: on it."
+    [answer] = lean.telegram.callback_answers(TOKEN)
+    assert answer.text == "Confirmed: on it."
+
+
+async def test_a_tap_that_changes_nothing_is_answered_and_acked_in_one_call(lean: Lean) -> None:
+    lean.llm.script(
+        calls(call("shopping__propose_add_to_list", name="pears")), text("Shall I add pears?")
+    )
+    await handled(lean.say("add pears"))
+    message = await lean.reply()
+    [[confirm, _]] = (message.reply_markup or {})["inline_keyboard"]
+    data = confirm["callback_data"]
+    lean.telegram.tap(TOKEN, USER, message.message_id, data)
+    await lean.telegram.wait_for(lambda: bool(lean.telegram.callback_answers(TOKEN)))
+    await CALLS.wait_for(lambda made: any(c.tool == "complete" and c.answered for c in made))
+    CALLS.clear()
+
+    lean.telegram.tap(TOKEN, USER, message.message_id, data, forged=True)  # an old button
+    await CALLS.wait_for(lambda made: any(c.tool == "answer_callback" and c.answered for c in made))
+
+    assert CALLS.names(without=POLLS) == ["pending-actions.approve", "telegram-io.answer_callback"]
+    [answer] = [c for c in CALLS.made if c.tool == "answer_callback"]
+    [second] = answer.arguments["ack"]
+    assert answer.arguments["text"] == "already done"
+    assert acks(second)
 
 
 async def test_a_scheduled_prompt_is_the_same_lean_turn_acked_by_the_next_poll(
@@ -335,7 +371,9 @@ async def test_a_turn_goes_on_when_memory_does_not_answer(tmp_path: Path) -> Non
             return "1"
 
         async with open_app(settings) as app:
-            await app.dispatcher.on_text("clawdia", "7", "hi", user_id="7", deliver=deliver)
+            await app.dispatcher.on_text(
+                "clawdia", "7", "hi", user_id="7", deliver=Deliver("reply:1", deliver)
+            )
 
     assert sent == ["Hello without memory."]
     [request] = llm.requests

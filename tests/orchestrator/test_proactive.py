@@ -28,7 +28,7 @@ from mcp_calendar.settings import CalendarSettings
 from meshkit.wire.scheduler import Acked, Due, Firing
 from orchestrator.app import App
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import TapContext
+from orchestrator.core.routes import Deliver, TapContext
 from orchestrator.settings import OrchestratorSettings
 
 pytestmark = pytest.mark.anyio
@@ -148,7 +148,7 @@ async def handled(app: App, firing: Firing) -> list[Reply]:
         sent.append(reply)
         return "77"
 
-    assert await app.proactive.handle(firing, deliver)
+    assert await app.proactive.handle(firing, Deliver(f"fire:{firing.key}", deliver))
     return sent
 
 
@@ -209,7 +209,11 @@ async def test_a_reminder_set_by_tap_is_delivered_with_buttons_and_snoozed_witho
             return "10"
 
         asked = await app.dispatcher.on_text(
-            "clawdia", OWNER, "remind me in 2 hours to call mum", user_id=OWNER, deliver=deliver
+            "clawdia",
+            OWNER,
+            "remind me in 2 hours to call mum",
+            user_id=OWNER,
+            deliver=Deliver("10", deliver),
         )
         notices: list[str] = []
         edits: list[Reply] = []
@@ -222,7 +226,9 @@ async def test_a_reminder_set_by_tap_is_delivered_with_buttons_and_snoozed_witho
 
         async def tap(data: str, message: str, tap_id: str | None = None) -> None:
             await app.dispatcher.on_callback(
-                TapContext("clawdia", OWNER, OWNER, message, data, answer, edit, tap_id=tap_id)
+                TapContext(
+                    "clawdia", OWNER, OWNER, message, data, answer, edit, tap_id=tap_id, key=message
+                )
             )
 
         [[set_button, _]] = asked.buttons
@@ -245,7 +251,7 @@ async def test_a_reminder_set_by_tap_is_delivered_with_buttons_and_snoozed_witho
         # The owner's button, replayed by another user of the agent in their own chat, and
         # in the owner's chat on another message (the proposal's).
         await app.dispatcher.on_callback(
-            TapContext("clawdia", GUEST, GUEST, "77", done, answer, edit)
+            TapContext("clawdia", GUEST, GUEST, "77", done, answer, edit, key="77")
         )
         await tap(done, "10")
         assert notices[-2:] == ["That button is no longer active."] * 2
@@ -335,7 +341,7 @@ async def test_a_scheduled_prompt_leaves_a_waiting_question_to_the_users_answer(
 
     async with clawdia(world) as app:
         asked = await app.dispatcher.on_text(
-            "clawdia", OWNER, "Weather in Paris?", user_id=OWNER, deliver=shown_as_1
+            "clawdia", OWNER, "Weather in Paris?", user_id=OWNER, deliver=Deliver("1", shown_as_1)
         )
         CLOCK.advance(next_sunday_6pm().timestamp() - time.time() + 1)  # the scheduler's clock
         [firing] = await due(app)

@@ -14,7 +14,7 @@ from fakes.world import World, clawdia, last_output
 from orchestrator.app import App
 from orchestrator.core.remembered import CLOSE, OPEN
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import TapContext
+from orchestrator.core.routes import Deliver, TapContext
 
 pytestmark = pytest.mark.anyio
 
@@ -35,8 +35,9 @@ class Chat:
             self.messages += 1
             return str(self.messages)
 
+        key = str(self.messages + 1)  # the message it is delivered in
         return await self.app.dispatcher.on_text(
-            "clawdia", self.chat, message, user_id=self.chat, deliver=deliver
+            "clawdia", self.chat, message, user_id=self.chat, deliver=Deliver(key, deliver)
         )
 
     async def tap(self, reply: Reply, label: str, message: str | None = None) -> Reply | None:
@@ -51,7 +52,14 @@ class Chat:
         shown_in = message or str(self.messages)
         await self.app.dispatcher.on_callback(
             TapContext(
-                "clawdia", self.chat, self.chat, shown_in, button(reply, label), answer, edit
+                "clawdia",
+                self.chat,
+                self.chat,
+                shown_in,
+                button(reply, label),
+                answer,
+                edit,
+                key=shown_in,
             )
         )
         return edits[-1] if edits else None

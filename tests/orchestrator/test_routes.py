@@ -33,7 +33,7 @@ from orchestrator.core.callbacks import (
     prefix_of,
 )
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import TapContext
+from orchestrator.core.routes import Deliver, TapContext
 
 pytestmark = pytest.mark.anyio
 
@@ -100,7 +100,9 @@ async def test_an_unknown_or_forged_button_is_refused_and_nothing_runs(
         return "2"
 
     async with clawdia(world) as app:
-        tap = TapContext("clawdia", CHAT, CHAT, "1", data, answer, edit, deliver, "bot:7")
+        tap = TapContext(
+            "clawdia", CHAT, CHAT, "1", data, answer, edit, Deliver("2", deliver), "bot:7", "1"
+        )
         await app.dispatcher.on_callback(tap)
     assert notices == [NO_LONGER_ACTIVE]
     assert changed == []  # no message edited, none sent

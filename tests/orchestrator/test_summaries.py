@@ -17,7 +17,7 @@ from meshkit.wire.memory import Window
 from orchestrator.app import App
 from orchestrator.core.remembered import EARLIER_OPEN, OPEN
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import TapContext
+from orchestrator.core.routes import Deliver, TapContext
 from orchestrator.core.summaries import PROMPT
 
 pytestmark = pytest.mark.anyio
@@ -40,7 +40,9 @@ async def say(app: App, message: str) -> Reply:
     async def deliver(reply: Reply) -> str:
         return "1"
 
-    return await app.dispatcher.on_text("clawdia", CHAT, message, user_id=CHAT, deliver=deliver)
+    return await app.dispatcher.on_text(
+        "clawdia", CHAT, message, user_id=CHAT, deliver=Deliver("1", deliver)
+    )
 
 
 async def window(app: App) -> Window:
@@ -136,7 +138,9 @@ async def test_new_clears_the_window_and_its_summary_but_not_the_rules(
         pass
 
     remember = proposed.buttons[0][0].data
-    await app.dispatcher.on_callback(TapContext("clawdia", CHAT, CHAT, "1", remember, note, edit))
+    await app.dispatcher.on_callback(
+        TapContext("clawdia", CHAT, CHAT, "1", remember, note, edit, key="1")
+    )
     world.llm.default = answering(text(SUMMARY))
     for n in range(7):
         await say(app, f"message {n}")

@@ -11,7 +11,7 @@ from fakes.tool_calls import call
 AGENT = "clawdia"
 CHAT = "42"
 USER = "7001"
-MESSAGE = "900"  # the Telegram message the batch's buttons are in
+MESSAGE = "reply:1:900"  # the key the message with the batch's buttons is sent under
 MILK: dict[str, Any] = {
     "kind": "add_item",
     "summary": "Add milk to the shopping list",
@@ -31,20 +31,20 @@ async def stage(
     shown_in: str | None = MESSAGE,
     **arguments: Any,
 ) -> dict[str, Any]:
-    """Stage ``proposal`` (MILK by default) from the shopping server in AGENT's CHAT, and
-    record its batch as shown in message ``shown_in`` (None: not shown)."""
-    defaults = {"agent": AGENT, "chat_id": CHAT, "server": "shopping", "proposal": proposal or MILK}
-    given = {**defaults, **arguments}
-    staged = await call(client, "stage", **given)
-    if shown_in is not None:
-        where = {"agent": given["agent"], "chat_id": given["chat_id"]}
-        await call(client, "show", batch_id=staged["batch_id"], message_id=shown_in, **where)
-    return staged
+    """Stage ``proposal`` (MILK by default) from the shopping server in AGENT's CHAT, its
+    batch shown in the message sent under key ``shown_in`` (None: no key, shown nowhere;
+    left out when staging into a batch)."""
+    defaults: dict[str, Any] = {
+        "agent": AGENT, "chat_id": CHAT, "server": "shopping", "proposal": proposal or MILK,
+    }  # fmt: skip
+    if shown_in is not None and "batch_id" not in arguments:
+        defaults["message_key"] = shown_in
+    return await call(client, "stage", **{**defaults, **arguments})
 
 
 def tap(**arguments: Any) -> dict[str, Any]:
     """Where a tap comes from: USER, in AGENT's CHAT, on MESSAGE, unless told otherwise."""
-    return {"user_id": USER, "chat_id": CHAT, "agent": AGENT, "message_id": MESSAGE, **arguments}
+    return {"user_id": USER, "chat_id": CHAT, "agent": AGENT, "message_key": MESSAGE, **arguments}
 
 
 async def approve(client: Client[Any], action_id: str, **arguments: Any) -> dict[str, Any]:

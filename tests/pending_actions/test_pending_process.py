@@ -45,14 +45,19 @@ async def test_a_proposal_is_staged_and_approved_over_http_with_the_token(
     async with sdk_client(f"{url}/mcp", TOKEN) as client:
         tools = (await client.list_tools()).tools
         staged = await client.call_tool(
-            "stage", {"agent": AGENT, "chat_id": CHAT, "server": "shopping", "proposal": MILK}
+            "stage",
+            {
+                "agent": AGENT,
+                "chat_id": CHAT,
+                "server": "shopping",
+                "proposal": MILK,
+                "message_key": "reply:1:900",
+            },
         )
         assert staged.structured_content is not None
         action_id = staged.structured_content["action_id"]
         where = {"agent": AGENT, "chat_id": CHAT}
-        batch_id = staged.structured_content["batch_id"]
-        await client.call_tool("show", {"batch_id": batch_id, "message_id": "900", **where})
-        tap = {"action_id": action_id, "user_id": USER, "message_id": "900", **where}
+        tap = {"action_id": action_id, "user_id": USER, "message_key": "reply:1:900", **where}
         approved = await client.call_tool("approve", tap)
         again = await client.call_tool("approve", tap)
 

@@ -67,12 +67,12 @@ def action_row(action_id: str = "act_0123456789ab") -> ActionRow:
 async def test_every_state_change_is_an_event_and_nothing_is_deleted(
     client: Client[Any], settings: PendingSettings, clock: Clock
 ) -> None:
-    done = (await stage(client))["action_id"]
-    cancelled = (await stage(client))["action_id"]
+    done = (await stage(client, shown_in="reply:1:1"))["action_id"]
+    cancelled = (await stage(client, shown_in="reply:1:2"))["action_id"]
     expired = (await stage(client, {**MILK, "ttl_s": 10}))["action_id"]
-    await approve(client, done)
+    await approve(client, done, message_key="reply:1:1")
     await call(client, "complete", action_id=done, result={"added": "milk"})
-    await cancel(client, cancelled)
+    await cancel(client, cancelled, message_key="reply:1:2")
     clock.advance(10)
     await call(client, "list_pending", agent=AGENT, chat_id=CHAT)
 
@@ -236,18 +236,27 @@ async def test_embedded_mode_builds_the_server_from_the_environment(
     assert (tmp_path / "pending_actions.sqlite3").is_file()
 
 
-async def test_a_database_from_before_messages_were_recorded_opens_and_its_buttons_take_no_tap(
+async def test_a_database_from_before_message_keys_opens_and_its_buttons_take_no_tap(
     settings: PendingSettings, clock: Clock
 ) -> None:
-    # The schema as it was before the ``shown`` table, with a batch staged then.
-    before_shown = PendingStore.SCHEMA.split("CREATE TABLE IF NOT EXISTS shown")[0]
+    # Schema 1: batches without message_key, the message recorded in ``shown`` after the
+    # send. A batch shown then, with a pending action.
+    before_keys = (
+        PendingStore.SCHEMA.replace(",\n    message_key TEXT\n", "\n").split(
+            "CREATE INDEX IF NOT EXISTS batches_by_key"
+        )[0]
+        + PendingStore.SCHEMA.split("WHERE message_key IS NOT NULL;")[1]
+        + "CREATE TABLE shown (batch_id TEXT PRIMARY KEY, message_id TEXT NOT NULL,"
+        " at REAL NOT NULL);"
+    )
     settings.db_path.parent.mkdir(parents=True)
     with closing(sqlite3.connect(settings.db_path)) as db:
-        db.executescript(f"{before_shown} PRAGMA user_version = 1;")
+        db.executescript(f"{before_keys} PRAGMA user_version = 1;")
         db.execute(
             "INSERT INTO batches VALUES ('bat_0123456789ab', ?, ?, 'Milk?', ?)",
             (AGENT, CHAT, clock.now),
         )
+        db.execute("INSERT INTO shown VALUES ('bat_0123456789ab', '1', ?)", (clock.now,))
         db.execute(
             "INSERT INTO actions VALUES ('act_0123456789ab', 'bat_0123456789ab', ?, ?, NULL,"
             " 'shopping', 'add_item', 'Add milk', '{}', 'OK', 'No', 'pending', ?, ?, ?,"
@@ -258,9 +267,12 @@ async def test_a_database_from_before_messages_were_recorded_opens_and_its_butto
 
     async with Client(build_server(settings, clock=clock)) as client:
         listed = await call(client, "list_pending", agent=AGENT, chat_id=CHAT)
-        approved = await approve(client, "act_0123456789ab", message_id="1")
+        approved = await approve(client, "act_0123456789ab", message_key="1")
         batch = await call(client, "get_batch", batch_id="bat_0123456789ab")
+        staged = await stage(client)  # a new batch, under a key
+        taken = await approve(client, staged["action_id"])
 
     assert [a["action_id"] for a in listed["actions"]] == ["act_0123456789ab"]
     assert (approved["ok"], approved["reason"]) == (False, "not found")
-    assert (batch["message_id"], batch["actions"][0]["state"]) == (None, "pending")
+    assert (batch["message_key"], batch["actions"][0]["state"]) == (None, "pending")
+    assert taken["ok"] is True

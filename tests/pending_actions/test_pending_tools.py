@@ -32,7 +32,6 @@ TOOLS = {
     "cancel",
     "approve_batch",
     "cancel_batch",
-    "show",
     "complete",
     "fail",
     "list_pending",
@@ -63,7 +62,6 @@ async def test_every_tool_is_internal_with_honest_hints(client: Client[Any]) -> 
         "cancel": (False, True),
         "approve_batch": (False, False),
         "cancel_batch": (False, True),
-        "show": (False, True),
         "complete": (False, False),
         "fail": (False, False),
         "list_pending": (True, True),
@@ -324,9 +322,12 @@ async def test_an_unknown_or_malformed_id_is_not_found(client: Client[Any], acti
 @pytest.mark.parametrize(
     "tapped_from",
     [
-        pytest.param({"message_id": "901"}, id="another-message"),
+        pytest.param({"message_key": "reply:1:901"}, id="another-message"),
+        pytest.param({"message_key": "fire:clawdia/prompt/x@2026"}, id="a-forged-key"),
         pytest.param({"agent": "bob"}, id="another-agent"),
-        pytest.param({"agent": "bob", "message_id": "901"}, id="another-agent-and-message"),
+        pytest.param(
+            {"agent": "bob", "message_key": "reply:1:901"}, id="another-agent-and-message"
+        ),
         pytest.param({"chat_id": "43"}, id="another-chat"),
     ],
 )
@@ -355,44 +356,52 @@ async def test_a_tap_from_anywhere_but_where_the_buttons_were_sent_is_not_found(
     assert [(b["decisions"], b["batch"]) for b in batches] == [([], None), ([], None)]
     for staged in (first, second):
         assert await transitions(client, staged["action_id"]) == [(None, "pending")]
-    assert (await approve_batch(client, first["batch_id"]))["batch"]["message_id"] == MESSAGE
+    assert (await approve_batch(client, first["batch_id"]))["batch"]["message_key"] == MESSAGE
 
 
-async def test_a_batch_not_shown_in_any_message_takes_no_tap(client: Client[Any]) -> None:
+async def test_a_batch_staged_without_a_message_key_takes_no_tap(client: Client[Any]) -> None:
     staged = await stage(client, shown_in=None)
 
     approved = await approve(client, staged["action_id"])
     batch = await approve_batch(client, staged["batch_id"])
-    await call(
-        client, "show", agent=AGENT, chat_id=CHAT, batch_id=staged["batch_id"], message_id="5"
-    )
-    after_show = await approve(client, staged["action_id"], message_id="5")
 
     assert (approved["ok"], approved["reason"]) == (False, "not found")
     assert batch["decisions"] == []
-    assert (after_show["ok"], after_show["state"]) == (True, "executing")
+    assert await transitions(client, staged["action_id"]) == [(None, "pending")]
 
 
-async def test_a_batch_is_shown_in_one_message_of_its_own_chat(client: Client[Any]) -> None:
-    staged = await stage(client)
-    batch_id = staged["batch_id"]
-    where = {"agent": AGENT, "chat_id": CHAT, "batch_id": batch_id}
+async def test_a_batch_staged_under_a_key_another_holds_takes_it_over(
+    client: Client[Any],
+) -> None:
+    # A turn redone after a crash stages again under its reply's key: the message shows
+    # the second batch's buttons (the first try's are replaced), the first takes no tap.
+    first = await stage(client, MILK)
+    second = await stage(client, EGGS)
+    elsewhere = await stage(client, MILK, chat_id="43")  # the same key in another chat
 
-    again = await call(client, "show", message_id=MESSAGE, **where)
-    moved = await call_error(client, "show", **{**where, "message_id": "901"})
-    other_agent = await call_error(client, "show", **{**where, "agent": "bob", "message_id": "7"})
-    other_chat = await call_error(client, "show", **{**where, "chat_id": "43", "message_id": "7"})
-    unknown = await call_error(
-        client, "show", **{**where, "batch_id": "bat_000000000000", "message_id": "7"}
+    refused = await approve(client, first["action_id"])
+    approved = await approve(client, second["action_id"])
+    other_chat = await approve(client, elsewhere["action_id"], chat_id="43")
+
+    assert (refused["ok"], refused["reason"]) == (False, "not found")
+    assert (approved["ok"], approved["state"]) == (True, "executing")
+    assert (other_chat["ok"], other_chat["state"]) == (True, "executing")
+    assert (await call(client, "get_batch", batch_id=first["batch_id"]))["message_key"] is None
+
+
+async def test_actions_staged_into_a_batch_take_its_key(client: Client[Any]) -> None:
+    first = await stage(client, MILK)
+    second = await stage(client, EGGS, batch_id=first["batch_id"])
+    where = {"agent": AGENT, "chat_id": CHAT, "server": "shopping", "proposal": EGGS}
+
+    same = await call(client, "stage", batch_id=first["batch_id"], message_key=MESSAGE, **where)
+    other = await call_error(
+        client, "stage", batch_id=first["batch_id"], message_key="reply:1:901", **where
     )
 
-    assert (again["batch_id"], again["message_id"]) == (batch_id, MESSAGE)
-    assert moved.startswith(f"Batch {batch_id} is shown in message {MESSAGE} already")
-    for error in (other_agent, other_chat):
-        assert error.startswith(f"There is no batch '{batch_id}' of this agent in this chat")
-    assert unknown.startswith("There is no batch 'bat_000000000000'")
-    assert (await call(client, "get_batch", batch_id=batch_id))["message_id"] == MESSAGE
-    assert (await approve(client, staged["action_id"], message_id="901"))["reason"] == "not found"
+    assert (await approve(client, second["action_id"]))["ok"] is True
+    assert same["batch_id"] == first["batch_id"]
+    assert other.startswith(f"Batch {first['batch_id']} is shown under another message key")
 
 
 # Batches
@@ -640,7 +649,7 @@ async def test_bad_stage_arguments_are_clear_errors(
     [
         ("approve", {"action_id": "", **tap()}),
         ("approve", {"action_id": "act_000000000000", **tap(user_id=" ")}),
-        ("approve", {"action_id": "act_000000000000", **tap(message_id=" ")}),
+        ("approve", {"action_id": "act_000000000000", **tap(message_key=" ")}),
         ("approve", {"action_id": "act_000000000000", "user_id": USER, "chat_id": CHAT}),
         ("cancel", {"action_id": "x" * 101, **tap()}),
         ("cancel", {"action_id": "act_000000000000", "user_id": USER}),
@@ -651,7 +660,16 @@ async def test_bad_stage_arguments_are_clear_errors(
         ("list_pending", {"agent": AGENT, "chat_id": " "}),
         ("approve_batch", {"batch_id": "bat_000000000000", "user_id": USER}),
         ("cancel_batch", {"batch_id": "bat_000000000000", **tap(agent="")}),
-        ("show", {"batch_id": "bat_000000000000", "agent": AGENT, "chat_id": CHAT}),
+        (
+            "stage",
+            {
+                "agent": AGENT,
+                "chat_id": CHAT,
+                "server": "shopping",
+                "proposal": MILK,
+                "message_key": " ",
+            },
+        ),
     ],
 )
 async def test_bad_arguments_are_tool_errors(

@@ -237,9 +237,10 @@ async def test_a_token_for_an_action_another_agent_staged_is_refused(
     )
     bob = {"agent": "bob", "chat_id": "42"}
     async with Client(build_pending_actions(pending_settings, clock=clock)) as pending:
-        staged = await call(pending, "stage", server="shopping", proposal=proposal, **bob)
-        await call(pending, "show", batch_id=staged["batch_id"], message_id="9", **bob)
-        tap = {"user_id": "42", "message_id": "9", **bob}
+        staged = await call(
+            pending, "stage", server="shopping", proposal=proposal, message_key="k9", **bob
+        )
+        tap = {"user_id": "42", "message_key": "k9", **bob}
         decision = await call(pending, "approve", action_id=staged["action_id"], **tap)
     assert decision["ok"] is True
 
@@ -351,9 +352,10 @@ async def test_without_a_public_key_file_approvals_wait_for_the_one_pending_acti
             client, "confirm_add_to_list", payload=proposal["payload"], approval=early
         )
         async with Client(build_pending_actions(PendingSettings(data_dir=data_dir))) as pending:
-            staged = await call(pending, "stage", server="shopping", proposal=proposal, **where)
-            await call(pending, "show", batch_id=staged["batch_id"], message_id="9", **where)
-            tap = {"user_id": "42", "message_id": "9", **where}
+            staged = await call(
+                pending, "stage", server="shopping", proposal=proposal, message_key="k9", **where
+            )
+            tap = {"user_id": "42", "message_key": "k9", **where}
             decision = await call(pending, "approve", action_id=staged["action_id"], **tap)
         done = await call(
             client,

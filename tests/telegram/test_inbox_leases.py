@@ -147,7 +147,10 @@ async def test_an_inbox_of_the_first_schema_keeps_its_updates_offsets_and_sends(
     await store.ack([(BOT, 5)], clock())  # its lease had no holder: it runs out as before
     await store.record(BOT, "clawdia", [(6, message(6, "after"))], 7, clock())
     assert await ids(inbox, FIRST) == [f"{BOT}:6"]
+    assert await store.sent_under(BOT, "42", 99) is None  # sent before sends said where
+    await store.record_part("reply:y", 0, 100, clock(), bot=BOT, chat_id="42")
+    assert await store.sent_under(BOT, "42", 100) == "reply:y"
     await store.aclose()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        assert db.execute("PRAGMA user_version").fetchone() == (3,)
     db.close()

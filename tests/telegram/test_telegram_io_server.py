@@ -383,3 +383,127 @@ async def test_the_tools_take_a_consumer_and_its_run_together(
         assert "newer run" in await call_error(client, "next_updates", max=1, **holder)
         refused = await call_error(client, "next_updates", max=1, consumer="orchestrator")
         assert refused == "pass consumer and run together (or neither)"
+
+
+# A tap as it is handed out (with the key its message was sent under), and its outcome
+
+BUTTONS = [[{"label": "✅ Yes", "data": "pa:c:act_0123456789ab"}]]
+DATA = "pa:c:act_0123456789ab"
+
+
+async def send(client: Client[Any], agent: str, key: str | None = None) -> int:
+    """A message with BUTTONS to USER, under ``key``; its id."""
+    keyed = {} if key is None else {"idempotency_key": key}
+    sent = await call(
+        client, "send_message", agent=agent, chat_id=str(USER), text="Sure?", buttons=BUTTONS,
+        **keyed,
+    )  # fmt: skip
+    return int(sent["message_ids"][-1])
+
+
+async def taps(client: Client[Any], count: int) -> list[dict[str, Any]]:
+    """The next ``count`` taps handed out (the user's messages before them acked)."""
+    found: list[dict[str, Any]] = []
+    with anyio.fail_after(10):
+        while len(found) < count:
+            updates = (await call(client, "next_updates", max=10, wait_s=5))["updates"]
+            await call(client, "ack", ids=[u["id"] for u in updates if u["kind"] != "callback"])
+            found += [u for u in updates if u["kind"] == "callback"]
+    return found
+
+
+async def test_a_tap_is_handed_out_with_the_key_its_message_was_sent_under(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "hi")
+        fake.user_message(BEN, USER, "hi")
+        keyed = await send(client, "ada", "reply:ada:1")
+        plain = await send(client, "ada")
+        bens = await send(client, "ben", "reply:ben:1")  # Ben's chat has message ids of its own
+
+        fake.tap(ADA, USER, keyed, DATA)
+        fake.tap(ADA, USER, plain, DATA)
+        fake.tap(BEN, USER, bens, DATA)
+        handed = await taps(client, 3)
+
+    by_message = {(u["agent"], u["message_id"]): u["message_key"] for u in handed}
+    assert by_message == {
+        ("ada", keyed): "reply:ada:1",
+        ("ada", plain): None,  # not sent under a key: no binding can name it
+        ("ben", bens): "reply:ben:1",
+    }
+    assert keyed == bens  # the same message id in each bot's chat, told apart
+
+
+async def test_a_tap_that_comes_before_its_sends_answer_waits_for_that_send(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The user sees the message (and taps) before Telegram's answer to the send reaches
+    # telegram-io: the tap is not handed out without its key.
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "hi")
+        await taps(client, 0)
+        fake.hold("sendMessage", answers=True)
+        handed: list[dict[str, Any]] = []
+        async with anyio.create_task_group() as running:
+            running.start_soon(send, client, "ada", "reply:ada:2")
+            await fake.wait_for(lambda: bool(fake.sent(ADA, USER)))
+            fake.tap(ADA, USER, fake.sent(ADA, USER)[-1].message_id, DATA)
+
+            async def poll() -> None:
+                handed.extend(await taps(client, 1))
+
+            running.start_soon(poll)
+            with anyio.move_on_after(0.5):  # not before the send is recorded
+                await fake.wait_for(lambda: bool(handed))
+            assert handed == []
+            fake.release()
+
+    [tap] = handed
+    assert tap["message_key"] == "reply:ada:2"
+
+
+async def test_a_taps_answer_redraw_and_ack_are_one_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "hi")
+        message = await send(client, "ada", "reply:ada:3")
+        query = fake.tap(ADA, USER, message, DATA)
+        [tap] = await taps(client, 1)
+
+        done = await call(
+            client, "edit_message", agent="ada", chat_id=str(USER), message_id=message,
+            text="✅ Added", callback_id=query, notice="Confirmed: on it.", ack=[tap["id"]],
+        )  # fmt: skip
+        again = await call(
+            client, "edit_message", agent="ada", chat_id=str(USER), message_id=message,
+            text="✅ Added", callback_id=query, notice="Confirmed: on it.", ack=[tap["id"]],
+        )  # fmt: skip
+        status = await call(client, "status")
+
+    assert (done["ok"], done["acked"], again["ok"], again["acked"]) == (True, 1, True, 0)
+    assert [a.text for a in fake.callback_answers(ADA)][:1] == ["Confirmed: on it."]
+    assert fake.sent(ADA, USER)[-1].text == "✅ Added"
+    assert status["pending"] == 0
+
+
+async def test_a_tap_that_changes_nothing_is_answered_and_acked_in_one_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "hi")
+        message = await send(client, "ada", "reply:ada:4")
+        query = fake.tap(ADA, USER, message, DATA)
+        [tap] = await taps(client, 1)
+
+        done = await call(
+            client, "answer_callback", agent="ada", callback_id=query, text="already done",
+            ack=[tap["id"]],
+        )  # fmt: skip
+        status = await call(client, "status")
+
+    assert (done["ok"], done["acked"]) == (True, 1)
+    assert [a.text for a in fake.callback_answers(ADA)] == ["already done"]
+    assert status["pending"] == 0

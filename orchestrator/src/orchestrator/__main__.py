@@ -113,6 +113,7 @@ async def _serve(settings: OrchestratorSettings, shutdown: Shutdown) -> list[str
             app.registry,
             consumer=settings.inbox_consumer,
             grace_s=settings.shutdown_grace_s,
+            tap_answer_within_s=settings.tap_answer_within_s,
         )
         scheduled = ScheduledChannel(
             app.proactive,

@@ -82,6 +82,15 @@ class OrchestratorSettings(DataSettings):
         description="SHUTDOWN_GRACE_S: on SIGTERM/SIGINT, how long running turns and taps "
         "may take to finish; what is cut off is redone by the next run",
     )
+    tap_answer_within_s: float = Field(
+        default=3,
+        ge=0,
+        le=10,
+        validation_alias=_env("TAP_ANSWER_WITHIN_S"),
+        description="TAP_ANSWER_WITHIN_S: a tap's notice waits this long for its outcome, "
+        "to go out with the message's redraw in one call; a slower change (a Google "
+        "calendar) gets the notice on its own first, so the button's spinner stops in time",
+    )
     health_port: int | None = Field(
         default=None,
         ge=1,

@@ -54,10 +54,10 @@ class BatchView(BaseModel):
     agent: str
     chat_id: str
     text: str | None = Field(description="The message text the buttons sit under, if staged")
-    message_id: str | None = Field(
+    message_key: str | None = Field(
         default=None,
-        description="The message that shows the buttons (show); null until recorded, and "
-        "then no tap is taken",
+        description="The idempotency key of the message that shows the buttons (given at "
+        "stage); null: no tap is taken",
     )
     actions: list[ActionView] = Field(description="In staging order")
 
@@ -101,7 +101,7 @@ class BatchDecisions(BaseModel):
     batch_id: str
     decisions: list[Decision] = Field(
         description="One per action in staging order; empty when no such batch is shown in "
-        "this message"
+        "the message sent under this key"
     )
     batch: BatchView | None = Field(
         default=None, description="The batch after the decisions; null when not found"

@@ -3,7 +3,8 @@
 Normalized update kinds:
 
     text       a message with text (commands included: the orchestrator parses them)
-    callback   a button tap: ``callback_id`` and ``callback_data``, ``message_id`` of its message
+    callback   a button tap: ``callback_id`` and ``callback_data``, ``message_id`` of its
+               message and ``message_key``, the idempotency key that message was sent under
     media      a photo, voice note, sticker, file...: ``media`` names which (and ``text``
                holds the caption, if any)
     other      anything else (edited messages, service messages): acked and ignored
@@ -47,6 +48,11 @@ class InboxUpdate(BaseModel):
     message_id: int | None = Field(
         default=None, description="the message, or for a tap the message the button is on"
     )
+    message_key: str | None = Field(
+        default=None,
+        description="for a tap: the idempotency key the tapped message was sent under (null: "
+        "not sent by telegram-io with one)",
+    )
     reply_to_message_id: int | None = None
     deliveries: int = Field(description="1 the first time; more after a lease ran out")
 
@@ -77,6 +83,7 @@ class Sent(BaseModel):
 
 class Done(BaseModel):
     ok: bool = True
+    acked: int = Field(default=0, description="how many of the ids in ack were waiting")
 
 
 class BotStatus(BaseModel):

@@ -2,8 +2,9 @@
 
 Buttons are shown as numbered choices; typing the number taps the button, and the
 message's new lines are shown (not the whole answer again). Each answer shown is a
-message with a number of its own, so a choice taps the buttons of the message they
-were shown with, as on Telegram. On a terminal, "thinking…"
+message with a number of its own, sent under a key of its own (``console:<n>``, the
+n-th line typed), so a choice taps the buttons of the message they were shown with, as
+on Telegram. On a terminal, "thinking…"
 stands on the line while the model works, replaced by the tool lines and the answer.
 """
 
@@ -18,7 +19,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from orchestrator.core.dispatch import Button, Dispatcher, Reply
-from orchestrator.core.routes import TapContext
+from orchestrator.core.routes import Deliver, TapContext
 from orchestrator.core.turn import arguments_preview
 from orchestrator.llm.base import FunctionCall
 from orchestrator.mesh.tools import ToolInfo
@@ -76,6 +77,8 @@ class Console:
         self._choices: list[Button] = []
         self._shown: list[str] = []  # the lines of the message the choices belong to
         self._messages = 0  # answers shown so far: the last one's number is its message id
+        self._keys: dict[str, str] = {}  # message id → the key it was sent under
+        self._lines = 0  # lines typed: each one's answers are sent under a key of its own
         self._thinking = False
 
     async def run(self, lines: AsyncIterator[str]) -> None:
@@ -96,6 +99,8 @@ class Console:
         self._write(GOODBYE)
 
     async def _handle(self, line: str) -> None:
+        self._lines += 1
+        deliver = self._deliverer(f"console:{self._lines}")
         if self._choices and line.isdigit() and 1 <= int(line) <= len(self._choices):
             button = self._choices[int(line) - 1]
             message_id = str(self._messages)  # the choices are those of the last answer
@@ -109,7 +114,8 @@ class Console:
                     data=button.data,
                     answer=self._notice,
                     edit=self._edited,
-                    deliver=self._deliver,
+                    deliver=deliver,
+                    key=self._keys.get(message_id),
                 )
                 await self._dispatcher.on_callback(tap)
             finally:
@@ -123,7 +129,7 @@ class Console:
                 line,
                 observe=self._show_tool,
                 user_id=USER_ID,
-                deliver=self._deliver,
+                deliver=deliver,
                 edit_message=self._answered,
             )
         finally:
@@ -131,11 +137,15 @@ class Console:
         if not reply.text:
             self._show(reply)  # nothing was delivered: no choices stand any more
 
-    async def _deliver(self, reply: Reply) -> str:
-        """An answer, shown as a new message; its id."""
-        self._show(reply)
-        self._messages += 1
-        return str(self._messages)
+    def _deliverer(self, key: str) -> Deliver:
+        async def deliver(reply: Reply) -> str:
+            """An answer, shown as a new message; its id."""
+            self._show(reply)
+            self._messages += 1
+            self._keys[str(self._messages)] = key
+            return str(self._messages)
+
+        return Deliver(key, deliver)
 
     async def _edited(self, reply: Reply) -> None:
         """A tapped message changed: its new lines only, then its choices again."""

@@ -173,9 +173,11 @@ class ScheduledChannel:
         runtime = self._proactive.runtime(firing.agent)
         owner = None if runtime is None else owner_of(runtime)
 
-        async def deliver(reply: Reply) -> str | None:
+        key = f"fire:{firing.key}"
+
+        async def send(reply: Reply) -> str | None:
             if owner is None or not reply.text:
                 return None
-            return await self._io.deliver(firing.agent, owner, reply, f"fire:{firing.key}")
+            return await self._io.deliver(firing.agent, owner, reply, key)
 
-        return deliver
+        return Deliver(key, send)

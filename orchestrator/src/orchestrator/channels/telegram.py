@@ -7,13 +7,13 @@
 - Turns are serial within a chat and concurrent across chats and agents; ``/stop``
   skips the queue and cancels the chat's running turn. How one update is answered:
   ``telegram_answer``.
-- An update is acked only after its reply was sent: by the send itself when nothing is
-  left to do after it (``telegram_answer``), else here once it is handled (a reply with
-  buttons, a tap, an update dropped or failed). Its lease is extended while this run
-  works on it (``LeaseKeeper``). A crash before the ack means telegram-io hands it over
-  again: at once to the next run of this consumer (``INBOX_CONSUMER``), or when its
-  lease runs out; the reply's idempotency key (the update id) makes sure it is delivered
-  once.
+- An update is acked only after its reply was sent: by the send (or a tap's last word)
+  itself when nothing is left to do after it (``telegram_answer``), else here once it is
+  handled (a reply with buttons recorded by message id, an update dropped or failed).
+  Its lease is extended while this run works on it (``LeaseKeeper``). A crash before
+  the ack means telegram-io hands it over again: at once to the next run of this
+  consumer (``INBOX_CONSUMER``), or when its lease runs out; the reply's idempotency key
+  (the update id) makes sure it is delivered once.
 - An update handed over again while this process still works on it is ignored;
   one it has finished is acked again.
 - Stopping (``Shutdown``, on SIGTERM/SIGINT): no new updates; running turns and taps get
@@ -70,6 +70,7 @@ class TelegramChannel:
         wait_s: float = 20.0,
         typing_after_s: float = 0.3,
         typing_every_s: float = 4.0,
+        tap_answer_within_s: float = 3.0,
         repoll_after_s: float = 0.05,
         max_turns: int = 16,
         consumer: str = "orchestrator",
@@ -87,6 +88,7 @@ class TelegramChannel:
             self._io,
             typing_after_s=typing_after_s,
             typing_every_s=typing_every_s,
+            tap_answer_within_s=tap_answer_within_s,
             sleep=sleep,
         )
         self._grace_s = grace_s

@@ -5,18 +5,23 @@ with the answerer):
 
 - A text goes to the dispatcher; "typing…" shows from ``typing_after_s`` into the turn,
   refreshed every ``typing_every_s``, and stops when the reply is delivered.
-- A tap never reaches the model: it is answered (the spinner on the button stops), done
-  once, and its message edited; a tap that answers a question starts a turn whose reply
-  is a new message.
+- A tap never reaches the model: it is done once, answered (the spinner on the button
+  stops) and its message edited; a tap that answers a question starts a turn whose reply
+  is a new message. The handler gives the notice and then its last word (``settle``):
+  the notice, the redraw and the ack go out in one call (``edit_message`` with
+  ``callback_id`` and ``ack``; ``answer_callback`` with ``ack`` when nothing is redrawn).
+  A notice still held ``tap_answer_within_s`` after the tap came (a slow change: a
+  Google calendar) goes out on its own then, so the spinner stops in time; the redraw
+  and the ack follow together.
 - Media gets one line saying only text is read.
 - Anything else (edited messages, service messages) is acked and ignored.
-- Every reply is sent under the idempotency key ``reply:<update id>``: a turn redone after
-  a crash delivers nothing twice.
-- A message's reply without buttons is the last thing its update needs (the turn was
-  stored before it): its send acks the update, in the same call. A reply with buttons (a
-  proposal, a question's choices, /memory) has its message recorded after the send, the
-  buttons acting there only, so its update is acked once that is done, by the channel;
-  so are taps and updates that get no reply. (An open question has no buttons: the
+- Every reply is sent under the idempotency key ``reply:<update id>`` (``Deliver.key``):
+  a turn redone after a crash delivers nothing twice, and a batch of proposed changes is
+  bound to it before the send (telegram-io reports the key of a tapped message).
+- A reply is the last thing its update needs (the turn was stored before it): its send
+  acks the update, in the same call, proposals' buttons included. A reply whose buttons
+  memory records by message id after the send (a question's choices, /memory) has its
+  update acked once that is done, by the channel. (An open question has no buttons: the
   message recorded after its send only serves to show the typed answer there, which a
   crash in between leaves undrawn, the answer taken all the same.)
 """
@@ -37,7 +42,7 @@ from orchestrator.channels.telegram_io import (
     without_bot_name,
 )
 from orchestrator.core.dispatch import Dispatcher, Reply
-from orchestrator.core.routes import TapContext
+from orchestrator.core.routes import Deliver, TapContext
 from orchestrator.core.turn import AgentRuntime
 
 logger = logging.getLogger(__name__)
@@ -58,12 +63,14 @@ class UpdateAnswerer:
         *,
         typing_after_s: float,
         typing_every_s: float,
+        tap_answer_within_s: float = 3.0,
         sleep: Callable[[float], Awaitable[None]],
     ) -> None:
         self._dispatcher = dispatcher
         self._io = io
         self._typing_after_s = typing_after_s
         self._typing_every_s = typing_every_s
+        self._tap_answer_within_s = tap_answer_within_s
         self._sleep = sleep
         # Update kind → handler (the kinds: meshkit.wire.telegram_io).
         self.routes: Mapping[Kind, UpdateHandler] = MappingProxyType({
@@ -94,10 +101,10 @@ class UpdateAnswerer:
             with typing:
                 await self._keep_typing(agent, chat)
 
-        async def deliver(reply: Reply) -> str | None:
+        async def send(reply: Reply) -> str | None:
             nonlocal acked
             typing.cancel()  # the answer is here: no more "typing…"
-            ack = [] if reply.buttons else [update.id]  # with buttons: once they are recorded
+            ack = [] if _recorded_after(reply) else [update.id]
             shown_in = await self._io.deliver(agent, chat, reply, _reply_key(update), ack=ack)
             acked = acked or bool(ack)
             return shown_in
@@ -117,7 +124,7 @@ class UpdateAnswerer:
                     without_bot_name(update.text or ""),
                     message_id=update.id,
                     user_id=update.user_id,
-                    deliver=deliver,
+                    deliver=Deliver(_reply_key(update), send),
                     edit_message=edit_message,
                 )
             except TelegramIOFailed as error:
@@ -136,41 +143,49 @@ class UpdateAnswerer:
         return False
 
     async def _tap(self, agent: str, chat: str, update: InboxUpdate) -> bool:
-        answered = False
-
-        async def answer(text: str) -> None:
-            nonlocal answered
-            answered = True
-            await best_effort(self._io.answer_callback(agent, update.callback_id or "", text))
-
-        async def edit(reply: Reply) -> None:
-            if not reply.text or update.message_id is None:
-                return
-            try:
-                await self._io.edit(agent, chat, update.message_id, reply)
-            except TelegramIOFailed as error:  # done is done: the notice told the user
-                logger.warning("update %s: the message could not be edited (%s)", update.id, error)
+        at_once = self._tap_answer_within_s <= 0
+        tap = _Tap(self._io, agent, chat, update, at_once=at_once)
 
         async def deliver(reply: Reply) -> str | None:
-            sent = await self.send(agent, update, reply)
+            ack = [] if _recorded_after(reply) else [update.id]
+            sent = await self.send(agent, update, reply, ack=bool(ack))
+            tap.acked = tap.acked or bool(ack)
             return str(sent.message_ids[-1]) if sent.message_ids else None
 
-        shown_in = None if update.message_id is None else str(update.message_id)
-        tap = TapContext(
+        context = TapContext(
             agent=agent,
             chat=chat,
             user=str(update.user_id),
-            message=shown_in,
+            message=None if update.message_id is None else str(update.message_id),
             data=update.callback_data or "",
-            answer=answer,
-            edit=edit,
-            deliver=deliver,
+            answer=tap.answer,
+            edit=tap.edit,
+            deliver=Deliver(_reply_key(update), deliver),
             tap_id=update.id,
+            key=update.message_key,
+            finish=tap.finish,
         )
-        await self._dispatcher.on_callback(tap)
-        if not answered:
-            await answer("")
-        return False
+        failed: TelegramIOFailed | None = None
+        async with anyio.create_task_group() as waiting:
+            if not at_once:
+                waiting.start_soon(self._answer_in_time, tap)
+            try:
+                await self._dispatcher.on_callback(context)
+            except TelegramIOFailed as error:
+                failed = error  # raised below, as itself rather than in an exception group
+            finally:
+                waiting.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
+        if not tap.acked:
+            await tap.finish(None)  # what the handler left: its notice, and the ack
+        return tap.acked
+
+    async def _answer_in_time(self, tap: _Tap) -> None:
+        """The tap's notice on its own once ``tap_answer_within_s`` have passed (Telegram
+        shows the spinner for a few seconds only), if its last word has not come by then."""
+        await self._sleep(self._tap_answer_within_s)
+        await tap.show()
 
     async def _keep_typing(self, agent: str, chat: str) -> None:
         """ "typing…" from a moment into the turn until it ends (Telegram shows it ~5 s).
@@ -182,6 +197,92 @@ class UpdateAnswerer:
         while True:
             await best_effort(self._io.typing(agent, chat))
             await self._sleep(self._typing_every_s)
+
+
+class _Tap:
+    """One tap's way back: its notice held for its last word, so that the notice, the
+    redraw and the ack go out in one telegram-io call."""
+
+    def __init__(
+        self, io: TelegramIO, agent: str, chat: str, update: InboxUpdate, *, at_once: bool
+    ) -> None:
+        self._io = io
+        self._agent = agent
+        self._chat = chat
+        self._update = update
+        self._notice: str | None = None
+        self._due = at_once  # a notice goes out as soon as it is given
+        self._answered = False  # the callback answered (the spinner stopped)
+        self.acked = False
+
+    async def answer(self, text: str) -> None:
+        """The notice, shown with what follows (or on its own once it is due)."""
+        self._notice = text
+        if self._due:
+            await self.show()
+
+    async def show(self) -> None:
+        """The notice on its own, now (or as soon as it is given), unless the callback
+        was answered already."""
+        self._due = True
+        if not self._answered and self._notice is not None:
+            self._answered = True
+            callback = self._update.callback_id or ""
+            await best_effort(self._io.answer_callback(self._agent, callback, self._notice))
+
+    async def edit(self, reply: Reply) -> None:
+        """A redraw that is not the last word (a question answered, its turn to come)."""
+        await self._redraw(reply, ack=False)
+
+    async def finish(self, reply: Reply | None) -> None:
+        """The last word: the notice, the redraw (if any) and the ack, in one call."""
+        if self.acked:
+            return
+        if reply is not None and reply.text and self._update.message_id is not None:
+            self.acked = await self._redraw(reply, ack=True)
+            return
+        ack = [self._update.id]
+        try:
+            if self._answered:
+                await self._io.ack(self._update.id)
+            else:
+                self._answered = True
+                callback = self._update.callback_id or ""
+                await self._io.answer_callback(self._agent, callback, self._notice or "", ack=ack)
+            self.acked = True
+        except TelegramIOFailed as error:  # the channel acks it
+            logger.info("update %s: the tap's answer failed (%s)", self._update.id, error)
+
+    async def _redraw(self, reply: Reply, *, ack: bool) -> bool:
+        """Edit the tapped message, with the notice if it is not out yet; whether acked."""
+        message_id = self._update.message_id
+        if not reply.text or message_id is None:
+            return False
+        with_notice = not self._answered and self._notice is not None
+        self._answered = self._answered or with_notice
+        try:
+            await self._io.edit(
+                self._agent,
+                self._chat,
+                message_id,
+                reply,
+                callback_id=self._update.callback_id if with_notice else None,
+                notice=self._notice if with_notice else None,
+                ack=[self._update.id] if ack else [],
+            )
+        except TelegramIOFailed as error:  # done is done: the notice told the user
+            logger.warning(
+                "update %s: the message could not be edited (%s)", self._update.id, error
+            )
+            return False
+        return ack
+
+
+def _recorded_after(reply: Reply) -> bool:
+    """Whether memory records the message ``reply``'s buttons are in after the send (a
+    question's choices, /memory): its update is acked once that is done. A batch of
+    proposed changes was bound to the reply's key before the send."""
+    return bool(reply.buttons) and reply.batch_id is None
 
 
 def _reply_key(update: InboxUpdate) -> str:

@@ -103,7 +103,19 @@ class TelegramIO:
             await best_effort(self.edit(agent, chat_id, shown_in, reply))
         return None if shown_in is None else str(shown_in)
 
-    async def edit(self, agent: str, chat_id: str, message_id: int, reply: Reply) -> None:
+    async def edit(
+        self,
+        agent: str,
+        chat_id: str,
+        message_id: int,
+        reply: Reply,
+        *,
+        callback_id: str | None = None,
+        notice: str | None = None,
+        ack: Sequence[str] = (),
+    ) -> None:
+        """Redraw a message; with ``callback_id``, the tap on it answered first with
+        ``notice``, and the updates ``ack`` names acked once it is redrawn: one call."""
         arguments: dict[str, Any] = {
             "agent": agent,
             "chat_id": chat_id,
@@ -112,10 +124,19 @@ class TelegramIO:
         }
         if reply.buttons:
             arguments["buttons"] = _buttons(reply)
+        if callback_id is not None:
+            arguments |= {"callback_id": callback_id, "notice": notice}
+        if ack:
+            arguments["ack"] = list(ack)
         await self._call("edit_message", arguments, Done)
 
-    async def answer_callback(self, agent: str, callback_id: str, text: str) -> None:
-        arguments = {"agent": agent, "callback_id": callback_id, "text": text}
+    async def answer_callback(
+        self, agent: str, callback_id: str, text: str, *, ack: Sequence[str] = ()
+    ) -> None:
+        """Stop a tap's spinner with ``text``; the updates ``ack`` names acked with it."""
+        arguments: dict[str, Any] = {"agent": agent, "callback_id": callback_id, "text": text}
+        if ack:
+            arguments["ack"] = list(ack)
         await self._call("answer_callback", arguments, Done)
 
     async def typing(self, agent: str, chat_id: str) -> None:

@@ -1,20 +1,24 @@
 """Pending actions, seen from the orchestrator: stage proposals, act on taps.
 
-    turn ─► proposals in producer tools' results ─► pending-actions stage (one batch)
+    turn ─► proposals in producer tools' results ─► pending-actions stage (one batch,
+            bound to the key its reply will be sent under: ``reply:<update id>``)
          ─► reply: the model's text, each change's summary (the server's words, not the
-            model's), and buttons ─► sent ─► pending-actions show (the message they are in)
-    tap  ─► answer it ─► approve / cancel (pending-actions decides, atomically, and only
-            for the agent, chat and message the buttons were sent in)
-         ─► <server>.confirm_<kind>(payload, approval) ─► complete / fail
-         ─► the message edited to show each outcome; the conversation told
+            model's), and buttons ─► sent (and its update acked, in the same call)
+    tap  ─► approve / cancel (pending-actions decides, atomically, and only for the
+            agent, chat and message key the buttons were sent under: telegram-io reports
+            the key of the tapped message) ─► its notice
+         ─► <server>.confirm_<kind>(payload, approval)
+         ─► the message edited to show each outcome, with the notice (one call)
+         ─► complete / fail; the conversation told
 
 No model is involved in a tap. Double taps, taps after cancel or expiry, and forged
 data get a clear answer and never a second execution: pending-actions lets one
 approval through, and the confirm tool performs an action id once. A tap on a button
 already acted on ("already done", "cancelled") edits nothing: its message shows it. A
 tap carrying the id of an action shown elsewhere (another bot, chat or message) is "not
-found": answered, nothing done, no message edited. The pending-actions
-server is the registry's server with ``role: pending-actions``.
+found": answered, nothing done, no message edited. Since a batch is bound to its key
+before its message is sent, no tap can come before the binding: nothing waits for one.
+The pending-actions server is the registry's server with ``role: pending-actions``.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from orchestrator.core.batches import Line, message_of, redrawn_text, render
 from orchestrator.core.callbacks import Tap, decode
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import Deliver, TapContext
+from orchestrator.core.routes import TapContext
 from orchestrator.mesh.errors import ToolCallError, ToolFailed
 from orchestrator.mesh.registry import Registry, ToolResult
 from orchestrator.mesh.roles import RoleClient
@@ -56,9 +60,6 @@ NOT_STAGED = (
     "⚠️ I could not put this up for your confirmation (the confirmations service is "
     "unavailable), so nothing will change. Ask me again in a moment."
 )
-
-# Waits between tries to record where a batch is shown (a server restart takes seconds).
-SHOW_RETRY_S = (1.0, 2.0, 4.0, 8.0)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -105,9 +106,6 @@ class ActionDesk:
         self._registry = registry
         self._conversation = conversation
         self._pending = RoleClient(registry, "pending-actions")
-        # Held from sending a batch's buttons until pending-actions knows their message,
-        # so a tap that comes back at once is not refused for a message not recorded yet.
-        self._showing: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
         self._tapping: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
 
     async def stage(
@@ -117,8 +115,11 @@ class ActionDesk:
         user_id: str | None,
         text: str,
         proposals: list[tuple[str, Proposal]],
+        *,
+        key: str | None,
     ) -> Reply:
-        """The reply for a turn that proposed changes: one batch, summaries, buttons."""
+        """The reply for a turn that proposed changes: one batch, summaries, buttons. The
+        buttons act in the message sent under ``key`` only (None: nowhere)."""
         batch_id: str | None = None
         lines: list[Line] = []
         kept = redrawn_text(text)
@@ -133,6 +134,8 @@ class ActionDesk:
                 arguments["batch_text"] = kept
             if batch_id is not None:
                 arguments["batch_id"] = batch_id
+            elif key is not None:
+                arguments["message_key"] = key
             if user_id is not None:
                 arguments["user_id"] = user_id
             staged = await self._pending.call("stage", arguments, Staged)
@@ -152,87 +155,54 @@ class ActionDesk:
         assert batch_id is not None
         return render(text, batch_id, lines)
 
-    async def present(self, agent: str, chat_id: str, reply: Reply, deliver: Deliver) -> None:
-        """Send a reply with a batch's buttons and record the message they are in: taps are
-        taken from that message only. Unrecorded (no message id, pending-actions down), the
-        buttons answer that they are no longer active."""
-        async with self._showing[(agent, chat_id)]:
-            message_id = await deliver(reply)
-            if reply.batch_id is None:
-                return
-            if message_id is None:
-                logger.warning("batch %s: sent, but its message id is unknown", reply.batch_id)
-                return
-            shown = {"agent": agent, "chat_id": chat_id, "message_id": message_id}
-            await self._show({"batch_id": reply.batch_id, **shown})
-
-    async def _show(self, arguments: dict[str, str]) -> None:
-        """Record where a batch is shown, trying again while pending-actions is restarting:
-        the buttons are on the user's screen already, and work only once it is recorded."""
-        for wait_s in (*SHOW_RETRY_S, None):
-            if self._pending.server is None:
-                break
-            try:
-                await self._registry.call_as(self._pending.server, "show", arguments, BatchView)
-                return
-            except ToolCallError as error:
-                if error.answered or wait_s is None:
-                    logger.warning("%s: %s", arguments["batch_id"], error)
-                    break
-            await anyio.sleep(wait_s)
-        logger.warning("batch %s: where it is shown was not recorded: its buttons will not work",
-                       arguments["batch_id"])  # fmt: skip
-
     async def tap(self, tap: TapContext) -> None:
-        """Do what a button (``pa``, ``pb``) says, once, if it is on the message
-        ``tap.message`` of this agent's chat that shows the action.
+        """Do what a button (``pa``, ``pb``) says, once, if it is on the message of this
+        agent's chat sent under the key its batch was staged with (``tap.key``).
 
-        ``tap.answer`` stops the button's spinner with a short notice, as soon as
-        pending-actions has decided; ``tap.edit`` gets the tapped message's new content (not
-        called when the tap concerns nothing of this chat's). Taps in one chat are taken
-        one at a time. Only approve (which answers with the batch), the confirm tool and
-        the edit wait for each other: answering runs beside them; recording the outcomes
-        and telling the conversation follow the edit.
+        ``tap.answer`` gives the notice as soon as pending-actions has decided;
+        ``tap.settle`` redraws the tapped message (not when the tap concerns nothing of
+        this chat's, or changed nothing), its last word. Taps in one chat are taken one at
+        a time. Approve (which answers with the batch), the confirm tool and the redraw
+        wait for each other; recording the outcomes and telling the conversation follow.
         (A crash before they are recorded leaves the actions executing: a later tap
         resumes them, and the confirm tool, which performs an action id once, answers
         with its first result.)
         """
         decoded = decode(tap.data)
-        if decoded is None or tap.message is None:
+        if decoded is None or tap.key is None:
             await tap.answer(NO_LONGER_ACTIVE)
+            await tap.settle()
             return
-        async with self._showing[(tap.agent, tap.chat)]:
-            pass  # a reply being sent in this chat: its message is recorded first
         # A second button of a batch tapped while the first is at work decides and draws
         # from the state the first left: drawn from the same moment, the edit made last
         # would show one of the two as not done.
         async with self._tapping[(tap.agent, tap.chat)]:
-            await self._tap(decoded, tap, tap.message)
+            await self._tap(decoded, tap, tap.key)
 
-    async def _tap(self, decoded: Tap, tap: TapContext, message_id: str) -> None:
+    async def _tap(self, decoded: Tap, tap: TapContext, key: str) -> None:
         """The tap (``decoded``: what its button says), taken in the chat's turn."""
-        where = {"agent": tap.agent, "chat_id": tap.chat, "message_id": message_id}
+        where = {"agent": tap.agent, "chat_id": tap.chat, "message_key": key}
         decided = await self._decide(decoded, {"user_id": tap.user, **where})
         if decided is None:
             await tap.answer(UNAVAILABLE)
+            await tap.settle()
             return
         decisions, batch = decided
-        async with anyio.create_task_group() as beside:
-            beside.start_soon(tap.answer, notice(decoded, decisions))
-            if batch is None:
-                return  # nothing shown in this message (or nothing at all): leave it alone
-            if not any(d.ok for d in decisions) and not _redraws(decisions, batch):
-                return
-            outcomes = [
-                await self._execute(decision)
-                for decision in decisions
-                if decision.ok and decoded.verb == "confirm"
-            ]
-            lines = _overlay(batch.actions, outcomes)
-            await tap.edit(render(batch.text or "", batch.batch_id, lines, redraw=True))
+        await tap.answer(notice(decoded, decisions))
+        if batch is None or (not any(d.ok for d in decisions) and not _redraws(decisions, batch)):
+            await tap.settle()  # nothing shown in this message, or nothing to redraw
+            return
+        outcomes = [
+            await self._execute(decision)
+            for decision in decisions
+            if decision.ok and decoded.verb == "confirm"
+        ]
+        lines = _overlay(batch.actions, outcomes)
+        await tap.settle(render(batch.text or "", batch.batch_id, lines, redraw=True))
+        async with anyio.create_task_group() as after:
             for outcome in outcomes:
                 if outcome.record is not None:
-                    beside.start_soon(self._record, *outcome.record)
+                    after.start_soon(self._record, *outcome.record)
             told = [o.note for o in outcomes if o.note] + [
                 f"The user cancelled: {d.summary}"
                 for d in decisions
@@ -240,7 +210,7 @@ class ActionDesk:
             ]
             if told:
                 note = {"type": "message", "role": "developer", "content": "\n".join(told)}
-                beside.start_soon(self._conversation.append, tap.agent, tap.chat, [note])
+                after.start_soon(self._conversation.append, tap.agent, tap.chat, [note])
 
     async def _decide(
         self, tap: Tap, who: dict[str, str]

@@ -120,7 +120,8 @@ class Dispatcher:
         stored before ``deliver`` sends its reply, so the send may be the last thing the
         message needs (a crash before it redoes the turn, stored once; the channel
         delivers a reply once); ``deliver`` says which message the reply's buttons are
-        in: only taps on it are taken. A text that answers a question the model asked
+        in. Changes proposed are bound to ``deliver.key``: their buttons act only in the
+        message sent under it. A text that answers a question the model asked
         (clarify) has the question's message redrawn with the answer through
         ``edit_message``; a text not typed by the user (``from_user`` False: a scheduled
         prompt) never answers one.
@@ -165,11 +166,11 @@ class Dispatcher:
             return await self._questions.ask(agent_id, chat_id, result.asked, deliver)
         reply = Reply(result.text)
         proposals = proposals_of(result.results)
-        if proposals:
-            reply = await self._desk.stage(agent_id, chat_id, turn.user_id, result.text, proposals)
-        if reply.batch_id is not None and deliver is not None:
-            await self._desk.present(agent_id, chat_id, reply, deliver)
-            return reply
+        if proposals:  # bound to the key the reply is sent under: its buttons act there
+            key = None if deliver is None else deliver.key
+            reply = await self._desk.stage(
+                agent_id, chat_id, turn.user_id, result.text, proposals, key=key
+            )
         return await _delivered(reply, deliver)
 
     async def _think(

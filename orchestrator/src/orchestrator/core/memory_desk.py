@@ -5,8 +5,8 @@ rules they set; the agent's owner: every rule), and the memory server records wh
 buttons the message shows (``memories_shown``, again at each redraw): a 🗑 acts in that
 message only. A Forget tap is a tap on a change like any other: the memory server checks
 it (``forget_tapped``: shown there, theirs to forget) and proposes the forget,
-pending-actions stages it for this user and records it as shown in the tapped message,
-and the same tap confirms it (``ActionDesk.tap``: approval token, confirm-once, the
+pending-actions stages it for this user, bound to the key the tapped message was sent
+under, and the same tap confirms it (``ActionDesk.tap``: approval token, confirm-once, the
 conversation told). The message then shows the outcome above the list as it now stands.
 A tap on a button already acted on is answered and edits nothing.
 """
@@ -21,7 +21,6 @@ import anyio
 
 from meshkit.proposals import Proposal
 from meshkit.wire.memory import ForgetTapped, MemoriesShown
-from meshkit.wire.pending_actions import BatchView
 from orchestrator.core.actions import NO_LONGER_ACTIVE, UNAVAILABLE, ActionDesk
 from orchestrator.core.callbacks import (
     ForgetTap,
@@ -116,7 +115,7 @@ class MemoryDesk:
         """A 🗑 tap (``mf``) on message ``tap.message``; ``owner``: the tapping user is the
         agent's owner, who may forget any rule."""
         forget = decode_forget(tap.data)
-        if forget is None or tap.message is None:
+        if forget is None or tap.message is None or tap.key is None:
             await tap.answer(NO_LONGER_ACTIVE)
             return
         async with self._busy[(tap.agent, tap.chat)]:
@@ -154,36 +153,32 @@ class MemoryDesk:
             # Recorded before it can be tapped.
             await self._shown(tap.agent, tap.chat, tap.user, message_id, ids)
             done = "" if outcome is None else outcome.text.removeprefix(f"{BATCH_TEXT}\n\n")
-            await tap.edit(Reply(f"{done}\n\n{listing.text}".lstrip("\n"), listing.buttons))
+            await tap.settle(Reply(f"{done}\n\n{listing.text}".lstrip("\n"), listing.buttons))
 
         if found.state == "forgotten" or found.proposal is None:
             await tap.answer(ALREADY_FORGOTTEN)
             if found.redraw:  # forgotten another way: the list still shows its button
                 await with_list(None)
             return
-        # The message then shows the outcome above the list as it now stands.
-        await self._confirm(replace(tap, edit=with_list), message_id, found.proposal)
 
-    async def _confirm(self, tap: TapContext, message_id: str, proposal: Proposal) -> None:
-        """Stage the forget, show it in the tapped message, and confirm it with this tap."""
+        async def outcome_and_list(outcome: Reply | None) -> None:
+            await (tap.settle() if outcome is None else with_list(outcome))
+
+        # The message then shows the outcome above the list as it now stands.
+        await self._confirm(replace(tap, finish=outcome_and_list), found.proposal)
+
+    async def _confirm(self, tap: TapContext, proposal: Proposal) -> None:
+        """Stage the forget, bound to the tapped message's key, and confirm it with this
+        tap."""
         memory = self._registry.server_for("memory")
-        pending = self._registry.server_for("pending-actions")
-        if memory is None or pending is None:  # gone since forget_tapped (a /reload)
+        if memory is None or tap.key is None:  # gone since forget_tapped (a /reload)
             await tap.answer(UNAVAILABLE)
             return
         staged = await self._desk.stage(
-            tap.agent, tap.chat, tap.user, BATCH_TEXT, [(memory, proposal)]
+            tap.agent, tap.chat, tap.user, BATCH_TEXT, [(memory, proposal)], key=tap.key
         )
         first = decode(staged.buttons[0][0].data) if staged.buttons else None
         if staged.batch_id is None or first is None:
-            await tap.answer(UNAVAILABLE)
-            return
-        shown = {"agent": tap.agent, "chat_id": tap.chat, "message_id": message_id}
-        try:
-            await self._registry.call_as(
-                pending, "show", {"batch_id": staged.batch_id, **shown}, BatchView
-            )
-        except ToolCallError:
             await tap.answer(UNAVAILABLE)
             return
         confirm = encode(Tap("action", "confirm", first.target))

@@ -21,22 +21,42 @@ from typing import Any
 from orchestrator.core.replies import Reply
 from orchestrator.core.turn import AgentRuntime
 
-# Stops the tapped button's spinner with a short notice.
+# The tapped button's notice: stops its spinner.
 Answer = Callable[[str], Coroutine[Any, Any, None]]
 # Redraws the tapped message.
 Edit = Callable[[Reply], Coroutine[Any, Any, None]]
-# Sends a reply; the id of the message its buttons are in (None: not known).
-Deliver = Callable[[Reply], Coroutine[Any, Any, str | None]]
+# The tap's last word: the tapped message redrawn (None: left as it is), with the notice.
+Finish = Callable[[Reply | None], Coroutine[Any, Any, None]]
+
+
+@dataclass(frozen=True)
+class Deliver:
+    """Sends a reply under the channel's idempotency ``key`` (a redone turn's reply is
+    delivered once); calling it answers the id of the message the reply's buttons are in
+    (None: not known). The key is known before the send: a batch of proposed changes is
+    bound to it when it is staged, so its buttons act in that message only."""
+
+    key: str | None
+    send: Callable[[Reply], Coroutine[Any, Any, str | None]]
+
+    async def __call__(self, reply: Reply) -> str | None:
+        return await self.send(reply)
 
 
 @dataclass(frozen=True)
 class TapContext:
     """A tap on a button: who tapped, where, what the button carries, and the ways back.
 
-    ``message`` is the id of the message the button is on (None: not known; such a tap
-    does nothing): a button acts only in the message its ids were recorded for.
-    ``deliver`` sends a new message (the turn a clarify answer starts); ``tap_id`` is the
-    channel's id for the tap, the same when it is handed over again after a crash.
+    ``message`` is the id of the message the button is on, ``key`` the idempotency key
+    that message was sent under (None: not known; such a tap does nothing): a button acts
+    only in the message its ids were recorded for (clarify and /memory: by message id in
+    memory; proposed changes: by key in pending-actions). ``deliver`` sends a new message
+    (the turn a clarify answer starts); ``tap_id`` is the channel's id for the tap, the
+    same when it is handed over again after a crash.
+
+    ``answer`` gives the notice, ``edit`` redraws the message, ``finish`` (see
+    :meth:`settle`) says the tap's last word: a channel may show a notice given shortly
+    before it in the same call (Telegram: one call answers, edits and acks).
     """
 
     agent: str
@@ -48,6 +68,16 @@ class TapContext:
     edit: Edit
     deliver: Deliver | None = None
     tap_id: str | None = None
+    key: str | None = None
+    finish: Finish | None = None
+
+    async def settle(self, reply: Reply | None = None) -> None:
+        """The tap's last word, after its notice: ``reply`` redraws its message (None: left
+        as it is); nothing of the tap is shown after it."""
+        if self.finish is not None:
+            await self.finish(reply)
+        elif reply is not None:
+            await self.edit(reply)
 
 
 TapHandler = Callable[[TapContext], Awaitable[None]]

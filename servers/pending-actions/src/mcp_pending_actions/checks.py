@@ -34,23 +34,25 @@ def check_size(name: str, value: dict[str, Any]) -> None:
 
 @dataclass(frozen=True)
 class Tap:
-    """Where a tap came from: the agent (bot), its chat, the message its button is on, and
-    the user who tapped."""
+    """Where a tap came from: the agent (bot), its chat, the idempotency key the message its
+    button is on was sent under (telegram-io reports it with the tap), and the user who
+    tapped."""
 
     agent: str
     chat_id: str
-    message_id: str
+    message_key: str
     user_id: str
 
 
 def shown_there(batch: BatchRow, tap: Tap) -> bool:
-    """Whether the tap came from the message that shows the batch's buttons, in its agent's
-    chat. A batch with no message recorded (not shown yet, or staged before messages were
-    recorded) is shown nowhere: no tap is taken."""
+    """Whether the tap came from the message that carries the batch's buttons (the one sent
+    under the batch's key), in its agent's chat. A batch staged without a key (or before
+    keys were kept, or whose key a later batch took over) is shown nowhere: no tap is
+    taken."""
     return (
         (batch.agent, batch.chat_id) == (tap.agent, tap.chat_id)
-        and batch.message_id is not None
-        and batch.message_id == tap.message_id
+        and batch.message_key is not None
+        and batch.message_key == tap.message_key
     )
 
 

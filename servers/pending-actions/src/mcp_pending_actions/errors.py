@@ -2,10 +2,9 @@
 
 PendingActionsError (meshkit ModelError)
  ├── InvalidRequest    a blank id, a bad server name, an oversized payload or result,
- │                     a batch of another chat, a batch shown in another message already
+ │                     a batch of another chat, or shown under another message key
  ├── UnknownAction     no action with that id (complete, fail, history)
- ├── UnknownBatch      no batch with that id (stage into it, get_batch), or none of this
- │                     agent's in this chat (show)
+ ├── UnknownBatch      no batch with that id (stage into it, get_batch)
  └── WrongState        complete or fail on an action that is not executing
 
 approve and cancel never raise these for a refusal: a tap on a done, cancelled or

@@ -15,7 +15,7 @@ class BatchRow:
     chat_id: str
     text: str | None
     created_at: float
-    message_id: str | None = None  # the message that shows its buttons; None: not known
+    message_key: str | None = None  # the key its buttons' message is sent under; None: none
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,9 @@ from meshkit.tool_classes import internal
 
 INSTRUCTIONS = (
     "Pending actions for the clawmesh orchestrator: proposals wait here for the user's tap. "
-    "Stage a producer tool's Proposal, then show: the message its buttons are in, the only "
-    "place a tap is taken from; on Confirm, approve returns a token for "
+    "Stage a producer tool's Proposal with the idempotency key of the message its buttons "
+    "will be sent in (message_key): the only place a tap is taken from; on Confirm, approve "
+    "returns a token for "
     "<server>__confirm_<kind>(payload, approval); report how it went with complete or fail. "
     "Every action is decided once, and every change is kept in its history."
 )
@@ -55,12 +56,13 @@ BatchId = Annotated[
     str,
     Field(description="Batch id: 'bat_' + 12 hex digits", min_length=1, max_length=100),
 ]
-MessageId = Annotated[
+MessageKey = Annotated[
     str,
     Field(
-        description="The message the buttons are in (a Telegram message id, as a string)",
+        description="The idempotency key the message the buttons are in was sent under "
+        "(telegram-io reports it with the tap)",
         min_length=1,
-        max_length=100,
+        max_length=200,
     ),
 ]
 
@@ -121,6 +123,16 @@ def build_server(
                 "first text it is given",
             ),
         ] = None,
+        message_key: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="For a new batch: the idempotency key its buttons' message will "
+                "be sent under; taps are taken from that message only (none: no tap). A batch "
+                "staged later under the same key takes it over",
+            ),
+        ] = None,
     ) -> Staged:
         """Store a proposal as a pending action until the user confirms or cancels it.
 
@@ -134,18 +146,8 @@ def build_server(
             batch_id=batch_id,
             user_id=user_id,
             batch_text=batch_text,
+            message_key=message_key,
         )
-
-    @mcp.tool(**internal(title="Record where a batch is shown", idempotent=True))
-    async def show(
-        agent: Agent, chat_id: ChatId, batch_id: BatchId, message_id: MessageId
-    ) -> BatchView:
-        """The batch's buttons were sent in this message: taps are taken from it only.
-
-        Recorded once; an error when the batch is not this agent's in this chat, or is
-        shown in another message already. Until it is recorded, no tap is taken.
-        """
-        return await service.show(agent, chat_id, batch_id, message_id)
 
     @mcp.tool(**internal(title="Approve an action"))
     async def approve(
@@ -153,18 +155,18 @@ def build_server(
         user_id: UserId,
         chat_id: ChatId,
         agent: Agent,
-        message_id: MessageId,
+        message_key: MessageKey,
     ) -> Decision:
         """The user tapped Confirm: pending → executing, with an approval token.
 
         ok is false, with a reason the user can read, when the action is not pending
         (already done, cancelled, expired, being done right now) or not found: not this
-        agent's, not in this chat, not for this user, or its buttons are not in this
-        message. An action stuck executing past the lease may be approved again
+        agent's, not in this chat, not for this user, or its buttons are not in the
+        message sent under this key. An action stuck executing past the lease may be approved again
         (resumed). On ok, call <server>__confirm_<kind>(payload, approval), then complete
         or fail.
         """
-        return await service.approve(action_id, Tap(agent, chat_id, message_id, user_id))
+        return await service.approve(action_id, Tap(agent, chat_id, message_key, user_id))
 
     @mcp.tool(**internal(title="Cancel an action", idempotent=True))
     async def cancel(
@@ -172,11 +174,11 @@ def build_server(
         user_id: UserId,
         chat_id: ChatId,
         agent: Agent,
-        message_id: MessageId,
+        message_key: MessageKey,
     ) -> Decision:
         """The user tapped Cancel: pending → cancelled; ok is false when it was not pending,
         or not found as for approve."""
-        return await service.cancel(action_id, Tap(agent, chat_id, message_id, user_id))
+        return await service.cancel(action_id, Tap(agent, chat_id, message_key, user_id))
 
     @mcp.tool(**internal(title="Approve a batch"))
     async def approve_batch(
@@ -184,14 +186,14 @@ def build_server(
         user_id: UserId,
         chat_id: ChatId,
         agent: Agent,
-        message_id: MessageId,
+        message_key: MessageKey,
     ) -> BatchDecisions:
         """The user tapped Confirm all: approve each pending action of the batch.
 
         One decision per action, in staging order; actions that are not pending are
         reported with their state. No decisions when the batch is not found as for approve.
         """
-        return await service.approve_batch(batch_id, Tap(agent, chat_id, message_id, user_id))
+        return await service.approve_batch(batch_id, Tap(agent, chat_id, message_key, user_id))
 
     @mcp.tool(**internal(title="Cancel a batch", idempotent=True))
     async def cancel_batch(
@@ -199,10 +201,10 @@ def build_server(
         user_id: UserId,
         chat_id: ChatId,
         agent: Agent,
-        message_id: MessageId,
+        message_key: MessageKey,
     ) -> BatchDecisions:
         """The user tapped Cancel all: cancel each pending action of the batch."""
-        return await service.cancel_batch(batch_id, Tap(agent, chat_id, message_id, user_id))
+        return await service.cancel_batch(batch_id, Tap(agent, chat_id, message_key, user_id))
 
     @mcp.tool(**internal(title="Record a confirmed action's result"))
     async def complete(

@@ -11,10 +11,12 @@
   the sweep that starts ``list_pending`` and ``get_batch``. Nothing is deleted.
 - ``approve`` and ``cancel`` answer with a Decision, never an error: a refusal says why in
   words the user can read.
-- A tap acts only where it was shown: the orchestrator records with ``show`` which message
-  shows a batch's buttons, and a tap names its agent, chat and message. An action of
-  another agent, chat, message or user, or of a batch shown nowhere yet, is "not found",
-  exactly like an unknown id, so nothing about it leaks.
+- A tap acts only where it was shown: a batch is staged with the idempotency key its
+  message is sent under (``message_key``, known before the send), and a tap names its
+  agent, chat and the key of the message it came from (telegram-io reports it with the
+  tap). An action of another agent, chat, message or user, or of a batch with no key, is
+  "not found", exactly like an unknown id, so nothing about it leaks. Since the key is
+  kept before the message exists, no tap can come before it.
 - An action left executing longer than the lease (the orchestrator crashed between approve
   and complete) may be approved again from its chat: a fresh token, marked ``resumed``.
   Confirm tools record the action id, so the change still happens at most once.
@@ -78,9 +80,17 @@ class PendingActions:
         batch_id: str | None = None,
         user_id: str | None = None,
         batch_text: str | None = None,
+        message_key: str | None = None,
     ) -> Staged:
-        """Store a proposal as a pending action, in a new batch or in ``batch_id``."""
-        check_present(agent=agent, chat_id=chat_id, user_id=user_id, batch_text=batch_text)
+        """Store a proposal as a pending action, in a new batch or in ``batch_id``; a new
+        batch takes taps from the message sent under ``message_key`` only."""
+        check_present(
+            agent=agent,
+            chat_id=chat_id,
+            user_id=user_id,
+            batch_text=batch_text,
+            message_key=message_key,
+        )
         if not SERVER_NAME.fullmatch(server):
             raise InvalidRequest(
                 f"server {server!r} is not a server name: lowercase letters, digits and "
@@ -91,7 +101,7 @@ class PendingActions:
         new_batch = None
         if batch_id is None:
             batch_id = new_id("bat_")
-            new_batch = BatchRow(batch_id, agent, chat_id, batch_text, now)
+            new_batch = BatchRow(batch_id, agent, chat_id, batch_text, now, message_key)
         else:
             batch = await self._store.batch(batch_id) if BATCH_ID.fullmatch(batch_id) else None
             if batch is None:
@@ -102,6 +112,11 @@ class PendingActions:
                 raise InvalidRequest(
                     f"Batch {batch_id} belongs to another agent or chat: leave batch_id out "
                     "to start a new batch."
+                )
+            if message_key is not None and message_key != batch.message_key:
+                raise InvalidRequest(
+                    f"Batch {batch_id} is shown under another message key: leave "
+                    "message_key out to add to it, or batch_id out to start a new batch."
                 )
         action = ActionRow(
             action_id=new_id("act_"),
@@ -128,20 +143,6 @@ class PendingActions:
             expires_at=action.expires_at,
             summary=action.summary,
         )
-
-    async def show(self, agent: str, chat_id: str, batch_id: str, message_id: str) -> BatchView:
-        """Record the message that shows the batch's buttons: taps are taken from it only."""
-        check_present(message_id=message_id)
-        batch = await self._store.batch(batch_id) if BATCH_ID.fullmatch(batch_id) else None
-        if batch is None or (batch.agent, batch.chat_id) != (agent, chat_id):
-            raise UnknownBatch(f"There is no batch {batch_id!r} of this agent in this chat.")
-        recorded = await self._store.show(batch_id, message_id, self._clock())
-        if recorded != message_id:
-            raise InvalidRequest(
-                f"Batch {batch_id} is shown in message {recorded} already: its buttons work "
-                "there only. Stage the proposals again to show them in another message."
-            )
-        return await self.get_batch(batch_id)
 
     async def approve(self, action_id: str, tap: Tap) -> Decision:
         """pending → executing, with an approval token for the confirm tool."""
@@ -307,5 +308,5 @@ class PendingActions:
 
 def _check_tap(tap: Tap) -> None:
     check_present(
-        agent=tap.agent, chat_id=tap.chat_id, message_id=tap.message_id, user_id=tap.user_id
+        agent=tap.agent, chat_id=tap.chat_id, message_key=tap.message_key, user_id=tap.user_id
     )

@@ -2,16 +2,20 @@
 
 Tables:
 
-    batches (batch_id, agent, chat_id, text, created_at)   one message's buttons
-    shown   (batch_id, message_id, at)                    the message that shows them
+    batches (batch_id, agent, chat_id, text, created_at, message_key)   one message's buttons;
+             message_key: the idempotency key that message is sent under
     actions (action_id, batch_id, agent, chat_id, user_id, server, kind, summary, payload,
              confirm_label, cancel_label, state, created_at, expires_at, updated_at,
              result, error)                                payload and result are JSON text
     events  (id, action_id, from_state, to_state, at, actor, detail)   every state change
 
-A batch is shown in one message, recorded once (``shown`` came after the other tables: a
-database from before it opens as it is, its batches shown nowhere). Nothing is ever
-deleted. A state change is one conditional UPDATE and its event, in one IMMEDIATE
+A batch is shown in one message: the one sent under its ``message_key``, given when it is
+staged, before the message exists. A key binds one batch: a batch staged under a key
+another batch holds takes it over (a turn redone after a crash replaces the first try's
+buttons in the same message), and the other takes no tap any more. ``message_key`` came
+after the other columns (schema 2): batches staged before it have none and take no tap;
+the ``shown`` table of schema 1 (message ids recorded after the send) is no longer read.
+Nothing is ever deleted. A state change is one conditional UPDATE and its event, in one IMMEDIATE
 transaction: the UPDATE's rowcount says whether the change happened, so of two
 writers that race for the same change exactly one wins. The service decides which changes
 to ask for; this module only makes each one atomic.
@@ -37,8 +41,11 @@ CREATE TABLE IF NOT EXISTS batches (
     agent TEXT NOT NULL,
     chat_id TEXT NOT NULL,
     text TEXT,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    message_key TEXT
 );
+CREATE INDEX IF NOT EXISTS batches_by_key ON batches (message_key)
+    WHERE message_key IS NOT NULL;
 CREATE TABLE IF NOT EXISTS actions (
     action_id TEXT PRIMARY KEY,
     batch_id TEXT NOT NULL REFERENCES batches (batch_id),
@@ -71,12 +78,8 @@ CREATE TABLE IF NOT EXISTS events (
     detail TEXT
 );
 CREATE INDEX IF NOT EXISTS events_by_action ON events (action_id, id);
-CREATE TABLE IF NOT EXISTS shown (
-    batch_id TEXT PRIMARY KEY REFERENCES batches (batch_id),
-    message_id TEXT NOT NULL,
-    at REAL NOT NULL
-);
 """
+MIGRATIONS = {2: "ALTER TABLE batches ADD COLUMN message_key TEXT;"}
 _COLUMNS = (
     "action_id, batch_id, agent, chat_id, user_id, server, kind, summary, payload,"
     " confirm_label, cancel_label, state, created_at, expires_at, updated_at, result, error"
@@ -92,30 +95,40 @@ _EVENT = (
 # Staging order, oldest first: rowids only grow, since nothing is deleted.
 _ORDER = "ORDER BY rowid"
 _BATCH = (
-    "SELECT b.batch_id, b.agent, b.chat_id, b.text, b.created_at, s.message_id"
-    " FROM batches b LEFT JOIN shown s USING (batch_id) WHERE b.batch_id = ?"
+    "SELECT batch_id, agent, chat_id, text, created_at, message_key FROM batches WHERE batch_id = ?"
 )
 
 
 class PendingStore(SQLiteStore):
     SCHEMA = SCHEMA
+    SCHEMA_VERSION = 2
+    MIGRATIONS = MIGRATIONS
 
     async def add(self, action: ActionRow, *, new_batch: BatchRow | None, text: str | None) -> None:
         """Store a new action and its staging event, and its batch when ``new_batch`` is
-        given; ``text`` is kept as the batch's text unless it has one already."""
+        given (taking its ``message_key`` over from any batch that held it); ``text`` is
+        kept as the batch's text unless it has one already."""
 
         def write(db: sqlite3.Connection) -> None:
             with _transaction(db, "IMMEDIATE"):
                 if new_batch is not None:
+                    if new_batch.message_key is not None:
+                        db.execute(
+                            "UPDATE batches SET message_key = NULL"
+                            " WHERE message_key = ? AND agent = ? AND chat_id = ?",
+                            (new_batch.message_key, new_batch.agent, new_batch.chat_id),
+                        )
                     db.execute(
-                        "INSERT INTO batches (batch_id, agent, chat_id, text, created_at)"
-                        " VALUES (?, ?, ?, ?, ?)",
+                        "INSERT INTO batches"
+                        " (batch_id, agent, chat_id, text, created_at, message_key)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
                         (
                             new_batch.batch_id,
                             new_batch.agent,
                             new_batch.chat_id,
                             text,
                             new_batch.created_at,
+                            new_batch.message_key,
                         ),
                     )
                 elif text is not None:
@@ -193,23 +206,6 @@ class PendingStore(SQLiteStore):
                     (State.EXPIRED, now, *due),
                 ).rowcount
             return expired
-
-        return await self._run(write)
-
-    async def show(self, batch_id: str, message_id: str, at: float) -> str:
-        """Record that ``message_id`` shows the batch's buttons, unless a message was
-        recorded before; the message recorded (this one, or the earlier one)."""
-
-        def write(db: sqlite3.Connection) -> str:
-            with _transaction(db, "IMMEDIATE"):
-                db.execute(
-                    "INSERT OR IGNORE INTO shown (batch_id, message_id, at) VALUES (?, ?, ?)",
-                    (batch_id, message_id, at),
-                )
-                (recorded,) = db.execute(
-                    "SELECT message_id FROM shown WHERE batch_id = ?", (batch_id,)
-                ).fetchone()
-            return str(recorded)
 
         return await self._run(write)
 

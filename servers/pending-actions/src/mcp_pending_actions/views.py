@@ -50,6 +50,6 @@ def batch(found: BatchRow, rows: list[ActionRow]) -> BatchView:
         agent=found.agent,
         chat_id=found.chat_id,
         text=found.text,
-        message_id=found.message_id,
+        message_key=found.message_key,
         actions=[view(row) for row in rows],
     )

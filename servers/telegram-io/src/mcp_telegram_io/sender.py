@@ -16,6 +16,12 @@ Each chat gets about one message a second with short bursts (``Pacer``), in the
 order the sends were asked for. A send with an idempotency key records each part
 as Telegram accepts it; the same key again delivers only the parts still missing,
 so a retried tool call never delivers a message twice.
+
+Each part is recorded with its bot, chat and message id, so a tap on it is reported
+with the key it was sent under (``sent_under``): the orchestrator binds buttons to that
+key before the send. The user may see a message (and tap) before Telegram's answer to
+the send reaches us: a tap on a message not recorded yet, in a chat with a send under
+way, waits for that send (which holds the chat's lock until each part is recorded).
 """
 
 from __future__ import annotations
@@ -118,13 +124,33 @@ class Sender:
                 plain = plain or fell_back
                 ids.append(message.message_id)
                 if key:
-                    await self.store.record_part(key, number, message.message_id, self.clock())
+                    await self.store.record_part(
+                        key,
+                        number,
+                        message.message_id,
+                        self.clock(),
+                        bot=_bot_id(bot),
+                        chat_id=chat_id,
+                    )
         return Sent(
             message_ids=ids,
             parts=len(parts),
             plain_fallback=plain,
             duplicate=len(done) == len(parts),
         )
+
+    async def sent_under(self, agent: str, chat_id: str, message_id: int) -> str | None:
+        """The idempotency key the agent's message ``message_id`` in the chat was sent under
+        (None: it was not sent with one). A send to the chat under way when it is not found
+        yet may be the one that sent it: its parts are recorded once it holds its lock no
+        more. (The tap exists only once its message does, so that send had taken the lock.)"""
+        bot = _bot_id(self._bot(agent))
+        key = await self.store.sent_under(bot, chat_id, message_id)
+        lock = self._chat_locks.get((agent, chat_id))
+        if key is None and lock is not None:
+            async with lock:
+                key = await self.store.sent_under(bot, chat_id, message_id)
+        return key
 
     async def edit_message(
         self,
@@ -133,9 +159,15 @@ class Sender:
         message_id: int,
         text: str,
         buttons: Sequence[Sequence[ButtonSpec]] = (),
+        *,
+        callback_id: str | None = None,
+        notice: str | None = None,
     ) -> Done:
+        """Redraw a message; with ``callback_id``, the tap on it answered first (``notice``)."""
         bot = self._bot(agent)
         (part,) = _parts(text, max_parts=1)
+        if callback_id is not None:
+            await self.answer_callback(agent, callback_id, notice)
         markup = keyboard(buttons)
         try:
             await self._deliver(
@@ -248,6 +280,12 @@ class Sender:
                 f"no bot for agent {agent!r}; the agents with a bot token are {sorted(self.bots)}"
             )
         return bot
+
+
+def _bot_id(bot: Bot) -> str:
+    """Telegram's id of the bot: the number its token starts with (message ids are the
+    bot's own in each chat)."""
+    return bot.token.partition(":")[0]
 
 
 def _parts(text: str, max_parts: int) -> list[Part]:

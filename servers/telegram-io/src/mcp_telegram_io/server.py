@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import anyio
 from fastmcp import FastMCP
@@ -48,6 +48,7 @@ from meshkit.yaml_config import ConfigError
 logger = logging.getLogger(__name__)
 
 SEND_CONNECTIONS = 16
+Delivered = TypeVar("Delivered", Sent, Done)
 INSTRUCTIONS = (
     "Telegram I/O for the clawmesh orchestrator: a durable inbox of the bots' updates "
     "(next_updates leases them, extend_leases keeps them while working, ack after the reply "
@@ -81,6 +82,12 @@ Buttons = Annotated[
         description="inline keyboard: rows of buttons, under the (last) message",
     ),
 ]
+CallbackId = Annotated[str, Field(min_length=1, max_length=200, description="the tap's id")]
+Notice = Annotated[str | None, Field(max_length=1000, description="a short notice")]
+AckIds = Annotated[
+    list[Annotated[str, Field(max_length=100)]] | None,
+    Field(max_length=1000, description="'id' fields of updates this call finishes: acked"),
+]
 UpdateIds = Annotated[
     list[Annotated[str, Field(max_length=100)]],
     Field(max_length=1000, description="'id' fields of updates"),
@@ -110,9 +117,6 @@ def build_server(
     if not configs:
         raise ConfigError(no_bots_help(settings.agents))
     store = InboxStore(settings.db_path, max_bytes=settings.max_db_bytes, clock=clock)
-    inbox = Inbox(settings, store, clock=clock)
-    if stopping is not None:
-        stopping.on_stop(inbox.stop_waiting)
     # One HTTP client for the fleet: a connection for each bot's long poll, 16 for sends.
     client = SharedClient(connections=SEND_CONNECTIONS + len(configs))
     bots = {agent: _bot(config, settings, client) for agent, config in configs.items()}
@@ -123,6 +127,9 @@ def build_server(
         clock,
         max_retry_after_s=settings.max_retry_after_s,
     )
+    inbox = Inbox(settings, store, clock=clock, sent_under=sender.sent_under)
+    if stopping is not None:
+        stopping.on_stop(inbox.stop_waiting)
     policy = policy or PollPolicy(
         timeout_s=settings.poll_timeout_s,
         backoff_max_s=settings.backoff_max_s,
@@ -244,25 +251,52 @@ def build_server(
         )
 
     @mcp.tool(**internal(title="Edit a message", idempotent=True))
-    async def edit_message(
+    async def edit_message(  # noqa: PLR0917 (a tool's parameters are its schema)
         agent: Agent,
         chat_id: ChatId,
         message_id: IntegerId,
         text: Annotated[str, Field(min_length=1, max_length=4096, description="Markdown")],
         buttons: Buttons = None,
+        callback_id: CallbackId | None = None,
+        notice: Notice = None,
+        ack: AckIds = None,
     ) -> Done:
-        """Replace a sent message's text and buttons (no buttons: they are removed)."""
-        return await sender.edit_message(agent, chat_id, message_id, text, _buttons(buttons))
+        """Replace a sent message's text and buttons (no buttons: they are removed).
+
+        With ``callback_id``, the tap on it is answered first (``notice``, as
+        answer_callback does); with ``ack``, the updates are acked once the edit is made
+        (as ack does): a tap's outcome in one call.
+        """
+        return await _acked_after(
+            sender.edit_message(
+                agent,
+                chat_id,
+                message_id,
+                text,
+                _buttons(buttons),
+                callback_id=callback_id,
+                notice=notice,
+            ),
+            inbox,
+            ack or [],
+        )
 
     @mcp.tool(**internal(title="Answer a button tap", idempotent=True))
     async def answer_callback(
         agent: Agent,
-        callback_id: Annotated[str, Field(min_length=1, max_length=200)],
-        text: Annotated[str | None, Field(max_length=1000, description="a short notice")] = None,
+        callback_id: CallbackId,
+        text: Notice = None,
         alert: bool = False,
+        ack: AckIds = None,
     ) -> Done:
-        """Stop the button's spinner, with an optional notice (200 characters at most)."""
-        return await sender.answer_callback(agent, callback_id, text, alert)
+        """Stop the button's spinner, with an optional notice (200 characters at most).
+
+        With ``ack``, the updates are acked too (as ack does), whether Telegram still took
+        the answer or not: a tap that changes nothing, in one call.
+        """
+        return await _acked_after(
+            sender.answer_callback(agent, callback_id, text, alert), inbox, ack or []
+        )
 
     @mcp.tool(**internal(title="Show a chat action", idempotent=True))
     async def send_chat_action(
@@ -308,9 +342,10 @@ def _bot(config: BotConfig, settings: TelegramIOSettings, client: SharedClient) 
     )
 
 
-async def _acked_after(sending: Awaitable[Sent], inbox: Inbox, ids: list[str]) -> Sent:
-    """A send, then the updates it answers acked: only once it succeeded (a failed send
-    acks nothing), and again each time it is repeated under its key (sending nothing)."""
+async def _acked_after(sending: Awaitable[Delivered], inbox: Inbox, ids: list[str]) -> Delivered:
+    """A send (an edit, a tap's answer), then the updates it answers acked: only once it
+    succeeded (a failed send acks nothing), and again each time it is repeated (under its
+    key: sending nothing)."""
     sent = await sending
     if ids:
         sent.acked = await inbox.ack(ids)

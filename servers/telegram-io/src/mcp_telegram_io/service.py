@@ -8,13 +8,16 @@ when it starts again the first ``next_updates`` of the new run releases what the
 old run held: after a crash the update is handed out at once, not when its lease
 runs out. Acked updates are kept two days so Telegram's resend of an unconfirmed
 batch is still recognised.
+
+A tap is handed out with ``message_key``, the idempotency key its message was sent under
+(``sent_under``, the sender's record): buttons are bound to it before their message exists.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 from telegram import Update
@@ -32,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 PRUNE_EVERY_S = 3600.0
 HAND_OVER_S = 0.05  # how long a poller lets a waiting reader go first
+# (agent, chat id, message id) -> the key the message was sent under, if any
+SentUnder = Callable[[str, str, int], Awaitable[str | None]]
 
 
 class BadUpdateId(ModelError):
@@ -54,8 +59,10 @@ class Inbox:
         *,
         clock: Callable[[], float] = time.time,
         hand_over_s: float = HAND_OVER_S,
+        sent_under: SentUnder | None = None,
     ) -> None:
         self.pollers: dict[str, Poller] = {}
+        self._sent_under = sent_under
         self._settings = settings
         self._hand_over_s = hand_over_s
         self._store = store
@@ -100,13 +107,10 @@ class Inbox:
             if found:
                 self._handed.set()
                 self._handed = anyio.Event()
-                return Updates(
-                    updates=[
-                        _normalized(u.agent, u.bot, u.update_id, u.body, u.deliveries)
-                        for u in found
-                    ],
-                    lease_s=lease_s,
-                )
+                updates = [
+                    _normalized(u.agent, u.bot, u.update_id, u.body, u.deliveries) for u in found
+                ]
+                return Updates(updates=[await self._keyed(u) for u in updates], lease_s=lease_s)
             remaining = deadline - anyio.current_time()
             if remaining <= 0 or self._closing:
                 return Updates(updates=[], lease_s=lease_s)
@@ -119,6 +123,18 @@ class Inbox:
                     await event.wait()
             finally:
                 self._readers -= 1
+
+    async def _keyed(self, update: InboxUpdate) -> InboxUpdate:
+        """A tap, with the key its message was sent under; any other update as it is."""
+        if (
+            update.kind != "callback"
+            or update.chat_id is None
+            or update.message_id is None
+            or self._sent_under is None
+        ):
+            return update
+        key = await self._sent_under(update.agent, update.chat_id, update.message_id)
+        return update.model_copy(update={"message_key": key})
 
     async def _start(self, holder: Holder) -> None:
         try:

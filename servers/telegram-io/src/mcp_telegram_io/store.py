@@ -9,7 +9,8 @@ Tables:
     runs     (consumer, run, started_at, superseded_at)   each run of each named consumer;
              the newest is current, the ones before it are superseded
     offsets  (bot, next_offset)     the getUpdates offset, written with the updates it confirms
-    sends    (key, part, message_id, at)   what a send with an idempotency key delivered
+    sends    (key, part, message_id, at, bot, chat_id)   what a send with an idempotency key
+             delivered, and where: a tap on one of those messages reports its key
     blocked  (agent, chat_id, at)   chats whose user blocked the bot (403): never retried
 
 ``record`` stores a batch of updates and the new offset in one transaction, before
@@ -60,8 +61,11 @@ CREATE TABLE IF NOT EXISTS sends (
     part INTEGER NOT NULL,
     message_id INTEGER NOT NULL,
     at REAL NOT NULL,
+    bot TEXT,
+    chat_id TEXT,
     PRIMARY KEY (key, part)
 );
+CREATE INDEX IF NOT EXISTS sends_by_message ON sends (bot, chat_id, message_id);
 CREATE TABLE IF NOT EXISTS blocked (
     agent TEXT NOT NULL,
     chat_id TEXT NOT NULL,
@@ -72,6 +76,7 @@ CREATE TABLE IF NOT EXISTS blocked (
 MIGRATIONS = {
     2: "ALTER TABLE updates ADD COLUMN leased_by TEXT; "
     "ALTER TABLE updates ADD COLUMN lease_run TEXT;",
+    3: "ALTER TABLE sends ADD COLUMN bot TEXT; ALTER TABLE sends ADD COLUMN chat_id TEXT;",
 }
 
 
@@ -98,7 +103,7 @@ class StoredUpdate:
 
 class InboxStore(SQLiteStore):
     SCHEMA = SCHEMA
-    SCHEMA_VERSION = 2
+    SCHEMA_VERSION = 3
     MIGRATIONS = MIGRATIONS
 
     async def offset(self, bot: str) -> int | None:
@@ -277,13 +282,30 @@ class InboxStore(SQLiteStore):
 
         return await self._run(read)
 
-    async def record_part(self, key: str, part: int, message_id: int, now: float) -> None:
+    async def record_part(
+        self, key: str, part: int, message_id: int, now: float, *, bot: str, chat_id: str
+    ) -> None:
+        """Part ``part`` of the send under ``key`` is message ``message_id`` of the bot's chat."""
         await self._run(
             lambda db: db.execute(
-                "INSERT OR IGNORE INTO sends (key, part, message_id, at) VALUES (?, ?, ?, ?)",
-                (key, part, message_id, now),
+                "INSERT OR IGNORE INTO sends (key, part, message_id, at, bot, chat_id)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (key, part, message_id, now, bot, chat_id),
             )
         )
+
+    async def sent_under(self, bot: str, chat_id: str, message_id: int) -> str | None:
+        """The key the bot's message ``message_id`` in the chat was sent under (None: not
+        sent with one, or forgotten: sends are kept as long as acked updates)."""
+
+        def read(db: sqlite3.Connection) -> str | None:
+            row = db.execute(
+                "SELECT key FROM sends WHERE bot = ? AND chat_id = ? AND message_id = ?",
+                (bot, chat_id, message_id),
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self._run(read)
 
     async def block(self, agent: str, chat_id: str, now: float) -> None:
         await self._run(
