@@ -5,6 +5,10 @@ Each factory builds the real server (memory, pending-actions and the scheduler o
 movable ``CLOCK`` of ``fakes.clocked``; telegram-io from the environment) and adds a fastmcp
 middleware that records each ``tools/call`` in ``CALLS`` as the server receives it: what a
 test counts is what crossed the MCP boundary, nothing patched inside.
+
+``fakes.counted:shopping`` is the shopping server, its calls not counted (the model's tools
+and the changes they propose are not the mesh's own calls) but held while a test holds the
+tool (``CALLS.hold("confirm_add_to_list")``): a slow change, without waiting for real time.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from fakes.clocked import CLOCK
 from mcp_memory.server import build_server as build_memory
 from mcp_pending_actions.server import build_server as build_pending_actions
 from mcp_scheduler.server import build_server as build_scheduler
+from mcp_shopping.server import build_server as build_shopping
 from mcp_telegram_io.server import build_server as build_telegram_io
 
 
@@ -40,9 +45,12 @@ class Call:
 
 @dataclass
 class Calls:
-    """The calls the counted servers received, in order; ``wait_for`` a condition on them."""
+    """The calls the counted servers received, in order; ``wait_for`` a condition on them.
+    ``hold(tool)``: the calls of ``tool`` wait, once received, until ``release``."""
 
     made: list[Call] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)  # the tool of each call waiting now
+    _holding: set[str] = field(default_factory=set)
     _changed: anyio.Event | None = None
 
     def record(self, call: Call) -> None:
@@ -64,9 +72,32 @@ class Calls:
     async def wait_for(self, done: Callable[[list[Call]], bool], timeout_s: float = 10.0) -> None:
         with anyio.fail_after(timeout_s):
             while not done(self.made):
-                if self._changed is None:
-                    self._changed = anyio.Event()
-                await self._changed.wait()
+                await self._next_change()
+
+    def hold(self, tool: str) -> None:
+        self._holding.add(tool)
+
+    def release(self) -> None:
+        """Let the held calls go on, and hold no tool any more."""
+        self._holding.clear()
+        self.changed()
+
+    async def passing(self, tool: str) -> None:
+        """Once ``tool`` is not held (at once if it is not)."""
+        if tool not in self._holding:
+            return
+        self.held.append(tool)
+        self.changed()
+        try:
+            while tool in self._holding:
+                await self._next_change()
+        finally:
+            self.held.remove(tool)
+
+    async def _next_change(self) -> None:
+        if self._changed is None:
+            self._changed = anyio.Event()
+        await self._changed.wait()
 
 
 CALLS = Calls()
@@ -91,6 +122,16 @@ class Counting(Middleware):
             CALLS.changed()
 
 
+class Holding(Middleware):
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
+        await CALLS.passing(context.message.name)
+        return await call_next(context)
+
+
 def _counted(name: str, server: FastMCP[Any]) -> FastMCP[Any]:
     server.add_middleware(Counting(name))
     return server
@@ -110,3 +151,9 @@ def pending_actions() -> FastMCP[Any]:
 
 def scheduler() -> FastMCP[Any]:
     return _counted("scheduler", build_scheduler(clock=CLOCK))
+
+
+def shopping() -> FastMCP[Any]:
+    server = build_shopping()
+    server.add_middleware(Holding())
+    return server

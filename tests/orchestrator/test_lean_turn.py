@@ -9,13 +9,15 @@ in a middleware that records the tool calls it receives (``fakes.counted``); Tel
 model and Open-Meteo are the fakes. The long polls (``next_updates``, ``next_due``) and the
 lease keeping (``extend_leases``, every few seconds whatever the turns) are not a turn's
 calls and are left out; "typing…" starts only after a minute here, so it is not in them.
+The time a tap's notice may be held (``tap_answer_within_s``) is up when a test says so
+(``TapTimer``), never by itself.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -47,6 +49,25 @@ USER = 4242
 POLLS = ("next_updates", "next_due", "extend_leases")
 TEXT_TURN = ["memory.turn_context", "memory.append_items", "telegram-io.send_message"]
 PARIS = ZoneInfo("Europe/Paris")
+TAP_ANSWER_WITHIN_S = 3.0  # the channel's; no other wait of it lasts exactly that
+
+
+@dataclass
+class TapTimer:
+    """The channel's sleep: a tap's wait for its notice (``TAP_ANSWER_WITHIN_S``) lasts
+    until the test says the time is up (``expire``); the channel's other waits are real."""
+
+    _up: anyio.Event = field(default_factory=anyio.Event)
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds == TAP_ANSWER_WITHIN_S:
+            await self._up.wait()
+        else:
+            await anyio.sleep(seconds)
+
+    def expire(self) -> None:
+        """The time is up for the taps waiting now, and any to come."""
+        self._up.set()
 
 
 @dataclass
@@ -54,6 +75,7 @@ class Lean:
     telegram: FakeTelegram
     llm: FakeOpenAI
     app: App
+    timer: TapTimer
 
     def say(self, words: str) -> str:
         """The user writes ``words``; the id telegram-io gives the update."""
@@ -93,7 +115,7 @@ async def lean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
         registry.write_text(
             "servers:\n"
             "  weather: {module: 'mcp_weather.server:build_server'}\n"
-            "  shopping: {module: 'mcp_shopping.server:build_server'}\n"
+            "  shopping: {module: 'fakes.counted:shopping'}\n"  # a confirm a test can hold
             "  memory: {module: 'fakes.counted:memory', role: memory}\n"
             "  telegram-io: {module: 'fakes.counted:telegram_io', role: telegram-io}\n"
             "  pending-actions: {module: 'fakes.counted:pending_actions', role: pending-actions}\n"
@@ -137,8 +159,15 @@ async def lean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
         )
         async with open_app(settings) as app:
             shutdown = Shutdown()
+            timer = TapTimer()
             channel = TelegramChannel(
-                app.dispatcher, app.registry, wait_s=1, typing_after_s=60, say=lambda _: None
+                app.dispatcher,
+                app.registry,
+                wait_s=1,
+                typing_after_s=60,
+                tap_answer_within_s=TAP_ANSWER_WITHIN_S,
+                sleep=timer.sleep,
+                say=lambda _: None,
             )
             scheduled = ScheduledChannel(app.proactive, app.registry, wait_s=0.2)
             async with anyio.create_task_group() as running:
@@ -146,7 +175,8 @@ async def lean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
                 running.start_soon(scheduled.run, shutdown)
                 await telegram.wait_for(lambda: bool(telegram.commands(TOKEN)))  # live
                 CALLS.clear()
-                yield Lean(telegram, llm, app)
+                yield Lean(telegram, llm, app, timer)
+                CALLS.release()
                 shutdown.request()
                 shutdown.request()  # hurried: nothing of a test is left to finish
 
@@ -288,6 +318,52 @@ async def test_a_proposal_and_its_tap_make_the_calls_their_buttons_need(lean: Le
     assert edit.arguments["notice"] == "Confirmed: on it."
     [answer] = lean.telegram.callback_answers(TOKEN)
     assert answer.text == "Confirmed: on it."
+
+
+async def test_a_slow_change_has_its_notice_answered_in_time_and_its_redraw_ack_the_tap(
+    lean: Lean,
+) -> None:
+    lean.llm.script(
+        calls(call("shopping__propose_add_to_list", name="plums")), text("Shall I add plums?")
+    )
+    await handled(lean.say("add plums"))
+    message = await lean.reply()
+    [[confirm, _]] = (message.reply_markup or {})["inline_keyboard"]
+    CALLS.clear()
+    CALLS.hold("confirm_add_to_list")  # the change takes its time (a Google calendar, say)
+    lean.telegram.tap(TOKEN, USER, message.message_id, confirm["callback_data"])
+    await CALLS.wait_for(lambda _: "confirm_add_to_list" in CALLS.held)
+
+    lean.timer.expire()  # tap_answer_within_s have passed, the change still at work
+    await lean.telegram.wait_for(lambda: bool(lean.telegram.callback_answers(TOKEN)))
+    answered = CALLS.names(without=POLLS)
+    edited_meanwhile = list(message.edits)
+    CALLS.release()
+    await CALLS.wait_for(lambda made: any(c.tool == "edit_message" and c.answered for c in made))
+    await CALLS.wait_for(lambda made: any(c.tool == "complete" and c.answered for c in made))
+    tapped = CALLS.names(without=POLLS)
+
+    # The notice on its own, while the change is at work; nothing redrawn, nothing acked.
+    assert answered == ["pending-actions.approve", "telegram-io.answer_callback"]
+    assert edited_meanwhile == []
+    [answer] = [c for c in CALLS.made if c.tool == "answer_callback"]
+    assert answer.arguments["text"] == "Confirmed: on it."
+    assert "ack" not in answer.arguments
+    # Once it is done, the redraw and the ack in one call, the callback not answered again.
+    assert tapped[:3] == answered + ["telegram-io.edit_message"]
+    assert sorted(tapped[3:]) == ["memory.append_items", "pending-actions.complete"]
+    [edit] = [c for c in CALLS.made if c.tool == "edit_message"]
+    assert "callback_id" not in edit.arguments
+    [tap] = edit.arguments["ack"]
+    assert [c for c in CALLS.made if tap in (c.arguments.get("ack") or [])] == [edit]
+    [shown] = lean.telegram.callback_answers(TOKEN)  # Telegram refuses a second answer
+    assert shown.text == "Confirmed: on it."
+    [redrawn] = message.edits  # what the change answered: drawn once it was done
+    assert redrawn.text.endswith("✅ Add plums to groceries — Added plums to groceries")
+    to_telegram = [c.method.lower() for c in lean.telegram.calls()]
+    assert [m for m in to_telegram if m in ("answercallbackquery", "editmessagetext")] == [
+        "answercallbackquery", "editmessagetext",
+    ]  # fmt: skip
 
 
 async def test_a_tap_that_changes_nothing_is_answered_and_acked_in_one_call(lean: Lean) -> None:
