@@ -46,7 +46,8 @@ class Call:
 @dataclass
 class Calls:
     """The calls the counted servers received, in order; ``wait_for`` a condition on them.
-    ``hold(tool)``: the calls of ``tool`` wait, once received, until ``release``."""
+    ``hold(tool)``: the calls of ``tool`` a holding server receives (``shopping``) wait
+    until ``release``."""
 
     made: list[Call] = field(default_factory=list)
     held: list[str] = field(default_factory=list)  # the tool of each call waiting now
