@@ -36,6 +36,7 @@ from telegramify_markdown.converter import STANDARD_OPTIONS
 _MARKER = re.compile(rb"[ \t]*(\d{1,9}[.)])")  # CommonMark: at most 9 digits, then . or )
 _PRIVATE_USE = range(0xE000, 0xF900)
 _MAX_ROUNDS = 50  # escaping rounds; each escapes at least one character for good
+_LITERAL = ("Code", "InlineMath", "DisplayMath", "Html", "InlineHtml")  # a backslash shows
 
 
 class MarkupMismatch(Exception):
@@ -67,19 +68,61 @@ def _escaped(markdown: str) -> tuple[str, list[tuple[object, int, int]]]:
     """The source with a backslash before the ``<`` of raw HTML (and before the delimiters
     the converter takes as text), and the ``[`` of an ordered item's task box as ``&#91;``
     (a backslash would make ``\\[ … \\]`` LaTeX), until the parser finds none; and the
-    parser's events for it."""
+    parser's events for it.
+
+    An escape changes how the text after it parses (``$5** `$`` is math until its ``$`` is
+    escaped, and then the backtick in it opens a code span), so a round's escapes, all found
+    in the text before any of them, may put another one in code, where its backslash shows.
+    Such a round is made again with only its first escape; if even that one is in code
+    then, ``MarkupMismatch``."""
     source = markdown
+    made: list[int] = []  # byte offsets of the escapes so far, in source
+    events = _events(source)
     for _ in range(_MAX_ROUNDS):
         data = source.encode()
-        events = _events(source)
         found = _to_escape(data, events)
         if not found:
             return source, events
-        bounds = sorted({0, *found, len(data)})
-        source = b"".join(
-            found[a] + data[a + 1 : b] if a in found else data[a:b] for a, b in pairwise(bounds)
-        ).decode()
+        for batch in (found, dict([min(found.items())])):
+            source, moved = _with_escapes(data, batch, made)
+            events = _events(source)
+            if not _in_literals(moved, source.encode(), events):
+                break
+        else:
+            raise MarkupMismatch("an escape would show in code")
+        made = moved
     raise MarkupMismatch("too much raw HTML to keep as text")
+
+
+def _with_escapes(data: bytes, found: dict[int, bytes], made: list[int]) -> tuple[str, list[int]]:
+    """``data`` with ``found`` replaced, and where the escapes ``made`` and ``found`` then are."""
+    bounds = sorted({0, *found, len(data)})
+    text = b"".join(
+        found[a] + data[a + 1 : b] if a in found else data[a:b] for a, b in pairwise(bounds)
+    ).decode()
+    starts = sorted(found)
+    growth = [0, *accumulate(len(found[a]) - 1 for a in starts)]
+
+    def moved(offset: int) -> int:
+        return offset + growth[bisect.bisect_left(starts, offset)]
+
+    return text, sorted(moved(offset) for offset in [*made, *found])
+
+
+def _in_literals(offsets: list[int], data: bytes, events: list[tuple[object, int, int]]) -> bool:
+    """Whether any of ``offsets`` lies in code, math or HTML, which keep a backslash (math
+    the next round escapes as text is not kept: ``$a \\$b$5`` is three words then)."""
+    for event, start, end in events:
+        if not isinstance(event, dict) or _literal_pair(data, event, start, end):
+            continue
+        opened = event.get("Start")
+        if any(kind in event for kind in _LITERAL) or (
+            isinstance(opened, dict) and "CodeBlock" in opened
+        ):
+            at = bisect.bisect_left(offsets, start)
+            if at < len(offsets) and offsets[at] < end:
+                return True
+    return False
 
 
 def _to_escape(data: bytes, events: list[tuple[object, int, int]]) -> dict[int, bytes]:
