@@ -68,6 +68,53 @@ def write_config(
     return registry, agents
 
 
+def write_telegram_fleet(
+    tmp_path: Path,
+    env: dict[str, str],
+    *,
+    servers: dict[str, str],
+    tools: list[str],
+    prompts: dict[str, str],
+    user: int,
+    home: str | None = None,
+) -> tuple[Path, Path, dict[str, str]]:
+    """Clawdia on Telegram (bot token in ``CLAWDIA_BOT_TOKEN``, ``user`` allowed) with the
+    registry's ``servers`` (name → entry), the model's ``tools`` servers and scheduled
+    ``prompts`` (name → text, all at 18:00 on Sundays), written under ``tmp_path``: the
+    registry, the fleet, and the environment to run it with (``env`` added)."""
+    config = tmp_path / "config"
+    config.mkdir(exist_ok=True)
+    registry, agents, schedule = (
+        config / f for f in ("servers.yaml", "agents.yaml", "schedule.yaml")
+    )
+    registry.write_text(
+        "servers:\n" + "".join(f"  {name}: {entry}\n" for name, entry in servers.items())
+    )
+    agents.write_text(
+        "agents:\n  clawdia:\n    name: Clawdia\n"
+        f"    persona: {ROOT / 'agents' / 'clawdia'}\n"
+        "    bot_token_env: CLAWDIA_BOT_TOKEN\n"
+        f"    allowed_user_ids: ['{user}']\n"
+        f"    servers: [{', '.join(tools)}]\n"
+        "    timezone: Europe/Paris\n" + (f"    home: {home}\n" if home else "")
+    )
+    schedule.write_text(
+        "agents:\n  clawdia:\n    prompts:\n"
+        + "".join(
+            f'      - {{name: {name}, cron: "0 18 * * sun", prompt: {prompt}}}\n'
+            for name, prompt in prompts.items()
+        )
+    )
+    environment = {
+        "DATA_DIR": str(tmp_path / "data"),
+        "CLAWMESH_AGENTS": str(agents),
+        "CLAWMESH_SCHEDULE": str(schedule),
+        "TELEGRAM_PACE_S": "0",
+        **env,
+    }
+    return registry, agents, environment
+
+
 @asynccontextmanager
 async def clawdia(
     world: World, *, sleeps: list[float] | None = None, llm_timeout_s: float | None = None

@@ -32,7 +32,7 @@ from fakes.open_meteo import FakeOpenMeteo
 from fakes.responses_api import FakeOpenAI, call, calls, text
 from fakes.serving import free_port, serving
 from fakes.telegram_api import FakeTelegram, Sent
-from fakes.world import API_KEY, ROOT
+from fakes.world import API_KEY, ROOT, write_telegram_fleet
 from orchestrator.app import App, open_app
 from orchestrator.channels.scheduled import ScheduledChannel
 from orchestrator.channels.telegram import TelegramChannel
@@ -109,42 +109,32 @@ async def lean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
     telegram, llm, weather = FakeTelegram(), FakeOpenAI(), FakeOpenMeteo()
     telegram.add_bot(TOKEN, name="Clawdia")
     async with telegram.serve() as api, llm.serve() as llm_url, serving(weather.app) as meteo:
-        config = tmp_path / "config"
-        config.mkdir()
-        registry, agents = config / "servers.yaml", config / "agents.yaml"
-        registry.write_text(
-            "servers:\n"
-            "  weather: {module: 'mcp_weather.server:build_server'}\n"
-            "  shopping: {module: 'fakes.counted:shopping'}\n"  # a confirm a test can hold
-            "  memory: {module: 'fakes.counted:memory', role: memory}\n"
-            "  telegram-io: {module: 'fakes.counted:telegram_io', role: telegram-io}\n"
-            "  pending-actions: {module: 'fakes.counted:pending_actions', role: pending-actions}\n"
-            "  scheduler: {module: 'fakes.counted:scheduler', role: scheduler}\n"
+        registry, agents, env = write_telegram_fleet(
+            tmp_path,
+            {
+                "WEATHER_FORECAST_URL": f"{meteo}/v1/forecast",
+                "WEATHER_GEOCODING_URL": f"{meteo}/v1/search",
+                "CLAWDIA_BOT_TOKEN": TOKEN,
+                "TELEGRAM_API_BASE": api,
+                "TELEGRAM_POLL_TIMEOUT_S": "1",
+                "MEMORY_WINDOW_MAX_ITEMS": "4",  # two turns: summary rounds come soon
+            },
+            servers={
+                "weather": "{module: 'mcp_weather.server:build_server'}",
+                "shopping": "{module: 'fakes.counted:shopping'}",  # a confirm a test can hold
+                "memory": "{module: 'fakes.counted:memory', role: memory}",
+                "telegram-io": "{module: 'fakes.counted:telegram_io', role: telegram-io}",
+                "pending-actions": (
+                    "{module: 'fakes.counted:pending_actions', role: pending-actions}"
+                ),
+                "scheduler": "{module: 'fakes.counted:scheduler', role: scheduler}",
+            },
+            tools=["weather", "shopping", "memory"],
+            prompts={"week-ahead": "Plan my week."},
+            user=USER,
+            home="Paris",
         )
-        agents.write_text(
-            "agents:\n  clawdia:\n    name: Clawdia\n"
-            f"    persona: {ROOT / 'agents' / 'clawdia'}\n"
-            "    bot_token_env: CLAWDIA_BOT_TOKEN\n"
-            f"    allowed_user_ids: ['{USER}']\n"
-            "    servers: [weather, shopping, memory]\n"
-            "    timezone: Europe/Paris\n    home: Paris\n"
-        )
-        (config / "schedule.yaml").write_text(
-            "agents:\n  clawdia:\n    prompts:\n"
-            '      - {name: week-ahead, cron: "0 18 * * sun", prompt: Plan my week.}\n'
-        )
-        for name, value in {
-            "WEATHER_FORECAST_URL": f"{meteo}/v1/forecast",
-            "WEATHER_GEOCODING_URL": f"{meteo}/v1/search",
-            "DATA_DIR": str(tmp_path / "data"),
-            "CLAWMESH_AGENTS": str(agents),
-            "CLAWMESH_SCHEDULE": str(config / "schedule.yaml"),
-            "CLAWDIA_BOT_TOKEN": TOKEN,
-            "TELEGRAM_API_BASE": api,
-            "TELEGRAM_POLL_TIMEOUT_S": "1",
-            "TELEGRAM_PACE_S": "0",
-            "MEMORY_WINDOW_MAX_ITEMS": "4",  # two turns: summary rounds come soon
-        }.items():
+        for name, value in env.items():
             monkeypatch.setenv(name, value)
         for name in ("MESH_APPROVAL_SIGNING_KEY_FILE", "MESH_APPROVAL_PUBLIC_KEY_FILE"):
             monkeypatch.delenv(name, raising=False)  # the one key pair in DATA_DIR

@@ -25,7 +25,7 @@ from fakes.clocked import CLOCK
 from fakes.counted import CALLS
 from fakes.responses_api import Body, FakeOpenAI, Gated, Step, text
 from fakes.telegram_api import FakeTelegram
-from fakes.world import API_KEY, ROOT
+from fakes.world import API_KEY, write_telegram_fleet
 from meshkit.wire.scheduler import Due
 from orchestrator.app import App, open_app
 from orchestrator.channels.scheduled import ScheduledChannel
@@ -91,36 +91,19 @@ async def scheduled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIte
 
     llm.script(text("First prompt answered."), second)
     async with telegram.serve() as api, llm.serve() as llm_url:
-        config = tmp_path / "config"
-        config.mkdir()
-        registry, agents = config / "servers.yaml", config / "agents.yaml"
-        registry.write_text(
-            "servers:\n"
-            "  memory: {module: 'fakes.counted:memory', role: memory}\n"
-            "  telegram-io: {module: 'fakes.counted:telegram_io', role: telegram-io}\n"
-            "  scheduler: {module: 'fakes.counted:scheduler', role: scheduler}\n"
+        registry, agents, env = write_telegram_fleet(
+            tmp_path,
+            {"CLAWDIA_BOT_TOKEN": TOKEN, "TELEGRAM_API_BASE": api},
+            servers={
+                "memory": "{module: 'fakes.counted:memory', role: memory}",
+                "telegram-io": "{module: 'fakes.counted:telegram_io', role: telegram-io}",
+                "scheduler": "{module: 'fakes.counted:scheduler', role: scheduler}",
+            },
+            tools=["memory"],
+            prompts={"first": "Plan my week.", "second": "Any birthdays."},
+            user=USER,
         )
-        agents.write_text(
-            "agents:\n  clawdia:\n    name: Clawdia\n"
-            f"    persona: {ROOT / 'agents' / 'clawdia'}\n"
-            "    bot_token_env: CLAWDIA_BOT_TOKEN\n"
-            f"    allowed_user_ids: ['{USER}']\n"
-            "    servers: [memory]\n"
-            "    timezone: Europe/Paris\n"
-        )
-        (config / "schedule.yaml").write_text(
-            "agents:\n  clawdia:\n    prompts:\n"
-            '      - {name: first, cron: "0 18 * * sun", prompt: Plan my week.}\n'
-            '      - {name: second, cron: "0 18 * * sun", prompt: Any birthdays.}\n'
-        )
-        for name, value in {
-            "DATA_DIR": str(tmp_path / "data"),
-            "CLAWMESH_AGENTS": str(agents),
-            "CLAWMESH_SCHEDULE": str(config / "schedule.yaml"),
-            "CLAWDIA_BOT_TOKEN": TOKEN,
-            "TELEGRAM_API_BASE": api,
-            "TELEGRAM_PACE_S": "0",
-        }.items():
+        for name, value in env.items():
             monkeypatch.setenv(name, value)
         for name in ("MESH_APPROVAL_SIGNING_KEY_FILE", "MESH_APPROVAL_PUBLIC_KEY_FILE"):
             monkeypatch.delenv(name, raising=False)
