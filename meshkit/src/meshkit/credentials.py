@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from pydantic import SecretStr
 
-from meshkit.tool_classes import CLASSES, PRODUCER, READ
+from meshkit.tool_classes import CLASSES, ORCHESTRATOR_CLASSES, PRODUCER, READ
 
 ORCHESTRATOR = "orchestrator"
 CLIENT_SCOPES = frozenset({READ, PRODUCER})
@@ -207,7 +207,7 @@ class Credentials:
             if isinstance(orchestrator, SecretStr)
             else check_digest(orchestrator)
         )
-        known = [(digest, Caller(ORCHESTRATOR, CLASSES))]
+        known = [(digest, Caller(ORCHESTRATOR, ORCHESTRATOR_CLASSES))]
         known += [(c.digest, Caller(c.name, frozenset(c.scopes), c.binding)) for c in clients]
         digests = [digest for digest, _ in known]
         if len(set(digests)) != len(digests):

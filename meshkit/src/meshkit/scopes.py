@@ -29,13 +29,13 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import Tool, ToolResult
 
 from meshkit.credentials import Caller
-from meshkit.tool_classes import CLASSES, CONFIRM, INTERNAL, PRODUCER, READ
+from meshkit.tool_classes import CLASSES, CONFIRM, INTERNAL, PRODUCER, READ, RELAY
 
 logger = logging.getLogger(__name__)
 
 CALLER_KEY = "clawmesh.caller"  # where the guard leaves the Caller in the ASGI scope
 NOBODY = Caller("unidentified", frozenset())
-_ORDER = (READ, PRODUCER, CONFIRM, INTERNAL)
+_ORDER = (READ, PRODUCER, CONFIRM, INTERNAL, RELAY)
 
 
 def tool_class(tags: set[str]) -> str:

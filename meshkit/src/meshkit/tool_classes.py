@@ -21,7 +21,11 @@ READ: Final = "read"
 PRODUCER: Final = "producer"
 CONFIRM: Final = "confirm"
 INTERNAL: Final = "internal"
-CLASSES: Final = frozenset({READ, PRODUCER, CONFIRM, INTERNAL})
+# A server calling pending-actions for a client bound to a person (consent from any client):
+# stage that client's proposal, follow its state. Held by servers' own credentials only.
+RELAY: Final = "relay"
+CLASSES: Final = frozenset({READ, PRODUCER, CONFIRM, INTERNAL, RELAY})
+ORCHESTRATOR_CLASSES: Final = frozenset({READ, PRODUCER, CONFIRM, INTERNAL})
 # What the orchestrator fills in: the turn's agent, its timezone, and the user it talks to.
 CONTEXT_ARGUMENTS: Final = frozenset({"agent", "timezone", "user"})
 
@@ -70,6 +74,19 @@ def internal(
         read_only=read_only,
         destructive=False,
         idempotent=idempotent,
+        open_world=False,
+    )
+
+
+def relay(*, title: str | None = None, read_only: bool = False) -> ToolOptions:
+    """A pending-actions tool a server calls for a bound client: never the orchestrator's,
+    never a client's, never the model's."""
+    return _options(
+        RELAY,
+        title,
+        read_only=read_only,
+        destructive=False,
+        idempotent=read_only,
         open_world=False,
     )
 

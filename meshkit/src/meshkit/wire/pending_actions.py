@@ -22,17 +22,75 @@ class State(StrEnum):
 UNKNOWN: Literal["unknown"] = "unknown"  # the state reported for an id no one can see
 
 
+How = Literal["tap", "policy", "grant", "expiry"]  # how an action was decided
+CHAT_CLIENT = "chat"  # the client of proposals made in the agent's own conversation
+
+
 class Staged(BaseModel):
+    """A staged proposal: pending (the agent's policy asks), or already approved by the
+    agent's policy or a running grant (executing, with the approval for the confirm tool).
+    A kind the policy denies is never staged: ``stage`` answers with a tool error saying so."""
+
     action_id: str = Field(description="The new action's id ('act_' + 12 hex digits)")
     batch_id: str = Field(description="Its batch: one message's buttons ('bat_' + 12 hex digits)")
-    state: State = Field(description="Always 'pending'")
+    state: State = Field(
+        description="'pending': waits for a tap; 'executing': approved by policy or grant"
+    )
     expires_at: float = Field(description="When it expires unless decided (Unix seconds)")
     summary: str = Field(description="The line the user reads above the buttons")
+    decided_by: How | None = Field(
+        default=None, description="'policy' or 'grant' when approved at once; null: pending"
+    )
+    approval: str | None = Field(
+        default=None,
+        description="When approved at once and staged by the orchestrator: the token for "
+        "<server>__confirm_<kind>(payload, approval); then complete or fail",
+    )
+    payload: dict[str, Any] | None = Field(
+        default=None, description="With an approval: the payload the token is for"
+    )
+    grant_s: int | None = Field(
+        default=None,
+        description="While pending: how long a tap may allow this kind for (seconds; the "
+        "buttons offer '✅ and allow for …'); null: no grant offered",
+    )
+
+
+class ClientStaged(BaseModel):
+    """What a server learns when it stages a bound client's proposal (``stage_for_client``):
+    the client is answered at once with it; the user decides on Telegram."""
+
+    action_id: str
+    state: State = Field(description="'pending' (shown to the user) or 'executing' (allowed)")
+    decided_by: How | None = Field(default=None, description="'policy' or 'grant'; null: pending")
+    expires_at: float = Field(description="When it expires unless decided (Unix seconds)")
+    summary: str
+
+
+class ActionStatus(BaseModel):
+    """An action as its client may follow it (``action_status``)."""
+
+    action_id: str
+    state: State
+    summary: str
+    server: str
+    kind: str
+    client: str = Field(description="Who proposed it: 'chat' or the client's name")
+    decided_by: How | None = Field(default=None, description="Null while pending")
+    created_at: float
+    expires_at: float
+    decided_at: float | None = None
+    result: dict[str, Any] | None = Field(default=None, description="Once done")
+    error: str | None = Field(default=None, description="Once failed")
 
 
 class ActionView(BaseModel):
     action_id: str
     batch_id: str
+    client: str = Field(default=CHAT_CLIENT, description="Who proposed it")
+    grant_s: int | None = Field(
+        default=None, description="While pending: the grant a tap may give (seconds)"
+    )
     server: str = Field(description="The server whose confirm_<kind> tool performs it")
     kind: str
     summary: str
@@ -121,3 +179,79 @@ class Event(BaseModel):
 class History(BaseModel):
     action_id: str
     events: list[Event] = Field(description="Every state change, oldest first")
+
+
+class Notice(BaseModel):
+    """Something the orchestrator must bring to a user's chat (``next_notices``):
+
+    - ``show``: a batch a client proposed, pending; send ``batch`` with its buttons under
+      ``key`` (the message key the batch was staged with, ``consent:<batch id>``), saying
+      which client asked;
+    - ``execute``: an action a client proposed that the agent's policy or a grant approved;
+      call ``<server>__confirm_<kind>(decision.payload, decision.approval)``, record it with
+      complete or fail, and tell the user under ``key`` (``done:<action id>``).
+    """
+
+    key: str
+    type: Literal["show", "execute"]
+    agent: str
+    chat_id: str
+    user_id: str
+    client: str = Field(description="The client's name, e.g. 'claude-desktop'")
+    client_label: str = Field(description="For the user, e.g. 'Claude Desktop'")
+    batch: BatchView | None = Field(default=None, description="show: the batch to send")
+    decision: Decision | None = Field(
+        default=None, description="execute: the approved action, with a fresh approval"
+    )
+
+
+class Notices(BaseModel):
+    notices: list[Notice] = Field(description="Oldest first, leased to this run")
+
+
+class Grant(BaseModel):
+    grant_id: str = Field(description="'grt_' + 12 hex digits")
+    agent: str
+    user_id: str
+    client: str
+    server: str
+    kind: str
+    started_at: float
+    until: float = Field(description="Unix seconds")
+    summary: str = Field(description="The change whose tap gave it")
+
+
+class Grants(BaseModel):
+    grants: list[Grant] = Field(description="Running grants, the soonest to end first")
+
+
+LedgerEvent = Literal[
+    "proposed", "denied", "decided", "executed", "failed", "expired", "granted", "grant_ended"
+]
+
+
+class LedgerEntry(BaseModel):
+    """One line of the hash-chained ledger: ``hash`` = SHA-256 over ``prev_hash`` and the
+    entry's canonical JSON; the first entry's ``prev_hash`` is 64 zeros."""
+
+    seq: int
+    at: float
+    event: LedgerEvent
+    agent: str
+    user_id: str | None
+    client: str
+    action_id: str | None
+    server: str | None
+    kind: str | None
+    summary: str | None
+    how: How | None = Field(description="For decided: tap, policy, grant or expiry")
+    outcome: str | None = Field(
+        description="decided: 'confirmed' or 'cancelled'; executed/failed: the result's "
+        "message or the error; granted: until when"
+    )
+    prev_hash: str
+    hash: str
+
+
+class Ledger(BaseModel):
+    entries: list[LedgerEntry] = Field(description="Newest last")
