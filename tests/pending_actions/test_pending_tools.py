@@ -298,6 +298,7 @@ async def test_an_action_of_another_chat_or_user_is_not_found_and_unchanged(
             "approval": None,
             "resumed": False,
             "batch": None,  # nothing of another chat's batch either
+            "granted_until": None,
         }
     assert await transitions(client, action_id) == [(None, "pending")]
     assert (await approve(client, action_id))["ok"] is True  # the right chat and user
