@@ -232,3 +232,23 @@ async def test_a_denied_client_proposal_is_refused_and_recorded(
     assert "Not allowed by clawdia's policy" in str(result.content[0])
     assert await notices(client) == []
     assert [(e["event"], e["client"]) for e in await audit(client)] == [("denied", CLIENT)]
+
+
+async def test_a_grant_from_a_tap_on_a_client_proposal_covers_that_clients_next_ones(
+    client: Client[Any], settings: PendingSettings
+) -> None:
+    write_fleet(settings.agents, {"shopping.*": {"policy": "ask", "grant": "1h"}})
+    first = await stage_for_client(client)
+    [shown] = await notices(client)
+    decision = await approve(
+        client, first["action_id"], chat_id=USER, message_key=shown["key"], grant=True
+    )
+
+    later = await stage_for_client(client)
+    [execute] = await notices(client, ack=[shown["key"]])
+    [grant] = (await call(client, "list_grants", agent=AGENT, user_id=USER))["grants"]
+
+    assert decision["granted_until"] is not None
+    assert (later["state"], later["decided_by"]) == ("executing", "grant")
+    assert (execute["type"], execute["decision"]["action_id"]) == ("execute", later["action_id"])
+    assert (grant["client"], grant["kind"]) == (CLIENT, "add_item")
