@@ -23,9 +23,10 @@ Stamp = tuple[int, int] | None  # (mtime_ns, size), None: no file
 class FleetPolicies:
     def __init__(self, path: Path) -> None:
         self._path = path
-        self._stamp: Stamp = self._stat()
-        # None: no fleet file, everyone asks. Read now: a mistake stops the start.
-        self._agents: dict[str, Policies] | None = self._read()
+        self._stamp: Stamp = None
+        self._agents: dict[str, Policies] | None = None  # None: no fleet file, anyone asks
+        self._stamp = self._stat()
+        self._agents = self._read()  # after the stamp: None there means no file
 
     def rule(self, agent: str, server: str, kind: str) -> Rule:
         """The rule in force for ``agent`` and ``server``'s change ``kind``."""
