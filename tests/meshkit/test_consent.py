@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
+from contextlib import closing
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
@@ -33,6 +35,7 @@ from meshkit.proposals import (
 )
 from meshkit.relay import PendingRelay, Stager
 from meshkit.server import create_server
+from meshkit.sqlite import SQLiteStore
 from meshkit.tool_classes import PRODUCER, READ, producer
 from meshkit.wire.pending_actions import ActionStatus, ClientStaged, State
 
@@ -62,26 +65,32 @@ class Jotted(BaseModel):
     replayed: bool
 
 
-class Notebook:
-    """The server's store: a note per approved jot, each action performed once."""
+class Notebook(SQLiteStore):
+    """The server's store: a note per approved jot, each action performed once (as the
+    README's recipe has it)."""
 
-    def __init__(self) -> None:
-        self.db = sqlite3.connect(":memory:", isolation_level=None)
-        self.db.executescript(CONFIRMATIONS_SCHEMA + "CREATE TABLE notes (agent, text);")
+    SCHEMA = CONFIRMATIONS_SCHEMA + "CREATE TABLE IF NOT EXISTS notes (agent TEXT, text TEXT);"
 
     async def jot(self, change: JotPayload, approval: Approval) -> Confirmed:
         def perform(db: sqlite3.Connection) -> dict[str, Any]:
             db.execute("INSERT INTO notes VALUES (?, ?)", (change.agent, change.text))
             return {"message": f"Noted: {change.text}"}
 
-        return confirm_once(self.db, approval, perform, at=NOW)
+        return await self._run(lambda db: confirm_once(db, approval, perform, at=NOW))
 
     def notes(self) -> list[tuple[str, str]]:
-        return self.db.execute("SELECT agent, text FROM notes").fetchall()
+        with closing(sqlite3.connect(self.path)) as db:
+            return db.execute("SELECT agent, text FROM notes").fetchall()
 
 
 def notes_server(notebook: Notebook, relay: Stager | None, clock: Clock) -> FastMCP[Any]:
-    mcp = create_server("notes", version="1", instructions="Notes, jotted after a tap.")
+    mcp = create_server(
+        "notes",
+        version="1",
+        instructions="Notes, jotted after a tap.",
+        lifespan=notebook.lifespan,
+        stores=[notebook],
+    )
     consent = Consent(mcp, "notes", Approvals(PUBLIC_KEY, clock=clock), relay=relay)
     consent.declare(
         ChangeKind(
@@ -158,8 +167,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def notebook() -> Notebook:
-    return Notebook()
+def notebook(tmp_path: Path) -> Notebook:
+    return Notebook(tmp_path / "notes.sqlite3")
 
 
 @pytest.fixture
