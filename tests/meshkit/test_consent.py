@@ -5,23 +5,28 @@ client's proposal for its person through pending-actions, answering the client a
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
+from contextlib import closing
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+import yaml
 from fastmcp import Client, FastMCP
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from fakes.approval_keys import PUBLIC_KEY, signer
+from fakes.approval_keys import PUBLIC_KEY, SIGNING_ENV, signer, write_signing_key
 from fakes.clock import Clock
-from fakes.serving import sdk_client, serving_in_thread
+from fakes.serving import sdk_client, serving
 from fakes.tool_calls import call, call_error
+from mcp_pending_actions.server import build_server as build_pending
+from mcp_pending_actions.settings import PendingSettings
 from meshkit.bindings import bind_local_client
 from meshkit.consent import ChangeKind, Consent
-from meshkit.credentials import Binding, Caller, new_client
-from meshkit.errors import ModelError
+from meshkit.credentials import Binding, Caller, ClientCredential, new_client, token_digest
 from meshkit.http import build_http_app
 from meshkit.proposals import (
+    ALLOWED_NOTE,
     CONFIRMATIONS_SCHEMA,
     NOT_DONE_NOTE,
     SHOWN_NOTE,
@@ -33,8 +38,8 @@ from meshkit.proposals import (
 )
 from meshkit.relay import PendingRelay, Stager
 from meshkit.server import create_server
-from meshkit.tool_classes import PRODUCER, READ, producer
-from meshkit.wire.pending_actions import ActionStatus, ClientStaged, State
+from meshkit.sqlite import SQLiteStore
+from meshkit.tool_classes import PRODUCER, READ, RELAY, producer
 
 pytestmark = pytest.mark.anyio
 
@@ -43,6 +48,8 @@ ALICE = Binding("clawdia", "1001")
 DESKTOP = Caller("claude-desktop", frozenset({READ, PRODUCER}), ALICE)
 ORCHESTRATOR_TOKEN = "orchestrator-token-consent-0123456789"
 SCRIPT_TOKEN, SCRIPT = new_client("script", ALICE)
+PENDING_TOKEN = "orchestrator-token-pending-0123456789"
+NOTES_RELAY_TOKEN = "notes-relay-token-0123456789"  # the notes server's own, for pending-actions
 Text = Annotated[str, Field(min_length=1, max_length=200)]
 Agent = Annotated[str, Field(min_length=1, max_length=200)]
 
@@ -62,26 +69,32 @@ class Jotted(BaseModel):
     replayed: bool
 
 
-class Notebook:
-    """The server's store: a note per approved jot, each action performed once."""
+class Notebook(SQLiteStore):
+    """The server's store: a note per approved jot, each action performed once (as the
+    README's recipe has it)."""
 
-    def __init__(self) -> None:
-        self.db = sqlite3.connect(":memory:", isolation_level=None)
-        self.db.executescript(CONFIRMATIONS_SCHEMA + "CREATE TABLE notes (agent, text);")
+    SCHEMA = CONFIRMATIONS_SCHEMA + "CREATE TABLE IF NOT EXISTS notes (agent TEXT, text TEXT);"
 
     async def jot(self, change: JotPayload, approval: Approval) -> Confirmed:
         def perform(db: sqlite3.Connection) -> dict[str, Any]:
             db.execute("INSERT INTO notes VALUES (?, ?)", (change.agent, change.text))
             return {"message": f"Noted: {change.text}"}
 
-        return confirm_once(self.db, approval, perform, at=NOW)
+        return await self._run(lambda db: confirm_once(db, approval, perform, at=NOW))
 
     def notes(self) -> list[tuple[str, str]]:
-        return self.db.execute("SELECT agent, text FROM notes").fetchall()
+        with closing(sqlite3.connect(self.path)) as db:
+            return db.execute("SELECT agent, text FROM notes").fetchall()
 
 
 def notes_server(notebook: Notebook, relay: Stager | None, clock: Clock) -> FastMCP[Any]:
-    mcp = create_server("notes", version="1", instructions="Notes, jotted after a tap.")
+    mcp = create_server(
+        "notes",
+        version="1",
+        instructions="Notes, jotted after a tap.",
+        lifespan=notebook.lifespan,
+        stores=[notebook],
+    )
     consent = Consent(mcp, "notes", Approvals(PUBLIC_KEY, clock=clock), relay=relay)
     consent.declare(
         ChangeKind(
@@ -102,54 +115,14 @@ def notes_server(notebook: Notebook, relay: Stager | None, clock: Clock) -> Fast
     return mcp
 
 
-# --- pending-actions' two relay tools, as its contract says (until H2's server lands) ----
+@pytest.fixture(autouse=True)
+def approval_signing_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """pending-actions signs with the tests' key; the notes server checks with its half."""
+    monkeypatch.setenv(SIGNING_ENV, str(write_signing_key(tmp_path / "keys")))
 
 
-class FakePending:
-    """stage_for_client and action_status only: what they were asked, and their answers."""
-
-    def __init__(self, *, deny: bool = False) -> None:
-        self.staged: list[dict[str, Any]] = []
-        self.deny = deny
-
-    def server(self) -> FastMCP[Any]:
-        mcp = FastMCP("pending-actions")
-
-        @mcp.tool
-        async def stage_for_client(
-            server: str, agent: str, user_id: str, client: str, proposal: Proposal
-        ) -> ClientStaged:
-            if self.deny:
-                raise ModelError(f"not allowed by {agent}'s policy: {server}.{proposal.kind}")
-            self.staged.append(
-                {"server": server, "agent": agent, "user_id": user_id, "client": client}
-                | {"proposal": proposal}
-            )
-            return ClientStaged(
-                action_id="act_00000000000a",
-                state=State.PENDING,
-                expires_at=NOW + 3600,
-                summary=proposal.summary,
-            )
-
-        @mcp.tool
-        async def action_status(
-            action_id: str, agent: str, user_id: str, server: str
-        ) -> ActionStatus:
-            if (agent, user_id, server) != ("clawdia", "1001", "notes"):
-                raise ModelError(f"No action {action_id} is yours.")
-            return ActionStatus(
-                action_id=action_id,
-                state=State.PENDING,
-                summary="Note “milk”",
-                server=server,
-                kind="jot",
-                client="claude-desktop",
-                created_at=NOW,
-                expires_at=NOW + 3600,
-            )
-
-        return mcp
+def write_fleet(path: Path, consent: dict[str, Any]) -> None:
+    path.write_text(yaml.safe_dump({"agents": {"clawdia": {"consent": consent}}}), "utf-8")
 
 
 @pytest.fixture
@@ -158,18 +131,35 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def notebook() -> Notebook:
-    return Notebook()
+def notebook(tmp_path: Path) -> Notebook:
+    return Notebook(tmp_path / "notes.sqlite3")
 
 
 @pytest.fixture
-def pending() -> FakePending:
-    return FakePending()
+def fleet(tmp_path: Path) -> Path:
+    """The fleet file pending-actions reads clawdia's policies from (none: it asks)."""
+    path = tmp_path / "agents.yaml"
+    write_fleet(path, {})
+    return path
 
 
 @pytest.fixture
-def server(notebook: Notebook, pending: FakePending, clock: Clock) -> FastMCP[Any]:
-    return notes_server(notebook, PendingRelay(pending.server()), clock)
+def pending(tmp_path: Path, fleet: Path, clock: Clock) -> FastMCP[Any]:
+    """The real pending-actions, in-process: the relay's target and the orchestrator's."""
+    settings = PendingSettings(data_dir=tmp_path / "pending", agents=fleet)
+    return build_pending(settings, clock=clock)
+
+
+@pytest.fixture
+async def actions(pending: FastMCP[Any]) -> AsyncIterator[Client[Any]]:
+    """The orchestrator's connection to pending-actions."""
+    async with Client(pending) as client:
+        yield client
+
+
+@pytest.fixture
+def server(notebook: Notebook, pending: FastMCP[Any], clock: Clock) -> FastMCP[Any]:
+    return notes_server(notebook, PendingRelay(pending), clock)
 
 
 @pytest.fixture
@@ -179,8 +169,12 @@ async def orchestrator(server: FastMCP[Any]) -> AsyncIterator[Client[Any]]:
 
 
 @pytest.fixture
-async def desktop(server: FastMCP[Any]) -> AsyncIterator[Client[Any]]:
-    """Claude Desktop over stdio, bound to Alice of clawdia (MESH_STDIO_AGENT/_USER)."""
+async def desktop(
+    notebook: Notebook, pending: FastMCP[Any], clock: Clock
+) -> AsyncIterator[Client[Any]]:
+    """Claude Desktop over stdio (its own notes server process, same data), bound to Alice of
+    clawdia (MESH_STDIO_AGENT/_USER)."""
+    server = notes_server(notebook, PendingRelay(pending), clock)
     bind_local_client(server, DESKTOP)
     async with Client(server) as client:
         yield client
@@ -230,40 +224,63 @@ async def test_the_confirm_tool_keeps_its_name_schema_and_class(orchestrator: Cl
 # --- who proposes decides ---------------------------------------------------------------
 
 
+async def notices(actions: Client[Any]) -> list[dict[str, Any]]:
+    """What pending-actions hands the orchestrator's consent channel now."""
+    found = await call(actions, "next_notices", consumer="orchestrator", run="r1")
+    listed: list[dict[str, Any]] = found["notices"]
+    return listed
+
+
 async def test_the_orchestrators_proposal_is_returned_for_it_to_stage(
-    orchestrator: Client[Any], pending: FakePending
+    orchestrator: Client[Any], actions: Client[Any]
 ) -> None:
     proposal = await call(orchestrator, "propose_jot", text="milk", agent="clawdia")
     assert proposal["staged"] is None
     assert proposal["note"] == NOT_DONE_NOTE
-    assert pending.staged == []
+    assert await notices(actions) == []
 
 
-async def test_a_bound_clients_proposal_is_staged_for_its_person_at_once(
-    desktop: Client[Any], pending: FakePending, notebook: Notebook
+async def test_a_bound_clients_proposal_reaches_its_person_and_waits_for_the_tap(
+    desktop: Client[Any], actions: Client[Any], orchestrator: Client[Any], notebook: Notebook
 ) -> None:
     proposal = await call(desktop, "propose_jot", text="milk")
-    assert proposal["staged"] == {
-        "action_id": "act_00000000000a",
-        "state": "pending",
-        "decided_by": None,
-        "expires_at": NOW + 3600,
-        "summary": "Note “milk”",
-    }
+    staged = proposal["staged"]
+    assert (staged["state"], staged["decided_by"], staged["summary"]) == (
+        "pending",
+        None,
+        "Note “milk”",
+    )
     assert proposal["note"] == SHOWN_NOTE
-    [staged] = pending.staged
-    assert staged["server"] == "notes"
-    assert (staged["agent"], staged["user_id"], staged["client"]) == (
+    [shown] = await notices(actions)
+    assert (shown["type"], shown["agent"], shown["user_id"], shown["chat_id"]) == (
+        "show",
         "clawdia",
         "1001",
-        DESKTOP.name,
+        "1001",
     )
-    assert staged["proposal"].payload == {"agent": "clawdia", "text": "milk"}
+    assert (shown["client"], shown["client_label"]) == ("claude-desktop", "Claude Desktop")
+    [action] = shown["batch"]["actions"]
+    assert (action["action_id"], action["server"], action["kind"]) == (
+        staged["action_id"],
+        "notes",
+        "jot",
+    )
+    waiting = await call(desktop, "get_action", action_id=staged["action_id"])
+    assert (waiting["state"], waiting["client"]) == ("pending", "claude-desktop")
     assert notebook.notes() == []  # nothing changes before the tap
 
-    status = await call(desktop, "get_action", action_id="act_00000000000a")
-    assert status["state"] == "pending"
-    assert status["client"] == "claude-desktop"
+    tap = {"user_id": "1001", "chat_id": "1001", "agent": "clawdia"}
+    decision = await call(
+        actions, "approve", action_id=staged["action_id"], message_key=shown["key"], **tap
+    )
+    done = await call(
+        orchestrator, "confirm_jot", payload=decision["payload"], approval=decision["approval"]
+    )
+    await call(actions, "complete", action_id=staged["action_id"], result=done)
+    followed = await call(desktop, "get_action", action_id=staged["action_id"])
+    assert notebook.notes() == [("clawdia", "milk")]
+    assert (followed["state"], followed["decided_by"]) == ("done", "tap")
+    assert followed["result"] == {"message": "Noted: milk", "replayed": False}
 
 
 async def test_a_bound_client_cannot_call_the_confirm_tool(desktop: Client[Any]) -> None:
@@ -272,15 +289,43 @@ async def test_a_bound_client_cannot_call_the_confirm_tool(desktop: Client[Any])
     assert refused.startswith("forbidden (403)")
 
 
-async def test_a_kind_the_policy_denies_is_told_to_the_client(
-    notebook: Notebook, clock: Clock
+async def test_a_client_follows_only_its_persons_actions(
+    desktop: Client[Any], notebook: Notebook, pending: FastMCP[Any], clock: Clock
 ) -> None:
-    pending = FakePending(deny=True)
-    server = notes_server(notebook, PendingRelay(pending.server()), clock)
-    bind_local_client(server, DESKTOP)
-    async with Client(server) as client:
-        refused = await call_error(client, "propose_jot", text="milk")
-    assert refused == "not allowed by clawdia's policy: notes.jot"
+    proposal = await call(desktop, "propose_jot", text="milk")
+    other = notes_server(notebook, PendingRelay(pending), clock)
+    bind_local_client(
+        other, Caller("roommate", frozenset({READ, PRODUCER}), Binding("clawdia", "1002"))
+    )
+    async with Client(other) as roommate:
+        refused = await call_error(
+            roommate, "get_action", action_id=proposal["staged"]["action_id"]
+        )
+    assert refused == f"There is no action {proposal['staged']['action_id']!r} of yours here."
+
+
+async def test_a_kind_the_policy_denies_is_told_to_the_client_and_never_staged(
+    desktop: Client[Any], actions: Client[Any], fleet: Path
+) -> None:
+    write_fleet(fleet, {"notes.jot": "deny"})
+    refused = await call_error(desktop, "propose_jot", text="milk")
+    assert refused.startswith("Not allowed by clawdia's policy: notes.jot")
+    assert await notices(actions) == []
+
+
+async def test_a_kind_the_policy_allows_is_done_without_a_tap_and_said_so(
+    desktop: Client[Any], actions: Client[Any], fleet: Path
+) -> None:
+    write_fleet(fleet, {"notes.*": "auto"})
+    proposal = await call(desktop, "propose_jot", text="milk")
+    assert (proposal["staged"]["state"], proposal["staged"]["decided_by"]) == (
+        "executing",
+        "policy",
+    )
+    assert proposal["note"] == ALLOWED_NOTE
+    [execute] = await notices(actions)
+    assert execute["type"] == "execute"
+    assert execute["decision"]["approval"]  # minted for the orchestrator, never the client
 
 
 async def test_without_a_relay_a_bound_client_is_told_and_nothing_is_staged(
@@ -308,37 +353,49 @@ async def test_pending_actions_down_is_one_line_for_the_client(
 
 
 @pytest.fixture
-def http_notes(server: FastMCP[Any]) -> Iterator[str]:
-    app = build_http_app(
-        server,
-        token=SecretStr(ORCHESTRATOR_TOKEN),
-        clients=[SCRIPT],
+async def http_notes(notebook: Notebook, pending: FastMCP[Any], clock: Clock) -> AsyncIterator[str]:
+    """The notes server over HTTP, relaying to pending-actions over HTTP with its own
+    credential (a peer: relay tools only, under the name notes)."""
+    peer = ClientCredential("notes", (RELAY,), ALICE, token_digest(NOTES_RELAY_TOKEN))
+    pending_app = build_http_app(
+        pending,
+        token=SecretStr(PENDING_TOKEN),
+        clients=[peer],
         allowed_hosts=[],
         max_body_bytes=1 << 20,
     )
-    with serving_in_thread(app) as base:
-        yield f"{base}/mcp"
+    async with serving(pending_app) as pending_base:
+        relay = PendingRelay(f"{pending_base}/mcp", token=NOTES_RELAY_TOKEN)
+        app = build_http_app(
+            notes_server(notebook, relay, clock),
+            token=SecretStr(ORCHESTRATOR_TOKEN),
+            clients=[SCRIPT],
+            allowed_hosts=[],
+            max_body_bytes=1 << 20,
+        )
+        async with serving(app) as base:
+            yield f"{base}/mcp"
 
 
 async def test_a_script_over_http_with_a_bound_credential_is_staged_too(
-    http_notes: str, pending: FakePending
+    http_notes: str, actions: Client[Any]
 ) -> None:
     async with sdk_client(http_notes, SCRIPT_TOKEN) as client:
         result = await client.call_tool("propose_jot", {"text": "milk"})
         listed = {tool.name for tool in (await client.list_tools()).tools}
     assert not result.is_error
     assert result.structured_content is not None
-    assert result.structured_content["staged"]["action_id"] == "act_00000000000a"
-    [staged] = pending.staged
-    assert (staged["agent"], staged["user_id"], staged["client"]) == ("clawdia", "1001", "script")
+    assert result.structured_content["staged"]["state"] == "pending"
+    [shown] = await notices(actions)
+    assert (shown["agent"], shown["user_id"], shown["client"]) == ("clawdia", "1001", "script")
     assert listed == {"propose_jot", "get_action"}  # no confirm tool for a client
 
 
 async def test_the_orchestrator_over_http_stages_nothing(
-    http_notes: str, pending: FakePending
+    http_notes: str, actions: Client[Any]
 ) -> None:
     async with sdk_client(http_notes, ORCHESTRATOR_TOKEN) as client:
         result = await client.call_tool("propose_jot", {"text": "milk", "agent": "clawdia"})
     assert result.structured_content is not None
     assert result.structured_content["staged"] is None
-    assert pending.staged == []
+    assert await notices(actions) == []

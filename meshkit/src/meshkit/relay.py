@@ -8,8 +8,11 @@ an MCP client of pending-actions (``MESH_RELAY_URL``) that presents this server'
 credential (``MESH_RELAY_TOKEN`` or ``MESH_RELAY_TOKEN_FILE``), which pending-actions admits
 for its ``relay`` tools only, under this server's name. The client side of fastmcp is
 imported at the first relayed call: a server no bound client proposes through never loads it
-(about 500 modules). One connection per call: a relayed proposal is rare and a human reads
-it, and pending-actions restarting between two calls changes nothing.
+(about 500 modules). The connection it opens then is kept (opening one costs more than a
+hundred milliseconds, a call over it a few): pending-actions serves stateless HTTP, so its
+restart between two calls changes nothing, and a call that fails drops the connection for
+the next one to open anew. A call is never sent twice: staging is not idempotent. An
+in-process target (tests) gets a connection per call, closed with it.
 
 Errors, for the client's model (``ModelError``): pending-actions' refusal in its own words
 (a policy that denies the kind, an unknown action), or that it cannot be reached now.
@@ -18,8 +21,10 @@ Errors, for the client's model (``ModelError``): pending-actions' refusal in its
 from __future__ import annotations
 
 import logging
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+import anyio
 from pydantic import BaseModel, ValidationError
 
 from meshkit.errors import ModelError
@@ -28,7 +33,7 @@ from meshkit.settings import ApprovalSettings
 from meshkit.wire.pending_actions import ActionStatus, ClientStaged
 
 if TYPE_CHECKING:
-    from fastmcp import FastMCP
+    from fastmcp import Client, FastMCP
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +75,9 @@ class PendingRelay:
         self._target = target
         self._token = token
         self._timeout_s = timeout_s
+        self._kept: Client[Any] | None = None  # over HTTP: the connection calls share
+        self._open = AsyncExitStack()  # what closes it
+        self._opening = anyio.Lock()
 
     async def stage(
         self, server: str, agent: str, user_id: str, client: str, proposal: Proposal
@@ -88,16 +96,16 @@ class PendingRelay:
         return _read(ActionStatus, await self._call("action_status", arguments))
 
     async def _call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        from fastmcp import Client  # noqa: PLC0415 (see the module docstring)
-
-        options: dict[str, Any] = {"timeout": self._timeout_s, "init_timeout": self._timeout_s}
-        if self._token is not None:
-            options["auth"] = self._token
         try:
-            async with Client(self._target, **options) as client:
+            if isinstance(self._target, str):
+                client = await self._connection()
                 result = await client.call_tool_mcp(tool, arguments)
+            else:
+                async with self._client() as client:
+                    result = await client.call_tool_mcp(tool, arguments)
         except Exception as error:
             logger.warning("cannot reach pending-actions for %s: %s", tool, type(error).__name__)
+            await self.aclose()
             raise RelayUnavailable(
                 "The user cannot be asked right now: pending-actions does not answer. Nothing "
                 "was proposed; try again in a minute."
@@ -106,6 +114,33 @@ class PendingRelay:
             said = " ".join(getattr(part, "text", "") for part in result.content).strip()
             raise RelayRefused(said or f"pending-actions refused {tool}. Nothing was proposed.")
         return result.structured_content or {}
+
+    def _client(self) -> Client[Any]:
+        from fastmcp import Client  # noqa: PLC0415 (see the module docstring)
+
+        options: dict[str, Any] = {"timeout": self._timeout_s, "init_timeout": self._timeout_s}
+        if self._token is not None:
+            options["auth"] = self._token
+        return Client(self._target, **options)
+
+    async def _connection(self) -> Client[Any]:
+        """The kept connection, opened when there is none (or it broke)."""
+        async with self._opening:
+            if self._kept is None or not self._kept.is_connected():
+                await self.aclose()
+                client = self._client()
+                await self._open.enter_async_context(client)
+                self._kept = client
+            return self._kept
+
+    async def aclose(self) -> None:
+        """Close the kept connection, if any (the next call opens one)."""
+        self._kept, opened, self._open = None, self._open, AsyncExitStack()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(self._timeout_s):
+            try:
+                await opened.aclose()
+            except Exception:  # a broken connection may fail to close: it is gone anyway
+                logger.debug("closing the relay's connection failed", exc_info=True)
 
 
 def _read(model: type[M], data: dict[str, Any]) -> M:
