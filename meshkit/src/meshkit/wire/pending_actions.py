@@ -63,11 +63,12 @@ class ClientStaged(BaseModel):
     """What a server learns when it stages a bound client's proposal (``stage_for_client``):
     the client is answered at once with it; the user decides on Telegram."""
 
-    action_id: str
+    # Bounded (meshkit.bounds): it rides in a Proposal, which pending-actions' stage takes.
+    action_id: str = Field(max_length=100, description="'act_' + 12 hex digits")
     state: State = Field(description="'pending' (shown to the user) or 'executing' (allowed)")
     decided_by: How | None = Field(default=None, description="'policy' or 'grant'; null: pending")
-    expires_at: float = Field(description="When it expires unless decided (Unix seconds)")
-    summary: str
+    expires_at: float = Field(le=2**53, description="When it expires unless decided (Unix s)")
+    summary: str = Field(max_length=500)
 
 
 class ActionStatus(BaseModel):
