@@ -28,9 +28,9 @@ from orchestrator.core.callbacks import (
     decode_grant_end,
     decode_reminder,
     encode,
-    encode_grant_end,
     encode_choice,
     encode_forget,
+    encode_grant_end,
     encode_reminder,
     prefix_of,
 )

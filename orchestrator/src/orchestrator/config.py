@@ -214,10 +214,10 @@ def load_fleet(
                     f"{path}: {key}.servers: {server!r} is not in the registry; "
                     f"add it to the registry or use one of {sorted(registry)}"
                 )
+        policies = _policies(entry, registry, path, f"{key}.consent")
         persona_dir = entry.persona if entry.persona.is_absolute() else base / entry.persona
         persona = _read_persona(persona_dir, path, f"{key}.persona")
         servers = tuple(registry if entry.servers is None else entry.servers)
-        policies = _policies(entry, registry, path, f"{key}.consent")
         fleet[str(agent_id)] = Agent(str(agent_id), entry, persona, servers, policies)
     return fleet
 

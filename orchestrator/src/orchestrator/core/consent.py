@@ -73,8 +73,9 @@ class ConsentDesk:
 
     async def allowed(self, change: Change, how: How | None, zone: str) -> str:
         """Why a change ran without a tap, for its line: "your policy allows it", or
-        "allowed until 15:30" (the end of the grant that allowed it, in ``zone``)."""
-        if how != "grant":
+        "allowed until 15:30" (the end of the grant that allowed it, in ``zone``). ``how``
+        None: not known (a client's change), a running grant for it tells."""
+        if how == "policy":
             return POLICY_ALLOWS
         arguments = {"agent": change.agent, "user_id": change.user}
         grants = await self._pending.call("list_grants", arguments, Grants)
@@ -85,7 +86,7 @@ class ConsentDesk:
                 change.kind,
             ):
                 return f"allowed until {_clock(grant.until, zone)}"
-        return "a grant allows it"
+        return "a grant allows it" if how == "grant" else POLICY_ALLOWS
 
     async def grants(self, asked: CommandContext) -> Reply:
         """/grants: the running grants, soonest to end first, each with its End button."""

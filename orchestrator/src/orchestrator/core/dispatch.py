@@ -80,8 +80,8 @@ class Dispatcher:
         self._registry = registry
         self._conversation = conversation
         self.consent = ConsentDesk(registry)
-        self.desk = self._desk = ActionDesk(registry, conversation, self.consent)
-        self._memory = MemoryDesk(registry, self._desk, Remembered(registry))
+        self.desk = ActionDesk(registry, conversation, self.consent)
+        self._memory = MemoryDesk(registry, self.desk, Remembered(registry))
         self._questions = QuestionDesk(Questions(registry, clarify_ttl_s))
         self._summarizer = Summarizer(registry, background)
         self._started = time.monotonic()
@@ -90,8 +90,8 @@ class Dispatcher:
         self._status_lines = tuple(status_lines)
         # Callback prefix → handler: where every tap goes (the formats: core/callbacks.py).
         self.tap_routes: Mapping[str, TapHandler] = MappingProxyType({
-            ACTION: self._desk.tap,  # pending-actions decides, the confirm tool acts
-            BATCH: self._desk.tap,
+            ACTION: self.desk.tap,  # pending-actions decides, the confirm tool acts
+            BATCH: self.desk.tap,
             CHOICE: self._choose,  # the question answered, then the turn its answer starts
             FORGET: self._forget,  # memory checks it, then it is a change confirmed at once
             REMINDER: reminder_taps or refused,  # the scheduler follows the reminder up
@@ -182,7 +182,7 @@ class Dispatcher:
         if proposals:  # bound to the key the reply is sent under: its buttons act there
             key = None if deliver is None else deliver.key
             where = Where(agent_id, chat_id, turn.user_id, turn.runtime.agent.entry.timezone)
-            reply = await self._desk.stage(where, result.text, proposals, key=key)
+            reply = await self.desk.stage(where, result.text, proposals, key=key)
         return await _delivered(reply, deliver)
 
     async def _think(
