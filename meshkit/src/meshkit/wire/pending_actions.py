@@ -54,6 +54,9 @@ class Staged(BaseModel):
         description="While pending: how long a tap may allow this kind for (seconds; the "
         "buttons offer '✅ and allow for …'); null: no grant offered",
     )
+    granted_until: float | None = Field(
+        default=None, description="Approved by a running grant: when it ends (Unix seconds)"
+    )
 
 
 class ClientStaged(BaseModel):
@@ -152,6 +155,11 @@ class Decision(BaseModel):
         default=None,
         description="The action's batch after this call, to redraw the tapped message; null "
         "when not found (and inside a batch's decisions)",
+    )
+    granted_until: float | None = Field(
+        default=None,
+        description="approve with grant: the grant the tap gave ends then (Unix seconds); "
+        "null: none given (not asked, or the policy offers none)",
     )
 
 
