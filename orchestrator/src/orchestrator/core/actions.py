@@ -209,7 +209,7 @@ class ActionDesk:
             return await self._registry.call_as(pending, "stage", arguments, Staged)
         except ToolFailed as refused:
             logger.info("stage of %s.%s refused: %s", server, proposal.kind, refused.message)
-            return DENIED if "not allowed" in refused.message else None
+            return DENIED if "not allowed" in refused.message.lower() else None
         except ToolCallError as error:
             logger.warning("pending-actions: %s", error)
             return None

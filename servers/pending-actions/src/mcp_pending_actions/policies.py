@@ -25,7 +25,8 @@ class FleetPolicies:
         self._path = path
         self._stamp: Stamp = None
         self._agents: dict[str, Policies] | None = None  # None: no fleet file, anyone asks
-        self._stamp, self._agents = self._stat(), self._read()
+        self._stamp = self._stat()
+        self._agents = self._read()  # after the stamp: None there means no file
 
     def rule(self, agent: str, server: str, kind: str) -> Rule:
         """The rule in force for ``agent`` and ``server``'s change ``kind``."""
