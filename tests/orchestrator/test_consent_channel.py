@@ -22,7 +22,7 @@ import pytest
 from pydantic import SecretStr
 
 from fakes.clocked import CLOCK
-from fakes.responses_api import FakeOpenAI
+from fakes.responses_api import FakeOpenAI, text
 from fakes.telegram_api import FakeTelegram, Sent
 from fakes.world import API_KEY, write_telegram_fleet
 from meshkit.wire.pending_actions import ActionStatus, ClientStaged
@@ -43,11 +43,13 @@ DESKTOP = "claude-desktop"
 @dataclass
 class Mesh:
     telegram: FakeTelegram
+    llm: FakeOpenAI
     app: App
+    before: int = 0  # the bot's messages to the user before the test's (/start's answer)
 
-    async def tool(self, server: str, name: str, **arguments: Any) -> dict[str, Any]:
-        found = self.app.registry.find(server, name)
-        assert found is not None, f"{server}.{name} missing"
+    async def tool(self, server: str, tool: str, /, **arguments: Any) -> dict[str, Any]:
+        found = self.app.registry.find(server, tool)
+        assert found is not None, f"{server}.{tool} missing"
         result = await self.app.registry.call(found, arguments)
         assert result.structured is not None, result.text
         return result.structured
@@ -73,7 +75,8 @@ class Mesh:
         return [i["name"] for found in listing["lists"] for i in found["items"]]
 
     async def message(self, count: int) -> Sent:
-        """The bot's ``count``-th message to the user, once sent."""
+        """The bot's ``count``-th message to the user in the test, once sent."""
+        count += self.before
         await self.telegram.wait_for(lambda: len(self.telegram.sent(TOKEN, USER)) >= count)
         return self.telegram.sent(TOKEN, USER)[count - 1]
 
@@ -146,7 +149,9 @@ async def mesh(
                 running.start_soon(channel.run, shutdown)
                 running.start_soon(consent_channel.run, shutdown)
                 await telegram.wait_for(lambda: bool(telegram.commands(TOKEN)))  # live
-                yield Mesh(telegram, app)
+                telegram.user_message(TOKEN, USER, "/start")  # the bot may write to the user
+                await telegram.wait_for(lambda: bool(telegram.sent(TOKEN, USER)))
+                yield Mesh(telegram, llm, app, before=len(telegram.sent(TOKEN, USER)))
                 shutdown.request()
                 shutdown.request()  # hurried: nothing of a test is left to finish
 
@@ -155,8 +160,12 @@ async def test_a_clients_proposal_is_shown_from_the_client_and_done_only_after_t
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with mesh(tmp_path, monkeypatch) as world:
+        world.llm.script(text("Hello!"))
+        world.telegram.user_message(TOKEN, USER, "hi")  # a conversation under way
+        await world.message(1)
         staged = await world.propose("oat milk")
-        shown = await world.message(1)
+        shown = await world.message(2)
+        offered = buttons(shown)
         before = await world.on_list()
         waiting = await world.status(staged.action_id)
 
@@ -168,13 +177,14 @@ async def test_a_clients_proposal_is_shown_from_the_client_and_done_only_after_t
     assert staged.state == "pending"
     assert shown.text.startswith("From Claude Desktop:")
     assert "Add oat milk to groceries" in shown.text
-    assert buttons(shown) == [["➕ Add", "Skip"]]
+    assert offered == [["➕ Add", "Skip"]]
     assert before == []  # nothing changes until the tap
     assert waiting.state == "pending"
     assert after == ["oat milk"]
     assert done.state == "done"
     assert done.decided_by == "tap"
-    assert shown.edits[-1].reply_markup in (None, {"inline_keyboard": []})
+    assert buttons(shown) == []  # redrawn: done, no buttons left
+    assert "✅ Add oat milk to groceries" in shown.edits[-1].text
     assert any("Claude Desktop proposed" in note and "oat milk" in note for note in told)
 
 

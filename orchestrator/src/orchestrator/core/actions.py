@@ -168,7 +168,9 @@ class ActionDesk:
                 outcome = await self.execute(_approved(staged, server, proposal), by=by)
                 done.append(outcome)
                 change = Change(where.agent, where.user, CHAT_CLIENT, server, proposal.kind)
-                why = await self._consent.allowed(change, staged.decided_by, where.zone)
+                why = await self._consent.allowed(
+                    change, staged.decided_by, where.zone, staged.granted_until
+                )
                 line = replace(
                     line, state=outcome.state, result=outcome.result, error=outcome.error,
                     allowed=why,

@@ -71,12 +71,17 @@ class ConsentDesk:
     def __init__(self, registry: Registry) -> None:
         self._pending = RoleClient(registry, "pending-actions")
 
-    async def allowed(self, change: Change, how: How | None, zone: str) -> str:
+    async def allowed(
+        self, change: Change, how: How | None, zone: str, until: float | None = None
+    ) -> str:
         """Why a change ran without a tap, for its line: "your policy allows it", or
-        "allowed until 15:30" (the end of the grant that allowed it, in ``zone``). ``how``
-        None: not known (a client's change), a running grant for it tells."""
+        "allowed until 15:30" (the end of the grant that allowed it, ``until`` when known,
+        in ``zone``). ``how`` None: not known (a client's change), a running grant for it
+        tells."""
         if how == "policy":
             return POLICY_ALLOWS
+        if until is not None:
+            return f"allowed until {_clock(until, zone)}"
         arguments = {"agent": change.agent, "user_id": change.user}
         grants = await self._pending.call("list_grants", arguments, Grants)
         for grant in grants.grants if grants is not None else []:
