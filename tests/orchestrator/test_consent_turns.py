@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import anyio
 import mcp_types
 import pytest
 from fastmcp import Client, FastMCP
@@ -21,10 +22,13 @@ from fakes.responses_api import call, calls, text
 from fakes.world import World, clawdia, last_output
 from meshkit.tool_classes import read
 from orchestrator.app import App
+from orchestrator.channels.consent import ConsentChannel
+from orchestrator.channels.console import Console
 from orchestrator.core.callbacks import decode
 from orchestrator.core.replies import Reply
 from orchestrator.core.routes import CommandContext, Deliver, TapContext
 from orchestrator.mesh.tools import describe
+from orchestrator.shutdown import Shutdown
 
 pytestmark = pytest.mark.anyio
 
@@ -76,12 +80,17 @@ async def tap(app: App, reply: Reply, label: str, shown_in: str = "1") -> tuple[
     return notices[0], (edits[0] if edits else None)
 
 
+async def tool(app: App, server: str, name: str, /, **arguments: Any) -> dict[str, Any]:
+    found = app.registry.find(server, name)
+    assert found is not None, f"{server}.{name} missing"
+    result = await app.registry.call(found, {"agent": "clawdia", **arguments})
+    assert result.structured is not None, result.text
+    return result.structured
+
+
 async def on_list(app: App) -> list[str]:
-    found = app.registry.find("shopping", "get_list")
-    assert found is not None
-    result = await app.registry.call(found, {"agent": "clawdia", "list_name": "groceries"})
-    assert result.structured is not None
-    return [i["name"] for lst in result.structured["lists"] for i in lst["items"]]
+    listing = await tool(app, "shopping", "get_list", list_name="groceries")
+    return [i["name"] for lst in listing["lists"] for i in lst["items"]]
 
 
 def add(world: World, *names: str, said: str = "On it.") -> None:
@@ -211,3 +220,58 @@ async def test_a_tool_for_other_clients_only_is_never_the_models() -> None:
 
     assert tools["get_action"].clients_only
     assert not tools["forecast"].clients_only
+
+
+class Screen:
+    """The console's lines as written; ``wait_for`` a line holding some text."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._changed = anyio.Event()
+
+    def write(self, line: str) -> None:
+        self.lines.append(line)
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def wait_for(self, words: str, timeout_s: float = 5.0) -> None:
+        with anyio.fail_after(timeout_s):
+            while not any(words in line for line in self.lines):
+                await self._changed.wait()
+
+
+async def test_the_console_shows_a_clients_proposal_and_its_number_taps_it(
+    world: World,
+) -> None:
+    screen = Screen()
+    typed, typing = anyio.create_memory_object_stream[str](4)
+
+    async def keyboard() -> AsyncIterator[str]:
+        async with typing:
+            async for line in typing:
+                yield line
+
+    async with clawdia(world) as app:
+        console = Console(app.dispatcher, "clawdia", write=screen.write, color=False)
+        channel = ConsentChannel(app.dispatcher, app.registry, console.notice, wait_s=1)
+        shutdown = Shutdown()
+        async with anyio.create_task_group() as running:
+            running.start_soon(channel.run, shutdown)
+            running.start_soon(console.run, keyboard())
+            proposal = await tool(app, "shopping", "propose_add_to_list", name="oat milk")
+            await tool(
+                app, "pending-actions", "stage_for_client", server="shopping",
+                agent="clawdia", user_id=USER, client="claude-desktop", proposal=proposal,
+            )  # fmt: skip
+            await screen.wait_for("From Claude Desktop:")
+            before = await on_list(app)
+            await typed.send("1\n")  # [1] ➕ Add
+            await screen.wait_for("✅ Add oat milk to groceries")
+            after = await on_list(app)
+            await typed.aclose()
+            shutdown.request()
+            shutdown.request()
+
+    assert "  [1] ➕ Add" in screen.lines
+    assert before == []
+    assert after == ["oat milk"]
