@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ import pytest
 from pydantic import SecretStr
 
 from fakes.clocked import CLOCK
+from fakes.counted import CALLS, Call
 from fakes.responses_api import FakeOpenAI, text
 from fakes.telegram_api import FakeTelegram, Sent
 from fakes.world import API_KEY, write_telegram_fleet
@@ -46,6 +47,8 @@ class Mesh:
     llm: FakeOpenAI
     app: App
     before: int = 0  # the bot's messages to the user before the test's (/start's answer)
+    stop: Shutdown = field(default_factory=Shutdown)  # the consent channel's own
+    stopped: anyio.Event = field(default_factory=anyio.Event)  # its run has returned
 
     async def tool(self, server: str, tool: str, /, **arguments: Any) -> dict[str, Any]:
         found = self.app.registry.find(server, tool)
@@ -144,16 +147,28 @@ async def mesh(
             shutdown = Shutdown()
             channel = TelegramChannel(app.dispatcher, app.registry, wait_s=1, say=lambda _: None)
             io = TelegramIO(app.registry, consumer="orchestrator", run="consent")
-            consent_channel = ConsentChannel(app.dispatcher, app.registry, telegram_show(io))
+            consent_channel = ConsentChannel(
+                app.dispatcher, app.registry, telegram_show(io), wait_s=1, grace_s=5
+            )
+            world = Mesh(telegram, llm, app)
+
+            async def consent() -> None:
+                await consent_channel.run(world.stop)
+                world.stopped.set()
+
             async with anyio.create_task_group() as running:
                 running.start_soon(channel.run, shutdown)
-                running.start_soon(consent_channel.run, shutdown)
+                running.start_soon(consent)
                 await telegram.wait_for(lambda: bool(telegram.commands(TOKEN)))  # live
                 telegram.user_message(TOKEN, USER, "/start")  # the bot may write to the user
                 await telegram.wait_for(lambda: bool(telegram.sent(TOKEN, USER)))
-                yield Mesh(telegram, llm, app, before=len(telegram.sent(TOKEN, USER)))
-                shutdown.request()
-                shutdown.request()  # hurried: nothing of a test is left to finish
+                world.before = len(telegram.sent(TOKEN, USER))
+                CALLS.clear()
+                yield world
+                telegram.release()
+                for stop in (shutdown, world.stop):
+                    stop.request()
+                    stop.request()  # hurried: nothing of a test is left to finish
 
 
 async def test_a_clients_proposal_is_shown_from_the_client_and_done_only_after_the_tap(
@@ -233,3 +248,39 @@ async def test_a_grant_from_a_tap_lets_that_clients_next_change_through_and_no_o
     assert third.text.startswith("From Shopping Script:")
     assert buttons(third) == [["➕ Add", "Skip"], ["✅ and allow for 1 h"]]
     assert listed == ["apples", "bread"]
+
+
+def acked(made: list[Call]) -> list[list[str]]:
+    """What each next_notices call acked, in the order they were made."""
+    return [list(c.arguments.get("ack") or []) for c in made if c.tool == "next_notices"]
+
+
+async def test_a_shown_notice_is_acked_by_the_next_poll_and_by_a_last_call_when_stopping(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with mesh(tmp_path, monkeypatch) as world:
+        await world.propose("apples")
+        await world.message(1)
+        await CALLS.wait_for(lambda made: any(acked(made)))
+        [first] = [keys for keys in acked(CALLS.made) if keys]
+
+        world.telegram.hold("sendMessage")
+        await world.propose("bread")
+        await world.telegram.wait_for(
+            lambda: len(world.telegram.calls("sendMessage")) >= world.before + 2
+        )
+        world.stop.request()  # while the notice is being sent: it gets the grace
+        polls = len(acked(CALLS.made))
+        world.telegram.release("sendMessage")
+        with anyio.fail_after(5):
+            await world.stopped.wait()
+        last = CALLS.made[-1]
+
+    assert len(first) == 1
+    assert first[0].startswith("consent:bat_")
+    assert last.tool == "next_notices"  # the last call: the flush
+    assert len(acked(CALLS.made)) == polls + 1  # no other poll came after the stop
+    [second] = last.arguments["ack"]
+    assert second.startswith("consent:bat_")
+    assert second != first[0]
+    assert (last.arguments["max"], last.arguments["wait_s"]) == (1, 0)
