@@ -152,13 +152,13 @@ async def mesh(
             )
             world = Mesh(telegram, llm, app)
 
-            async def consent() -> None:
+            async def consent_run() -> None:
                 await consent_channel.run(world.stop)
                 world.stopped.set()
 
             async with anyio.create_task_group() as running:
                 running.start_soon(channel.run, shutdown)
-                running.start_soon(consent)
+                running.start_soon(consent_run)
                 await telegram.wait_for(lambda: bool(telegram.commands(TOKEN)))  # live
                 telegram.user_message(TOKEN, USER, "/start")  # the bot may write to the user
                 await telegram.wait_for(lambda: bool(telegram.sent(TOKEN, USER)))
