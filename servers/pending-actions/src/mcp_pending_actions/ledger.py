@@ -171,7 +171,9 @@ def check_chain(chain: Iterable[LedgerEntry], head: tuple[int, str] | None) -> s
     count, last = head if head is not None else (0, GENESIS)
     if seq < count:
         return f"entry {seq + 1} was removed (the ledger had {count} entries, {seq} remain)"
-    if seq > count or last != prev:
+    if seq > count:
+        return f"entry {count + 1} was added behind the ledger's back (its head counts {count})"
+    if last != prev:
         return f"entry {seq} was changed (the ledger's head does not match its last entry)"
     return None
 

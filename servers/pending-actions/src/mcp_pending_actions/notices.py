@@ -137,7 +137,7 @@ class NoticeBoard:
             if not rows:
                 break
             for row in rows:
-                found = _about(db, row)
+                found = _about(db, row, now)
                 if found is None:  # nothing left to do: never handed out
                     _ack(db, [row.key], now)
                     continue
@@ -169,12 +169,14 @@ class NoticeBoard:
         return notice.model_copy(update={"decision": decision})
 
 
-def _about(db: sqlite3.Connection, row: NoticeRow) -> Leased | None:
-    """What the notice is about, or None when it has nothing left to do."""
+def _about(db: sqlite3.Connection, row: NoticeRow, now: float) -> Leased | None:
+    """What the notice is about, or None when it has nothing left to do (no action of the
+    batch still waits for a tap, or the action is no longer executing)."""
     if row.type == "show":
         batch = select_batch(db, row.batch_id)
         actions = [] if batch is None else batch[1]
-        if batch is None or not any(a.state == State.PENDING for a in actions):
+        live = [a for a in actions if a.state == State.PENDING and a.expires_at > now]
+        if batch is None or not live:
             return None
         return Leased(row, batch[0], actions)
     action = select_action(db, row.action_id)

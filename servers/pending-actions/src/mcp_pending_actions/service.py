@@ -1,4 +1,4 @@
-"""Pending actions: stage proposals, decide on each once, record how it ended.
+"""Pending actions: decide on each once, record how it ended (staging: staging.py).
 
     stage ──► pending ──approve──► executing ──complete──► done
                  │                     └───────fail──────► failed
@@ -20,6 +20,11 @@
 - An action left executing longer than the lease (the orchestrator crashed between approve
   and complete) may be approved again from its chat: a fresh token, marked ``resumed``.
   Confirm tools record the action id, so the change still happens at most once.
+- Every decision (who, how: tap or expiry), execution and failure is a ledger entry written
+  in the transaction of the state change (ledger.py). ``approve(grant=True)`` on a kind the
+  agent's rule offers a grant for records the grant in that transaction too (grants.py).
+- ``action_status`` is what a client follows: an action of another agent, user or server is
+  not found.
 """
 
 from __future__ import annotations

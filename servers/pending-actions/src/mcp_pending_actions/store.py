@@ -6,8 +6,17 @@ Tables:
              message_key: the idempotency key that message is sent under
     actions (action_id, batch_id, agent, chat_id, user_id, server, kind, summary, payload,
              confirm_label, cancel_label, state, created_at, expires_at, updated_at,
-             result, error)                                payload and result are JSON text
+             result, error,                                payload and result are JSON text
+             client, decided_by, decided_at, grant_s)      who proposed it, how it was decided
     events  (id, action_id, from_state, to_state, at, actor, detail)   every state change
+    grants  (grant_id, agent, user_id, client, server, kind, started_at, until, summary,
+             action_id, ended_at)                          see grants.py
+    notices (key, type, agent, chat_id, user_id, client, batch_id, action_id, created_at,
+             holder, run, lease_until, acked_at)           see notices.py
+    ledger, ledger_head                                    see ledger.py
+
+Schema 3 added the four columns of ``actions`` (rows from before are the chat's, ``client``
+'chat') and the last four tables; the ledger starts with the first change after the upgrade.
 
 A batch is shown in one message: the one sent under its ``message_key``, given when it is
 staged, before the message exists. A key binds one batch: a batch staged under a key
