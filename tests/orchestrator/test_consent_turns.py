@@ -253,7 +253,9 @@ async def test_the_console_shows_a_clients_proposal_and_its_number_taps_it(
 
     async with clawdia(world) as app:
         console = Console(app.dispatcher, "clawdia", write=screen.write, color=False)
-        channel = ConsentChannel(app.dispatcher, app.registry, console.notice, wait_s=1)
+        channel = ConsentChannel(
+            app.dispatcher, app.registry, console.notice, wait_s=1, allowed_only=False
+        )
         shutdown = Shutdown()
         async with anyio.create_task_group() as running:
             running.start_soon(channel.run, shutdown)

@@ -88,8 +88,13 @@ class ConsentChannel:
         run: str | None = None,
         wait_s: float = 20.0,
         grace_s: float = 20.0,
+        allowed_only: bool = True,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     ) -> None:
+        """``allowed_only``: a notice for a user the agent does not talk to (not in its
+        ``allowed_user_ids``: the chat's taps would be dropped) is not shown, only logged;
+        False for the console, whose user is whoever sits at it."""
+        self._allowed_only = allowed_only
         self._dispatcher = dispatcher
         self._registry = registry
         self._show = show
@@ -168,6 +173,9 @@ class ConsentChannel:
 
     async def _handle(self, notice: Notice) -> None:
         """One notice; the boundary of one: whatever goes wrong, the others go on."""
+        if not self._reaches(notice):
+            self._acks.append(notice.key)
+            return
         try:
             done = await (self._execute if notice.type == "execute" else self._present)(notice)
         except NoticeUnsent as error:
@@ -184,6 +192,23 @@ class ConsentChannel:
         if done:
             self._acks.append(notice.key)
             logger.info("notice %s (%s from %s) handled", notice.key, notice.type, notice.client)
+
+    def _reaches(self, notice: Notice) -> bool:
+        """Whether the notice's user is one its agent talks to (else logged, with the fix)."""
+        runtime = self._dispatcher.agents.get(notice.agent)
+        if runtime is None:
+            logger.warning(
+                "notice %s: agent %s is not in this fleet; dropped", notice.key, notice.agent
+            )
+            return False
+        if self._allowed_only and notice.user_id not in runtime.agent.entry.allowed_user_ids:
+            logger.warning(
+                "notice %s: %s proposed a change for user %s, who is not in agents.%s."
+                "allowed_user_ids: not shown (add the user, or bind the client to one who is)",
+                notice.key, notice.client, notice.user_id, notice.agent,
+            )  # fmt: skip
+            return False
+        return True
 
     async def _present(self, notice: Notice) -> bool:
         """A client's proposals, with their buttons, in the user's chat."""
