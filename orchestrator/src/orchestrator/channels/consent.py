@@ -173,8 +173,8 @@ class ConsentChannel:
 
     async def _handle(self, notice: Notice) -> None:
         """One notice; the boundary of one: whatever goes wrong, the others go on."""
-        if not self._reaches(notice):
-            self._acks.append(notice.key)
+        if notice.type == "show" and not self._reaches(notice):
+            self._acks.append(notice.key)  # never decidable: it expires, unshown
             return
         try:
             done = await (self._execute if notice.type == "execute" else self._present)(notice)
@@ -194,7 +194,8 @@ class ConsentChannel:
             logger.info("notice %s (%s from %s) handled", notice.key, notice.type, notice.client)
 
     def _reaches(self, notice: Notice) -> bool:
-        """Whether the notice's user is one its agent talks to (else logged, with the fix)."""
+        """Whether the notice's user is one its agent talks to, and so may be shown it (else
+        logged, with the fix)."""
         runtime = self._dispatcher.agents.get(notice.agent)
         if runtime is None:
             logger.warning(
@@ -252,5 +253,6 @@ class ConsentChannel:
         # Recorded before the user is told: a notice handed over again (its message not
         # sent) finds the action done, and its confirm tool answers with the first result.
         await desk.settled(notice.agent, notice.chat_id, [outcome])
-        await self._show(notice, Reply(text))
+        if self._reaches(notice):  # the policy allowed it: done, even where nobody is told
+            await self._show(notice, Reply(text))
         return True
