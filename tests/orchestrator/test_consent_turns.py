@@ -113,6 +113,9 @@ async def test_a_denied_change_is_told_to_the_model_and_never_staged(
         staged = await app.registry.call(pending, {"agent": "clawdia", "chat_id": CHAT})
 
     assert reply.buttons == []  # nothing to confirm: nothing was proposed
+    # get_action is for other clients only (with the consent kernel's servers): not the model's
+    assert "shopping__propose_add_to_list" in world.requested_tool_names()
+    assert "shopping__get_action" not in world.requested_tool_names()
     assert "shopping.add_to_list is not allowed by Clawdia's policy" in reply.text
     assert staged.structured == {"actions": []}
 

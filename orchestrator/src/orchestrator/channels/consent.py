@@ -17,6 +17,10 @@ of the tapped message, and pending-actions takes taps from the message sent unde
 the batch was staged with. The conversation is told (a developer note) what a client
 proposed or had done, so the model knows when the user asks about it.
 
+A batch for a user the agent does not talk to (not in its ``allowed_user_ids``: Telegram's
+gate would drop their taps) is not shown, only logged with the fix; a change the policy
+allowed for one is done all the same, without the message. The console shows every notice.
+
 A notice is acked only once handled: sent (or refused by Telegram: trying again won't
 help), or executed and recorded. One that telegram-io could not take, or whose confirm tool
 gave no answer, is not acked: pending-actions hands it over again when its lease runs out
