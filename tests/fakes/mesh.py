@@ -9,7 +9,9 @@
 
 Credentials as ``make up`` makes them (``meshkit.secret_files``, under ``<tmp>/secrets``): the
 orchestrator reads one per server from its MESH_CREDENTIALS_FILE, each server holds the
-digest of its own (MESH_TOKEN_SHA256_FILE). ``Mesh.token(server)`` is the one a test calls
+digest of its own (MESH_TOKEN_SHA256_FILE); the servers with confirm tools hold a relay token
+for pending-actions (MESH_RELAY_TOKEN_FILE, MESH_RELAY_URL), which admits them by
+MESH_PEERS_FILE, as compose.yaml wires them. ``Mesh.token(server)`` is the one a test calls
 a server with.
 
 ``running_embedded`` is ``make run``'s shape instead: one ``python -m orchestrator``
@@ -45,7 +47,15 @@ from fakes.open_meteo import FakeOpenMeteo
 from fakes.responses_api import FakeOpenAI
 from fakes.serving import free_port, serving
 from fakes.telegram_api import FakeTelegram
-from meshkit.secret_files import CREDENTIALS, DIGEST_PREFIX, make_secrets, read_credentials
+from meshkit.secret_files import (
+    CREDENTIALS,
+    DIGEST_PREFIX,
+    PEERS,
+    RELAY_PREFIX,
+    RELAY_SERVERS,
+    make_secrets,
+    read_credentials,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "sk-test-e2e-0123456789-not-a-key"
@@ -346,6 +356,15 @@ async def running_mesh(
                 **(telegram_io_env or {}),
             },
         }
+        relay = {
+            name: {
+                "MESH_RELAY_URL": urls["pending-actions"],
+                "MESH_RELAY_TOKEN_FILE": str(secrets / f"{RELAY_PREFIX}{name}"),
+            }
+            for name in RELAY_SERVERS
+            if name in extra and "pending-actions" not in impostors
+        }
+        extra["pending-actions"]["MESH_PEERS_FILE"] = str(secrets / PEERS)
         services: dict[str, Service] = {}
         for name, package in modules.items():
             if name in impostors:
@@ -356,6 +375,7 @@ async def running_mesh(
                 {
                     **base,
                     **extra[name],
+                    **relay.get(name, {}),
                     "MESH_TOKEN_SHA256_FILE": str(secrets / f"{DIGEST_PREFIX}{name}"),
                     "MCP_PORT": str(ports[name]),
                     "DATA_DIR": str(tmp / "data" / name),
