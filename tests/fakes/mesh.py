@@ -241,8 +241,10 @@ def _write_fleet(
     servers: tuple[str, ...] = ("weather", "memory", "shopping"),
     schedule: str = NO_JOBS,
     root: Path = ROOT,
+    consent: dict[str, dict[str, str]] | None = None,
 ) -> Path:
-    """The fleet file, and beside it schedule.yaml (``CLAWMESH_SCHEDULE``, see _base_env)."""
+    """The fleet file, and beside it schedule.yaml (``CLAWMESH_SCHEDULE``, see _base_env);
+    ``consent``: agent → its ``consent:`` rules (change kind → the rule as YAML text)."""
     config = tmp / "config"
     config.mkdir(parents=True, exist_ok=True)
     fleet = ["agents:"]
@@ -262,6 +264,9 @@ def _write_fleet(
             "    timezone: Europe/Paris",
             "    home: Paris",
         ]
+        rules = (consent or {}).get(agent, {})
+        fleet += ["    consent:"] if rules else []
+        fleet += [f"      {kind}: {rule}" for kind, rule in rules.items()]
     (config / "schedule.yaml").write_text(schedule)
     agents_file = config / "agents.yaml"
     agents_file.write_text("\n".join(fleet) + "\n")
@@ -297,6 +302,8 @@ async def running_mesh(
     root: Path = ROOT,
     schedule: str = NO_JOBS,
     clock_file: Path | None = None,
+    server_env: dict[str, dict[str, str]] | None = None,
+    consent: dict[str, dict[str, str]] | None = None,
 ) -> AsyncIterator[Mesh]:
     """Fakes in this process, the servers and the orchestrator as processes, all started.
 
@@ -309,7 +316,8 @@ async def running_mesh(
     this file moves (``python -m fakes.clocked``), so its jobs come due when the test says.
 
     ``orders_csv`` seeds clawdia's shopping history (``python -m mcp_shopping import``);
-    the bots of ``revoked`` agents have tokens Telegram refuses.
+    the bots of ``revoked`` agents have tokens Telegram refuses. ``server_env``: server →
+    more environment for it (``MESH_CLIENTS``); ``consent``: agent → its consent rules.
     """
     async with _serving_fakes(agents) as fakes:
         for agent in revoked:
@@ -323,7 +331,7 @@ async def running_mesh(
         registry = _write_registry(tmp, {**named, **impostors})
         secrets = tmp / "secrets"
         make_secrets(secrets, registry, {})
-        agents_file = _write_fleet(tmp, list(agents), servers, schedule, root)
+        agents_file = _write_fleet(tmp, list(agents), servers, schedule, root, consent)
         base = _base_env(agents_file, root)
         modules = dict(SERVERS)
         clocked: dict[str, str] = {}
@@ -376,6 +384,7 @@ async def running_mesh(
                     **base,
                     **extra[name],
                     **relay.get(name, {}),
+                    **(server_env or {}).get(name, {}),
                     "MESH_TOKEN_SHA256_FILE": str(secrets / f"{DIGEST_PREFIX}{name}"),
                     "MCP_PORT": str(ports[name]),
                     "DATA_DIR": str(tmp / "data" / name),
