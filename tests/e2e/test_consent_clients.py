@@ -12,7 +12,6 @@ replayed approval, a server staging in another server's name) and counts the cha
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -22,7 +21,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from fakes.mesh import MORE_USERS, ROOT, STRANGER, TOKENS, Mesh, eventually, running_mesh
+from fakes.mesh import MORE_USERS, STRANGER, TOKENS, Mesh, eventually, running_mesh
 from fakes.serving import sdk_client
 from fakes.telegram_api import Sent
 from meshkit.credentials import Binding, new_client
@@ -60,14 +59,8 @@ async def mesh(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Mesh]:
 def desktop(
     mesh: Mesh, user: int, *, agent: str = "clawdia", client: str = "claude-desktop"
 ) -> StdioServerParameters:
-    """Claude Desktop's entry for the shopping server: the same data as the mesh's shopping
-    process, bound to ``user`` of ``agent``, with shopping's relay token."""
-    shopping = mesh.services["shopping"].env
-    env = {k: v for k, v in shopping.items() if k not in {"MCP_PORT", "MESH_CLIENTS"}}
-    env |= {"MESH_STDIO_AGENT": agent, "MESH_STDIO_USER": str(user), "MESH_STDIO_CLIENT": client}
-    return StdioServerParameters(
-        command=sys.executable, args=["-m", "mcp_shopping", "--stdio"], env=env, cwd=str(ROOT)
-    )
+    """Claude Desktop's entry for the shopping server, bound to ``user`` of ``agent``."""
+    return mesh.stdio_client("shopping", user, agent=agent, client=client)
 
 
 @asynccontextmanager

@@ -41,6 +41,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 import httpx
+from mcp.client.stdio import StdioServerParameters
 
 from fakes.approval_keys import PUBLIC_ENV, SIGNING_ENV, write_public_key, write_signing_key
 from fakes.open_meteo import FakeOpenMeteo
@@ -184,6 +185,27 @@ class Mesh:
     def url(self, server: str) -> str:
         """A server process's ``/mcp`` address."""
         return f"http://127.0.0.1:{self.services[server].env['MCP_PORT']}/mcp"
+
+    def stdio_client(
+        self, server: str, user: int, *, agent: str = "clawdia", client: str = "claude-desktop"
+    ) -> StdioServerParameters:
+        """What Claude Desktop starts for ``server`` (``python -m <package> --stdio``): the
+        same data and relay token as the mesh's process, bound to ``user`` of ``agent`` as
+        the client ``client`` (MESH_STDIO_AGENT, _USER, _CLIENT)."""
+        env = {
+            key: value
+            for key, value in self.services[server].env.items()
+            if key not in {"MCP_PORT", "MESH_CLIENTS"}
+        }
+        env |= {
+            "MESH_STDIO_AGENT": agent,
+            "MESH_STDIO_USER": str(user),
+            "MESH_STDIO_CLIENT": client,
+        }
+        package = self.services[server].argv[-1]
+        return StdioServerParameters(
+            command=sys.executable, args=["-m", package, "--stdio"], env=env, cwd=str(ROOT)
+        )
 
     def new_user(self) -> int:
         """For the next test on a shared mesh: an allowed user who has not written yet, with
