@@ -251,8 +251,12 @@ PORTS = {
 
 
 def from_weather(stack: Stack, server: str, token: str, *tools: str) -> dict[str, Any]:
+    return from_service(stack, "weather", server, token, *tools)
+
+
+def from_service(stack: Stack, origin: str, server: str, token: str, *tools: str) -> dict[str, Any]:
     url = f"http://{server}:{PORTS[server]}/mcp"
-    done = stack.exec("weather", "python", "-c", CALLS, url, token, *tools)
+    done = stack.exec(origin, "python", "-c", CALLS, url, token, *tools)
     assert done.returncode == 0, done.stderr
     found: dict[str, Any] = json.loads(done.stdout)
     return found
@@ -268,3 +272,29 @@ def test_the_credential_weather_is_sent_opens_no_other_server_for_any_tool(stack
         assert tools, server
         refused[server] = set(from_weather(stack, server, stolen, *tools)["statuses"])
     assert refused == {server: {401} for server in PORTS}
+
+
+RELAY_TOOLS = {"stage_for_client", "action_status"}
+
+
+def test_a_servers_relay_token_opens_pending_actions_relay_tools_and_nothing_else(
+    stack: Stack,
+) -> None:
+    # From inside shopping, which holds it: what a broken-into shopping could do with it.
+    token = stack.exec("shopping", "cat", "/run/secrets/relay_token").stdout.strip()
+    assert token
+    environment = "\n".join(stack.inspect("shopping")["Config"]["Env"])
+    assert "MESH_RELAY_URL=http://pending-actions:8105/mcp" in environment
+    assert token not in environment
+    relay = from_service(stack, "shopping", "pending-actions", token, "approve", "next_notices")
+    assert relay["statuses"][0] == 200
+    assert set(relay["tools"]) <= RELAY_TOOLS  # internal tools are not even listed
+    for server in set(PORTS) - {"pending-actions"}:
+        assert set(from_service(stack, "shopping", server, token)["statuses"]) == {401}, server
+    # Each server with confirm tools holds its own; weather, without any, holds none.
+    tokens = {
+        server: stack.exec(server, "cat", "/run/secrets/relay_token").stdout.strip()
+        for server in ("calendar", "memory", "scheduler", "shopping")
+    }
+    assert len(set(tokens.values())) == 4
+    assert stack.exec("weather", "test", "-e", "/run/secrets/relay_token").returncode != 0
