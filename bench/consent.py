@@ -30,6 +30,7 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
+import bench._fakes  # noqa: F401  (tests/ on the import path, for the fakes below)
 from fakes.mesh import TOKENS, USER, Mesh, running_mesh
 from fakes.serving import sdk_client
 
@@ -84,6 +85,8 @@ async def run(proposals: int, warmup: int) -> None:
             running_mesh(Path(tmp), telegram_io_env=pace) as mesh,
             Client(mesh.stdio_client("shopping", USER)) as client,
         ):
+            mesh.telegram.user_message(TOKEN, USER, "/start")  # a bot writes only then
+            await mesh.telegram.wait_for(lambda: bool(mesh.telegram.sent(TOKEN, USER)), 30)
             for n in range(warmup):
                 await one(mesh, client, f"warm-up {n}")
             answers, shown = [], []

@@ -56,6 +56,15 @@ async def mesh(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Mesh]:
         yield mesh
 
 
+async def met(mesh: Mesh, user: int, bot: str = CLAWDIA, text: str = "/start") -> Sent:
+    """The user writes to the bot (a bot may write to a user only once they have); the
+    bot's answer."""
+    before = len(mesh.telegram.sent(bot, user))
+    mesh.telegram.user_message(bot, user, text)
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(bot, user)) > before, 30)
+    return mesh.telegram.sent(bot, user)[before]
+
+
 def desktop(
     mesh: Mesh, user: int, *, agent: str = "clawdia", client: str = "claude-desktop"
 ) -> StdioServerParameters:
@@ -69,16 +78,18 @@ async def script(mesh: Mesh, token: str) -> AsyncIterator[Client]:
         yield client
 
 
-async def propose(client: Client, tool: str = "propose_add_to_list", **args: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
+async def propose(
+    session: Client, tool: str = "propose_add_to_list", **args: Any
+) -> dict[str, Any]:
+    result = await session.call_tool(tool, args)
     assert not result.is_error, result.content
     assert result.structured_content is not None
     return dict(result.structured_content)
 
 
-async def refused(client: Client, tool: str, **args: Any) -> str:
+async def refused(session: Client, tool: str, **args: Any) -> str:
     """The error text of a call that must fail."""
-    result = await client.call_tool(tool, args)
+    result = await session.call_tool(tool, args)
     assert result.is_error, result.structured_content
     return " ".join(getattr(part, "text", "") for part in result.content)
 
@@ -136,6 +147,7 @@ async def test_claude_desktop_over_stdio_proposes_the_user_taps_and_it_is_done_o
     mesh: Mesh,
 ) -> None:
     user = mesh.new_user()
+    await met(mesh, user)
     async with Client(desktop(mesh, user)) as client:
         listed = {tool.name for tool in (await client.list_tools()).tools}
         assert "propose_add_to_list" in listed
@@ -148,7 +160,7 @@ async def test_claude_desktop_over_stdio_proposes_the_user_taps_and_it_is_done_o
         assert staged["state"] == "pending"
         assert proposal.get("note")  # tells the client's model to follow it with get_action
         message = await shown(mesh, CLAWDIA, user, "From Claude Desktop", FIRST_MESSAGE_S)
-        assert "Add 2 × oat milk to desk" in message.text
+        assert "Add 2 oat milk to desk" in message.text
         assert answered_s < FIRST_MESSAGE_S  # the client never waits for the human
         assert await items(mesh, "desk") == []  # nothing changes before the tap
         assert (await state_of(client, staged["action_id"]))["state"] == "pending"
@@ -166,11 +178,12 @@ async def test_claude_desktop_over_stdio_proposes_the_user_taps_and_it_is_done_o
 
 
 async def test_a_script_over_http_proposes_and_a_cancel_changes_nothing(mesh: Mesh) -> None:
+    await met(mesh, SCRIPT_USER)
     async with script(mesh, SCRIPT_TOKEN) as client:
         proposal = await propose(client, name="rye bread", list_name="script")
         action = proposal["staged"]["action_id"]
         message = await shown(mesh, CLAWDIA, SCRIPT_USER, "From Nightly Script", FIRST_MESSAGE_S)
-        assert "Add 1 × rye bread to script" in message.text
+        assert "rye bread to script" in message.text
         mesh.telegram.tap(CLAWDIA, SCRIPT_USER, message.message_id, button(message, "pa:x:"))
         await reaches(client, action, "cancelled")
         proposal = await propose(client, name="rye bread", list_name="script")
@@ -187,6 +200,8 @@ async def test_no_path_but_a_tap_or_the_users_own_grant_changes_anything(mesh: M
     user, listed = GRANT_USER, "paths"
     allowed: list[str] = []
     secrets = mesh.tmp / "secrets"
+    for who, bot in ((user, CLAWDIA), (OTHER_USER, CLAWDIA), (SOMEONE, CLAWDIA), (user, BOB)):
+        await met(mesh, who, bot)
 
     async with Client(desktop(mesh, user)) as desk, script(mesh, GRANT_SCRIPT_TOKEN) as http:
         # 1. A client calls a confirm tool itself: it is not even listed, and refused.
@@ -203,13 +218,7 @@ async def test_no_path_but_a_tap_or_the_users_own_grant_changes_anything(mesh: M
         assert (await state_of(desk, action))["state"] == "pending"
         assert await items(mesh, listed) == []
 
-        # 3. A kind the agent's policy denies is never staged, never shown.
-        before = len(mesh.telegram.sent(CLAWDIA, user))
-        text = await refused(desk, "propose_remove_from_list", name="butter", list_name=listed)
-        assert "not allowed" in text
-        assert len(mesh.telegram.sent(CLAWDIA, user)) == before
-
-        # 4. The user's tap with a grant: done, and the same client's next one too...
+        # 3. The user's tap with a grant: done, and the same client's next one too...
         mesh.telegram.tap(CLAWDIA, user, message.message_id, button(message, "pa:g:"))
         await reaches(desk, action, "done")
         allowed.append("1 butter")
@@ -218,9 +227,17 @@ async def test_no_path_but_a_tap_or_the_users_own_grant_changes_anything(mesh: M
         assert granted["staged"]["decided_by"] == "grant"
         await reaches(desk, granted["staged"]["action_id"], "done")
         allowed.append("1 jam")
+        # 4. A kind the agent's policy denies is never staged, never shown (and no grant
+        # stretches to it).
+        await mesh.all_acked()
+        before = len(mesh.telegram.sent(CLAWDIA, user))
+        text = await refused(desk, "propose_remove_from_list", name="butter", list_name=listed)
+        assert "not allowed" in text
         # ... but not another client of the same user and agent,
         other_client = await propose(http, name="honey", list_name=listed)
         assert other_client["staged"]["state"] == "pending"
+        await shown(mesh, CLAWDIA, user, "honey", FIRST_MESSAGE_S)
+        assert not [m for m in mesh.telegram.sent(CLAWDIA, user)[before:] if "butter" in m.text]
     # ... nor another user of the same agent through the same client,
     async with Client(desktop(mesh, OTHER_USER)) as other_user:
         assert (await propose(other_user, name="salt", list_name=listed))["staged"][
@@ -258,14 +275,9 @@ async def forge_taps(mesh: Mesh, user: int, message: Sent, data: str) -> None:
     end (acked) before the next."""
     mesh.telegram.tap(CLAWDIA, STRANGER, message.message_id, data, chat_id=user)
     someone = SOMEONE
-    mesh.telegram.user_message(CLAWDIA, someone, "/help")
-    mesh.telegram.user_message(CLAWDIA, user, "/help")
-    mesh.telegram.user_message(BOB, user, "/help")
-    await mesh.all_acked()
+    other = await met(mesh, user, text="/help")  # another message of the same chat
     theirs = mesh.telegram.sent(CLAWDIA, someone)[-1]
     mesh.telegram.tap(CLAWDIA, someone, theirs.message_id, data, forged=True)
-    other = mesh.telegram.sent(CLAWDIA, user)[-1]
-    assert other.message_id != message.message_id
     mesh.telegram.tap(CLAWDIA, user, other.message_id, data, forged=True)
     bobs = mesh.telegram.sent(BOB, user)[-1]
     mesh.telegram.tap(BOB, user, bobs.message_id, data, forged=True)
@@ -308,7 +320,11 @@ async def replay_an_approval(mesh: Mesh, user: int, listed: str) -> str:
             "confirm_add_to_list", {"payload": payload, "approval": approval}
         )
         assert not first.is_error
-        assert again.structured_content == first.structured_content  # the first result
+        replayed = dict(again.structured_content or {})
+        assert replayed.pop("replayed", True) is True  # the first result, said to be again
+        assert replayed == {
+            k: v for k, v in (first.structured_content or {}).items() if k != "replayed"
+        }
         more = {**payload, "quantity": 99}
         assert (
             await shopping.call_tool("confirm_add_to_list", {"payload": more, "approval": approval})
