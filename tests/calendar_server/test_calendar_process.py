@@ -35,6 +35,7 @@ TOOLS = {
     "confirm_event_add",
     "confirm_event_move",
     "confirm_event_cancel",
+    "get_action",  # a client follows its proposals (clients only: the orchestrator skips it)
 }
 
 

@@ -139,7 +139,7 @@ async def test_a_stdio_server_bound_to_one_user_serves_that_user_only(data: Path
         notes = structured(await client.call_tool("list_memories", {}))
         asked = await client.call_tool("list_memories", {"user": BOB})
         window = await client.call_tool("load_window", {"agent": "clawdia", "chat_id": BOB})
-    assert listed == {"recall", "list_memories", "propose_remember", "propose_forget"}
+    assert listed == {"recall", "list_memories", "propose_remember", "propose_forget", "get_action"}
     assert [m["text"] for m in notes["memories"]] == ["Likes green tea"]
     assert asked.is_error
     assert text_of(asked).startswith("forbidden (403): ")

@@ -21,7 +21,7 @@ TOOLS = {
     "turn_context", "append_items", "load_window", "reset", "evicted_items", "save_summary",
     "ask_question", "question_shown", "choose_answer",
     "list_memories", "propose_remember", "propose_forget", "confirm_remember", "confirm_forget",
-    "recall", "memories_shown", "forget_tapped",
+    "recall", "memories_shown", "forget_tapped", "get_action",
 }  # fmt: skip
 KEY = {"agent": "clawdia", "chat_id": "42"}
 TURN = [

@@ -30,6 +30,7 @@ TOOLS = (
         "recall",
         "memories_shown",
         "forget_tapped",
+        "get_action",  # a client follows what it proposed (meshkit.consent)
     }
 )
 KEY = {"agent": "clawdia", "chat_id": "42"}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import yaml
 from fastmcp import Client
 
 from fakes.tool_calls import call
@@ -67,3 +69,44 @@ async def transitions(client: Client[Any], action_id: str) -> list[tuple[str | N
     """The action's history as (from_state, to_state) pairs."""
     history = await call(client, "history", action_id=action_id)
     return [(event["from_state"], event["to_state"]) for event in history["events"]]
+
+
+CLIENT = "claude-desktop"
+
+
+def write_fleet(path: Path, consent: dict[str, Any], **others: dict[str, Any]) -> None:
+    """A fleet file where AGENT has the ``consent`` rules and each of ``others`` its own."""
+    agents = {
+        AGENT: {"consent": consent},
+        **{name: {"consent": rules} for name, rules in others.items()},
+    }
+    path.write_text(yaml.safe_dump({"agents": agents}), encoding="utf-8")
+
+
+async def stage_for_client(
+    client: Client[Any], proposal: dict[str, Any] | None = None, **arguments: Any
+) -> dict[str, Any]:
+    """Stage ``proposal`` (MILK) as the shopping server does for CLIENT, bound to AGENT and
+    USER."""
+    defaults: dict[str, Any] = {
+        "server": "shopping", "agent": AGENT, "user_id": USER, "client": CLIENT,
+        "proposal": proposal or MILK,
+    }  # fmt: skip
+    # Not through call(): its own first parameter is named client too.
+    result = await client.call_tool("stage_for_client", {**defaults, **arguments})
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def notices(client: Client[Any], **arguments: Any) -> list[dict[str, Any]]:
+    """The notices next_notices hands to the orchestrator's run 'r1' now."""
+    defaults: dict[str, Any] = {"consumer": "orchestrator", "run": "r1"}
+    found = await call(client, "next_notices", **{**defaults, **arguments})
+    listed: list[dict[str, Any]] = found["notices"]
+    return listed
+
+
+async def audit(client: Client[Any], user_id: str = USER, limit: int = 100) -> list[dict[str, Any]]:
+    found = await call(client, "audit", agent=AGENT, user_id=user_id, limit=limit)
+    entries: list[dict[str, Any]] = found["entries"]
+    return entries

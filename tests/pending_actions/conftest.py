@@ -30,7 +30,11 @@ def clock() -> Clock:
 def settings(tmp_path: Path) -> PendingSettings:
     """Every field explicit, so PENDING_* and DATA_DIR in the environment change nothing."""
     return PendingSettings(
-        max_ttl_s=7 * 24 * 3600, executing_lease_s=60, data_dir=tmp_path / "data"
+        max_ttl_s=7 * 24 * 3600,
+        executing_lease_s=60,
+        notice_lease_s=30,
+        data_dir=tmp_path / "data",
+        agents=tmp_path / "agents.yaml",  # not there until a test writes it: everyone asks
     )
 
 

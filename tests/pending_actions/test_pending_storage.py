@@ -28,6 +28,7 @@ from meshkit.approval_keys import read_public_key
 from meshkit.proposals import Approvals
 from meshkit.storage import StorageUnavailable
 from pending_actions.calls import AGENT, CHAT, MILK, approve, cancel, stage
+from pending_actions.old_schemas import SCHEMA_2
 
 pytestmark = pytest.mark.anyio
 
@@ -242,10 +243,10 @@ async def test_a_database_from_before_message_keys_opens_and_its_buttons_take_no
     # Schema 1: batches without message_key, the message recorded in ``shown`` after the
     # send. A batch shown then, with a pending action.
     before_keys = (
-        PendingStore.SCHEMA.replace(",\n    message_key TEXT\n", "\n").split(
+        SCHEMA_2.replace(",\n    message_key TEXT\n", "\n").split(
             "CREATE INDEX IF NOT EXISTS batches_by_key"
         )[0]
-        + PendingStore.SCHEMA.split("WHERE message_key IS NOT NULL;")[1]
+        + SCHEMA_2.split("WHERE message_key IS NOT NULL;")[1]
         + "CREATE TABLE shown (batch_id TEXT PRIMARY KEY, message_id TEXT NOT NULL,"
         " at REAL NOT NULL);"
     )

@@ -37,19 +37,24 @@ TOOLS = {
     "list_pending",
     "get_batch",
     "history",
+    "next_notices",
+    "list_grants",
+    "end_grant",
+    "audit",
 }
+RELAY_TOOLS = {"stage_for_client", "action_status"}
 
 
 # The tool list
 
 
-async def test_every_tool_is_internal_with_honest_hints(client: Client[Any]) -> None:
+async def test_every_tool_is_internal_or_relay_with_honest_hints(client: Client[Any]) -> None:
     tools = {tool.name: tool for tool in await client.list_tools()}
 
-    assert set(tools) == TOOLS
-    for tool in tools.values():
+    assert set(tools) == TOOLS | RELAY_TOOLS
+    for name, tool in tools.items():
         assert tool.meta is not None
-        assert tool.meta["fastmcp"]["tags"] == ["internal"]
+        assert tool.meta["fastmcp"]["tags"] == ["relay" if name in RELAY_TOOLS else "internal"]
         assert tool.description
     hints = {
         name: (tool.annotations.read_only_hint, tool.annotations.idempotent_hint)
@@ -67,6 +72,12 @@ async def test_every_tool_is_internal_with_honest_hints(client: Client[Any]) -> 
         "list_pending": (True, True),
         "get_batch": (True, True),
         "history": (True, True),
+        "stage_for_client": (False, False),
+        "action_status": (True, True),
+        "next_notices": (False, False),
+        "list_grants": (True, True),
+        "end_grant": (False, True),
+        "audit": (True, True),
     }
 
 
@@ -287,6 +298,7 @@ async def test_an_action_of_another_chat_or_user_is_not_found_and_unchanged(
             "approval": None,
             "resumed": False,
             "batch": None,  # nothing of another chat's batch either
+            "granted_until": None,
         }
     assert await transitions(client, action_id) == [(None, "pending")]
     assert (await approve(client, action_id))["ok"] is True  # the right chat and user

@@ -29,6 +29,7 @@ TOOLS = {
     "confirm_add_to_list",
     "confirm_remove_from_list",
     "confirm_reorder",
+    "get_action",  # clients follow their proposals (meshkit.consent)
 }
 
 

@@ -14,7 +14,7 @@ from shopping.calls import WATER, add
 
 pytestmark = pytest.mark.anyio
 
-READ = {"get_list", "find_item", "get_recent_orders"}
+READ = {"get_list", "find_item", "get_recent_orders", "get_action"}
 PRODUCER = {"propose_add_to_list", "propose_remove_from_list", "propose_reorder"}
 CONFIRM = {"confirm_add_to_list", "confirm_remove_from_list", "confirm_reorder"}
 
@@ -50,7 +50,7 @@ async def test_read_and_producer_tools_take_the_agent_from_the_assistant(
 ) -> None:
     tools = {tool.name: tool for tool in await client.list_tools()}
 
-    for name in READ | PRODUCER:
+    for name in (READ - {"get_action"}) | PRODUCER:
         tool = tools[name]
         assert tool.meta is not None
         assert tool.meta["clawmesh"] == {"context": ["agent"]}
@@ -60,6 +60,9 @@ async def test_read_and_producer_tools_take_the_agent_from_the_assistant(
     for name in CONFIRM:
         assert set(tools[name].input_schema["properties"]) == {"payload", "approval"}
         assert "clawmesh" not in (tools[name].meta or {})
+    # A client's own follow-up of what it proposed: not offered to the orchestrator's model.
+    follow = tools["get_action"].meta or {}
+    assert follow["clawmesh"] == {"context": ["agent", "user"], "clients_only": True}
 
 
 # Lists

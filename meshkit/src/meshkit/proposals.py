@@ -42,6 +42,7 @@ from pydantic import BaseModel, Field, StrictInt, ValidationError, field_validat
 
 from meshkit.approval_keys import KeyFileError, PublicKeySource
 from meshkit.errors import ModelError
+from meshkit.wire.pending_actions import ClientStaged
 
 DEFAULT_TTL_S = 4 * 3600
 MAX_TTL_S = 7 * 24 * 3600
@@ -64,6 +65,16 @@ NOT_DONE_NOTE = (
     "Nothing has changed yet: the user sees this under your reply, with buttons to "
     "confirm or cancel it, and decides. Do not say it is done."
 )
+# What another MCP client's model reads (meshkit.consent): the decision is on Telegram.
+SHOWN_NOTE = (
+    "Nothing has changed yet: this was sent to the user on Telegram, with buttons to "
+    "confirm or cancel it; nothing changes until they tap Confirm. Do not say it is done. "
+    "Follow it with get_action(action_id)."
+)
+ALLOWED_NOTE = (
+    "The user's policy allows this change without a tap: it is being made now, and the user "
+    "is told on Telegram. Follow it with get_action(action_id) to see its outcome."
+)
 
 
 class Proposal(BaseModel):
@@ -84,6 +95,11 @@ class Proposal(BaseModel):
         default=DEFAULT_TTL_S, ge=1, le=MAX_TTL_S, description="Seconds until it expires"
     )
     note: str = Field(default=NOT_DONE_NOTE, max_length=1000, description="For the model")
+    staged: ClientStaged | None = Field(
+        default=None,
+        description="Proposed by a client bound to a person: the pending action it became "
+        "(follow it with get_action(action_id)); null when the assistant proposes it",
+    )
 
     @field_validator("summary", "confirm_label", "cancel_label")
     @classmethod

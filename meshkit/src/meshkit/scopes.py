@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import mcp_types as mt
@@ -35,6 +36,9 @@ logger = logging.getLogger(__name__)
 
 CALLER_KEY = "clawmesh.caller"  # where the guard leaves the Caller in the ASGI scope
 NOBODY = Caller("unidentified", frozenset())
+# The local caller of the call being served (set by ScopeGate around it): how a tool learns
+# it serves a bound stdio client (current_caller), which no HTTP request can tell it.
+_LOCAL: ContextVar[Caller | None] = ContextVar("clawmesh_local_caller", default=None)
 _ORDER = (READ, PRODUCER, CONFIRM, INTERNAL, RELAY)
 
 
@@ -62,6 +66,12 @@ def request_caller(local: Caller | None) -> Caller | None:
     ``local`` (None: an unfiltered in-process or stdio client)."""
     caller = http_caller()
     return local if caller is None else caller
+
+
+def current_caller() -> Caller | None:
+    """Inside a tool: who called it (the HTTP caller, or the bound stdio client); None for an
+    unfiltered in-process or stdio client, the operator's."""
+    return request_caller(_LOCAL.get())
 
 
 class ScopeGate(Middleware):
@@ -104,4 +114,8 @@ class ScopeGate(Middleware):
                     f"scope; this client ({caller.name}) may call "
                     f"{', '.join(in_order(caller.scopes)) or 'no'} tools only"
                 )
-        return await call_next(context)
+        token = _LOCAL.set(self._local)
+        try:
+            return await call_next(context)
+        finally:
+            _LOCAL.reset(token)

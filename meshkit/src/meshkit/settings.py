@@ -157,6 +157,28 @@ class ApprovalSettings(DataSettings):
         description="pending-actions' Ed25519 public key (PEM); unset: "
         "$DATA_DIR/approval_public_key, which pending-actions writes in embedded mode.",
     )
+    # Consent from any client (meshkit.relay): where a bound client's proposal is staged.
+    relay_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MESH_RELAY_URL", "relay_url"),
+        description="pending-actions' MCP URL (e.g. http://pending-actions:8105/mcp), where "
+        "proposals of clients bound to a person are staged; unset: such a proposal is refused.",
+    )
+    relay_token: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MESH_RELAY_TOKEN", "relay_token"),
+        description="This server's own credential for pending-actions' relay tools.",
+    )
+    relay_token_file: SecretFile = Field(
+        default=None,
+        validation_alias=AliasChoices("MESH_RELAY_TOKEN_FILE", "relay_token_file"),
+        description="MESH_RELAY_TOKEN_FILE: a file holding it instead (what containers get).",
+    )
+
+    @property
+    def relay_credential(self) -> SecretStr | None:
+        """The relay token: MESH_RELAY_TOKEN, else the file's (None: neither is set)."""
+        return self.relay_token or self.relay_token_file
 
 
 class ServeSettings(DataSettings):

@@ -37,13 +37,24 @@ class ToolOptions(TypedDict):
 
 
 def read(
-    *, title: str | None = None, open_world: bool = False, context: tuple[str, ...] = ()
+    *,
+    title: str | None = None,
+    open_world: bool = False,
+    context: tuple[str, ...] = (),
+    clients_only: bool = False,
 ) -> ToolOptions:
-    """A tool the LLM may call that never changes state."""
+    """A tool the LLM may call that never changes state.
+
+    ``clients_only``: meant for other MCP clients (``get_action``, following a proposal they
+    made), so the orchestrator does not offer it to its model
+    (``meta["clawmesh"]["clients_only"]``)."""
     options = _options(
         READ, title, read_only=True, destructive=False, idempotent=True, open_world=open_world
     )
-    return _with_context(options, context)
+    options = _with_context(options, context)
+    if clients_only:
+        options.setdefault("meta", {}).setdefault("clawmesh", {})["clients_only"] = True
+    return options
 
 
 def producer(*, title: str | None = None, context: tuple[str, ...] = ()) -> ToolOptions:

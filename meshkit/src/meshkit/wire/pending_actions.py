@@ -54,17 +54,21 @@ class Staged(BaseModel):
         description="While pending: how long a tap may allow this kind for (seconds; the "
         "buttons offer '✅ and allow for …'); null: no grant offered",
     )
+    granted_until: float | None = Field(
+        default=None, description="Approved by a running grant: when it ends (Unix seconds)"
+    )
 
 
 class ClientStaged(BaseModel):
     """What a server learns when it stages a bound client's proposal (``stage_for_client``):
     the client is answered at once with it; the user decides on Telegram."""
 
-    action_id: str
+    # Bounded (meshkit.bounds): it rides in a Proposal, which pending-actions' stage takes.
+    action_id: str = Field(max_length=100, description="'act_' + 12 hex digits")
     state: State = Field(description="'pending' (shown to the user) or 'executing' (allowed)")
     decided_by: How | None = Field(default=None, description="'policy' or 'grant'; null: pending")
-    expires_at: float = Field(description="When it expires unless decided (Unix seconds)")
-    summary: str
+    expires_at: float = Field(le=2**53, description="When it expires unless decided (Unix s)")
+    summary: str = Field(max_length=500)
 
 
 class ActionStatus(BaseModel):
@@ -152,6 +156,11 @@ class Decision(BaseModel):
         default=None,
         description="The action's batch after this call, to redraw the tapped message; null "
         "when not found (and inside a batch's decisions)",
+    )
+    granted_until: float | None = Field(
+        default=None,
+        description="approve with grant: the grant the tap gave ends then (Unix seconds); "
+        "null: none given (not asked, or the policy offers none)",
     )
 
 

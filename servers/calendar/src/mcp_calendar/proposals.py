@@ -4,7 +4,7 @@ A ``propose_*`` call resolves the event (``lookup.py``), checks the calendar tak
 and returns a :class:`~meshkit.proposals.Proposal` whose summary says the change in local
 time and names the busy events it overlaps (for a timed change, timed events only; for a
 recurring add, its first occurrence). The change waits for the user's tap
-(``confirmations.py``).
+(``changes.py``).
 """
 
 from __future__ import annotations

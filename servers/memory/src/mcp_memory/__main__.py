@@ -37,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         default_port=8104,
         argv=args,
         description=__doc__,
+        secrets=lambda settings: [settings.relay_credential],
     )
 
 

@@ -9,8 +9,9 @@ zero-width or bidi characters, single spaces), made so when it is proposed and a
 it is written, so no look-alike of the orchestrator's section markers is ever stored.
 
 The approval token is checked for the agent the payload acts on, and each approved
-action is performed once (meshkit's confirm-once). Nothing else writes memory: no read
-tool, no tool result, no other agent (a token minted for another agent does not match).
+action is performed once (the consent kernel, ``meshkit.consent``, and confirm-once).
+Nothing else writes memory: no read tool, no tool result, no other agent (a token minted
+for another agent does not match).
 
 A note is forgotten by its user; an agent rule (it reaches everyone) by the user who set
 it, or by the agent's owner, for whom the orchestrator vouches on a /memory 🗑 tap
@@ -24,15 +25,15 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from mcp_memory.errors import InvalidRequest
 from mcp_memory.memory_store import Changes, MemoryStore
-from meshkit.proposals import Approvals, Proposal, approved_payload, payload_agent
+from meshkit.proposals import Approval, Confirmed, Proposal
 from meshkit.text import one_line
-from meshkit.wire.memory import ForgetTapped, Forgotten, Memories, MemoriesShown, Remembered
+from meshkit.wire.memory import ForgetTapped, Memories, MemoriesShown
 
 SERVER = "memory"  # as approval tokens name it
 REMEMBER = "remember"
@@ -40,7 +41,6 @@ FORGET = "forget"
 MAX_TEXT = 300
 MAX_MEMORIES = 200  # per agent and user: beyond that, forget something first
 Scope = Literal["user", "agent"]
-P = TypeVar("P", bound=BaseModel)
 SCOPE_WORDS = {"user": "about you", "agent": "for everyone"}
 
 
@@ -67,11 +67,8 @@ NOT_YOURS = (
 
 
 class MemoryService:
-    def __init__(
-        self, store: MemoryStore, approvals: Approvals, *, clock: Callable[[], float] = time.time
-    ) -> None:
+    def __init__(self, store: MemoryStore, *, clock: Callable[[], float] = time.time) -> None:
         self._store = store
-        self._approvals = approvals
         self._clock = clock
 
     async def list(self, agent: str, user: str) -> Memories:
@@ -158,13 +155,11 @@ class MemoryService:
         proposal = await self.propose_forget(agent, user, memory_id, as_owner=owner)
         return ForgetTapped(state="proposed", proposal=proposal)
 
-    async def confirm_remember(self, payload: dict[str, Any], approval: str) -> Remembered:
-        granted = self._approvals.check(
-            approval, SERVER, REMEMBER, payload, agent=payload_agent(payload)
-        )
-        change = approved_payload(RememberPayload, REMEMBER, payload)
-        now = self._clock()
+    # --- executors (meshkit.consent): the approval is checked, the payload read ----------
 
+    async def remember(self, change: RememberPayload, approval: Approval) -> Confirmed:
+        """Write an approved rule or note, once."""
+        now = self._clock()
         # What was approved is what was proposed (plain already), unless a payload was made
         # by hand: it is written plain all the same.
         text = one_line(change.text)
@@ -178,14 +173,10 @@ class MemoryService:
             )  # fmt: skip
             return {"message": f"Remembered: {text}", "memory": memory.model_dump()}
 
-        done = await self._store.confirm(granted, perform, at=now)
-        return Remembered.model_validate({**done.result, "replayed": done.replayed})
+        return await self._store.confirm(approval, perform, at=now)
 
-    async def confirm_forget(self, payload: dict[str, Any], approval: str) -> Forgotten:
-        granted = self._approvals.check(
-            approval, SERVER, FORGET, payload, agent=payload_agent(payload)
-        )
-        change = approved_payload(ForgetPayload, FORGET, payload)
+    async def forget(self, change: ForgetPayload, approval: Approval) -> Confirmed:
+        """Forget an approved memory, once."""
         now = self._clock()
 
         def perform(changes: Changes) -> dict[str, Any]:
@@ -199,5 +190,4 @@ class MemoryService:
                 raise InvalidRequest(NOT_YOURS)
             return {"message": f"Forgotten: {change.text}", "memory_id": change.memory_id}
 
-        done = await self._store.confirm(granted, perform, at=now)
-        return Forgotten.model_validate({**done.result, "replayed": done.replayed})
+        return await self._store.confirm(approval, perform, at=now)

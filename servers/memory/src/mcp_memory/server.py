@@ -1,5 +1,6 @@
-"""The memory MCP surface: the conversation's internal tools, a turn's context in one read,
-and the tools of remembered rules and notes (memory_tools) and clarify (question_tools)."""
+"""The memory MCP surface: the conversation's internal tools (conversation_tools), the
+tools of remembered rules and notes (memory_tools, their changes on the consent kernel) and
+clarify (question_tools)."""
 
 from __future__ import annotations
 
@@ -7,30 +8,28 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
-from typing import Annotated, Any
+from typing import Any
 
 from fastmcp import FastMCP
-from pydantic import Field
 
-from mcp_memory.memories import MemoryService
+from mcp_memory.conversation_tools import add_conversation_tools
+from mcp_memory.memories import SERVER, MemoryService
 from mcp_memory.memory_store import MemoryStore
-from mcp_memory.memory_tools import add_memory_tools
-from mcp_memory.models import AppendResult, ResetResult, Window
+from mcp_memory.memory_tools import add_memory_tools, declare_changes
 from mcp_memory.question_tools import add_question_tools
 from mcp_memory.questions import QuestionStore
 from mcp_memory.recall import Recall
 from mcp_memory.service import ConversationService
-from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS, MemorySettings
+from mcp_memory.settings import MemorySettings
 from mcp_memory.store import ConversationStore
-from mcp_memory.summaries import MAX_LINES, Summaries
+from mcp_memory.summaries import Summaries
 from mcp_memory.turns import TurnContexts
 from meshkit.approval_keys import public_key
-from meshkit.params import Agent, ChatId, IntegerId
+from meshkit.consent import Consent
 from meshkit.proposals import Approvals
+from meshkit.relay import relay_from
 from meshkit.server import create_server
 from meshkit.settings import load_settings
-from meshkit.tool_classes import internal
-from meshkit.wire.memory import Evicted, SummarySaved, TurnContext
 
 INSTRUCTIONS = (
     "Memory for the clawmesh orchestrator. Each (agent, chat_id) has a conversation of "
@@ -39,16 +38,6 @@ INSTRUCTIONS = (
     "Rules and notes the user asked to keep are remembered only when the user confirms a "
     "propose_remember proposal; list_memories shows them."
 )
-MAX_APPEND_ITEMS = 1000
-SummarizeEvery = Annotated[
-    int | None,
-    Field(
-        ge=1,
-        le=MAX_LINES,
-        description="Also say whether at least this many items out of the window wait for "
-        "a summary (summary_due); null: not asked",
-    ),
-]
 
 
 def build_server(
@@ -62,7 +51,6 @@ def build_server(
     service = ConversationService(settings, store, clock=clock)
     memories = MemoryStore(settings.memories_path, max_bytes=settings.max_db_bytes, clock=clock)
     questions = QuestionStore(settings.questions_path, max_bytes=settings.max_db_bytes, clock=clock)
-    approvals = Approvals(public_key(settings), clock=clock)
 
     @asynccontextmanager
     async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
@@ -77,107 +65,12 @@ def build_server(
         checks={"database": service.check},
         stores=[store, memories, questions],
     )
-    remembered = MemoryService(memories, approvals, clock=clock)
-    add_memory_tools(mcp, remembered, Recall(service, store, memories))
+    approvals = Approvals(public_key(settings), clock=clock)
+    consent = Consent(mcp, SERVER, approvals, relay=relay_from(settings))
+    remembered = MemoryService(memories, clock=clock)
+    declare_changes(consent, remembered)
+    add_memory_tools(mcp, remembered, Recall(service, store, memories), consent)
     add_question_tools(mcp, questions)
     contexts = TurnContexts(service, remembered, questions)
-
-    @mcp.tool(**internal(title="A turn's context"))
-    async def turn_context(
-        agent: Agent,
-        chat_id: ChatId,
-        user: Annotated[str, Field(max_length=200, description="whose notes: the turn's user")],
-        text: Annotated[
-            str | None,
-            Field(
-                min_length=1,
-                max_length=4096,
-                description="The user's text: it answers the chat's question waiting for a "
-                "typed answer, if one does (answered); null: answer nothing",
-            ),
-        ] = None,
-        summarize_every: SummarizeEvery = None,
-    ) -> TurnContext:
-        """Everything a turn reads from memory, in one call: the chat's window with its
-        summary, what is remembered for the user (as list_memories), the question the
-        text answers, and whether a summary round is due."""
-        return await contexts.read(agent, chat_id, user, text, summarize_every)
-
-    @mcp.tool(**internal(title="Append conversation items"))
-    async def append_items(
-        agent: Agent,
-        chat_id: ChatId,
-        items: Annotated[
-            list[dict[str, Any]],
-            Field(
-                description="Responses API input items, oldest first: messages, function_call "
-                "and function_call_output items are stored; other types (reasoning) are ignored",
-                max_length=MAX_APPEND_ITEMS,
-            ),
-        ],
-        turn_id: Annotated[
-            str | None,
-            Field(
-                max_length=200,
-                description="An id of this turn (e.g. the Telegram update it answers): a turn "
-                "appended again with the same id stores nothing",
-            ),
-        ] = None,
-        summarize_every: SummarizeEvery = None,
-    ) -> AppendResult:
-        """Append a turn's items to the chat's conversation, stamped with the server's time.
-
-        All or nothing: one malformed item rejects the call and names its index.
-        """
-        return await service.append(agent, chat_id, items, turn_id, summarize_every=summarize_every)
-
-    @mcp.tool(**internal(title="Load conversation window", read_only=True, idempotent=True))
-    async def load_window(
-        agent: Agent,
-        chat_id: ChatId,
-        max_items: Annotated[
-            int | None,
-            Field(ge=1, le=MAX_WINDOW_ITEMS, description="Item limit (default: server setting)"),
-        ] = None,
-        max_tokens: Annotated[
-            int | None,
-            Field(ge=1, le=MAX_WINDOW_TOKENS, description="Token budget (default: server setting)"),
-        ] = None,
-    ) -> Window:
-        """The newest items of the chat's current conversation, ready to send to the model.
-
-        Starts at a user message, keeps function calls with their outputs, and is empty
-        after a reset or when the chat has been inactive longer than the timeout.
-        """
-        return await service.window(agent, chat_id, max_items, max_tokens)
-
-    summaries = Summaries(service, store, clock=clock)
-
-    @mcp.tool(**internal(title="Items to summarize", read_only=True, idempotent=True))
-    async def evicted_items(
-        agent: Agent,
-        chat_id: ChatId,
-        min_items: Annotated[
-            int, Field(ge=1, le=1000, description="Hand out nothing until this many wait")
-        ] = 10,
-    ) -> Evicted:
-        """What left the chat's window and no summary covers yet, with the summary so far."""
-        return await summaries.evicted(agent, chat_id, min_items)
-
-    @mcp.tool(**internal(title="Save a summary", idempotent=True))
-    async def save_summary(
-        agent: Agent,
-        chat_id: ChatId,
-        text: Annotated[str, Field(min_length=1, max_length=20_000)],
-        up_to_id: Annotated[IntegerId, Field(description="evicted_items' up_to_id")],
-    ) -> SummarySaved:
-        """Keep the summary of the conversation up to that item (it replaces the one before);
-        later windows carry it. Not saved when a newer one exists or the chat was reset."""
-        return await summaries.save(agent, chat_id, text, up_to_id)
-
-    @mcp.tool(**internal(title="Reset conversation", idempotent=True))
-    async def reset(agent: Agent, chat_id: ChatId) -> ResetResult:
-        """Start a new conversation in the chat: later windows hold nothing from before."""
-        return await service.reset(agent, chat_id)
-
+    add_conversation_tools(mcp, service, contexts, Summaries(service, store, clock=clock))
     return mcp

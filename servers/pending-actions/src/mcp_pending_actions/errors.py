@@ -5,7 +5,10 @@ PendingActionsError (meshkit ModelError)
  │                     a batch of another chat, or shown under another message key
  ├── UnknownAction     no action with that id (complete, fail, history)
  ├── UnknownBatch      no batch with that id (stage into it, get_batch)
- └── WrongState        complete or fail on an action that is not executing
+ ├── UnknownGrant      no running grant with that id for this agent and user (end_grant)
+ ├── WrongState        complete or fail on an action that is not executing
+ ├── NotAllowed        the agent's consent policy denies this kind of change (never staged)
+ └── Forbidden         a server staging or following another server's changes
 
 approve and cancel never raise these for a refusal: a tap on a done, cancelled or
 expired action, or from anywhere but the message that shows it, is an ordinary answer
@@ -34,4 +37,16 @@ class UnknownBatch(PendingActionsError):
 
 
 class WrongState(PendingActionsError):
+    pass
+
+
+class UnknownGrant(PendingActionsError):
+    pass
+
+
+class NotAllowed(PendingActionsError):
+    pass
+
+
+class Forbidden(PendingActionsError):
     pass

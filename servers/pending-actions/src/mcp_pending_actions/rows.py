@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_pending_actions.models import State
+from meshkit.wire.pending_actions import CHAT_CLIENT, How
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,38 @@ class ActionRow:
     updated_at: float
     result: dict[str, Any] | None = None
     error: str | None = None
+    client: str = CHAT_CLIENT  # who proposed it: the agent's chat, or a client's name
+    decided_by: How | None = None
+    decided_at: float | None = None
+    grant_s: int | None = None  # while pending: the grant a tap may give
+
+
+@dataclass(frozen=True)
+class GrantRow:
+    grant_id: str
+    agent: str
+    user_id: str
+    client: str
+    server: str
+    kind: str
+    started_at: float
+    until: float
+    summary: str
+    action_id: str  # the tap that gave it
+    ended_at: float | None = None  # ended early, or noticed to have run out
+
+
+@dataclass(frozen=True)
+class NoticeRow:
+    key: str  # consent:<batch id> (show) or done:<action id> (execute)
+    type: str
+    agent: str
+    chat_id: str
+    user_id: str
+    client: str
+    batch_id: str
+    action_id: str
+    created_at: float
 
 
 @dataclass(frozen=True)
@@ -64,6 +97,7 @@ class Change:
     idle_since: float | None = None  # only if updated_at <= idle_since (lease ran out)
     result: dict[str, Any] | None = None
     error: str | None = None
+    decided_by: How | None = None  # set with the change (a tap, or expiry)
 
 
 @dataclass(frozen=True)

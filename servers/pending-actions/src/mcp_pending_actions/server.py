@@ -11,6 +11,7 @@ from fastmcp import FastMCP
 from pydantic import Field
 
 from mcp_pending_actions.checks import Tap
+from mcp_pending_actions.errors import Forbidden
 from mcp_pending_actions.models import (
     ActionList,
     ActionView,
@@ -20,18 +21,33 @@ from mcp_pending_actions.models import (
     History,
     Staged,
 )
+from mcp_pending_actions.notices import NoticeBoard
+from mcp_pending_actions.policies import FleetPolicies
 from mcp_pending_actions.service import PendingActions
 from mcp_pending_actions.settings import PendingSettings
+from mcp_pending_actions.staging import Staging
 from mcp_pending_actions.store import PendingStore
 from meshkit.approval_keys import signing_key
 from meshkit.params import Agent, ChatId
 from meshkit.proposals import SERVER_PATTERN, ApprovalSigner, Proposal
+from meshkit.scopes import http_caller
 from meshkit.server import create_server
 from meshkit.settings import load_settings
-from meshkit.tool_classes import internal
+from meshkit.stopping import Stopping
+from meshkit.tool_classes import internal, relay
+from meshkit.wire.pending_actions import (
+    ActionStatus,
+    ClientStaged,
+    Grant,
+    Grants,
+    Ledger,
+    Notices,
+)
 
 INSTRUCTIONS = (
-    "Pending actions for the clawmesh orchestrator: proposals wait here for the user's tap. "
+    "Pending actions for the clawmesh orchestrator: proposals wait here for the user's tap, "
+    "under each agent's consent policy (ask, auto or deny per change kind). Servers stage "
+    "the proposals of clients bound to a person with stage_for_client (relay tools). "
     "Stage a producer tool's Proposal with the idempotency key of the message its buttons "
     "will be sent in (message_key): the only place a tap is taken from; on Confirm, approve "
     "returns a token for "
@@ -56,6 +72,23 @@ BatchId = Annotated[
     str,
     Field(description="Batch id: 'bat_' + 12 hex digits", min_length=1, max_length=100),
 ]
+ServerName = Annotated[
+    str,
+    Field(
+        description="The registry name of the server that proposed it (its confirm "
+        "tool performs it), e.g. 'shopping'",
+        pattern=SERVER_PATTERN,
+        max_length=40,
+    ),
+]
+GrantId = Annotated[
+    str, Field(description="Grant id: 'grt_' + 12 hex digits", min_length=1, max_length=100)
+]
+Holder = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$", max_length=64)]
+NoticeKeys = Annotated[
+    tuple[Annotated[str, Field(max_length=200)], ...],
+    Field(max_length=100, description="Keys of notices handled since the last call"),
+]
 MessageKey = Annotated[
     str,
     Field(
@@ -71,8 +104,10 @@ def build_server(
     settings: PendingSettings | None = None,
     *,
     clock: Callable[[], float] = time.time,
+    stopping: Stopping | None = None,
 ) -> FastMCP[Any]:
-    """The pending-actions server; ``settings`` default to the environment (embedded mode)."""
+    """The pending-actions server; ``settings`` default to the environment (embedded mode);
+    ``stopping`` (served mode) ends open ``next_notices`` polls when the process stops."""
     settings = settings or load_settings(PendingSettings)
     store = PendingStore(settings.db_path, max_bytes=settings.max_db_bytes, clock=clock)
     mcp = create_server(
@@ -86,21 +121,18 @@ def build_server(
     # After the database is checked: a DATA_DIR it cannot write is named as every server
     # names it, before the key pair is made there.
     signer = ApprovalSigner(signing_key(settings), clock=clock)
-    service = PendingActions(settings, store, signer, clock=clock)
+    policies = FleetPolicies(settings.agents)
+    board = NoticeBoard(store, signer, lease_s=settings.notice_lease_s, clock=clock)
+    if stopping is not None:
+        stopping.on_stop(board.stop_waiting)
+    service = PendingActions(settings, store, signer, policies, clock=clock)
+    staging = Staging(settings, store, signer, policies, board, clock=clock)
 
     @mcp.tool(**internal(title="Stage a proposal"))
     async def stage(  # noqa: PLR0917 (a tool's parameters are its schema)
         agent: Agent,
         chat_id: ChatId,
-        server: Annotated[
-            str,
-            Field(
-                description="The registry name of the server that proposed it (its confirm "
-                "tool performs it), e.g. 'shopping'",
-                pattern=SERVER_PATTERN,
-                max_length=40,
-            ),
-        ],
+        server: ServerName,
         proposal: Annotated[Proposal, Field(description="What the producer tool returned")],
         batch_id: Annotated[
             BatchId | None,
@@ -134,11 +166,15 @@ def build_server(
             ),
         ] = None,
     ) -> Staged:
-        """Store a proposal as a pending action until the user confirms or cancels it.
+        """Store a proposal of the agent's own conversation under the agent's consent policy.
 
-        Its time to decide is the proposal's ttl_s, capped by the server setting.
+        ask: pending until the user confirms or cancels it (grant_s: the buttons may offer
+        "✅ and allow for …"); its time to decide is the proposal's ttl_s, capped by the server
+        setting. auto, or a running grant: state 'executing' with decided_by, approval and
+        payload: call <server>__confirm_<kind>(payload, approval) now, then complete or fail.
+        deny: a tool error saying it is not allowed, nothing staged.
         """
-        return await service.stage(
+        return await staging.stage(
             agent,
             chat_id,
             server,
@@ -150,12 +186,20 @@ def build_server(
         )
 
     @mcp.tool(**internal(title="Approve an action"))
-    async def approve(
+    async def approve(  # noqa: PLR0917 (a tool's parameters are its schema)
         action_id: ActionId,
         user_id: UserId,
         chat_id: ChatId,
         agent: Agent,
         message_key: MessageKey,
+        grant: Annotated[
+            bool,
+            Field(
+                description="The user tapped '✅ and allow for …': when the agent's policy "
+                "offers a grant for this kind, later changes of it from the same client "
+                "need no tap until granted_until"
+            ),
+        ] = False,
     ) -> Decision:
         """The user tapped Confirm: pending → executing, with an approval token.
 
@@ -166,7 +210,8 @@ def build_server(
         (resumed). On ok, call <server>__confirm_<kind>(payload, approval), then complete
         or fail.
         """
-        return await service.approve(action_id, Tap(agent, chat_id, message_key, user_id))
+        tap = Tap(agent, chat_id, message_key, user_id)
+        return await service.approve(action_id, tap, grant=grant)
 
     @mcp.tool(**internal(title="Cancel an action", idempotent=True))
     async def cancel(
@@ -244,4 +289,89 @@ def build_server(
         """Every state change of an action, oldest first: the audit trail."""
         return await service.history(action_id)
 
+    @mcp.tool(**relay(title="Stage a client's proposal"))
+    async def stage_for_client(
+        server: ServerName,
+        agent: Agent,
+        user_id: Annotated[
+            str,
+            Field(
+                pattern=r"^[1-9][0-9]{0,19}$",
+                max_length=20,
+                description="The bound user's Telegram id",
+            ),
+        ],
+        client: Annotated[
+            str,
+            Field(
+                pattern=r"^[a-z0-9][a-z0-9-]{0,31}$",
+                max_length=32,
+                description="The bound client's credential name, e.g. 'claude-desktop'",
+            ),
+        ],
+        proposal: Annotated[Proposal, Field(description="What the producer tool returned")],
+    ) -> ClientStaged:
+        """A client bound to this agent and user proposed a change through your producer
+        tool: stage it under the agent's policy and have it shown to the user in their chat
+        (or, allowed by the policy or a grant, executed). Answers at once; the client
+        follows it with action_status. Only for your own server's changes."""
+        _acting_for(server)
+        return await staging.stage_for_client(server, agent, user_id, client, proposal)
+
+    @mcp.tool(**relay(title="A client's action", read_only=True))
+    async def action_status(
+        action_id: ActionId,
+        agent: Agent,
+        user_id: Annotated[str, Field(min_length=1, max_length=200)],
+        server: ServerName,
+    ) -> ActionStatus:
+        """An action's state (pending, executing, done, failed, cancelled, expired) and
+        outcome, for the client that follows it: only this agent's, user's and server's
+        actions (others are not found)."""
+        _acting_for(server)
+        return await service.action_status(action_id, agent, user_id, server)
+
+    @mcp.tool(**internal(title="Next notices"))
+    async def next_notices(
+        consumer: Holder,
+        run: Holder,
+        max: Annotated[int, Field(ge=1, le=100)] = 20,
+        wait_s: Annotated[float, Field(ge=0, le=25)] = 0,
+        ack: NoticeKeys = (),
+    ) -> Notices:
+        """What clients' proposals ask of the orchestrator (show a batch, execute an
+        approved action), leased to this run; waits up to wait_s when there is none. Ack
+        each handled notice by key in the next call's ``ack``; one not acked within the
+        lease is handed out again. An execute notice carries a fresh approval."""
+        return await board.next_notices(consumer, run, max, wait_s, ack)
+
+    @mcp.tool(**internal(title="Running grants", read_only=True, idempotent=True))
+    async def list_grants(agent: Agent, user_id: UserId) -> Grants:
+        """The user's running grants with this agent, the soonest to end first."""
+        return await service.list_grants(agent, user_id)
+
+    @mcp.tool(**internal(title="End a grant", idempotent=True))
+    async def end_grant(grant_id: GrantId, agent: Agent, user_id: UserId) -> Grant:
+        """The user ended a grant: the next change of its kind asks again. An error when
+        the user has no such running grant."""
+        return await service.end_grant(grant_id, agent, user_id)
+
+    @mcp.tool(**internal(title="Audit", read_only=True, idempotent=True))
+    async def audit(
+        agent: Agent, user_id: UserId, limit: Annotated[int, Field(ge=1, le=100)] = 10
+    ) -> Ledger:
+        """The user's last ledger entries with this agent (proposed, denied, decided and how,
+        executed, failed, expired, grants), newest last."""
+        return await service.audit(agent, user_id, limit)
+
     return mcp
+
+
+def _acting_for(server: str) -> None:
+    """Over HTTP, a server stages and follows its own changes only: its credential's name is
+    the server it speaks for. In-process (embedded mode) the argument stands."""
+    caller = http_caller()
+    if caller is not None and caller.name != server:
+        raise Forbidden(
+            f"forbidden: {caller.name} may stage and follow its own changes only, not {server}'s"
+        )

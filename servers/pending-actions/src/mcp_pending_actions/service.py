@@ -1,4 +1,4 @@
-"""Pending actions: stage proposals, decide on each once, record how it ended.
+"""Pending actions: decide on each once, record how it ended (staging: staging.py).
 
     stage ──► pending ──approve──► executing ──complete──► done
                  │                     └───────fail──────► failed
@@ -20,18 +20,24 @@
 - An action left executing longer than the lease (the orchestrator crashed between approve
   and complete) may be approved again from its chat: a fresh token, marked ``resumed``.
   Confirm tools record the action id, so the change still happens at most once.
+- Every decision (who, how: tap or expiry), execution and failure is a ledger entry written
+  in the transaction of the state change (ledger.py). ``approve(grant=True)`` on a kind the
+  agent's rule offers a grant for records the grant in that transaction too (grants.py).
+- ``action_status`` is what a client follows: an action of another agent, user or server is
+  not found.
 """
 
 from __future__ import annotations
 
 import re
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from mcp_pending_actions import views
+from mcp_pending_actions import grants, ledger, views
 from mcp_pending_actions.checks import Tap, check_present, check_size, new_id, shown_there, yours
-from mcp_pending_actions.errors import InvalidRequest, UnknownAction, UnknownBatch, WrongState
+from mcp_pending_actions.errors import UnknownAction, UnknownBatch, UnknownGrant, WrongState
 from mcp_pending_actions.models import (
     ActionList,
     ActionView,
@@ -40,17 +46,18 @@ from mcp_pending_actions.models import (
     Decision,
     Event,
     History,
-    Staged,
     State,
 )
-from mcp_pending_actions.rows import ActionRow, BatchRow, Change
+from mcp_pending_actions.policies import FleetPolicies
+from mcp_pending_actions.rows import ActionRow, Change
 from mcp_pending_actions.settings import PendingSettings
-from mcp_pending_actions.store import PendingStore
-from meshkit.proposals import ACTION_ID, SERVER_PATTERN, ApprovalSigner, Proposal
+from mcp_pending_actions.store import PendingStore, expired
+from meshkit.proposals import ACTION_ID, ApprovalSigner
+from meshkit.wire.pending_actions import ActionStatus, Grant, Grants, Ledger, LedgerEvent
 
 BATCH_ID = re.compile(r"bat_[0-9a-f]{12}")
+GRANT_ID = re.compile(r"grt_[0-9a-f]{12}")
 DecidedT = TypeVar("DecidedT", Decision, BatchDecisions)
-SERVER_NAME = re.compile(SERVER_PATTERN)
 EXPIRY_DETAIL = "its time to decide ran out"
 RESUME_DETAIL = "approved again: the previous approval was never completed"
 Decide = Callable[[ActionRow, str, float], Awaitable[Decision]]  # (settled row, user, now)
@@ -62,91 +69,21 @@ class PendingActions:
         settings: PendingSettings,
         store: PendingStore,
         signer: ApprovalSigner,
+        policies: FleetPolicies,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._settings = settings
         self._store = store
         self._signer = signer
+        self._policies = policies
         self._clock = clock
 
-    async def stage(
-        self,
-        agent: str,
-        chat_id: str,
-        server: str,
-        proposal: Proposal,
-        *,
-        batch_id: str | None = None,
-        user_id: str | None = None,
-        batch_text: str | None = None,
-        message_key: str | None = None,
-    ) -> Staged:
-        """Store a proposal as a pending action, in a new batch or in ``batch_id``; a new
-        batch takes taps from the message sent under ``message_key`` only."""
-        check_present(
-            agent=agent,
-            chat_id=chat_id,
-            user_id=user_id,
-            batch_text=batch_text,
-            message_key=message_key,
-        )
-        if not SERVER_NAME.fullmatch(server):
-            raise InvalidRequest(
-                f"server {server!r} is not a server name: lowercase letters, digits and "
-                "underscores, starting with a letter, at most 40 characters."
-            )
-        check_size("payload", proposal.payload)
-        now = self._clock()
-        new_batch = None
-        if batch_id is None:
-            batch_id = new_id("bat_")
-            new_batch = BatchRow(batch_id, agent, chat_id, batch_text, now, message_key)
-        else:
-            batch = await self._store.batch(batch_id) if BATCH_ID.fullmatch(batch_id) else None
-            if batch is None:
-                raise UnknownBatch(
-                    f"There is no batch {batch_id!r}: leave batch_id out to start a new batch."
-                )
-            if (batch.agent, batch.chat_id) != (agent, chat_id):
-                raise InvalidRequest(
-                    f"Batch {batch_id} belongs to another agent or chat: leave batch_id out "
-                    "to start a new batch."
-                )
-            if message_key is not None and message_key != batch.message_key:
-                raise InvalidRequest(
-                    f"Batch {batch_id} is shown under another message key: leave "
-                    "message_key out to add to it, or batch_id out to start a new batch."
-                )
-        action = ActionRow(
-            action_id=new_id("act_"),
-            batch_id=batch_id,
-            agent=agent,
-            chat_id=chat_id,
-            user_id=user_id,
-            server=server,
-            kind=proposal.kind,
-            summary=proposal.summary,
-            payload=proposal.payload,
-            confirm_label=proposal.confirm_label,
-            cancel_label=proposal.cancel_label,
-            state=State.PENDING,
-            created_at=now,
-            expires_at=now + min(proposal.ttl_s, self._settings.max_ttl_s),
-            updated_at=now,
-        )
-        await self._store.add(action, new_batch=new_batch, text=batch_text)
-        return Staged(
-            action_id=action.action_id,
-            batch_id=batch_id,
-            state=action.state,
-            expires_at=action.expires_at,
-            summary=action.summary,
-        )
-
-    async def approve(self, action_id: str, tap: Tap) -> Decision:
-        """pending → executing, with an approval token for the confirm tool."""
-        decision = await self._decide(self._approve, action_id, tap)
+    async def approve(self, action_id: str, tap: Tap, *, grant: bool = False) -> Decision:
+        """pending → executing, with an approval token for the confirm tool; with ``grant``
+        (and a rule that offers one), later changes of the kind need no tap for a while."""
+        decide = self._approve_and_grant if grant else self._approve
+        decision = await self._decide(decide, action_id, tap)
         return await self._with_batch(decision)
 
     async def cancel(self, action_id: str, tap: Tap) -> Decision:
@@ -179,13 +116,13 @@ class PendingActions:
         """executing → done, keeping what the confirm tool returned."""
         check_size("result", result)
         change = Change(State.EXECUTING, State.DONE, at=self._clock(), result=result)
-        return await self._finish(action_id, change)
+        return await self._finish(action_id, change, "executed", _outcome(result))
 
     async def fail(self, action_id: str, error: str) -> ActionView:
         """executing → failed, keeping why."""
         check_present(error=error)
         change = Change(State.EXECUTING, State.FAILED, at=self._clock(), error=error, detail=error)
-        return await self._finish(action_id, change)
+        return await self._finish(action_id, change, "failed", error)
 
     async def list_pending(self, agent: str, chat_id: str) -> ActionList:
         """The chat's actions still waiting for a tap, oldest first."""
@@ -214,6 +151,68 @@ class PendingActions:
             events=[Event.model_validate(event, from_attributes=True) for event in events],
         )
 
+    async def action_status(
+        self, action_id: str, agent: str, user_id: str, server: str
+    ) -> ActionStatus:
+        """The action as its client may follow it: only this agent's, user's and server's."""
+        row = await self._store.action(action_id) if ACTION_ID.fullmatch(action_id) else None
+        if row is None or (row.agent, row.user_id, row.server) != (agent, user_id, server):
+            raise UnknownAction(f"There is no action {action_id[:100]!r} of yours here.")
+        row = await self._settle(row, self._clock())
+        return ActionStatus(
+            action_id=row.action_id,
+            state=row.state,
+            summary=row.summary,
+            server=row.server,
+            kind=row.kind,
+            client=row.client,
+            decided_by=row.decided_by,
+            created_at=row.created_at,
+            expires_at=row.expires_at,
+            decided_at=row.decided_at,
+            result=row.result,
+            error=row.error,
+        )
+
+    async def list_grants(self, agent: str, user_id: str) -> Grants:
+        """The user's running grants with the agent, the soonest to end first."""
+        check_present(agent=agent, user_id=user_id)
+        now = self._clock()
+
+        def read(db: sqlite3.Connection) -> list[Grant]:
+            grants.sweep(db, now)
+            return [grants.view(row) for row in grants.listed(db, agent, user_id, now)]
+
+        return Grants(grants=await self._store.transact(read))
+
+    async def end_grant(self, grant_id: str, agent: str, user_id: str) -> Grant:
+        """End the user's running grant now: the next change of its kind asks again."""
+        check_present(agent=agent, user_id=user_id)
+        now = self._clock()
+
+        def write(db: sqlite3.Connection) -> Grant | None:
+            grants.sweep(db, now)
+            ended = grants.end(db, grant_id, agent, user_id, now)
+            return None if ended is None else grants.view(ended)
+
+        ended = await self._store.transact(write) if GRANT_ID.fullmatch(grant_id) else None
+        if ended is None:
+            raise UnknownGrant(f"There is no running grant {grant_id[:100]!r} of yours.")
+        return ended
+
+    async def audit(self, agent: str, user_id: str, limit: int) -> Ledger:
+        """The user's last ``limit`` ledger entries with the agent, newest last."""
+        check_present(agent=agent, user_id=user_id)
+        now = self._clock()
+        await self._store.expire_due(now, EXPIRY_DETAIL)
+
+        def read(db: sqlite3.Connection) -> Ledger:
+            grants.sweep(db, now)
+            found = ledger.entries(db, agent=agent, user_id=user_id, limit=limit)
+            return Ledger(entries=found)
+
+        return await self._store.transact(read)
+
     async def _decide(self, decide: Decide, action_id: str, tap: Tap) -> Decision:
         _check_tap(tap)
         now = self._clock()
@@ -237,10 +236,34 @@ class PendingActions:
                 decisions.append(views.not_found(row.action_id))
         return BatchDecisions(batch_id=batch_id, decisions=decisions)
 
-    async def _approve(self, row: ActionRow, user_id: str, now: float) -> Decision:
+    async def _approve_and_grant(self, row: ActionRow, user_id: str, now: float) -> Decision:
+        rule = self._policies.rule(row.agent, row.server, row.kind)
+        if row.state != State.PENDING or rule.policy != "ask" or rule.grant_s is None:
+            return await self._approve(row, user_id, now)
+        grant = grants.for_tap(row, user_id, new_id("grt_"), now, rule.grant_s)
+        decision = await self._approve(row, user_id, now, then=lambda db: grants.give(db, grant))
+        return (
+            decision.model_copy(update={"granted_until": grant.until}) if decision.ok else decision
+        )
+
+    async def _approve(
+        self,
+        row: ActionRow,
+        user_id: str,
+        now: float,
+        then: Callable[[sqlite3.Connection], object] | None = None,
+    ) -> Decision:
         lease_start = now - self._settings.executing_lease_s
         if row.state == State.PENDING:
-            change = Change(State.PENDING, State.EXECUTING, at=now, actor=user_id, live_at=now)
+            change = Change(
+                State.PENDING,
+                State.EXECUTING,
+                at=now,
+                actor=user_id,
+                live_at=now,
+                decided_by="tap",
+            )
+            outcome_text = "confirmed"
         elif row.state == State.EXECUTING and row.updated_at <= lease_start:
             change = Change(
                 State.EXECUTING,
@@ -249,10 +272,21 @@ class PendingActions:
                 actor=user_id,
                 detail=RESUME_DETAIL,
                 idle_since=lease_start,
+                decided_by="tap",
             )
+            outcome_text = "confirmed again (the first approval was never completed)"
         else:
             return views.refused(row)
-        outcome = await self._store.change(row.action_id, change)
+
+        def record(db: sqlite3.Connection, done: ActionRow) -> None:
+            decided = ledger.about(
+                done, "decided", now, user_id=user_id, how="tap", outcome=outcome_text
+            )
+            ledger.append(db, decided)
+            if then is not None:
+                then(db)
+
+        outcome = await self._store.change(row.action_id, change, then=record)
         if outcome is None:
             return views.not_found(row.action_id)
         if not outcome.changed:  # another call got there first
@@ -271,17 +305,28 @@ class PendingActions:
     async def _cancel(self, row: ActionRow, user_id: str, now: float) -> Decision:
         if row.state != State.PENDING:
             return views.refused(row)
-        change = Change(State.PENDING, State.CANCELLED, at=now, actor=user_id, live_at=now)
-        outcome = await self._store.change(row.action_id, change)
+        change = Change(
+            State.PENDING, State.CANCELLED, at=now, actor=user_id, live_at=now, decided_by="tap"
+        )
+        decided = ledger.about(row, "decided", now, user_id=user_id, how="tap", outcome="cancelled")
+        outcome = await self._store.change(
+            row.action_id, change, then=lambda db, _: ledger.append(db, decided)
+        )
         if outcome is None:
             return views.not_found(row.action_id)
         if not outcome.changed:
             return views.refused(await self._settle(outcome.row, now))
         return views.decision(outcome.row, ok=True)
 
-    async def _finish(self, action_id: str, change: Change) -> ActionView:
+    async def _finish(
+        self, action_id: str, change: Change, event: LedgerEvent, said: str
+    ) -> ActionView:
         await self._settle(await self._existing(action_id), change.at)
-        outcome = await self._store.change(action_id, change)
+
+        def record(db: sqlite3.Connection, row: ActionRow) -> None:
+            ledger.append(db, ledger.about(row, event, change.at, outcome=said))
+
+        outcome = await self._store.change(action_id, change, then=record)
         if outcome is None:
             raise UnknownAction(f"There is no action {action_id!r}.")
         if not outcome.changed:
@@ -301,8 +346,17 @@ class PendingActions:
         """The row, marked expired first if it is pending past its expiry."""
         if row.state != State.PENDING or row.expires_at > now:
             return row
-        change = Change(State.PENDING, State.EXPIRED, at=now, detail=EXPIRY_DETAIL, due_at=now)
-        outcome = await self._store.change(row.action_id, change)
+        change = Change(
+            State.PENDING,
+            State.EXPIRED,
+            at=now,
+            detail=EXPIRY_DETAIL,
+            due_at=now,
+            decided_by="expiry",
+        )
+        outcome = await self._store.change(
+            row.action_id, change, then=lambda db, done: ledger.append(db, expired(done, now))
+        )
         return row if outcome is None else outcome.row
 
 
@@ -310,3 +364,12 @@ def _check_tap(tap: Tap) -> None:
     check_present(
         agent=tap.agent, chat_id=tap.chat_id, message_key=tap.message_key, user_id=tap.user_id
     )
+
+
+def _outcome(result: dict[str, Any]) -> str:
+    """A confirm tool's result in one line for the ledger: its message, else 'done'."""
+    for field in ("message", "summary", "detail"):
+        value = result.get(field)
+        if isinstance(value, str) and value.strip():
+            return value.strip()[:500]
+    return "done"

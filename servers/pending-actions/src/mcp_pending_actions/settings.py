@@ -1,11 +1,12 @@
-"""Pending-actions settings (env prefix ``PENDING_``; ``DATA_DIR`` and the key approvals are
-signed with, ``MESH_APPROVAL_SIGNING_KEY_FILE``, come from meshkit's ``SigningSettings``)."""
+"""Pending-actions settings (env prefix ``PENDING_``; the fleet file, for the consent policies,
+``CLAWMESH_AGENTS``; ``DATA_DIR`` and the key approvals are signed with,
+``MESH_APPROVAL_SIGNING_KEY_FILE``, come from meshkit's ``SigningSettings``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
 
 from meshkit.proposals import MAX_TTL_S
@@ -28,6 +29,19 @@ class PendingSettings(SigningSettings):
         gt=0,
         description="After this long in 'executing' without complete or fail, the orchestrator "
         "is presumed to have crashed and the chat may approve the action again.",
+    )
+
+    notice_lease_s: float = Field(
+        default=30,
+        gt=0,
+        description="A notice handed to the orchestrator (next_notices) and not acked within "
+        "this long is handed out again.",
+    )
+    agents: Path = Field(
+        default=Path("config/agents.yaml"),
+        validation_alias=AliasChoices("CLAWMESH_AGENTS", "agents"),
+        description="The fleet file: each agent's consent policies (consent:), read again "
+        "when it changes; not there: every change asks.",
     )
 
     @property

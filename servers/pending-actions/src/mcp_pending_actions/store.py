@@ -6,8 +6,17 @@ Tables:
              message_key: the idempotency key that message is sent under
     actions (action_id, batch_id, agent, chat_id, user_id, server, kind, summary, payload,
              confirm_label, cancel_label, state, created_at, expires_at, updated_at,
-             result, error)                                payload and result are JSON text
+             result, error,                                payload and result are JSON text
+             client, decided_by, decided_at, grant_s)      who proposed it, how it was decided
     events  (id, action_id, from_state, to_state, at, actor, detail)   every state change
+    grants  (grant_id, agent, user_id, client, server, kind, started_at, until, summary,
+             action_id, ended_at)                          see grants.py
+    notices (key, type, agent, chat_id, user_id, client, batch_id, action_id, created_at,
+             holder, run, lease_until, acked_at)           see notices.py
+    ledger, ledger_head                                    see ledger.py
+
+Schema 3 added the four columns of ``actions`` (rows from before are the chat's, ``client``
+'chat') and the last four tables; the ledger starts with the first change after the upgrade.
 
 A batch is shown in one message: the one sent under its ``message_key``, given when it is
 staged, before the message exists. A key binds one batch: a batch staged under a key
@@ -27,15 +36,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TypeVar
 
+from mcp_pending_actions import ledger
+from mcp_pending_actions.ledger import Draft
 from mcp_pending_actions.models import State
 from mcp_pending_actions.rows import ActionRow, BatchRow, Change, EventRow, Outcome
 from meshkit.sqlite import SQLiteStore
 from meshkit.sqlite import transaction as _transaction
 
-SCHEMA = """
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS batches (
     batch_id TEXT PRIMARY KEY,
     agent TEXT NOT NULL,
@@ -63,7 +76,11 @@ CREATE TABLE IF NOT EXISTS actions (
     expires_at REAL NOT NULL,
     updated_at REAL NOT NULL,
     result TEXT,
-    error TEXT
+    error TEXT,
+    client TEXT NOT NULL DEFAULT 'chat',
+    decided_by TEXT,
+    decided_at REAL,
+    grant_s INTEGER
 );
 CREATE INDEX IF NOT EXISTS actions_by_batch ON actions (batch_id);
 CREATE INDEX IF NOT EXISTS actions_by_chat ON actions (agent, chat_id, state);
@@ -78,12 +95,53 @@ CREATE TABLE IF NOT EXISTS events (
     detail TEXT
 );
 CREATE INDEX IF NOT EXISTS events_by_action ON events (action_id, id);
+CREATE TABLE IF NOT EXISTS grants (
+    grant_id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    client TEXT NOT NULL,
+    server TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    until REAL NOT NULL,
+    summary TEXT NOT NULL,
+    action_id TEXT NOT NULL,
+    ended_at REAL
+);
+CREATE INDEX IF NOT EXISTS grants_running ON grants (agent, user_id, ended_at, until);
+CREATE TABLE IF NOT EXISTS notices (
+    key TEXT PRIMARY KEY,
+    type TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    client TEXT NOT NULL,
+    batch_id TEXT NOT NULL,
+    action_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    holder TEXT,
+    run TEXT,
+    lease_until REAL,
+    acked_at REAL
+);
+CREATE INDEX IF NOT EXISTS notices_waiting ON notices (acked_at, created_at);
 """
-MIGRATIONS = {2: "ALTER TABLE batches ADD COLUMN message_key TEXT;"}
+    + ledger.SCHEMA
+)
+MIGRATIONS = {
+    2: "ALTER TABLE batches ADD COLUMN message_key TEXT;",
+    3: "ALTER TABLE actions ADD COLUMN client TEXT NOT NULL DEFAULT 'chat';"
+    " ALTER TABLE actions ADD COLUMN decided_by TEXT;"
+    " ALTER TABLE actions ADD COLUMN decided_at REAL;"
+    " ALTER TABLE actions ADD COLUMN grant_s INTEGER;",
+}
 _COLUMNS = (
     "action_id, batch_id, agent, chat_id, user_id, server, kind, summary, payload,"
-    " confirm_label, cancel_label, state, created_at, expires_at, updated_at, result, error"
+    " confirm_label, cancel_label, state, created_at, expires_at, updated_at, result, error,"
+    " client, decided_by, decided_at, grant_s"
 )
+T = TypeVar("T")
+Then = Callable[[sqlite3.Connection, ActionRow], object]  # more work in a change's transaction
 _NAMES = tuple(name.strip() for name in _COLUMNS.split(","))
 _INSERT_ACTION = (
     f"INSERT INTO actions ({_COLUMNS}) VALUES ({', '.join(f':{name}' for name in _NAMES)})"  # noqa: S608
@@ -101,13 +159,39 @@ _BATCH = (
 
 class PendingStore(SQLiteStore):
     SCHEMA = SCHEMA
-    SCHEMA_VERSION = 2
+    SCHEMA_VERSION = 3
     MIGRATIONS = MIGRATIONS
 
-    async def add(self, action: ActionRow, *, new_batch: BatchRow | None, text: str | None) -> None:
+    async def transact(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work`` in one IMMEDIATE transaction (the grants', notices' and ledger's queries)."""
+
+        def write(db: sqlite3.Connection) -> T:
+            with _transaction(db, "IMMEDIATE"):
+                return work(db)
+
+        return await self._run(write)
+
+    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work`` on one snapshot."""
+
+        def snapshot(db: sqlite3.Connection) -> T:
+            with _transaction(db, "DEFERRED"):
+                return work(db)
+
+        return await self._run(snapshot)
+
+    async def add(
+        self,
+        action: ActionRow,
+        *,
+        new_batch: BatchRow | None,
+        text: str | None,
+        then: Then | None = None,
+    ) -> None:
         """Store a new action and its staging event, and its batch when ``new_batch`` is
         given (taking its ``message_key`` over from any batch that held it); ``text`` is
-        kept as the batch's text unless it has one already."""
+        kept as the batch's text unless it has one already. ``then`` runs in the same
+        transaction (the ledger, a notice)."""
 
         def write(db: sqlite3.Connection) -> None:
             with _transaction(db, "IMMEDIATE"):
@@ -141,14 +225,22 @@ class PendingStore(SQLiteStore):
                     _EVENT,
                     (action.action_id, None, action.state, action.created_at, action.agent, None),
                 )
+                if then is not None:
+                    then(db, action)
 
         await self._run(write)
 
-    async def change(self, action_id: str, change: Change) -> Outcome | None:
+    async def change(
+        self, action_id: str, change: Change, then: Then | None = None
+    ) -> Outcome | None:
         """Make ``change`` if the action is in its ``from_state`` and meets its conditions;
-        None when there is no such action."""
+        None when there is no such action. ``then`` runs in the same transaction when the
+        change was made, with the row as it is after it (the ledger, a grant)."""
         sets = ["state = ?", "updated_at = ?"]
         values: list[Any] = [change.to_state, change.at]
+        if change.decided_by is not None:
+            sets += ["decided_by = ?", "decided_at = ?"]
+            values += [change.decided_by, change.at]
         if change.result is not None:
             sets.append("result = ?")
             values.append(_encode(change.result))
@@ -182,35 +274,36 @@ class PendingStore(SQLiteStore):
                             change.detail,
                         ),
                     )
-                row = _select_action(db, action_id)
+                row = select_action(db, action_id)
+                if changed and row is not None and then is not None:
+                    then(db, row)
             return None if row is None else Outcome(changed, row)
 
         return await self._run(write)
 
     async def expire_due(self, now: float, detail: str) -> int:
-        """Mark every pending action whose expiry has passed as expired, each with its event;
-        returns how many."""
+        """Mark every pending action whose expiry has passed as expired, each with its event
+        and its ledger entry; returns how many."""
 
         def write(db: sqlite3.Connection) -> int:
-            due = (State.PENDING, now)
             with _transaction(db, "IMMEDIATE"):
-                db.execute(
-                    "INSERT INTO events (action_id, from_state, to_state, at, actor, detail)"
-                    " SELECT action_id, state, ?, ?, NULL, ? FROM actions"
-                    " WHERE state = ? AND expires_at <= ? ORDER BY rowid",
-                    (State.EXPIRED, now, detail, *due),
+                due = _select_actions(
+                    db, f"state = ? AND expires_at <= ? {_ORDER}", (State.PENDING, now)
                 )
-                expired: int = db.execute(
-                    "UPDATE actions SET state = ?, updated_at = ?"
-                    " WHERE state = ? AND expires_at <= ?",
-                    (State.EXPIRED, now, *due),
-                ).rowcount
-            return expired
+                for row in due:
+                    db.execute(
+                        "UPDATE actions SET state = ?, updated_at = ?, decided_by = 'expiry',"
+                        " decided_at = ? WHERE action_id = ?",
+                        (State.EXPIRED, now, now, row.action_id),
+                    )
+                    db.execute(_EVENT, (row.action_id, row.state, State.EXPIRED, now, None, detail))
+                    ledger.append(db, expired(row, now))
+            return len(due)
 
         return await self._run(write)
 
     async def action(self, action_id: str) -> ActionRow | None:
-        return await self._run(lambda db: _select_action(db, action_id))
+        return await self._run(lambda db: select_action(db, action_id))
 
     async def batch(self, batch_id: str) -> BatchRow | None:
         def read(db: sqlite3.Connection) -> BatchRow | None:
@@ -224,10 +317,7 @@ class PendingStore(SQLiteStore):
 
         def read(db: sqlite3.Connection) -> tuple[BatchRow, list[ActionRow]] | None:
             with _transaction(db, "DEFERRED"):  # one snapshot for both
-                row = db.execute(_BATCH, (batch_id,)).fetchone()
-                if row is None:
-                    return None
-                return BatchRow(*row), _select_actions(db, f"batch_id = ? {_ORDER}", (batch_id,))
+                return select_batch(db, batch_id)
 
         return await self._run(read)
 
@@ -272,7 +362,20 @@ class PendingStore(SQLiteStore):
         return await self._run(read)
 
 
-def _select_action(db: sqlite3.Connection, action_id: str) -> ActionRow | None:
+def select_batch(db: sqlite3.Connection, batch_id: str) -> tuple[BatchRow, list[ActionRow]] | None:
+    """The batch and its actions in staging order."""
+    row = db.execute(_BATCH, (batch_id,)).fetchone()
+    if row is None:
+        return None
+    return BatchRow(*row), _select_actions(db, f"batch_id = ? {_ORDER}", (batch_id,))
+
+
+def expired(row: ActionRow, now: float) -> Draft:
+    """The ledger entry of an action whose time to decide ran out."""
+    return ledger.about(row, "expired", now, how="expiry")
+
+
+def select_action(db: sqlite3.Connection, action_id: str) -> ActionRow | None:
     found = _select_actions(db, "action_id = ?", (action_id,))
     return found[0] if found else None
 
@@ -286,6 +389,7 @@ def _action(row: tuple[Any, ...]) -> ActionRow:
     fields = dict(zip(_NAMES, row, strict=True))
     fields["payload"] = json.loads(fields["payload"])
     fields["state"] = State(fields["state"])
+    fields["grant_s"] = None if fields["grant_s"] is None else int(fields["grant_s"])
     if fields["result"] is not None:
         fields["result"] = json.loads(fields["result"])
     return ActionRow(**fields)

@@ -41,7 +41,9 @@ def not_found(action_id: str) -> Decision:
 
 
 def view(row: ActionRow) -> ActionView:
-    return ActionView.model_validate(row, from_attributes=True)
+    """The action as the orchestrator draws it; the grant a tap may give only while pending."""
+    found = ActionView.model_validate(row, from_attributes=True)
+    return found if row.state == State.PENDING else found.model_copy(update={"grant_s": None})
 
 
 def batch(found: BatchRow, rows: list[ActionRow]) -> BatchView:

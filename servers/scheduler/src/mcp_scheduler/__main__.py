@@ -21,6 +21,7 @@ def main() -> None:
         default_port=8107,
         stopping=stopping,
         description=__doc__,
+        secrets=lambda settings: [settings.relay_credential],
     )
 
 

@@ -16,16 +16,16 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from mcp_scheduler import store as q
 from mcp_scheduler.errors import InvalidRequest, NotFound
 from mcp_scheduler.recurrence import Monthly, Rule, Weekly
 from mcp_scheduler.store import ReminderRow, SchedulerStore
-from meshkit.proposals import Approvals, Proposal, payload_agent
+from meshkit.proposals import Proposal
 from meshkit.text import one_line
 from meshkit.wire.scheduler import SNOOZE_MINUTES, FollowedUp, FollowUp, ReminderView
 
@@ -80,20 +80,18 @@ class ReminderDesk:
     def __init__(
         self,
         store: SchedulerStore,
-        approvals: Approvals,
         *,
         clock: Callable[[], float],
         changed: Callable[[], None],
     ) -> None:
         self._store = store
-        self._approvals = approvals
         self._clock = clock
         self._changed = changed
 
     def propose(
         self, agent: str, text: str, when: str, repeat: Repeat | None, timezone: str
     ) -> Proposal:
-        tz = _zone(timezone)
+        tz = zone(timezone)
         due = _parse(when, tz)
         if due <= self._clock():
             raise InvalidRequest(
@@ -130,53 +128,6 @@ class ReminderDesk:
             confirm_label="🗑 Cancel reminder",
             cancel_label="Keep it",
         )
-
-    async def confirm_set(self, payload: dict[str, Any], approval: str) -> dict[str, Any]:
-        granted = self._approvals.check(
-            approval, SERVER, SET, payload, agent=payload_agent(payload)
-        )
-        change = _read(SetPayload, payload)
-        tz = _zone(change.timezone)
-        now = self._clock()
-        reminder_id = "rem_" + granted.action_id.removeprefix("act_")
-
-        def perform(db: sqlite3.Connection) -> dict[str, Any]:
-            row = ReminderRow(
-                reminder_id,
-                change.agent,
-                change.text,
-                tz.key,
-                change.repeat,
-                change.due_at,
-                change.due_at,
-                "active",
-                now,
-            )
-            q.add_reminder(db, row)
-            return {
-                "message": f"Reminder set for {words(change.due_at, tz)}",
-                "reminder_id": reminder_id,
-            }
-
-        done = await self._store.confirm(granted, perform, now)
-        self._changed()
-        return {**done.result, "replayed": done.replayed}
-
-    async def confirm_cancel(self, payload: dict[str, Any], approval: str) -> dict[str, Any]:
-        granted = self._approvals.check(
-            approval, SERVER, CANCEL, payload, agent=payload_agent(payload)
-        )
-        change = _read(CancelPayload, payload)
-
-        def perform(db: sqlite3.Connection) -> dict[str, Any]:
-            row = q.reminder(db, change.reminder_id)
-            if row is None or row.agent != change.agent or row.state not in ("active", "waiting"):
-                raise NotFound(f"The reminder “{change.text}” is not active any more.")
-            q.set_reminder(db, row.id, state="cancelled")
-            return {"message": f"Cancelled the reminder “{row.text}”", "reminder_id": row.id}
-
-        done = await self._store.confirm(granted, perform, self._clock())
-        return {**done.result, "replayed": done.replayed}
 
     async def listed(self, agent: str) -> list[ReminderRow]:
         return await self._store.read(lambda db: q.reminders(db, agent, ("active", "waiting")))
@@ -279,7 +230,7 @@ def views(rows: list[ReminderRow]) -> list[ReminderView]:
     return from_rows
 
 
-def _zone(name: str) -> ZoneInfo:
+def zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name.strip())
     except (ZoneInfoNotFoundError, ValueError):
@@ -302,13 +253,3 @@ def _parse(when: str, tz: ZoneInfo) -> float:
             aware = (value + timedelta(hours=1)).replace(tzinfo=tz)  # skipped by DST: an hour on
         value = aware
     return value.timestamp()
-
-
-def _read(model: type[SetPayload] | type[CancelPayload], payload: dict[str, Any]) -> Any:
-    try:
-        return model.model_validate(payload)
-    except ValidationError as error:
-        raise InvalidRequest(
-            f"The approved payload is malformed ({error.error_count()} problems). "
-            "Nothing was changed."
-        ) from None

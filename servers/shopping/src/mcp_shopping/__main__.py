@@ -42,6 +42,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         default_port=8103,
         argv=args,
         description=__doc__,
+        secrets=lambda settings: [settings.relay_credential],
     )
 
 

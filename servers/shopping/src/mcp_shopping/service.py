@@ -3,7 +3,7 @@
 Reads answer at once. A ``propose_*`` call checks what it can (the item to remove is
 on the list, the item to reorder is in the history), then returns a
 :class:`~meshkit.proposals.Proposal` and changes nothing; the change itself waits for
-the user's tap (``mcp_shopping.confirmations``).
+the user's tap (``mcp_shopping.changes``).
 """
 
 from __future__ import annotations

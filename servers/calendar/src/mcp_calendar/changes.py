@@ -1,18 +1,20 @@
-"""Confirmations: an approved proposal performed once, and only with its approval.
+"""The calendar changes, declared once (``meshkit.consent``): add, move and cancel, each
+performed once, and only with an approval pending-actions signed for exactly its payload
+and agent.
 
-Each ``confirm_*`` checks the approval token against the payload exactly as it was
-proposed, reads the payload into its model, then has the backend perform the change
-once (a replayed approval returns the first result). A move or cancel carries the
-event's version as proposed: when the event changed or disappeared since, the backend
-touches nothing, and the error says what is different now and asks to propose again.
+Each executor has the backend perform the change once per approval (a replay returns the
+first result): the local backend in its store's confirm-once transaction, the Google
+backend between the two steps of its confirm-once record (``records.py``). A move or cancel
+carries the event's version as proposed: when the event changed or disappeared since, the
+backend touches nothing, and the error says what is different now and asks to propose
+again.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from datetime import date, datetime
-from typing import Any, TypeVar
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel
@@ -24,7 +26,6 @@ from mcp_calendar.models import (
     ADD,
     CANCEL,
     MOVE,
-    SERVER,
     Added,
     AddPayload,
     Cancelled,
@@ -33,25 +34,35 @@ from mcp_calendar.models import (
     MovePayload,
     TargetPayload,
 )
-from meshkit.proposals import Approvals, Confirmed, approved_payload, payload_agent
+from meshkit.consent import ChangeKind
+from meshkit.proposals import Approval, Confirmed
 
-PayloadT = TypeVar("PayloadT", bound=BaseModel)
 PROPOSE_AGAIN = "Nothing was changed: propose it again if it should still happen."
 
 
-class Confirmations:
-    def __init__(
-        self, backend: Backend, approvals: Approvals, *, clock: Callable[[], float] = time.time
-    ) -> None:
+def change_kinds(backend: Backend, clock: Callable[[], float]) -> tuple[ChangeKind[Any], ...]:
+    """event_add, event_move and event_cancel, performed by ``backend``."""
+    changes = _Changes(backend, clock)
+    return (
+        ChangeKind(ADD, AddPayload, Added, title="Add an event", execute=changes.add),
+        ChangeKind(MOVE, MovePayload, Moved, title="Move an event", execute=changes.move),
+        ChangeKind(
+            CANCEL,
+            CancelPayload,
+            Cancelled,
+            title="Cancel an event",
+            execute=changes.cancel,
+            destructive=True,
+        ),
+    )
+
+
+class _Changes:
+    def __init__(self, backend: Backend, clock: Callable[[], float]) -> None:
         self._backend = backend
-        self._approvals = approvals
         self._clock = clock
 
-    async def add(self, payload: dict[str, Any], approval: str) -> Added:
-        granted = self._approvals.check(
-            approval, SERVER, ADD, payload, agent=payload_agent(payload)
-        )
-        change = approved_payload(AddPayload, ADD, payload)
+    async def add(self, change: AddPayload, approval: Approval) -> Confirmed:
         tz = ZoneInfo(change.timezone)
         zone = ZoneInfo(change.zone) if change.zone else None
         start, end = _moment(change.start, zone), _moment(change.end, zone)
@@ -70,16 +81,10 @@ class Confirmations:
             f"to {change.calendar}",
             "event_id": change.uid,
         }
-        done = await self._perform(granted, Add(new), result, change)
-        return Added.model_validate({**done.result, "replayed": done.replayed})
+        return await self._perform(approval, Add(new), result, change)
 
-    async def move(self, payload: dict[str, Any], approval: str) -> Moved:
-        granted = self._approvals.check(
-            approval, SERVER, MOVE, payload, agent=payload_agent(payload)
-        )
-        change = approved_payload(MovePayload, MOVE, payload)
+    async def move(self, change: MovePayload, approval: Approval) -> Confirmed:
         tz = ZoneInfo(change.timezone)
-        target = _target(change)
         zone = ZoneInfo(change.zone) if change.zone else None
         start, end = _moment(change.start, zone), _moment(change.end, zone)
         result = {
@@ -87,27 +92,21 @@ class Confirmations:
             "event_id": change.uid,
             "scope": change.scope,
         }
-        done = await self._perform(granted, Move(target, start, end), result, change)
-        return Moved.model_validate({**done.result, "replayed": done.replayed})
+        return await self._perform(approval, Move(_target(change), start, end), result, change)
 
-    async def cancel(self, payload: dict[str, Any], approval: str) -> Cancelled:
-        granted = self._approvals.check(
-            approval, SERVER, CANCEL, payload, agent=payload_agent(payload)
-        )
-        change = approved_payload(CancelPayload, CANCEL, payload)
+    async def cancel(self, change: CancelPayload, approval: Approval) -> Confirmed:
         result = {
             "message": f"Cancelled “{change.title}” {change.was} ({change.timezone})",
             "event_id": change.uid,
             "scope": change.scope,
         }
-        done = await self._perform(granted, Cancel(_target(change)), result, change)
-        return Cancelled.model_validate({**done.result, "replayed": done.replayed})
+        return await self._perform(approval, Cancel(_target(change)), result, change)
 
     async def _perform(
-        self, granted: Any, change: Change, result: dict[str, Any], payload: BaseModel
+        self, approval: Approval, change: Change, result: dict[str, Any], payload: BaseModel
     ) -> Confirmed:
         try:
-            return await self._backend.perform(granted, change, result, self._clock())
+            return await self._backend.perform(approval, change, result, self._clock())
         except Stale as stale:
             if not isinstance(payload, TargetPayload):
                 raise Stale(f"{stale} {PROPOSE_AGAIN}") from None

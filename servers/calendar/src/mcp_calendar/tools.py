@@ -1,0 +1,193 @@
+"""The calendar tools the model (and any client) calls: reads, and proposals of changes.
+
+``agent`` and ``timezone`` are context arguments: the orchestrator fills them in for its
+turn, a client bound to a person gets them from its binding (``meshkit.bindings``). A
+proposal goes through the consent kernel (``meshkit.consent``): the orchestrator gets it back
+to stage in its chat, a client bound to a person gets it staged for that person on Telegram.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastmcp import FastMCP
+from pydantic import Field
+
+from mcp_calendar.models import Calendars, Events, FreeTime, ScopeName
+from mcp_calendar.proposals import Proposals
+from mcp_calendar.service import CalendarService
+from meshkit.consent import Consent
+from meshkit.proposals import Proposal
+from meshkit.tool_classes import producer, read
+
+CONTEXT = ("agent", "timezone")
+
+Agent = Annotated[
+    str, Field(description="filled in by the assistant", min_length=1, max_length=200)
+]
+Time = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=40,
+        description="YYYY-MM-DDTHH:MM in the user's zone (or with an offset), or a date "
+        "YYYY-MM-DD / today / tomorrow for a whole day",
+    ),
+]
+EndTime = Annotated[
+    str | None,
+    Field(
+        max_length=40,
+        description="Like start; a date is the last day, inclusive (default: one day, or "
+        "for a timed start one hour / the event's length)",
+    ),
+]
+EventName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        description="The event's title in the user's words ('the dentist') or its id",
+    ),
+]
+Occurrence = Annotated[
+    str | None,
+    Field(
+        max_length=40,
+        description="Which occurrence: its 'occurrence' from get_events, or its date "
+        "(default: the next one)",
+    ),
+]
+Scope = Annotated[
+    ScopeName,
+    Field(
+        description="For a recurring event: 'this' occurrence, 'following' (this and every "
+        "later one) or the whole 'series'; ignored for a single event"
+    ),
+]
+Zone = Annotated[
+    str, Field(max_length=64, description="The user's IANA time zone (filled in by the assistant)")
+]
+
+
+def add_read_tools(mcp: FastMCP[Any], service: CalendarService, zone_default: str) -> None:
+    @mcp.tool(**read(title="Calendars", context=("timezone",)))
+    async def list_calendars(timezone: Zone = zone_default) -> Calendars:
+        """The calendars, which of them can be changed, and the one new events go to."""
+        return await service.calendars(timezone)
+
+    @mcp.tool(**read(title="Events", context=("timezone",)))
+    async def get_events(
+        start: Time,
+        end: EndTime = None,
+        calendar: Annotated[str | None, Field(max_length=60)] = None,
+        timezone: Zone = zone_default,
+    ) -> Events:
+        """The events between start and end (a date alone: that whole day), recurring ones
+        expanded, in local time. 'What's on tomorrow?' is start='tomorrow'."""
+        return await service.events(start, end, calendar, timezone)
+
+    @mcp.tool(**read(title="Search events", context=("timezone",)))
+    async def search_events(
+        query: Annotated[str, Field(min_length=1, max_length=200, description="Title words")],
+        start: Annotated[
+            str | None, Field(max_length=40, description="Default: a month ago")
+        ] = None,
+        end: EndTime = None,
+        timezone: Zone = zone_default,
+    ) -> Events:
+        """Events whose title (or place) matches the words, typos too; by default from a
+        month ago to a year ahead."""
+        return await service.search(query, start, end, timezone)
+
+    @mcp.tool(**read(title="Free time", context=("timezone",)))
+    async def find_free_time(
+        duration_minutes: Annotated[int, Field(ge=5, le=24 * 60)],
+        start: Time,
+        *,
+        end: EndTime = None,
+        work_start: Annotated[str | None, Field(max_length=5, description="HH:MM")] = None,
+        work_end: Annotated[str | None, Field(max_length=5, description="HH:MM")] = None,
+        include_weekends: bool = False,
+        timezone: Zone = zone_default,
+    ) -> FreeTime:
+        """Free stretches of at least that many minutes within working hours (default
+        from the settings), between start and end. All-day events do not block time."""
+        return await service.free_time(
+            duration_minutes,
+            start,
+            end=end,
+            work_start=work_start,
+            work_end=work_end,
+            weekends=include_weekends,
+            timezone=timezone,
+        )
+
+
+def add_producer_tools(
+    mcp: FastMCP[Any], proposals: Proposals, consent: Consent, zone_default: str
+) -> None:
+    @mcp.tool(**producer(title="Propose an event", context=CONTEXT))
+    async def propose_event_add(
+        title: Annotated[str, Field(min_length=1, max_length=200)],
+        start: Time,
+        *,
+        end: EndTime = None,
+        duration_minutes: Annotated[int | None, Field(ge=1, le=7 * 24 * 60)] = None,
+        calendar: Annotated[str | None, Field(max_length=60)] = None,
+        recurrence: Annotated[
+            str | None,
+            Field(max_length=200, description="An RRULE, e.g. FREQ=WEEKLY;BYDAY=MO (optional)"),
+        ] = None,
+        location: Annotated[str | None, Field(max_length=200)] = None,
+        description: Annotated[str | None, Field(max_length=2000)] = None,
+        agent: Agent = "default",
+        timezone: Zone = zone_default,
+    ) -> Proposal:
+        """Propose adding an event (a date alone: all day). Nothing changes until the user
+        taps Add; the proposal lists the events it overlaps."""
+        proposal = await proposals.propose_add(
+            agent,
+            timezone,
+            title=title,
+            start=start,
+            end=end,
+            minutes=duration_minutes,
+            calendar=calendar,
+            rule=recurrence,
+            location=location,
+            description=description,
+        )
+        return await consent.offer(proposal)
+
+    @mcp.tool(**producer(title="Propose moving an event", context=CONTEXT))
+    async def propose_event_move(
+        event: EventName,
+        start: Annotated[Time, Field(description="The new start (local time, or a date)")],
+        *,
+        end: EndTime = None,
+        occurrence: Occurrence = None,
+        scope: Scope = "this",
+        agent: Agent = "default",
+        timezone: Zone = zone_default,
+    ) -> Proposal:
+        """Propose moving an event to a new start (it keeps its length unless end is given).
+        Nothing changes until the user taps Move. When several events match, the error
+        lists them: ask the user which one."""
+        proposal = await proposals.propose_move(
+            agent, timezone, event=event, occurrence=occurrence, scope=scope, start=start, end=end
+        )
+        return await consent.offer(proposal)
+
+    @mcp.tool(**producer(title="Propose cancelling an event", context=CONTEXT))
+    async def propose_event_cancel(
+        event: EventName,
+        occurrence: Occurrence = None,
+        scope: Scope = "this",
+        agent: Agent = "default",
+        timezone: Zone = zone_default,
+    ) -> Proposal:
+        """Propose cancelling (deleting) an event. Nothing changes until the user taps
+        Cancel event. When several events match, the error lists them: ask which one."""
+        proposal = await proposals.propose_cancel(agent, timezone, event, occurrence, scope)
+        return await consent.offer(proposal)

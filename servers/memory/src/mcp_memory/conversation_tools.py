@@ -1,0 +1,132 @@
+"""The conversation's internal tools, for the orchestrator: a turn's context in one read,
+appending a turn, the window, summaries of what left it, and starting over."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastmcp import FastMCP
+from pydantic import Field
+
+from mcp_memory.models import AppendResult, ResetResult, Window
+from mcp_memory.service import ConversationService
+from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS
+from mcp_memory.summaries import MAX_LINES, Summaries
+from mcp_memory.turns import TurnContexts
+from meshkit.params import Agent, ChatId, IntegerId
+from meshkit.tool_classes import internal
+from meshkit.wire.memory import Evicted, SummarySaved, TurnContext
+
+MAX_APPEND_ITEMS = 1000
+SummarizeEvery = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=MAX_LINES,
+        description="Also say whether at least this many items out of the window wait for "
+        "a summary (summary_due); null: not asked",
+    ),
+]
+
+
+def add_conversation_tools(
+    mcp: FastMCP[Any],
+    service: ConversationService,
+    contexts: TurnContexts,
+    summaries: Summaries,
+) -> None:
+    @mcp.tool(**internal(title="A turn's context"))
+    async def turn_context(
+        agent: Agent,
+        chat_id: ChatId,
+        user: Annotated[str, Field(max_length=200, description="whose notes: the turn's user")],
+        text: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=4096,
+                description="The user's text: it answers the chat's question waiting for a "
+                "typed answer, if one does (answered); null: answer nothing",
+            ),
+        ] = None,
+        summarize_every: SummarizeEvery = None,
+    ) -> TurnContext:
+        """Everything a turn reads from memory, in one call: the chat's window with its
+        summary, what is remembered for the user (as list_memories), the question the
+        text answers, and whether a summary round is due."""
+        return await contexts.read(agent, chat_id, user, text, summarize_every)
+
+    @mcp.tool(**internal(title="Append conversation items"))
+    async def append_items(
+        agent: Agent,
+        chat_id: ChatId,
+        items: Annotated[
+            list[dict[str, Any]],
+            Field(
+                description="Responses API input items, oldest first: messages, function_call "
+                "and function_call_output items are stored; other types (reasoning) are ignored",
+                max_length=MAX_APPEND_ITEMS,
+            ),
+        ],
+        turn_id: Annotated[
+            str | None,
+            Field(
+                max_length=200,
+                description="An id of this turn (e.g. the Telegram update it answers): a turn "
+                "appended again with the same id stores nothing",
+            ),
+        ] = None,
+        summarize_every: SummarizeEvery = None,
+    ) -> AppendResult:
+        """Append a turn's items to the chat's conversation, stamped with the server's time.
+
+        All or nothing: one malformed item rejects the call and names its index.
+        """
+        return await service.append(agent, chat_id, items, turn_id, summarize_every=summarize_every)
+
+    @mcp.tool(**internal(title="Load conversation window", read_only=True, idempotent=True))
+    async def load_window(
+        agent: Agent,
+        chat_id: ChatId,
+        max_items: Annotated[
+            int | None,
+            Field(ge=1, le=MAX_WINDOW_ITEMS, description="Item limit (default: server setting)"),
+        ] = None,
+        max_tokens: Annotated[
+            int | None,
+            Field(ge=1, le=MAX_WINDOW_TOKENS, description="Token budget (default: server setting)"),
+        ] = None,
+    ) -> Window:
+        """The newest items of the chat's current conversation, ready to send to the model.
+
+        Starts at a user message, keeps function calls with their outputs, and is empty
+        after a reset or when the chat has been inactive longer than the timeout.
+        """
+        return await service.window(agent, chat_id, max_items, max_tokens)
+
+    @mcp.tool(**internal(title="Items to summarize", read_only=True, idempotent=True))
+    async def evicted_items(
+        agent: Agent,
+        chat_id: ChatId,
+        min_items: Annotated[
+            int, Field(ge=1, le=1000, description="Hand out nothing until this many wait")
+        ] = 10,
+    ) -> Evicted:
+        """What left the chat's window and no summary covers yet, with the summary so far."""
+        return await summaries.evicted(agent, chat_id, min_items)
+
+    @mcp.tool(**internal(title="Save a summary", idempotent=True))
+    async def save_summary(
+        agent: Agent,
+        chat_id: ChatId,
+        text: Annotated[str, Field(min_length=1, max_length=20_000)],
+        up_to_id: Annotated[IntegerId, Field(description="evicted_items' up_to_id")],
+    ) -> SummarySaved:
+        """Keep the summary of the conversation up to that item (it replaces the one before);
+        later windows carry it. Not saved when a newer one exists or the chat was reset."""
+        return await summaries.save(agent, chat_id, text, up_to_id)
+
+    @mcp.tool(**internal(title="Reset conversation", idempotent=True))
+    async def reset(agent: Agent, chat_id: ChatId) -> ResetResult:
+        """Start a new conversation in the chat: later windows hold nothing from before."""
+        return await service.reset(agent, chat_id)

@@ -1,0 +1,152 @@
+"""The shopping tools the model (and any client) calls: reads, and proposals of changes.
+
+``agent`` is a context argument: the orchestrator fills it in for its turn, a client bound
+to a person gets it from its binding (``meshkit.bindings``). A proposal goes through the
+consent kernel (``meshkit.consent``): the orchestrator gets it back to stage in its chat, a
+bound client gets it staged for its person on Telegram.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastmcp import FastMCP
+from pydantic import Field
+
+from mcp_shopping.models import ItemMatches, Lists, RecentOrders
+from mcp_shopping.service import MAX_QUANTITY, ShoppingService
+from mcp_shopping.settings import MAX_LIST_NAME
+from meshkit.consent import Consent
+from meshkit.proposals import Proposal
+from meshkit.tool_classes import producer, read
+
+MAX_ORDERS = 100
+
+Agent = Annotated[
+    str, Field(description="filled in by the assistant", min_length=1, max_length=200)
+]
+Store = Annotated[str | None, Field(max_length=100, description="Store, e.g. 'Costco' (optional)")]
+ListName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_LIST_NAME,
+        description="The list's name; a store's cart is 'cart:<store>', e.g. 'cart:costco'",
+    ),
+]
+Quantity = Annotated[float, Field(gt=0, le=MAX_QUANTITY, description="How many, or how much")]
+
+
+def add_read_tools(mcp: FastMCP[Any], service: ShoppingService, default_list: str) -> None:
+    @mcp.tool(**read(title="Shopping list", context=("agent",)))
+    async def get_list(
+        list_name: Annotated[
+            str | None,
+            Field(
+                max_length=MAX_LIST_NAME,
+                description="The list to show ('cart:<store>' for a store's cart); "
+                "null shows every list",
+            ),
+        ] = default_list,
+        agent: Agent = "default",
+    ) -> Lists:
+        """The items on a shopping list, with their ids, and the names of all lists."""
+        return await service.get_list(agent, list_name)
+
+    @mcp.tool(**read(title="Find an item", context=("agent",)))
+    async def find_item(
+        query: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="The item in the user's words: 'the Kirkland water', 'oat milk'",
+            ),
+        ],
+        limit: Annotated[int, Field(ge=1, le=20, description="Most matches to return")] = 5,
+        agent: Agent = "default",
+    ) -> ItemMatches:
+        """Items the user ordered before or has on a list that match loose words (typos and
+        partial names too), with where, when, how many and at what price they were last
+        ordered. Use it to find an item's full name before proposing a reorder."""
+        return await service.find_item(agent, query, limit)
+
+    @mcp.tool(**read(title="Recent orders", context=("agent",)))
+    async def get_recent_orders(
+        limit: Annotated[int, Field(ge=1, le=MAX_ORDERS, description="Most orders")] = 20,
+        store: Store = None,
+        agent: Agent = "default",
+    ) -> RecentOrders:
+        """The user's most recent orders, newest first, of one store or of all."""
+        return await service.recent_orders(agent, limit, store)
+
+
+def add_producer_tools(
+    mcp: FastMCP[Any], service: ShoppingService, consent: Consent, default_list: str
+) -> None:
+    @mcp.tool(**producer(title="Propose adding to a list", context=("agent",)))
+    async def propose_add_to_list(
+        name: Annotated[str, Field(min_length=1, max_length=200, description="The item")],
+        *,
+        quantity: Quantity = 1,
+        unit: Annotated[
+            str | None, Field(max_length=20, description="Unit, e.g. 'kg', 'pack' (optional)")
+        ] = None,
+        store: Store = None,
+        note: Annotated[str | None, Field(max_length=300, description="Note (optional)")] = None,
+        list_name: ListName = default_list,
+        agent: Agent = "default",
+    ) -> Proposal:
+        """Propose adding an item to a shopping list. Nothing changes until the user taps Add."""
+        proposal = await service.propose_add(
+            agent,
+            name,
+            quantity=quantity,
+            unit=unit,
+            store=store,
+            note=note,
+            list_name=list_name,
+        )
+        return await consent.offer(proposal)
+
+    @mcp.tool(**producer(title="Propose removing from a list", context=("agent",)))
+    async def propose_remove_from_list(
+        name: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="The item's name as on the list (loose words work), or its id",
+            ),
+        ],
+        list_name: ListName = default_list,
+        agent: Agent = "default",
+    ) -> Proposal:
+        """Propose removing an item from a shopping list. Nothing changes until the user taps
+        Remove. When several items match, the error lists them: ask the user which one."""
+        return await consent.offer(await service.propose_remove(agent, name, list_name))
+
+    @mcp.tool(**producer(title="Propose a reorder", context=("agent",)))
+    async def propose_reorder(
+        item: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="An item ordered before, in loose words: 'the Kirkland water'",
+            ),
+        ],
+        quantity: Annotated[
+            float | None,
+            Field(gt=0, le=MAX_QUANTITY, description="How many; default: as last time"),
+        ] = None,
+        store: Annotated[
+            str | None,
+            Field(max_length=100, description="Store; default: where it was last bought"),
+        ] = None,
+        agent: Agent = "default",
+    ) -> Proposal:
+        """Propose ordering an item again: into the store's cart, recorded as an order.
+        Nothing changes until the user taps Add to cart, and nothing is bought online.
+        When several items match, the error lists them: ask the user which one."""
+        return await consent.offer(await service.propose_reorder(agent, item, quantity, store))
