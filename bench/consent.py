@@ -29,6 +29,7 @@ from pathlib import Path
 
 import anyio
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 import bench._fakes  # noqa: F401  (tests/ on the import path, for the fakes below)
 from fakes.mesh import TOKENS, USER, Mesh, running_mesh
@@ -74,6 +75,11 @@ async def tap_first(mesh: Mesh, item: str) -> None:
             await anyio.sleep(0.05)
 
 
+def quiet(params: StdioServerParameters) -> StdioServerParameters:
+    """The stdio server logs warnings only (its stderr is this terminal)."""
+    return params.model_copy(update={"env": {**(params.env or {}), "LOG_LEVEL": "WARNING"}})
+
+
 def percentile(samples: list[float], q: int) -> float:
     return statistics.quantiles(samples, n=100, method="inclusive")[q - 1]
 
@@ -83,7 +89,7 @@ async def run(proposals: int, warmup: int) -> None:
     with tempfile.TemporaryDirectory(prefix="clawmesh-bench-") as tmp:
         async with (
             running_mesh(Path(tmp), telegram_io_env=pace) as mesh,
-            Client(mesh.stdio_client("shopping", USER)) as client,
+            Client(quiet(mesh.stdio_client("shopping", USER))) as client,
         ):
             mesh.telegram.user_message(TOKEN, USER, "/start")  # a bot writes only then
             await mesh.telegram.wait_for(lambda: bool(mesh.telegram.sent(TOKEN, USER)), 30)
