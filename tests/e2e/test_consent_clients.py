@@ -12,11 +12,16 @@ replayed approval, a server staging in another server's name) and counts the cha
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -184,6 +189,7 @@ async def test_a_script_over_http_proposes_and_a_cancel_changes_nothing(mesh: Me
         action = proposal["staged"]["action_id"]
         message = await shown(mesh, CLAWDIA, SCRIPT_USER, "From Nightly Script", FIRST_MESSAGE_S)
         assert "rye bread to script" in message.text
+        assert await items(mesh, "script") == []
         mesh.telegram.tap(CLAWDIA, SCRIPT_USER, message.message_id, button(message, "pa:x:"))
         await reaches(client, action, "cancelled")
         proposal = await propose(client, name="rye bread", list_name="script")
@@ -267,6 +273,30 @@ async def test_no_path_but_a_tap_or_the_users_own_grant_changes_anything(mesh: M
     await mesh.all_acked()
     assert await items(mesh, listed) == sorted(allowed)
     assert await items(mesh, listed, agent="bob") == []
+    ledger = await audit(mesh, "--verify")
+    assert ledger.returncode == 0, ledger.stdout + ledger.stderr  # the chain is whole
+    entries = json.loads((await audit(mesh, "--json", "--user", str(user))).stdout)["entries"]
+    events = {(e["event"], e["how"], e["client"]) for e in entries}
+    assert ("denied", "policy", "claude-desktop") in events
+    assert ("decided", "tap", "claude-desktop") in events
+    assert ("decided", "grant", "claude-desktop") in events
+    assert [e for e in entries if e["event"] == "granted" and e["client"] == "claude-desktop"]
+
+
+async def audit(mesh: Mesh, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m mcp_pending_actions audit`` beside the running server, as an operator."""
+    pending = mesh.services["pending-actions"]
+    return await anyio.to_thread.run_sync(
+        lambda: subprocess.run(
+            [sys.executable, "-m", "mcp_pending_actions", "audit", *args],
+            env=pending.env,
+            cwd=pending.cwd,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    )
 
 
 async def forge_taps(mesh: Mesh, user: int, message: Sent, data: str) -> None:
