@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from containers.stack import ROOT, compose_command, config
-from meshkit.secret_files import make_secrets
+from meshkit.secret_files import RELAY_SERVERS, make_secrets
 
 # What the orchestrator's SHUTDOWN_GRACE_S gives a turn in flight.
 SHUTDOWN_GRACE_S = 20
@@ -41,11 +41,12 @@ def services(resolved: dict[str, Any]) -> list[str]:
 
 
 def with_confirm_tools() -> set[str]:
-    """The servers that declare confirm tools (they check signed approvals)."""
+    """The servers that declare confirm tools: their settings check signed approvals
+    (``ApprovalSettings``), whether each tool is written out or made by the consent kernel."""
     return {
         path.name
         for path in (ROOT / "servers").iterdir()
-        if any("**confirm(" in src.read_text() for src in path.glob("src/*/*.py"))
+        if any("(ApprovalSettings)" in src.read_text() for src in path.glob("src/*/settings.py"))
     }
 
 
@@ -175,15 +176,27 @@ def test_each_service_mounts_only_its_own_secrets(resolved: dict[str, Any]) -> N
             continue
         # A server: the digest of the orchestrator's credential for it, its own only.
         expected = {f"{name}-digest"}
-        if name in checkers:
-            expected.add("approval-public-key")
+        if name in checkers:  # and it stages its bound clients' proposals with its own token
+            expected |= {"approval-public-key", f"{name}-relay-token"}
         if name == "pending-actions":
-            expected.add("approval-signing-key")
+            expected |= {"approval-signing-key", "mesh-peers"}
         if name == "telegram-io":
             expected |= {"telegram-bot-token", "clawdia-bot-token"}
         assert sources == expected, name
         assert mounted(service)["mesh_token_sha256"] == f"{name}-digest", name
     assert "pending-actions" not in checkers  # it signs; the others only check
+    assert checkers == set(RELAY_SERVERS)  # make up writes a relay token for each
+
+
+def test_each_server_with_confirm_tools_knows_where_pending_actions_is(
+    resolved: dict[str, Any],
+) -> None:
+    for name in with_confirm_tools():
+        env = resolved["services"][name]["environment"]
+        assert env["MESH_RELAY_URL"] == "http://pending-actions:8105/mcp", name
+        assert env["MESH_RELAY_TOKEN_FILE"] == "/run/secrets/relay_token", name
+    peers = resolved["services"]["pending-actions"]["environment"]["MESH_PEERS_FILE"]
+    assert peers == "/run/secrets/mesh_peers"
 
 
 def test_every_secret_file_compose_names_is_one_make_up_writes(

@@ -12,6 +12,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -251,8 +252,12 @@ PORTS = {
 
 
 def from_weather(stack: Stack, server: str, token: str, *tools: str) -> dict[str, Any]:
+    return from_service(stack, "weather", server, token, *tools)
+
+
+def from_service(stack: Stack, origin: str, server: str, token: str, *tools: str) -> dict[str, Any]:
     url = f"http://{server}:{PORTS[server]}/mcp"
-    done = stack.exec("weather", "python", "-c", CALLS, url, token, *tools)
+    done = stack.exec(origin, "python", "-c", CALLS, url, token, *tools)
     assert done.returncode == 0, done.stderr
     found: dict[str, Any] = json.loads(done.stdout)
     return found
@@ -268,3 +273,82 @@ def test_the_credential_weather_is_sent_opens_no_other_server_for_any_tool(stack
         assert tools, server
         refused[server] = set(from_weather(stack, server, stolen, *tools)["statuses"])
     assert refused == {server: {401} for server in PORTS}
+
+
+RELAY_TOOLS = {"stage_for_client", "action_status"}
+
+
+def test_a_servers_relay_token_opens_pending_actions_relay_tools_and_nothing_else(
+    stack: Stack,
+) -> None:
+    # From inside shopping, which holds it: what a broken-into shopping could do with it.
+    token = stack.exec("shopping", "cat", "/run/secrets/relay_token").stdout.strip()
+    assert token
+    environment = "\n".join(stack.inspect("shopping")["Config"]["Env"])
+    assert "MESH_RELAY_URL=http://pending-actions:8105/mcp" in environment
+    assert token not in environment
+    relay = from_service(stack, "shopping", "pending-actions", token, "approve", "next_notices")
+    assert relay["statuses"][0] == 200
+    assert set(relay["tools"]) <= RELAY_TOOLS  # internal tools are not even listed
+    for server in set(PORTS) - {"pending-actions"}:
+        assert set(from_service(stack, "shopping", server, token)["statuses"]) == {401}, server
+    # Each server with confirm tools holds its own; weather, without any, holds none.
+    tokens = {
+        server: stack.exec(server, "cat", "/run/secrets/relay_token").stdout.strip()
+        for server in ("calendar", "memory", "scheduler", "shopping")
+    }
+    assert len(set(tokens.values())) == 4
+    assert stack.exec("weather", "test", "-e", "/run/secrets/relay_token").returncode != 0
+
+
+@pytest.mark.anyio
+async def test_claude_desktop_through_compose_exec_proposes_and_only_the_tap_does_it(
+    stack: Stack, chat: Chat
+) -> None:
+    # Claude Desktop's entry for the containers (README "In Claude Desktop"): shopping over
+    # stdio in its container, bound to the user; the proposal reaches the chat through
+    # pending-actions (shopping's relay token) and the orchestrator's consent channel.
+    before = len(chat.sent())
+    chat.say("/start")  # Telegram lets a bot write to a user who has written to it
+    chat.reply_after(before)
+    command, *args = stack.command
+    bound = ["-e", "MESH_STDIO_AGENT=clawdia", "-e", f"MESH_STDIO_USER={USER_ID}"]
+    bound += ["-e", "MESH_STDIO_CLIENT=claude-desktop"]
+    shopping = ["shopping", "python", "-m", "mcp_shopping", "--stdio"]
+    params = StdioServerParameters(
+        command=command, args=[*args, "exec", "-T", *bound, *shopping], env=stack.env
+    )
+    count = len(chat.sent())
+    async with Client(params) as client:
+        proposed = await client.call_tool(
+            "propose_add_to_list", {"name": "container milk", "list_name": "stack"}
+        )
+        assert not proposed.is_error, proposed.content
+        action = (proposed.structured_content or {})["staged"]["action_id"]
+
+        def from_desktop() -> Body | None:
+            return next(
+                (m for m in chat.sent()[count:] if "From Claude Desktop" in m["text"]), None
+            )
+
+        message = eventually(from_desktop, what="the proposal in the chat, from Claude Desktop")
+        assert "container milk" in message["text"]
+        assert await action_state(client, action) == "pending"  # nothing before the tap
+        buttons = [b for row in message["reply_markup"]["inline_keyboard"] for b in row]
+        confirm = next(b["callback_data"] for b in buttons if b["callback_data"][:5] == "pa:c:")
+        chat.tap(message["message_id"], confirm)
+        deadline = time.monotonic() + DEADLINE_S
+        while await action_state(client, action) != "done":
+            assert time.monotonic() < deadline, "the tapped action was not done"
+            await anyio.sleep(0.2)
+        listed = await client.call_tool("get_list", {"list_name": "stack"})
+    names = [
+        i["name"] for found in (listed.structured_content or {})["lists"] for i in found["items"]
+    ]
+    assert names == ["container milk"]
+
+
+async def action_state(client: Client, action_id: str) -> str:
+    result = await client.call_tool("get_action", {"action_id": action_id})
+    assert not result.is_error, result.content
+    return str((result.structured_content or {})["state"])

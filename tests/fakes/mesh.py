@@ -9,7 +9,9 @@
 
 Credentials as ``make up`` makes them (``meshkit.secret_files``, under ``<tmp>/secrets``): the
 orchestrator reads one per server from its MESH_CREDENTIALS_FILE, each server holds the
-digest of its own (MESH_TOKEN_SHA256_FILE). ``Mesh.token(server)`` is the one a test calls
+digest of its own (MESH_TOKEN_SHA256_FILE); the servers with confirm tools hold a relay token
+for pending-actions (MESH_RELAY_TOKEN_FILE, MESH_RELAY_URL), which admits them by
+MESH_PEERS_FILE, as compose.yaml wires them. ``Mesh.token(server)`` is the one a test calls
 a server with.
 
 ``running_embedded`` is ``make run``'s shape instead: one ``python -m orchestrator``
@@ -39,13 +41,22 @@ from pathlib import Path
 import anyio
 import anyio.abc
 import httpx
+from mcp.client.stdio import StdioServerParameters
 
 from fakes.approval_keys import PUBLIC_ENV, SIGNING_ENV, write_public_key, write_signing_key
 from fakes.open_meteo import FakeOpenMeteo
 from fakes.responses_api import FakeOpenAI
 from fakes.serving import free_port, serving
 from fakes.telegram_api import FakeTelegram
-from meshkit.secret_files import CREDENTIALS, DIGEST_PREFIX, make_secrets, read_credentials
+from meshkit.secret_files import (
+    CREDENTIALS,
+    DIGEST_PREFIX,
+    PEERS,
+    RELAY_PREFIX,
+    RELAY_SERVERS,
+    make_secrets,
+    read_credentials,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "sk-test-e2e-0123456789-not-a-key"
@@ -175,6 +186,27 @@ class Mesh:
         """A server process's ``/mcp`` address."""
         return f"http://127.0.0.1:{self.services[server].env['MCP_PORT']}/mcp"
 
+    def stdio_client(
+        self, server: str, user: int, *, agent: str = "clawdia", client: str = "claude-desktop"
+    ) -> StdioServerParameters:
+        """What Claude Desktop starts for ``server`` (``python -m <package> --stdio``): the
+        same data and relay token as the mesh's process, bound to ``user`` of ``agent`` as
+        the client ``client`` (MESH_STDIO_AGENT, _USER, _CLIENT)."""
+        env = {
+            key: value
+            for key, value in self.services[server].env.items()
+            if key not in {"MCP_PORT", "MESH_CLIENTS"}
+        }
+        env |= {
+            "MESH_STDIO_AGENT": agent,
+            "MESH_STDIO_USER": str(user),
+            "MESH_STDIO_CLIENT": client,
+        }
+        package = self.services[server].argv[-1]
+        return StdioServerParameters(
+            command=sys.executable, args=["-m", package, "--stdio"], env=env, cwd=str(ROOT)
+        )
+
     def new_user(self) -> int:
         """For the next test on a shared mesh: an allowed user who has not written yet, with
         the fakes' records and scripts cleared (the servers' data stays)."""
@@ -231,8 +263,10 @@ def _write_fleet(
     servers: tuple[str, ...] = ("weather", "memory", "shopping"),
     schedule: str = NO_JOBS,
     root: Path = ROOT,
+    consent: dict[str, dict[str, str]] | None = None,
 ) -> Path:
-    """The fleet file, and beside it schedule.yaml (``CLAWMESH_SCHEDULE``, see _base_env)."""
+    """The fleet file, and beside it schedule.yaml (``CLAWMESH_SCHEDULE``, see _base_env);
+    ``consent``: agent → its ``consent:`` rules (change kind → the rule as YAML text)."""
     config = tmp / "config"
     config.mkdir(parents=True, exist_ok=True)
     fleet = ["agents:"]
@@ -252,6 +286,9 @@ def _write_fleet(
             "    timezone: Europe/Paris",
             "    home: Paris",
         ]
+        rules = (consent or {}).get(agent, {})
+        fleet += ["    consent:"] if rules else []
+        fleet += [f"      {kind}: {rule}" for kind, rule in rules.items()]
     (config / "schedule.yaml").write_text(schedule)
     agents_file = config / "agents.yaml"
     agents_file.write_text("\n".join(fleet) + "\n")
@@ -287,6 +324,8 @@ async def running_mesh(
     root: Path = ROOT,
     schedule: str = NO_JOBS,
     clock_file: Path | None = None,
+    server_env: dict[str, dict[str, str]] | None = None,
+    consent: dict[str, dict[str, str]] | None = None,
 ) -> AsyncIterator[Mesh]:
     """Fakes in this process, the servers and the orchestrator as processes, all started.
 
@@ -299,7 +338,8 @@ async def running_mesh(
     this file moves (``python -m fakes.clocked``), so its jobs come due when the test says.
 
     ``orders_csv`` seeds clawdia's shopping history (``python -m mcp_shopping import``);
-    the bots of ``revoked`` agents have tokens Telegram refuses.
+    the bots of ``revoked`` agents have tokens Telegram refuses. ``server_env``: server →
+    more environment for it (``MESH_CLIENTS``); ``consent``: agent → its consent rules.
     """
     async with _serving_fakes(agents) as fakes:
         for agent in revoked:
@@ -313,7 +353,7 @@ async def running_mesh(
         registry = _write_registry(tmp, {**named, **impostors})
         secrets = tmp / "secrets"
         make_secrets(secrets, registry, {})
-        agents_file = _write_fleet(tmp, list(agents), servers, schedule, root)
+        agents_file = _write_fleet(tmp, list(agents), servers, schedule, root, consent)
         base = _base_env(agents_file, root)
         modules = dict(SERVERS)
         clocked: dict[str, str] = {}
@@ -346,6 +386,15 @@ async def running_mesh(
                 **(telegram_io_env or {}),
             },
         }
+        relay = {
+            name: {
+                "MESH_RELAY_URL": urls["pending-actions"],
+                "MESH_RELAY_TOKEN_FILE": str(secrets / f"{RELAY_PREFIX}{name}"),
+            }
+            for name in RELAY_SERVERS
+            if name in extra and "pending-actions" not in impostors
+        }
+        extra["pending-actions"]["MESH_PEERS_FILE"] = str(secrets / PEERS)
         services: dict[str, Service] = {}
         for name, package in modules.items():
             if name in impostors:
@@ -356,6 +405,8 @@ async def running_mesh(
                 {
                     **base,
                     **extra[name],
+                    **relay.get(name, {}),
+                    **(server_env or {}).get(name, {}),
                     "MESH_TOKEN_SHA256_FILE": str(secrets / f"{DIGEST_PREFIX}{name}"),
                     "MCP_PORT": str(ports[name]),
                     "DATA_DIR": str(tmp / "data" / name),

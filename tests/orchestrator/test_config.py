@@ -117,6 +117,25 @@ def test_registry_mistakes_name_the_file_and_key(tmp_path: Path, body: str, mess
         ),
         ("agents:\n  a:\n    persona: agents/a\n", "agents.a.name: required"),
         ("agents:\n  a:\n    name: A\n    persona: agents/missing\n", "has no IDENTITY.md"),
+        (
+            "agents:\n  a:\n    name: A\n    persona: agents/a\n    consent: {w.add: maybe}\n",
+            "agents.a.consent.w.add: 'maybe' is not a policy: use ask, auto or deny",
+        ),
+        (
+            "agents:\n  a:\n    name: A\n    persona: agents/a\n    consent: {shop.add: auto}\n",
+            "agents.a.consent.shop.add: 'shop' is not in the registry, so this rule would never "
+            "apply",
+        ),
+        (
+            "agents:\n  a:\n    name: A\n    persona: agents/a\n"
+            "    consent: {w.add: {policy: auto, grant: 1h}}\n",
+            "agents.a.consent.w.add: grant goes with policy ask only",
+        ),
+        (
+            "agents:\n  a:\n    name: A\n    persona: agents/a\n"
+            "    consent: {w.add: {policy: ask, grant: 2w}}\n",
+            "agents.a.consent.w.add.grant: '2w' is not a duration",
+        ),
     ],
 )
 def test_fleet_mistakes_name_the_file_key_and_fix(tmp_path: Path, body: str, message: str) -> None:
@@ -212,6 +231,22 @@ def test_persona_paths_start_at_the_project_root_wherever_the_fleet_file_is(
     fleet = load_fleet(elsewhere, registry, environ={}, root=tmp_path)
     assert fleet["a"].persona.identity == "I am A."
     assert fleet["a"].servers == ("w",)  # no servers listed: every server of the registry
+
+
+def test_an_agents_consent_rules_are_read_with_the_fleet(tmp_path: Path) -> None:
+    persona(tmp_path)
+    registry = load_registry(write(tmp_path, "r.yaml", "servers:\n  w: {url: 'http://w:1'}\n"))
+    body = (
+        "agents:\n  a:\n    name: A\n    persona: agents/a\n    consent:\n"
+        "      w.add: auto\n      w.*: {policy: ask, grant: 30m}\n      '*': deny\n"
+        "  b: {name: B, persona: agents/a}\n"
+    )
+    fleet = load_fleet(write(tmp_path, "agents.yaml", body), registry, environ={}, root=tmp_path)
+    a, b = fleet["a"].policies, fleet["b"].policies
+    assert a.rule("w", "add").policy == "auto"
+    assert (a.rule("w", "remove").policy, a.rule("w", "remove").grant_s) == ("ask", 1800)
+    assert a.rule("x", "add").policy == "deny"
+    assert b.rule("w", "add").policy == "ask"  # no rules: everything asks
 
 
 def test_every_mistake_is_named_in_one_run(tmp_path: Path) -> None:

@@ -25,10 +25,12 @@ from orchestrator.core.callbacks import (
     decode,
     decode_choice,
     decode_forget,
+    decode_grant_end,
     decode_reminder,
     encode,
     encode_choice,
     encode_forget,
+    encode_grant_end,
     encode_reminder,
     prefix_of,
 )
@@ -43,6 +45,7 @@ CHAT = "4242"
 EVERY_FORMAT = [
     encode(Tap("action", "confirm", "act_0123456789ab")),
     encode(Tap("action", "cancel", "act_0123456789ab")),
+    encode(Tap("action", "grant", "act_0123456789ab")),
     encode(Tap("batch", "confirm", "bat_0123456789ab")),
     encode(Tap("batch", "cancel", "bat_0123456789ab")),
     encode_choice(ChoiceTap("q_0123456789ab", 0)),
@@ -51,8 +54,9 @@ EVERY_FORMAT = [
     encode_reminder(ReminderTap("done", "fir_0123456789ab")),
     encode_reminder(ReminderTap("snooze_10", "fir_0123456789ab")),
     encode_reminder(ReminderTap("snooze_60", "fir_0123456789ab")),
+    encode_grant_end("grt_0123456789ab"),
 ]
-DECODERS = (decode, decode_choice, decode_forget, decode_reminder)
+DECODERS = (decode, decode_choice, decode_forget, decode_reminder, decode_grant_end)
 
 
 async def test_every_callback_format_and_update_kind_has_exactly_one_route(world: World) -> None:
@@ -67,7 +71,9 @@ async def test_every_callback_format_and_update_kind_has_exactly_one_route(world
         )
         assert set(answerer.routes) == set(get_args(Kind))
         listed = app.dispatcher.commands()
-        assert list(listed) == ["/new", "/memory", "/stop", "/status", "/reload", "/help"]
+        assert list(listed) == [
+            "/new", "/memory", "/stop", "/status", "/grants", "/audit", "/reload", "/help",
+        ]  # fmt: skip
 
 
 @pytest.mark.parametrize(

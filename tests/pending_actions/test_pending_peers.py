@@ -1,7 +1,7 @@
 """Over HTTP, a server's own credential stages and follows its own changes only.
 
-The peer credential is H4's (``MESH_PEERS``: ``Caller(name=<server>, scopes={relay})``);
-until it lands, the test admits the shopping server as a credential of the same shape."""
+The peer credential is ``MESH_PEERS``'s (``meshkit.credentials.PeerCredential``: a caller named
+after its server, with the relay scope only)."""
 
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,7 +16,7 @@ from fakes.clock import Clock
 from fakes.serving import sdk_client, serving
 from mcp_pending_actions.server import build_server
 from mcp_pending_actions.settings import PendingSettings
-from meshkit.credentials import Binding, ClientCredential, token_digest
+from meshkit.credentials import PeerCredential, token_digest
 from meshkit.http import build_http_app
 from pending_actions.calls import AGENT, CLIENT, MILK, USER, write_fleet
 
@@ -29,15 +29,13 @@ SHOPPING_TOKEN = "shopping-relay-token-for-pending-actions"
 @pytest.fixture
 async def url(settings: PendingSettings, clock: Clock) -> AsyncIterator[str]:
     write_fleet(settings.agents, {})
-    shopping = ClientCredential(
-        "shopping", ("relay",), Binding(AGENT, USER), token_digest(SHOPPING_TOKEN)
-    )
+    shopping = PeerCredential("shopping", token_digest(SHOPPING_TOKEN))
     app = build_http_app(
         build_server(settings, clock=clock),
         token=SecretStr(ORCHESTRATOR_TOKEN),
         allowed_hosts=[],
         max_body_bytes=1 << 20,
-        clients=[shopping],
+        peers=[shopping],
     )
     async with serving(app) as base:
         yield f"{base}/mcp"

@@ -15,6 +15,12 @@ Two kinds of credential, both sent as ``Authorization: Bearer <token>``:
   never hold a client's token. A token is 256 random bits (``new_client``), so a plain hash
   is as hard to reverse as the token is to guess; no slow hash is needed.
 
+- ``MESH_PEERS`` (or ``MESH_PEERS_FILE``), on pending-actions: one entry per server that
+  stages a bound client's proposal (consent from any client), ``<server>:sha256:<hex>``. A
+  peer calls ``relay`` tools only, under its server's name, which pending-actions checks
+  against the ``server`` it stages for: a server broken into stages nothing in another
+  server's name. ``meshkit.secret_files`` makes one relay token per server with confirm tools.
+
 ``confirm`` and ``internal`` belong to the orchestrator alone: a confirm acts for a human tap
 the orchestrator saw, an internal tool reads the Telegram inbox or the conversation. An entry
 asking for them is refused at startup, and so is an entry bound to no one (the shape before
@@ -35,12 +41,14 @@ from dataclasses import dataclass
 
 from pydantic import SecretStr
 
-from meshkit.tool_classes import CLASSES, ORCHESTRATOR_CLASSES, PRODUCER, READ
+from meshkit.tool_classes import CLASSES, ORCHESTRATOR_CLASSES, PRODUCER, READ, RELAY
 
 ORCHESTRATOR = "orchestrator"
 CLIENT_SCOPES = frozenset({READ, PRODUCER})
 DEFAULT_CLIENT_SCOPES = (READ, PRODUCER)
 ENTRY_SHAPE = "name:read+producer:<user>@<agent>:sha256:<64 hex digits>"
+PEER_SHAPE = "<server>:sha256:<64 hex digits>"
+PEER_SCOPES = frozenset({RELAY})
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 _AGENT = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _USER = re.compile(r"[1-9][0-9]{0,19}")  # a Telegram user id (a private chat's id too)
@@ -156,6 +164,52 @@ class ClientCredential:
         return f"{self.name}:{'+'.join(self.scopes)}:{self.binding}:sha256:{self.digest}"
 
 
+@dataclass(frozen=True)
+class PeerCredential:
+    """One ``MESH_PEERS`` entry: a server that relays its bound clients' proposals to
+    pending-actions, and the digest of its relay token."""
+
+    name: str
+    digest: str
+
+    @classmethod
+    def parse(cls, text: str) -> PeerCredential:
+        parts = text.strip().split(":")
+        if len(parts) != 3 or parts[1] != "sha256":
+            raise CredentialError(
+                f"a peer entry must look like {PEER_SHAPE} (make up writes them: "
+                "python -m meshkit.secret_files)"
+            )
+        name, _, digest = parts
+        if not _NAME.fullmatch(name) or name == ORCHESTRATOR:
+            raise CredentialError(
+                f"peer {name[:40]!r}: give the server's registry name (e.g. shopping), "
+                "1-32 lowercase letters, digits or '-'"
+            )
+        if not _DIGEST.fullmatch(digest):
+            raise CredentialError(
+                f"peer {name!r}: the digest must be 64 lowercase hex digits (the SHA-256 of "
+                "the server's relay token), never the token itself"
+            )
+        return cls(name, digest)
+
+    def entry(self) -> str:
+        return f"{self.name}:sha256:{self.digest}"
+
+
+def parse_peers(text: str) -> list[PeerCredential]:
+    """``MESH_PEERS``: entries separated by commas or whitespace (a file: one a line, ``#``
+    comments skipped), one per server."""
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    peers = [PeerCredential.parse(part) for part in entries("\n".join(lines))]
+    seen: set[str] = set()
+    for peer in peers:
+        if peer.name in seen:
+            raise CredentialError(f"peer {peer.name!r} is listed twice; keep one entry")
+        seen.add(peer.name)
+    return peers
+
+
 def parse_clients(text: str) -> list[ClientCredential]:
     """``MESH_CLIENTS``: entries separated by commas (or whitespace), names unique."""
     clients = [ClientCredential.parse(part) for part in entries(text)]
@@ -165,6 +219,16 @@ def parse_clients(text: str) -> list[ClientCredential]:
             raise CredentialError(f"client {client.name!r} is listed twice; keep one entry")
         seen.add(client.name)
     return clients
+
+
+def check_client_name(name: str) -> str:
+    """A client's name as credentials carry it; CredentialError saying the form otherwise."""
+    if not _NAME.fullmatch(name) or name == ORCHESTRATOR:
+        raise CredentialError(
+            f"client name {name[:40]!r}: use 1-32 lowercase letters, digits or '-' "
+            f"(e.g. claude-desktop; not {ORCHESTRATOR!r})"
+        )
+    return name
 
 
 def entries(text: str) -> list[str]:
@@ -197,9 +261,14 @@ def check_digest(value: str) -> str:
 
 class Credentials:
     """The callers a server admits: the orchestrator (by the digest of its credential for this
-    server) and MESH_CLIENTS."""
+    server), MESH_CLIENTS and MESH_PEERS."""
 
-    def __init__(self, orchestrator: SecretStr | str, clients: Iterable[ClientCredential]) -> None:
+    def __init__(
+        self,
+        orchestrator: SecretStr | str,
+        clients: Iterable[ClientCredential],
+        peers: Iterable[PeerCredential] = (),
+    ) -> None:
         """``orchestrator``: the token's digest (hex SHA-256) as a str, as a server process
         has it; in-process tests may give the token itself, as a SecretStr."""
         digest = (
@@ -209,6 +278,7 @@ class Credentials:
         )
         known = [(digest, Caller(ORCHESTRATOR, ORCHESTRATOR_CLASSES))]
         known += [(c.digest, Caller(c.name, frozenset(c.scopes), c.binding)) for c in clients]
+        known += [(p.digest, Caller(p.name, PEER_SCOPES)) for p in peers]
         digests = [digest for digest, _ in known]
         if len(set(digests)) != len(digests):
             raise CredentialError(

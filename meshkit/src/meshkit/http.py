@@ -5,10 +5,10 @@ The guard is plain ASGI in front of the MCP app and answers, in this order:
 - 421 when the Host header names a host outside the allowlist (DNS rebinding),
 - 403 when an Origin header names a host outside the allowlist,
 - 401 on any path but ``/health`` without a known bearer token: the orchestrator's
-  credential for this server (``MESH_TOKEN_SHA256``) or a ``MESH_CLIENTS`` entry's
-  (``meshkit.credentials``); the caller it proves is left in the ASGI scope for
-  ``meshkit.scopes``, which limits it to its tool classes, and for ``meshkit.bindings``,
-  which makes a client speak for the one person it is bound to,
+  credential for this server (``MESH_TOKEN_SHA256``), a ``MESH_CLIENTS`` entry's or a
+  ``MESH_PEERS`` entry's (``meshkit.credentials``); the caller it proves is left in the
+  ASGI scope for ``meshkit.scopes``, which limits it to its tool classes, and for
+  ``meshkit.bindings``, which makes a client speak for the one person it is bound to,
 - 413 when the request body exceeds ``MESH_MAX_BODY_BYTES``,
 - 408 (and close) when the body has not arrived within ``MESH_BODY_TIMEOUT_S``: a client
   that declares a Content-Length and never sends the body holds nothing for long (the
@@ -39,7 +39,7 @@ from pydantic import SecretStr
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from meshkit.bindings import ContextBinding
-from meshkit.credentials import ClientCredential, Credentials
+from meshkit.credentials import ClientCredential, Credentials, PeerCredential
 from meshkit.scopes import CALLER_KEY, ScopeGate
 from meshkit.tool_schemas import ToolSchemaSnapshot
 
@@ -87,13 +87,14 @@ class MeshGuard:
         allowed_hosts: Iterable[str],
         max_body_bytes: int,
         clients: Iterable[ClientCredential] = (),
+        peers: Iterable[PeerCredential] = (),
         body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
         on_request: Callable[[], None] | None = None,
     ) -> None:
         self._app = app
         self._body_timeout_s = body_timeout_s
         self._on_request = on_request
-        self._credentials = Credentials(token, clients)
+        self._credentials = Credentials(token, clients, peers)
         hosts = {h.lower() for h in allowed_hosts}
         self._any_host = "*" in hosts
         self._hosts = frozenset(hosts - {"*"})
@@ -203,6 +204,7 @@ def build_http_app(
     allowed_hosts: Iterable[str],
     max_body_bytes: int,
     clients: Iterable[ClientCredential] = (),
+    peers: Iterable[PeerCredential] = (),
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
     on_request: Callable[[], None] | None = None,
     zones: Mapping[str, str] | None = None,
@@ -211,6 +213,7 @@ def build_http_app(
     ``token`` is the orchestrator's credential for this server (as a str its hex SHA-256, as
     a server process has it; the token itself as a SecretStr in in-process tests),
     ``clients`` the others (read/producer only, each bound to an agent and a user);
+    ``peers`` the servers that relay their clients' proposals (relay tools only);
     ``on_request`` is told of every HTTP request (meshkit.memory trims in quiet moments);
     ``zones`` each agent's time zone, for the clients bound to it (when the server knows)."""
     server.add_middleware(ScopeGate(server))  # first: a tool outside the scopes is refused as such
@@ -228,6 +231,7 @@ def build_http_app(
         allowed_hosts=hosts,
         max_body_bytes=max_body_bytes,
         clients=clients,
+        peers=peers,
         body_timeout_s=body_timeout_s,
         on_request=on_request,
     )

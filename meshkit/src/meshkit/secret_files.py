@@ -15,15 +15,21 @@ file                            what                                    read by
 ``mesh_token_sha256.<server>``  the SHA-256 of that server's line       that server
 ``approval_signing_key.pem``    Ed25519 private key (PKCS8)             pending-actions
 ``approval_public_key.pem``     its public key                          the confirm servers
+``relay_token.<server>``        that server's token for pending-actions that server
+                                (it stages its bound clients' proposals)
+``mesh_peers``                  their SHA-256s, ``<server>:sha256:<hex>`` pending-actions
+                                lines (``MESH_PEERS_FILE``)
 ``openai_api_key``, ``<name>``  the user's own (``OPENAI_API_KEY`` and  orchestrator,
 for every ``*_BOT_TOKEN``       the bot tokens, from .env)              telegram-io
 ==============================  ======================================  =====================
 
-Generated secrets are made only where missing: a server new in the registry (``auth: mesh``)
-gets a credential, the others keep theirs; the digests follow the credentials. The user's
-own are written from .env (or the environment) every time, empty when unset. It prints the
-names of the files it changed, one a line (never a value), so ``make up`` knows to recreate
-the containers: compose does not notice a secret file's new content by itself.
+Relay tokens go to the servers with confirm tools (``RELAY_SERVERS``) that the registry has,
+when it has pending-actions too. Generated secrets are made only where missing: a server new
+in the registry (``auth: mesh``) gets a credential, the others keep theirs; the digests
+follow the credentials. The user's own are written from .env (or the environment) every
+time, empty when unset. It prints the names of the files it changed, one a line (never a
+value), so ``make up`` knows to recreate the containers: compose does not notice a secret
+file's new content by itself.
 
 Modes: the directory is 0700, so only its owner reaches the files. The files themselves are
 0644, because compose (without swarm) bind-mounts a file secret as it is on the host, owner
@@ -44,7 +50,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from meshkit.approval_keys import public_pem, read_signing_key, signing_pem
-from meshkit.credentials import token_digest
+from meshkit.credentials import PeerCredential, token_digest
 from meshkit.settings import environment, fail, load_dotenv
 from meshkit.yaml_config import ConfigError, load_yaml
 
@@ -52,6 +58,12 @@ CREDENTIALS = "mesh_credentials"
 DIGEST_PREFIX = "mesh_token_sha256."
 SIGNING_KEY = "approval_signing_key.pem"
 PUBLIC_KEY = "approval_public_key.pem"
+RELAY_PREFIX = "relay_token."
+PEERS = "mesh_peers"
+PENDING_ACTIONS = "pending-actions"
+# The servers with confirm tools: a bound client's proposal to one is staged with
+# pending-actions by the server itself, with its relay token.
+RELAY_SERVERS = ("calendar", "memory", "scheduler", "shopping")
 # The user's own secrets compose.yaml mounts; every other *_BOT_TOKEN set is written too
 # (a new agent's bot: add its file to telegram-io's secrets in compose.yaml).
 USER_SECRETS = ("OPENAI_API_KEY", "TELEGRAM_BOT_TOKEN", "CLAWDIA_BOT_TOKEN")
@@ -164,6 +176,29 @@ class SecretDir:
         self.changed.append(name)
 
 
+def write_relay_tokens(out: SecretDir, servers: Sequence[str]) -> None:
+    """A relay token for each of ``RELAY_SERVERS`` among ``servers`` (kept when there), and
+    ``mesh_peers``, pending-actions' list of their digests (empty without pending-actions)."""
+    relaying = [s for s in RELAY_SERVERS if s in servers] if PENDING_ACTIONS in servers else []
+    peers = []
+    for server in relaying:
+        name = f"{RELAY_PREFIX}{server}"
+        old = (out.read(name) or b"").decode(errors="replace").strip()
+        token = old if _TOKEN.fullmatch(old) else secrets.token_urlsafe(32)
+        out.write(name, f"{token}\n".encode())
+        peers.append(PeerCredential(server, token_digest(token)).entry())
+    header = "# The servers that stage their clients' proposals: <server>:sha256:<token digest>\n"
+    out.write(PEERS, (header + "".join(f"{peer}\n" for peer in peers)).encode())
+
+
+def relay_token(directory: Path, server: str) -> str | None:
+    """``server``'s relay token as ``make_secrets`` wrote it under ``directory`` (None: none)."""
+    file = directory / f"{RELAY_PREFIX}{server}"
+    if not file.is_file():
+        return None
+    return file.read_text(encoding="utf-8").strip() or None
+
+
 def make_secrets(directory: Path, registry: Path, environ: Mapping[str, str]) -> list[str]:
     """Write what is missing or changed under ``directory``; the names of the files written."""
     out = SecretDir(directory)
@@ -174,6 +209,7 @@ def make_secrets(directory: Path, registry: Path, environ: Mapping[str, str]) ->
     out.write(CREDENTIALS, render_credentials(credentials).encode())
     for server, token in credentials.items():
         out.write(f"{DIGEST_PREFIX}{server}", f"{token_digest(token)}\n".encode())
+    write_relay_tokens(out, mesh_servers(registry, environ))
     private, public = approval_key_pair(out.path / SIGNING_KEY)
     out.write(SIGNING_KEY, private)
     out.write(PUBLIC_KEY, public)

@@ -7,7 +7,12 @@ Over stdio a server has no credential to check: it serves every tool, as the ope
 started it beside the data (the orchestrator's ``command:`` registry entries rely on that),
 unless ``MESH_STDIO_AGENT`` and ``MESH_STDIO_USER`` bind it to one person: then it serves
 read and producer tools only, with that agent and user as the context arguments, like a
-bound HTTP client (``meshkit.bindings``).
+bound HTTP client (``meshkit.bindings``), under the name ``MESH_STDIO_CLIENT`` (default
+``stdio``; Claude Desktop's entry sets ``claude-desktop``): the name a proposal it makes is
+shown to the user with ("From Claude Desktop: …").
+
+Over HTTP, pending-actions also admits ``MESH_PEERS``/``MESH_PEERS_FILE``: the servers that
+stage their bound clients' proposals with it (``meshkit.credentials``).
 
 Each server's ``__main__`` is a call to :func:`run_server` with its settings class, its
 factory and its default port.
@@ -51,7 +56,6 @@ S = TypeVar("S", bound=BaseSettings)
 # Stopping). Below the 10 s a container gets before SIGKILL by default; the orchestrator,
 # stopped first (it depends on the servers), finishes its turns before they stop.
 GRACE_S = 8
-STDIO_CLIENT = "stdio"  # the name a bound stdio client has in logs
 
 HTTP_AUTH_HELP = (
     "MESH_TOKEN_SHA256 is not set: HTTP mode admits the orchestrator by the SHA-256 of its "
@@ -142,7 +146,7 @@ def local_caller(settings: ServeSettings) -> Caller | None:
         binding = Binding.parse(agent, user)
     except CredentialError as error:
         raise CredentialError(f"MESH_STDIO_AGENT/MESH_STDIO_USER: {error}") from None
-    return Caller(STDIO_CLIENT, frozenset({READ, PRODUCER}), binding)
+    return Caller(settings.stdio_client, frozenset({READ, PRODUCER}), binding)
 
 
 def bound_zones(fleet: Path, bindings: Sequence[Binding]) -> dict[str, str]:
@@ -176,10 +180,15 @@ def _serve_http(
     ``zones``: the time zones of the agents clients are bound to, where known."""
     trimmer = Trimmer()
     try:
+        peers = settings.all_peers
+    except CredentialError as error:
+        fail(str(error))
+    try:
         app = build_http_app(
             server,
             token=orchestrator,
             clients=settings.clients,
+            peers=peers,
             allowed_hosts=settings.allowed_hosts,
             max_body_bytes=settings.max_body_bytes,
             body_timeout_s=settings.body_timeout_s,
@@ -190,6 +199,8 @@ def _serve_http(
         fail(f"MESH_CLIENTS is invalid: {error}")
     if settings.clients:
         logger.info("clients besides the orchestrator: %s", ", ".join(describe(settings.clients)))
+    if peers:
+        logger.info("servers relaying their clients: %s", ", ".join(p.name for p in peers))
     port = settings.port or default_port
     logger.info("serving %s on http://%s:%d/mcp", name, settings.host, port)
     # uvicorn.run() minus reload/workers; ws="none": MCP over HTTP uses no WebSocket, and

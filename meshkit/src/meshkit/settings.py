@@ -32,7 +32,15 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from meshkit.credentials import ClientCredential, check_digest, parse_clients
+from meshkit.credentials import (
+    ClientCredential,
+    CredentialError,
+    PeerCredential,
+    check_client_name,
+    check_digest,
+    parse_clients,
+    parse_peers,
+)
 
 SettingsT = TypeVar("SettingsT", bound=BaseSettings)
 
@@ -197,6 +205,22 @@ class ServeSettings(DataSettings):
         "comma-separated; scopes read and/or producer, each bound to one agent and user "
         "(make client NAME=... AGENT=... USER=... prints an entry).",
     )
+    peers: Annotated[list[PeerCredential], NoDecode] = Field(
+        default_factory=list,
+        description="Servers that relay their bound clients' proposals (MESH_PEERS, on "
+        "pending-actions): <server>:sha256:<digest of its relay token>, comma-separated; "
+        "each may call relay tools only, in its own name.",
+    )
+    peers_file: TextFile = Field(
+        default=None,
+        description="MESH_PEERS_FILE: a file holding them instead, one a line (what "
+        "containers get; make up writes it).",
+    )
+    stdio_client: str = Field(
+        default="stdio",
+        description="MESH_STDIO_CLIENT: the name a bound stdio client goes by (the user reads "
+        "it humanised: claude-desktop is 'Claude Desktop').",
+    )
     stdio_agent: str | None = Field(
         default=None,
         description="With MESH_STDIO_USER: over stdio, serve as a client bound to this agent "
@@ -248,6 +272,34 @@ class ServeSettings(DataSettings):
     @classmethod
     def _digest(cls, value: str | None) -> str | None:
         return None if value is None else check_digest(value)
+
+    @field_validator("peers", mode="before")
+    @classmethod
+    def _parse_peers(cls, value: object) -> object:
+        return parse_peers(value) if isinstance(value, str) else value
+
+    @field_validator("peers_file")
+    @classmethod
+    def _peers_text(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_peers(value)  # a mistake is named at start, as for MESH_PEERS
+        return value
+
+    @field_validator("stdio_client")
+    @classmethod
+    def _client_name(cls, value: str) -> str:
+        return check_client_name(value)
+
+    @property
+    def all_peers(self) -> list[PeerCredential]:
+        """MESH_PEERS and MESH_PEERS_FILE's entries; CredentialError when a name is in both."""
+        peers = [*self.peers, *parse_peers(self.peers_file or "")]
+        names = [peer.name for peer in peers]
+        if len(set(names)) != len(names):
+            raise CredentialError(
+                "a peer is in both MESH_PEERS and MESH_PEERS_FILE; keep one entry"
+            )
+        return peers
 
     @property
     def orchestrator(self) -> str | None:

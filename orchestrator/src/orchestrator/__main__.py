@@ -20,9 +20,11 @@ from meshkit.secret_files import CredentialsFileError, read_credentials
 from meshkit.settings import environment, fail, fail_all, load_dotenv
 from orchestrator import preflight
 from orchestrator.app import open_app
+from orchestrator.channels.consent import ConsentChannel, telegram_show
 from orchestrator.channels.console import GOODBYE, Console, stdin_lines
 from orchestrator.channels.scheduled import ScheduledChannel
 from orchestrator.channels.telegram import TelegramChannel
+from orchestrator.channels.telegram_io import TelegramIO
 from orchestrator.channels.telegram_ready import NoBotCanRun
 from orchestrator.config import ConfigError
 from orchestrator.health_http import serving_health
@@ -121,9 +123,18 @@ async def _serve(settings: OrchestratorSettings, shutdown: Shutdown) -> list[str
             consumer=settings.inbox_consumer,
             grace_s=settings.shutdown_grace_s,
         )
+        io = TelegramIO(app.registry, consumer=settings.inbox_consumer, run="consent")
+        consent = ConsentChannel(
+            app.dispatcher,
+            app.registry,
+            telegram_show(io),
+            consumer=settings.inbox_consumer,
+            grace_s=settings.shutdown_grace_s,
+        )
         refused: list[str] = []
         async with anyio.create_task_group() as channels:
             channels.start_soon(scheduled.run, shutdown, name="scheduled")
+            channels.start_soon(consent.run, shutdown, name="consent")
             try:
                 await channel.run(shutdown)
             except NoBotCanRun as error:  # here, before a task group wraps it
@@ -140,7 +151,18 @@ async def _chat(settings: OrchestratorSettings, agent_id: str | None, logs: Path
         agents = app.dispatcher.agents
         chosen = agent_id or next(iter(agents))  # preflight checked agent_id
         shown = str(logs) if logs else None
-        await Console(app.dispatcher, chosen, logs=shown).run(stdin_lines())
+        console = Console(app.dispatcher, chosen, logs=shown)
+        # What other clients propose shows here too (a consumer of its own: a Telegram
+        # orchestrator running beside it keeps its notices).
+        consent = ConsentChannel(
+            app.dispatcher, app.registry, console.notice, consumer="console", allowed_only=False
+        )
+        shutdown = Shutdown()
+        async with anyio.create_task_group() as channels:
+            channels.start_soon(consent.run, shutdown, name="consent")
+            await console.run(stdin_lines())
+            shutdown.request()
+            shutdown.request()  # hurried: nobody is left to see what a notice would show
 
 
 if __name__ == "__main__":

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from meshkit.consent_policy import Policies, parse_policies
 from meshkit.secret_files import CredentialsFileError, read_credentials
 from meshkit.yaml_config import ConfigError, load_yaml
 
@@ -114,6 +115,8 @@ class AgentEntry(BaseModel):
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
     max_rounds: int | None = Field(default=None, ge=1, le=50)
     max_tool_calls: int | None = Field(default=None, ge=1, le=500)
+    # Read by meshkit.consent_policy (load_fleet): its mistakes are named there.
+    consent: Any = Field(default=None, description="change kind → ask | auto | deny")
 
     @field_validator("bot_token_env", mode="before")
     @classmethod
@@ -156,6 +159,8 @@ class Agent:
     entry: AgentEntry
     persona: Persona
     servers: tuple[str, ...]  # whose tools the model may use (``entry.servers`` resolved)
+    # What happens to each change it proposes: ask (the default), auto or deny.
+    policies: Policies = field(default_factory=Policies)
 
 
 def load_registry(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, ServerEntry]:
@@ -209,11 +214,28 @@ def load_fleet(
                     f"{path}: {key}.servers: {server!r} is not in the registry; "
                     f"add it to the registry or use one of {sorted(registry)}"
                 )
+        policies = _policies(entry, registry, path, f"{key}.consent")
         persona_dir = entry.persona if entry.persona.is_absolute() else base / entry.persona
         persona = _read_persona(persona_dir, path, f"{key}.persona")
         servers = tuple(registry if entry.servers is None else entry.servers)
-        fleet[str(agent_id)] = Agent(str(agent_id), entry, persona, servers)
+        fleet[str(agent_id)] = Agent(str(agent_id), entry, persona, servers, policies)
     return fleet
+
+
+def _policies(
+    entry: AgentEntry, registry: Mapping[str, ServerEntry], path: Path, key: str
+) -> Policies:
+    """The agent's consent rules; a rule naming a server the registry does not have is a
+    mistake (it would never apply), named like any other."""
+    policies = parse_policies(entry.consent, f"{path}: {key}")
+    for rule in policies.rules:
+        server = rule.pattern.split(".", 1)[0]
+        if rule.pattern != "*" and server not in registry:
+            raise ConfigError(
+                f"{path}: {key}.{rule.pattern}: {server!r} is not in the registry, so this "
+                f"rule would never apply; use one of {sorted(registry)}"
+            )
+    return policies
 
 
 def mesh_credentials(

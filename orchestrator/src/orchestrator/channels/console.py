@@ -18,6 +18,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
+from meshkit.wire.pending_actions import Notice
 from orchestrator.core.dispatch import Button, Dispatcher, Reply
 from orchestrator.core.routes import Deliver, TapContext
 from orchestrator.core.turn import arguments_preview
@@ -78,6 +79,8 @@ class Console:
         self._shown: list[str] = []  # the lines of the message the choices belong to
         self._messages = 0  # answers shown so far: the last one's number is its message id
         self._keys: dict[str, str] = {}  # message id → the key it was sent under
+        # message id → (agent, chat, user) of a notice shown here: its buttons tap as them
+        self._notices: dict[str, tuple[str, str, str]] = {}
         self._lines = 0  # lines typed: each one's answers are sent under a key of its own
         self._thinking = False
 
@@ -105,11 +108,12 @@ class Console:
             button = self._choices[int(line) - 1]
             message_id = str(self._messages)  # the choices are those of the last answer
             self._set_thinking(True)  # a tap may take a while: a confirmed action, a turn
+            agent, chat, user = self._notices.get(message_id, (self._agent_id, CHAT_ID, USER_ID))
             try:
                 tap = TapContext(
-                    agent=self._agent_id,
-                    chat=CHAT_ID,
-                    user=USER_ID,
+                    agent=agent,
+                    chat=chat,
+                    user=user,
                     message=message_id,
                     data=button.data,
                     answer=self._notice,
@@ -146,6 +150,21 @@ class Console:
             return str(self._messages)
 
         return Deliver(key, deliver)
+
+    async def notice(self, notice: Notice, reply: Reply) -> str:
+        """What another client proposed or had done (the consent channel), as a message of
+        its own. This terminal is its user's: its buttons tap as the user it is for."""
+        thinking = self._thinking
+        self._write("")
+        self._show(reply)
+        self._messages += 1
+        message_id = str(self._messages)
+        self._keys[message_id] = notice.key
+        self._notices[message_id] = (notice.agent, notice.chat_id, notice.user_id)
+        self._set_thinking(thinking)
+        if not thinking:
+            self._prompt()
+        return message_id
 
     async def _edited(self, reply: Reply) -> None:
         """A tapped message changed: its new lines only, then its choices again."""

@@ -4,6 +4,8 @@
             bound to the key its reply will be sent under: ``reply:<update id>``)
          ─► reply: the model's text, each change's summary (the server's words, not the
             model's), and buttons ─► sent (and its update acked, in the same call)
+         (a change the agent's policy or a running grant allows comes back executing,
+          with its approval: it is done at once, and its line says so and why)
     tap  ─► approve / cancel (pending-actions decides, atomically, and only for the
             agent, chat and message key the buttons were sent under: telegram-io reports
             the key of the tapped message) ─► its notice
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -35,6 +37,7 @@ from pydantic import BaseModel, ValidationError
 from meshkit.proposals import Proposal
 from meshkit.tool_classes import CONFIRM, PRODUCER
 from meshkit.wire.pending_actions import (
+    CHAT_CLIENT,
     ActionView,
     BatchDecisions,
     BatchView,
@@ -44,6 +47,7 @@ from meshkit.wire.pending_actions import (
 )
 from orchestrator.core.batches import Line, message_of, redrawn_text, render
 from orchestrator.core.callbacks import Tap, decode
+from orchestrator.core.consent import Change, ConsentDesk, clock
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.replies import Reply
 from orchestrator.core.routes import TapContext
@@ -56,6 +60,7 @@ logger = logging.getLogger(__name__)
 
 NO_LONGER_ACTIVE = "That button is no longer active."
 UNAVAILABLE = "I can't reach the confirmations service right now; nothing was changed. Try again."
+DENIED = "denied"  # what a line shows is the batch's: "not allowed by your policy"
 NOT_STAGED = (
     "⚠️ I could not put this up for your confirmation (the confirmations service is "
     "unavailable), so nothing will change. Ask me again in a moment."
@@ -75,6 +80,21 @@ def proposals_of(results: Sequence[tuple[ToolInfo, ToolResult]]) -> list[tuple[s
         except ValidationError as error:
             logger.warning("%s returned no valid proposal: %s", tool.qualified, error)
     return found
+
+
+@dataclass(frozen=True)
+class Where:
+    """Whose chat a turn's changes are staged for: the agent (its time zone, for the end
+    of a grant), the chat, and the one user who may decide (None: anyone in the chat)."""
+
+    agent: str
+    chat: str
+    user_id: str | None
+    zone: str = "UTC"
+
+    @property
+    def user(self) -> str:
+        return self.user_id or self.chat
 
 
 @dataclass(frozen=True)
@@ -102,58 +122,105 @@ def _overlay(views: list[ActionView], outcomes: list[Outcome]) -> list[Line]:
 
 
 class ActionDesk:
-    def __init__(self, registry: Registry, conversation: Conversation) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        conversation: Conversation,
+        consent: ConsentDesk,
+        zones: Mapping[str, str] | None = None,
+    ) -> None:
+        """``zones``: each agent's time zone, for the end of a grant a tap gives."""
+        self._zones = zones or {}
         self._registry = registry
         self._conversation = conversation
+        self._consent = consent
         self._pending = RoleClient(registry, "pending-actions")
         self._tapping: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
 
     async def stage(
         self,
-        agent: str,
-        chat_id: str,
-        user_id: str | None,
+        where: Where,
         text: str,
         proposals: list[tuple[str, Proposal]],
         *,
         key: str | None,
     ) -> Reply:
         """The reply for a turn that proposed changes: one batch, summaries, buttons. The
-        buttons act in the message sent under ``key`` only (None: nowhere)."""
+        buttons act in the message sent under ``key`` only (None: nowhere). A change the
+        agent's policy or a running grant allows is done now, before the reply: its line
+        says it is done, and why without a tap."""
         batch_id: str | None = None
         lines: list[Line] = []
-        kept = redrawn_text(text)
+        done: list[Outcome] = []
         for server, proposal in proposals:
-            arguments: dict[str, Any] = {
-                "agent": agent,
-                "chat_id": chat_id,
-                "server": server,
-                "proposal": proposal.model_dump(mode="json"),
-            }
-            if kept:
-                arguments["batch_text"] = kept
-            if batch_id is not None:
-                arguments["batch_id"] = batch_id
-            elif key is not None:
-                arguments["message_key"] = key
-            if user_id is not None:
-                arguments["user_id"] = user_id
-            staged = await self._pending.call("stage", arguments, Staged)
+            staged = await self._stage_one(where, server, proposal, text, batch_id, key)
             if staged is None:
                 # Those staged so far stay pending until they expire; no button reaches them.
                 return Reply(f"{text}\n\n{NOT_STAGED}")
+            if isinstance(staged, str):  # refused by the policy pending-actions read
+                lines.append(Line("", proposal.summary, "", "", "denied"))
+                continue
             batch_id = staged.batch_id
-            lines.append(
-                Line(
-                    staged.action_id,
-                    proposal.summary,
-                    proposal.confirm_label,
-                    proposal.cancel_label,
-                    "pending",
-                )
+            line = Line(
+                staged.action_id,
+                proposal.summary,
+                proposal.confirm_label,
+                proposal.cancel_label,
+                "pending",
+                grant_s=staged.grant_s,
             )
-        assert batch_id is not None
-        return render(text, batch_id, lines)
+            if staged.state == State.EXECUTING:
+                by = f"Allowed without a tap (by {staged.decided_by or 'policy'})"
+                outcome = await self.execute(_approved(staged, server, proposal), by=by)
+                done.append(outcome)
+                change = Change(where.agent, where.user, CHAT_CLIENT, server, proposal.kind)
+                why = await self._consent.allowed(
+                    change, staged.decided_by, where.zone, staged.granted_until
+                )
+                line = replace(
+                    line, state=outcome.state, result=outcome.result, error=outcome.error,
+                    allowed=why,
+                )  # fmt: skip
+            lines.append(line)
+        await self.settled(where.agent, where.chat, done)
+        return render(text, batch_id or "", lines)
+
+    async def _stage_one(  # noqa: PLR0917 (one proposal, where it goes)
+        self,
+        where: Where,
+        server: str,
+        proposal: Proposal,
+        text: str,
+        batch_id: str | None,
+        key: str | None,
+    ) -> Staged | str | None:
+        """Staged; a string saying why pending-actions refused it; None: no answer."""
+        arguments: dict[str, Any] = {
+            "agent": where.agent,
+            "chat_id": where.chat,
+            "server": server,
+            "proposal": proposal.model_dump(mode="json"),
+        }
+        kept = redrawn_text(text)
+        if kept:
+            arguments["batch_text"] = kept
+        if batch_id is not None:
+            arguments["batch_id"] = batch_id
+        elif key is not None:
+            arguments["message_key"] = key
+        if where.user_id is not None:
+            arguments["user_id"] = where.user_id
+        pending = self._pending.server
+        if pending is None:
+            return None
+        try:
+            return await self._registry.call_as(pending, "stage", arguments, Staged)
+        except ToolFailed as refused:
+            logger.info("stage of %s.%s refused: %s", server, proposal.kind, refused.message)
+            return DENIED if "not allowed" in refused.message.lower() else None
+        except ToolCallError as error:
+            logger.warning("pending-actions: %s", error)
+            return None
 
     async def tap(self, tap: TapContext) -> None:
         """Do what a button (``pa``, ``pb``) says, once, if it is on the message of this
@@ -188,44 +255,61 @@ class ActionDesk:
             await tap.settle()
             return
         decisions, batch = decided
-        await tap.answer(notice(decoded, decisions))
+        await tap.answer(notice(decoded, decisions, self._zones.get(tap.agent, "UTC")))
         if batch is None or (not any(d.ok for d in decisions) and not _redraws(decisions, batch)):
             await tap.settle()  # nothing shown in this message, or nothing to redraw
             return
         outcomes = [
-            await self._execute(decision)
+            await self.execute(decision)
             for decision in decisions
-            if decision.ok and decoded.verb == "confirm"
+            if decision.ok and decoded.confirms
         ]
         lines = _overlay(batch.actions, outcomes)
         await tap.settle(render(batch.text or "", batch.batch_id, lines, redraw=True))
         async with anyio.create_task_group() as after:
             for outcome in outcomes:
                 if outcome.record is not None:
-                    after.start_soon(self._record, *outcome.record)
+                    after.start_soon(self.record, *outcome.record)
             told = [o.note for o in outcomes if o.note] + [
                 f"The user cancelled: {d.summary}"
                 for d in decisions
-                if d.ok and decoded.verb == "cancel"
+                if d.ok and not decoded.confirms
             ]
             if told:
-                note = {"type": "message", "role": "developer", "content": "\n".join(told)}
-                after.start_soon(self._conversation.append, tap.agent, tap.chat, [note])
+                after.start_soon(self.tell, tap.agent, tap.chat, told)
 
     async def _decide(
         self, tap: Tap, who: dict[str, str]
     ) -> tuple[list[Decision], BatchView | None] | None:
         """The decisions, and the batch as it stands after them (None: no answer)."""
         if tap.scope == "action":
-            tool = "approve" if tap.verb == "confirm" else "cancel"
-            decision = await self._pending.call(tool, {"action_id": tap.target, **who}, Decision)
+            tool = "approve" if tap.confirms else "cancel"
+            arguments: dict[str, Any] = {"action_id": tap.target, **who}
+            if tap.verb == "grant":
+                arguments["grant"] = True
+            decision = await self._pending.call(tool, arguments, Decision)
             return None if decision is None else ([decision], decision.batch)
-        tool = "approve_batch" if tap.verb == "confirm" else "cancel_batch"
+        tool = "approve_batch" if tap.confirms else "cancel_batch"
         batch = await self._pending.call(tool, {"batch_id": tap.target, **who}, BatchDecisions)
         return None if batch is None else (batch.decisions, batch.batch)
 
-    async def _execute(self, decision: Decision) -> Outcome:
-        """Run the approved action's confirm tool; how it went, to be recorded."""
+    async def settled(self, agent: str, chat: str, outcomes: list[Outcome]) -> None:
+        """Outcomes of changes made without a tap: recorded, and the conversation told."""
+        for outcome in outcomes:
+            if outcome.record is not None:
+                await self.record(*outcome.record)
+        told = [o.note for o in outcomes if o.note]
+        if told:
+            await self.tell(agent, chat, told)
+
+    async def tell(self, agent: str, chat: str, lines: list[str]) -> None:
+        """A developer note in the conversation: what happened outside the model's turn."""
+        note = {"type": "message", "role": "developer", "content": "\n".join(lines)}
+        await self._conversation.append(agent, chat, [note])
+
+    async def execute(self, decision: Decision, *, by: str = "The user confirmed") -> Outcome:
+        """Run the approved action's confirm tool; how it went, to be recorded. ``by``
+        says who decided, in the conversation's note."""
         server, action = decision.server or "", decision.action_id
         name = f"confirm_{decision.kind}"
         tool = self._registry.find(server, name)
@@ -255,15 +339,30 @@ class ActionDesk:
                 return Outcome(action, "executing")
             error = failure.message if isinstance(failure, ToolFailed) else failure.detail
             error = error[:300]
-            note = f"The user confirmed but it failed: {decision.summary} ({error})"
+            note = f"{by} but it failed: {decision.summary} ({error})"
             return Outcome(action, "failed", error=error, note=note, record=_fail(action, error))
         result = done.structured or {"message": done.text}
-        note = f"The user confirmed and it is done: {decision.summary} ({message_of(result)})"
+        note = f"{by} and it is done: {decision.summary} ({message_of(result)})"
         record = ("complete", {"action_id": action, "result": result})
         return Outcome(action, "done", result=result, note=note, record=record)
 
-    async def _record(self, tool: str, arguments: dict[str, Any]) -> None:
+    async def record(self, tool: str, arguments: dict[str, Any]) -> None:
         await self._pending.call(tool, arguments, ActionView)
+
+
+def _approved(staged: Staged, server: str, proposal: Proposal) -> Decision:
+    """A change approved at stage (policy, grant) as a tap's decision would carry it."""
+    return Decision(
+        ok=True,
+        action_id=staged.action_id,
+        batch_id=staged.batch_id,
+        state=State.EXECUTING,
+        summary=staged.summary,
+        server=server,
+        kind=proposal.kind,
+        payload=staged.payload,
+        approval=staged.approval,
+    )
 
 
 def _redraws(decisions: list[Decision], batch: BatchView) -> bool:
@@ -281,13 +380,17 @@ def _fail(action_id: str, error: str) -> tuple[str, dict[str, Any]]:
     return ("fail", {"action_id": action_id, "error": error})
 
 
-def notice(tap: Tap, decisions: list[Decision]) -> str:
-    """The few words shown when a tap is answered."""
+def notice(tap: Tap, decisions: list[Decision], zone: str = "UTC") -> str:  # noqa: PLR0911
+    """The few words shown when a tap is answered (``zone``: the end of a grant it gave)."""
     ok = [d for d in decisions if d.ok]
     if tap.scope == "action":
         decision = decisions[0] if decisions else None
         if decision is None or decision.state == "unknown":
             return NO_LONGER_ACTIVE
+        if decision.ok and tap.verb == "grant":
+            until = decision.granted_until
+            allowed = "" if until is None else f" until {clock(until, zone)}"
+            return f"Confirmed: on it. Changes like it need no tap{allowed} (/grants ends it)."
         if decision.ok:
             return (
                 "Confirmed: on it." if tap.verb == "confirm" else "Cancelled: nothing will change."
@@ -295,6 +398,6 @@ def notice(tap: Tap, decisions: list[Decision]) -> str:
         return decision.reason or f"Nothing to do: it is {decision.state}."
     if not ok:
         return "Nothing left to do here." if decisions else NO_LONGER_ACTIVE
-    if tap.verb == "confirm":
+    if tap.confirms:
         return f"Confirmed {len(ok)}: on it."
     return f"Cancelled {len(ok)}: nothing will change."

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from meshkit.consent_policy import duration_text
 from meshkit.wire.pending_actions import ActionView
 from orchestrator.core.callbacks import Tap, encode
 from orchestrator.core.replies import Button, Reply
@@ -19,6 +20,7 @@ MARKS = {
     "cancelled": "❌",
     "expired": "⌛",
     "failed": "⚠️",
+    "denied": "⛔",
 }
 OPEN = frozenset({"pending", "executing"})
 
@@ -34,6 +36,8 @@ class Line:
     state: str
     result: dict[str, Any] | None = None
     error: str | None = None
+    grant_s: int | None = None  # pending: a tap may also allow its kind for this long
+    allowed: str = ""  # done without a tap: why ("your policy allows it", "allowed until …")
 
     @classmethod
     def of(cls, view: ActionView) -> Line:
@@ -45,6 +49,7 @@ class Line:
             str(view.state),
             view.result,
             view.error,
+            view.grant_s,
         )
 
 
@@ -59,12 +64,22 @@ def render(text: str, batch_id: str, lines: list[Line], *, redraw: bool = False)
         + _outcome(line)
         for number, line in enumerate(lines, start=1)
     )
+    return Reply(_body(text, listing, redraw=redraw), _buttons(lines, batch_id), batch_id)
+
+
+def _body(text: str, listing: str, *, redraw: bool) -> str:
     whole = not redraw or len(text) + len(listing) < FULL_TEXT_LIMIT
-    body = f"{text}\n\n{listing}" if text and whole else listing
+    return f"{text}\n\n{listing}" if text and whole else listing
+
+
+def _buttons(lines: list[Line], batch_id: str) -> list[list[Button]]:
+    """A row per open action (and one more to allow its kind for a while, when its rule
+    lets a tap do that); Confirm all and Cancel all when more than one waits."""
+    many = len(lines) > 1
     # An action left executing (its confirm tool did not answer) keeps its buttons: a
     # later tap resumes it, and its confirm tool settles it once.
     open_ = [(n, line) for n, line in enumerate(lines, start=1) if line.state in OPEN]
-    rows = []
+    rows: list[list[Button]] = []
     for number, line in open_:
         prefix = f"{number}. " if many else ""
         rows.append(
@@ -78,6 +93,9 @@ def render(text: str, batch_id: str, lines: list[Line], *, redraw: bool = False)
                 ),
             ]
         )
+        if line.grant_s and line.state == "pending":
+            allow = f"{prefix}✅ and allow for {duration_text(line.grant_s)}"
+            rows.append([Button(allow, encode(Tap("action", "grant", line.action_id)))])
     pending = [line for _, line in open_ if line.state == "pending"]
     if len(pending) > 1:
         rows.append(
@@ -86,7 +104,7 @@ def render(text: str, batch_id: str, lines: list[Line], *, redraw: bool = False)
                 Button("❌ Cancel all", encode(Tap("batch", "cancel", batch_id))),
             ]
         )
-    return Reply(body, rows, batch_id)
+    return rows
 
 
 def redrawn_text(text: str) -> str:
@@ -99,13 +117,17 @@ def message_of(result: dict[str, Any] | None) -> str:
     return str((result or {}).get("message") or "done")
 
 
-def _outcome(line: Line) -> str:
+def _outcome(line: Line) -> str:  # noqa: PLR0911 (one per state)
+    if line.state == "done" and line.allowed:
+        return f": done ({line.allowed})"
     if line.state == "done":
         return f" — {message_of(line.result)}"
     if line.state == "failed":
         return f" — failed: {line.error or 'unknown error'}"
     if line.state == "cancelled":
         return " — cancelled"
+    if line.state == "denied":
+        return " — not allowed by your policy; nothing was done"
     if line.state == "expired":
         return " — expired, nothing was done"
     if line.state == "executing":

@@ -2,6 +2,8 @@
 
     pa:c:<action id>   confirm one action        pb:c:<batch id>   confirm all of a batch
     pa:x:<action id>   cancel one action         pb:x:<batch id>   cancel all of a batch
+    pa:g:<action id>   confirm one action, and allow its kind for the grant its rule gives
+    ge:<grant id>      end a running grant (/grants)
     cl:<question id>:<n | o>   a clarify answer  mf:<memory id>    forget a memory (/memory)
     rm:d | rm:s10 | rm:s60:<firing id>   a delivered reminder: done, snooze 10 min or 1 h
 
@@ -12,7 +14,8 @@ was tapped: whether it may happen is decided by the server that keeps its state,
 tapping user, the bot and chat the tap came through, and the message the button is on
 (the only one where those ids act): pending-actions (pa, pb, and the forget a 🗑 stages),
 memory (cl, mf: which buttons a /memory message shows, whose a rule is) and the scheduler
-(rm: the message a reminder was sent in).
+(rm: the message a reminder was sent in). A grant's End (ge) only ever takes a permission
+away: pending-actions ends it for the tapping user and agent, whoever's message it is on.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ BATCH = "pb"  # a whole batch of pending actions
 CHOICE = "cl"  # a clarify answer
 FORGET = "mf"  # /memory's Forget
 REMINDER = "rm"  # a delivered reminder's follow-up
-PREFIXES = frozenset({ACTION, BATCH, CHOICE, FORGET, REMINDER})
+GRANT_END = "ge"  # /grants' End
+PREFIXES = frozenset({ACTION, BATCH, CHOICE, FORGET, REMINDER, GRANT_END})
 
 
 def prefix_of(data: str) -> str:
@@ -38,20 +42,27 @@ def prefix_of(data: str) -> str:
 
 _ACTION = re.compile(r"act_[0-9a-f]{12}")
 _BATCH = re.compile(r"bat_[0-9a-f]{12}")
-_VERBS = {"c": "confirm", "x": "cancel"}
+Verb = Literal["confirm", "cancel", "grant"]  # grant: confirm, and allow for a while
+_VERBS: dict[str, Verb] = {"c": "confirm", "x": "cancel", "g": "grant"}
 _SCOPES = {ACTION: "action", BATCH: "batch"}
 
 
 @dataclass(frozen=True)
 class Tap:
     scope: Literal["action", "batch"]
-    verb: Literal["confirm", "cancel"]
+    verb: Verb
     target: str  # an action id or a batch id
+
+    @property
+    def confirms(self) -> bool:
+        """Whether the tap says yes (Confirm, or Confirm and allow)."""
+        return self.verb != "cancel"
 
 
 def encode(tap: Tap) -> str:
     prefix = ACTION if tap.scope == "action" else BATCH
-    data = f"{prefix}:{'c' if tap.verb == 'confirm' else 'x'}:{tap.target}"
+    verb = next(v for v, name in _VERBS.items() if name == tap.verb)
+    data = f"{prefix}:{verb}:{tap.target}"
     if decode(data) != tap or len(data.encode()) > MAX_BYTES:
         raise ValueError(f"cannot encode {tap}")
     return data
@@ -63,11 +74,27 @@ def decode(data: str) -> Tap | None:
         return None
     prefix, verb, target = parts
     pattern = _ACTION if prefix == ACTION else _BATCH
-    if not pattern.fullmatch(target):
-        return None
+    if not pattern.fullmatch(target) or (prefix == BATCH and verb == "g"):
+        return None  # a grant is given for one action's kind, never a batch's
     scope: Literal["action", "batch"] = "action" if prefix == ACTION else "batch"
-    kind: Literal["confirm", "cancel"] = "confirm" if verb == "c" else "cancel"
-    return Tap(scope, kind, target)
+    return Tap(scope, _VERBS[verb], target)
+
+
+# --- grants (/grants' End) ------------------------------------------------------------------
+_GRANT = re.compile(r"ge:(grt_[0-9a-f]{12})")
+
+
+def encode_grant_end(grant_id: str) -> str:
+    data = f"{GRANT_END}:{grant_id}"
+    if decode_grant_end(data) != grant_id:
+        raise ValueError(f"cannot encode grant {grant_id!r}")
+    return data
+
+
+def decode_grant_end(data: str) -> str | None:
+    """The grant id of an End button; None for anything else."""
+    found = _GRANT.fullmatch(data)
+    return None if found is None else found.group(1)
 
 
 # --- reminders (the scheduler's firings) ---------------------------------------------------

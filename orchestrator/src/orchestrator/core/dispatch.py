@@ -21,9 +21,18 @@ from types import MappingProxyType
 import anyio
 
 from meshkit.wire.memory import TurnContext, Window
-from orchestrator.core.actions import NO_LONGER_ACTIVE, ActionDesk, proposals_of
-from orchestrator.core.callbacks import ACTION, BATCH, CHOICE, FORGET, REMINDER, prefix_of
+from orchestrator.core.actions import NO_LONGER_ACTIVE, ActionDesk, Where, proposals_of
+from orchestrator.core.callbacks import (
+    ACTION,
+    BATCH,
+    CHOICE,
+    FORGET,
+    GRANT_END,
+    REMINDER,
+    prefix_of,
+)
 from orchestrator.core.clarify import Questions
+from orchestrator.core.consent import ConsentDesk, policy_lines
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.memory_desk import MemoryDesk
 from orchestrator.core.questions_desk import EditMessage, QuestionDesk
@@ -70,8 +79,10 @@ class Dispatcher:
         self._engine = engine
         self._registry = registry
         self._conversation = conversation
-        self._desk = ActionDesk(registry, conversation)
-        self._memory = MemoryDesk(registry, self._desk, Remembered(registry))
+        self.consent = ConsentDesk(registry)
+        zones = {agent: runtime.agent.entry.timezone for agent, runtime in agents.items()}
+        self.desk = ActionDesk(registry, conversation, self.consent, zones)
+        self._memory = MemoryDesk(registry, self.desk, Remembered(registry))
         self._questions = QuestionDesk(Questions(registry, clarify_ttl_s))
         self._summarizer = Summarizer(registry, background)
         self._started = time.monotonic()
@@ -80,11 +91,12 @@ class Dispatcher:
         self._status_lines = tuple(status_lines)
         # Callback prefix → handler: where every tap goes (the formats: core/callbacks.py).
         self.tap_routes: Mapping[str, TapHandler] = MappingProxyType({
-            ACTION: self._desk.tap,  # pending-actions decides, the confirm tool acts
-            BATCH: self._desk.tap,
+            ACTION: self.desk.tap,  # pending-actions decides, the confirm tool acts
+            BATCH: self.desk.tap,
             CHOICE: self._choose,  # the question answered, then the turn its answer starts
             FORGET: self._forget,  # memory checks it, then it is a change confirmed at once
             REMINDER: reminder_taps or refused,  # the scheduler follows the reminder up
+            GRANT_END: self.consent.end,  # pending-actions ends the tapping user's grant
         })  # fmt: skip
         # Command → handler, in the order /help and Telegram's "/" menu list them.
         self.command_routes: Mapping[str, Command] = MappingProxyType({
@@ -93,7 +105,9 @@ class Dispatcher:
                 "what I remember for you (forget with a tap)", self._memories, delivers=True
             ),
             "/stop": Command("cancel the answer in progress", self._stop, serial=False),
-            "/status": Command("servers, tools, model and uptime", self._status),
+            "/status": Command("servers, tools, model, policies and uptime", self._status),
+            "/grants": Command("changes allowed without a tap, for now", self._grants),
+            "/audit": Command("your last 10 entries in the consent ledger", self._audit),
             "/reload": Command("re-discover the tools of every server", self._reload),
             "/help": Command("what I can do", self._help),
             **(more_commands or {}),
@@ -168,9 +182,8 @@ class Dispatcher:
         proposals = proposals_of(result.results)
         if proposals:  # bound to the key the reply is sent under: its buttons act there
             key = None if deliver is None else deliver.key
-            reply = await self._desk.stage(
-                agent_id, chat_id, turn.user_id, result.text, proposals, key=key
-            )
+            where = Where(agent_id, chat_id, turn.user_id, turn.runtime.agent.entry.timezone)
+            reply = await self.desk.stage(where, result.text, proposals, key=key)
         return await _delivered(reply, deliver)
 
     async def _think(
@@ -283,7 +296,14 @@ class Dispatcher:
             lines.append(conversation_line(window))
         for more in self._status_lines:
             lines += await more(runtime.id)
+        lines += policy_lines(runtime.agent.policies)
         return Reply("\n".join(lines))
+
+    async def _grants(self, asked: CommandContext) -> Reply:
+        return await self.consent.grants(asked)
+
+    async def _audit(self, asked: CommandContext) -> Reply:
+        return await self.consent.audit(asked)
 
     def help_text(self, runtime: AgentRuntime) -> str:
         tools = self._engine.visible_tools(runtime)

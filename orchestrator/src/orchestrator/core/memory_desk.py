@@ -21,7 +21,7 @@ import anyio
 
 from meshkit.proposals import Proposal
 from meshkit.wire.memory import ForgetTapped, MemoriesShown
-from orchestrator.core.actions import NO_LONGER_ACTIVE, UNAVAILABLE, ActionDesk
+from orchestrator.core.actions import NO_LONGER_ACTIVE, UNAVAILABLE, ActionDesk, Where
 from orchestrator.core.callbacks import (
     ForgetTap,
     Tap,
@@ -43,6 +43,7 @@ NOTHING = (
     "confirm with 💾 Remember."
 )
 ALREADY_FORGOTTEN = "Already forgotten."
+NOT_ALLOWED = "Not allowed by your policy: nothing was forgotten."
 NOT_YOURS = "Only the one who set that rule, or the agent's owner, can forget it."
 
 BATCH_TEXT = "/memory"  # what pending-actions keeps as the text of a Forget tap's batch
@@ -174,12 +175,15 @@ class MemoryDesk:
         if memory is None or tap.key is None:  # gone since forget_tapped (a /reload)
             await tap.answer(UNAVAILABLE)
             return
-        staged = await self._desk.stage(
-            tap.agent, tap.chat, tap.user, BATCH_TEXT, [(memory, proposal)], key=tap.key
-        )
+        where = Where(tap.agent, tap.chat, tap.user)
+        staged = await self._desk.stage(where, BATCH_TEXT, [(memory, proposal)], key=tap.key)
         first = decode(staged.buttons[0][0].data) if staged.buttons else None
-        if staged.batch_id is None or first is None:
+        if staged.batch_id is None:
             await tap.answer(UNAVAILABLE)
+            return
+        if first is None:  # decided at stage: done by the agent's policy, or refused by it
+            await tap.answer("Done." if staged.batch_id else NOT_ALLOWED)
+            await tap.settle(staged)
             return
         confirm = encode(Tap("action", "confirm", first.target))
         await self._desk.tap(replace(tap, data=confirm))

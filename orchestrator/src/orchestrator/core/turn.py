@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 
 import anyio
 
+from meshkit.proposals import Proposal
+from meshkit.tool_classes import PRODUCER
 from meshkit.wire.memory import TurnContext
 from orchestrator.config import Agent
 from orchestrator.core import clarify
@@ -26,6 +28,7 @@ from orchestrator.core.remembered import earlier, layers
 from orchestrator.llm.base import LLM, FunctionCall, Item, ToolSpec, Usage
 from orchestrator.llm.errors import LLMError
 from orchestrator.mesh.bridge import (
+    denied_output,
     error_output,
     output_of,
     output_of_error,
@@ -262,6 +265,10 @@ class TurnEngine:
         except ToolCallError as error:
             logger.debug("tool %s gave no result: %s", call.name, error)
             return output_of_error(error, tool)
+        denied = _denied(turn.request.runtime.agent, tool, answer)
+        if denied is not None:
+            logger.info("turn agent=%s: %s denied by policy", turn.request.runtime.id, denied)
+            return denied_output(turn.request.runtime.agent.entry.name, denied)
         turn.result.results.append((tool, answer))
         logger.debug("tool %s ok %.1f ms", call.name, answer.duration_ms)
         return output_of(answer)
@@ -273,6 +280,21 @@ class TurnEngine:
         spec = to_tool_spec(tool)
         self._specs[tool.qualified] = (tool, spec)
         return spec
+
+
+def _denied(agent: Agent, tool: ToolInfo, answer: ToolResult) -> str | None:
+    """``server.kind`` when ``answer`` is a proposal the agent's policy denies: never
+    staged, and the model told at once (a deterministic rule, never a model's judgement)."""
+    if tool.tool_class != PRODUCER or answer.structured is None:
+        return None
+    kind = answer.structured.get("kind")
+    if not isinstance(kind, str) or agent.policies.rule(tool.server, kind).policy != "deny":
+        return None
+    try:
+        Proposal.model_validate(answer.structured)
+    except ValueError:
+        return None  # not a proposal: proposals_of leaves it out anyway
+    return f"{tool.server}.{kind}"
 
 
 def _asked(call: FunctionCall, result: TurnResult) -> str:

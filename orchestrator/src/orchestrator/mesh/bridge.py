@@ -199,6 +199,14 @@ def error_output(message: str) -> str:
     return json.dumps({"error": message}, ensure_ascii=False)
 
 
+def denied_output(agent_name: str, change: str) -> str:
+    """What the model reads when the agent's policy denies the change a tool proposed."""
+    return error_output(
+        f"{change} is not allowed by {agent_name}'s policy: nothing was proposed and nothing "
+        "will change. Tell the user it is not allowed; do not try another way to make it."
+    )
+
+
 def output_of_error(error: ToolCallError, tool: ToolInfo) -> str:
     """What the model reads when a call gave no result: what happened and what to do."""
     return error_output(_explained(error, tool))

@@ -123,14 +123,15 @@ class Registry:
     def tools(
         self, servers: Iterable[str] | None = None, classes: frozenset[str] = LLM_CLASSES
     ) -> list[ToolInfo]:
-        """Tools of the given servers (all when None) in the given classes, by name."""
+        """Tools of the given servers (all when None) in the given classes, by name; never
+        a tool for other clients only (``get_action``)."""
         names = self._connections if servers is None else servers
         found = [
             tool
             for name in names
             if name in self._connections
             for tool in self._connections[name].tools.values()
-            if tool.tool_class in classes
+            if tool.tool_class in classes and not tool.clients_only
         ]
         return sorted(found, key=lambda t: t.qualified)
 

@@ -28,6 +28,8 @@ class ToolInfo:
     read_only: bool
     idempotent: bool
     context: tuple[str, ...] = ()  # arguments the orchestrator fills in (``agent``)
+    # For other clients only (``get_action``: follow a proposal they made): never the model's.
+    clients_only: bool = False
 
     @property
     def retry_safe(self) -> bool:
@@ -59,6 +61,13 @@ def context_arguments(tool: mcp_types.Tool) -> tuple[str, ...]:
     return tuple(name for name in declared if name in CONTEXT_ARGUMENTS and name in properties)
 
 
+def for_clients_only(tool: mcp_types.Tool) -> bool:
+    """Whether a tool says it is for other MCP clients only (``meta.clawmesh.clients_only``):
+    the orchestrator's model follows its proposals by their buttons, not by polling."""
+    clawmesh = (tool.meta or {}).get("clawmesh")
+    return isinstance(clawmesh, dict) and clawmesh.get("clients_only") is True
+
+
 def describe(server: str, tools: list[mcp_types.Tool]) -> dict[str, ToolInfo]:
     """The tools a server listed, by name; those whose names cannot form ``server__tool``
     are left out, and those without a class are kept but never shown to the model."""
@@ -84,6 +93,7 @@ def describe(server: str, tools: list[mcp_types.Tool]) -> dict[str, ToolInfo]:
             read_only=bool(hints and hints.read_only_hint),
             idempotent=bool(hints and hints.idempotent_hint),
             context=context_arguments(tool),
+            clients_only=for_clients_only(tool),
         )
     hidden = [t.name for t in found.values() if t.tool_class == UNCLASSIFIED]
     if hidden:

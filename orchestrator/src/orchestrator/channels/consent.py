@@ -1,0 +1,262 @@
+"""The consent channel: what other MCP clients proposed, brought to the user's chat.
+
+    pending-actions.next_notices (long poll) ─► show:    the batch with its buttons, sent
+                                                         under the notice's key
+                                                         (``consent:<batch id>``) "From
+                                                         Claude Desktop: …"
+                                             └► execute: <server>.confirm_<kind>(payload,
+                                                         approval), complete or fail, then
+                                                         "✅ From …: done (why)" under
+                                                         ``done:<action id>``
+        ─► acked by the next next_notices (``ack``), the way the scheduled channel acks
+
+A client (Claude Desktop, a script) bound to a user proposes a change through a server; the
+server stages it in pending-actions, which queues a notice and wakes this poll at once. A
+tap on a shown batch takes the ActionDesk's path like any other: telegram-io reports the key
+of the tapped message, and pending-actions takes taps from the message sent under the key
+the batch was staged with. The conversation is told (a developer note) what a client
+proposed or had done, so the model knows when the user asks about it.
+
+A batch for a user the agent does not talk to (not in its ``allowed_user_ids``: Telegram's
+gate would drop their taps) is not shown, only logged with the fix; a change the policy
+allowed for one is done all the same, without the message. The console shows every notice.
+
+A notice is acked only once handled: sent (or refused by Telegram: trying again won't
+help), or executed and recorded. One that telegram-io could not take, or whose confirm tool
+gave no answer, is not acked: pending-actions hands it over again when its lease runs out
+(an execute notice with a fresh approval; the confirm tool performs an action id once, and
+telegram-io delivers a key once). The notices of one poll are handled side by side, and
+acked by the next poll. Stopping: no new notices; those being handled get ``grace_s``;
+the acks not yet sent go in one last call.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from meshkit.wire.pending_actions import Notice, Notices
+from orchestrator.channels.telegram_io import TelegramIO, TelegramIOUnavailable, TelegramRefused
+from orchestrator.core.batches import Line, message_of, render
+from orchestrator.core.consent import Change
+from orchestrator.core.dispatch import Dispatcher
+from orchestrator.core.replies import Reply
+from orchestrator.mesh.errors import ToolCallError
+from orchestrator.mesh.registry import Registry
+from orchestrator.shutdown import Shutdown
+
+logger = logging.getLogger(__name__)
+
+MAX_NOTICES = 10
+MAX_WAIT_S = 25.0  # pending-actions' bound for one long poll
+FLUSH_S = 5.0  # the last call's bound, when stopping
+
+# Shows a notice's message to its user: the message id (None: not known). Raises
+# NoticeUnsent when it could not go now (try again later) and NoticeRefused when it never will.
+Show = Callable[[Notice, Reply], Awaitable[str | None]]
+
+
+class NoticeUnsent(Exception):
+    """The notice's message could not be sent now: it stays unacked, handed over again."""
+
+
+class NoticeRefused(Exception):
+    """The notice's message was refused (a blocked bot): acked, it would never go."""
+
+
+def telegram_show(io: TelegramIO) -> Show:
+    """Notices to the user's chat by the agent's bot, once per key (telegram-io)."""
+
+    async def show(notice: Notice, reply: Reply) -> str | None:
+        try:
+            return await io.deliver(notice.agent, notice.chat_id, reply, notice.key)
+        except TelegramIOUnavailable as error:
+            raise NoticeUnsent(str(error)) from error
+        except TelegramRefused as error:
+            raise NoticeRefused(str(error)) from error
+
+    return show
+
+
+class ConsentChannel:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        registry: Registry,
+        show: Show,
+        *,
+        consumer: str = "orchestrator",
+        run: str | None = None,
+        wait_s: float = 20.0,
+        grace_s: float = 20.0,
+        allowed_only: bool = True,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+    ) -> None:
+        """``allowed_only``: a notice for a user the agent does not talk to (not in its
+        ``allowed_user_ids``: the chat's taps would be dropped) is not shown, only logged;
+        False for the console, whose user is whoever sits at it."""
+        self._allowed_only = allowed_only
+        self._dispatcher = dispatcher
+        self._registry = registry
+        self._show = show
+        self._holder = {"consumer": consumer, "run": run or uuid.uuid4().hex[:16]}
+        self._wait_s = min(wait_s, MAX_WAIT_S)
+        self._grace_s = grace_s
+        self._sleep = sleep
+        self._acks: list[str] = []  # handled, to be acked by the next poll
+        self._polling = anyio.CancelScope()  # the long poll under way
+        self.server = registry.server_for("pending-actions")
+
+    async def run(self, shutdown: Shutdown) -> None:
+        """Bring notices to their chats until ``shutdown`` is requested."""
+        if self.server is None:
+            return
+        with anyio.CancelScope() as everything:
+            async with anyio.create_task_group() as tasks:
+
+                async def stop() -> None:
+                    await shutdown.requested.wait()
+                    self._polling.cancel()  # the notices being handled get the grace
+                    with anyio.move_on_after(self._grace_s):
+                        await shutdown.hurried.wait()
+                    everything.cancel()
+
+                tasks.start_soon(stop)
+                await self._poll(self.server, shutdown)
+                tasks.cancel_scope.cancel()
+        await self._flush(self.server)
+
+    async def _poll(self, server: str, shutdown: Shutdown) -> None:
+        delay = 0.5
+        while not shutdown.requested.is_set():
+            acks = list(self._acks)
+            with anyio.CancelScope() as self._polling:
+                if shutdown.requested.is_set():
+                    return
+                try:
+                    found = await self._next(server, acks, MAX_NOTICES, self._wait_s)
+                except ToolCallError as error:
+                    logger.warning("pending-actions: next_notices failed (%s); retrying", error)
+                    await self._sleep(delay)
+                    delay = min(delay * 2, 10.0)
+                    continue
+            if self._polling.cancelled_caught:
+                return  # its acks, maybe not made: the flush makes them (once, by key)
+            self._acked(acks)
+            delay = 0.5
+            async with anyio.create_task_group() as handling:  # side by side, then acked
+                for notice in found.notices:
+                    handling.start_soon(self._handle, notice, name=notice.key)
+
+    async def _next(self, server: str, acks: list[str], most: int, wait_s: float) -> Notices:
+        arguments: dict[str, object] = {**self._holder, "max": most, "wait_s": wait_s}
+        if acks:
+            arguments["ack"] = acks
+        return await self._registry.call_as(server, "next_notices", arguments, Notices)
+
+    def _acked(self, keys: list[str]) -> None:
+        for key in keys:
+            self._acks.remove(key)
+
+    async def _flush(self, server: str) -> None:
+        """The acks no poll took, in one last call that takes nothing new: the next run
+        does not show them again."""
+        if not self._acks:
+            return
+        with anyio.move_on_after(FLUSH_S):
+            acks = list(self._acks)
+            try:
+                await self._next(server, acks, 1, 0)
+            except ToolCallError as error:
+                logger.warning("ack of %d notice(s) failed (%s)", len(acks), error)
+                return
+            self._acked(acks)
+
+    async def _handle(self, notice: Notice) -> None:
+        """One notice; the boundary of one: whatever goes wrong, the others go on."""
+        if notice.type == "show" and not self._reaches(notice):
+            self._acks.append(notice.key)  # never decidable: it expires, unshown
+            return
+        try:
+            done = await (self._execute if notice.type == "execute" else self._present)(notice)
+        except NoticeUnsent as error:
+            logger.warning("notice %s: not sent (%s); left for redelivery", notice.key, error)
+            return
+        except NoticeRefused as error:
+            logger.warning("notice %s: the message was refused (%s); acked", notice.key, error)
+            done = True
+        except Exception:
+            logger.exception(
+                "notice %s: failed; acked so it does not come back forever", notice.key
+            )
+            done = True
+        if done:
+            self._acks.append(notice.key)
+            logger.info("notice %s (%s from %s) handled", notice.key, notice.type, notice.client)
+
+    def _reaches(self, notice: Notice) -> bool:
+        """Whether the notice's user is one its agent talks to, and so may be shown it (else
+        logged, with the fix)."""
+        runtime = self._dispatcher.agents.get(notice.agent)
+        if runtime is None:
+            logger.warning(
+                "notice %s: agent %s is not in this fleet; dropped", notice.key, notice.agent
+            )
+            return False
+        if self._allowed_only and notice.user_id not in runtime.agent.entry.allowed_user_ids:
+            logger.warning(
+                "notice %s: %s proposed a change for user %s, who is not in agents.%s."
+                "allowed_user_ids: not shown (add the user, or bind the client to one who is)",
+                notice.key, notice.client, notice.user_id, notice.agent,
+            )  # fmt: skip
+            return False
+        return True
+
+    async def _present(self, notice: Notice) -> bool:
+        """A client's proposals, with their buttons, in the user's chat."""
+        batch = notice.batch
+        if batch is None:
+            logger.warning("notice %s: a show without its batch; acked", notice.key)
+            return True
+        lines = [Line.of(view) for view in batch.actions]
+        text = batch.text or f"From {notice.client_label}:"
+        await self._show(notice, render(text, batch.batch_id, lines))
+        told = [
+            f"{notice.client_label} proposed, waiting for the user's tap: {view.summary}"
+            for view in batch.actions
+        ]
+        await self._dispatcher.desk.tell(notice.agent, notice.chat_id, told)
+        return True
+
+    async def _execute(self, notice: Notice) -> bool:
+        """A client's change its agent's policy or a running grant allows: done, recorded,
+        and the user told. False when the confirm tool gave no answer (handed over again)."""
+        decision = notice.decision
+        if decision is None or not decision.ok:
+            logger.warning("notice %s: an execute without an approval; acked", notice.key)
+            return True
+        desk = self._dispatcher.desk
+        by = f"{notice.client_label} proposed it, allowed without a tap,"
+        outcome = await desk.execute(decision, by=by)
+        if outcome.state == "executing":
+            return False
+        runtime = self._dispatcher.agents.get(notice.agent)
+        zone = runtime.agent.entry.timezone if runtime is not None else "UTC"
+        change = Change(
+            notice.agent, notice.user_id, notice.client, decision.server or "", decision.kind or ""
+        )
+        why = await self._dispatcher.consent.allowed(change, None, zone)
+        summary = f"From {notice.client_label}: {decision.summary}"
+        if outcome.state == "done":
+            text = f"✅ {summary}: done ({why}) — {message_of(outcome.result)}"
+        else:
+            text = f"⚠️ {summary} — failed: {outcome.error or 'unknown error'}"
+        # Recorded before the user is told: a notice handed over again (its message not
+        # sent) finds the action done, and its confirm tool answers with the first result.
+        await desk.settled(notice.agent, notice.chat_id, [outcome])
+        if self._reaches(notice):  # the policy allowed it: done, even where nobody is told
+            await self._show(notice, Reply(text))
+        return True
