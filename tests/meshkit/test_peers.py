@@ -115,7 +115,9 @@ async def test_a_peer_calls_relay_tools_under_its_servers_name_and_nothing_else(
         assert text.startswith("forbidden (403)")
 
 
-@pytest.mark.parametrize("token", [ORCHESTRATOR_TOKEN, DESKTOP_TOKEN])
+@pytest.mark.parametrize(
+    "token", [ORCHESTRATOR_TOKEN, DESKTOP_TOKEN], ids=["orchestrator", "client"]
+)
 async def test_neither_the_orchestrator_nor_a_client_may_call_a_relay_tool(
     mcp_url: str, token: str
 ) -> None:
