@@ -96,6 +96,9 @@ class SQLiteStore:
         self._worker: ThreadPoolExecutor | None = None
         self._db: sqlite3.Connection | None = None
         self._checkpointer: sqlite3.Connection | None = None
+        # The checkpointer runs in a thread of anyio's, not the store's: closing it while a
+        # checkpoint is at work on it would free what SQLite is using (a crash, not an error).
+        self._checkpointing = threading.Lock()
         self._used_at = 0.0  # time.monotonic() of the last request
 
     @property
@@ -171,12 +174,13 @@ class SQLiteStore:
         return time.monotonic() - self._used_at < self.checkpoint_quiet_s
 
     def _checkpoint(self) -> None:
-        if self._checkpointer is None:
-            self._checkpointer = sqlite3.connect(
-                self._path, isolation_level=None, check_same_thread=False
-            )
-            self._checkpointer.execute("PRAGMA busy_timeout = 5000")
-        self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        with self._checkpointing:
+            if self._checkpointer is None:
+                self._checkpointer = sqlite3.connect(
+                    self._path, isolation_level=None, check_same_thread=False
+                )
+                self._checkpointer.execute("PRAGMA busy_timeout = 5000")
+            self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
 
     async def aclose(self) -> None:
         await self._in_worker(self._close)
@@ -226,9 +230,10 @@ class SQLiteStore:
             if self._db is not None:
                 self._db.close()
                 self._db = None
-        if self._checkpointer is not None:
-            self._checkpointer.close()
-            self._checkpointer = None
+        with self._checkpointing:  # after a checkpoint at work on it, never during
+            if self._checkpointer is not None:
+                self._checkpointer.close()
+                self._checkpointer = None
 
     def _connect(self) -> sqlite3.Connection:
         # Created here (0700 / 0600, see meshkit.private) so an unwritable DATA_DIR is
