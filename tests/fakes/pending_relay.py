@@ -1,93 +1,97 @@
-"""pending-actions' two relay tools as their contract says (``stage_for_client``,
-``action_status``), served over HTTP: what a server with change kinds reaches at
-``MESH_RELAY_URL`` when a client bound to a person proposes a change.
-
-It records what it was asked and stages every proposal as pending (no policy, no Telegram):
-enough to prove a server hands a bound client's proposal over, under its own name, and
-changes nothing itself. The real server's staging is tested in tests/pending_actions.
+"""The real pending-actions over HTTP, as a server with change kinds reaches it at
+``MESH_RELAY_URL`` with its own relay credential (``MESH_RELAY_TOKEN``), and the user's tap
+on what it shows: enough to follow a bound client's proposal from the producer call to the
+change performed once.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
 
-from fastmcp import FastMCP
+import pytest
+from fastmcp import Client, FastMCP
+from pydantic import SecretStr
 
-from fakes.serving import serving_in_thread
-from meshkit.errors import ModelError
-from meshkit.proposals import Proposal
-from meshkit.wire.pending_actions import ActionStatus, ClientStaged, State
+from fakes.approval_keys import SIGNING_ENV, write_signing_key
+from fakes.clock import Clock
+from fakes.serving import serving
+from fakes.tool_calls import call
+from mcp_pending_actions.server import build_server as build_pending
+from mcp_pending_actions.settings import PendingSettings
+from meshkit.bindings import bind_local_client
+from meshkit.credentials import Binding, Caller, ClientCredential, token_digest
+from meshkit.http import build_http_app
+from meshkit.settings import ApprovalSettings
+from meshkit.tool_classes import RELAY
 
-TTL_S = 3600
+S = TypeVar("S", bound=ApprovalSettings)
+
+ORCHESTRATOR_TOKEN = "orchestrator-token-pending-relay-0123456"
 
 
-@dataclass
-class Staged:
-    server: str
-    agent: str
-    user_id: str
-    client: str
-    proposal: Proposal
-    action_id: str
+@dataclass(frozen=True)
+class Relayed:
+    """pending-actions in process (``server``) and over HTTP (``url``, for ``token``)."""
 
+    server: FastMCP[Any]
+    url: str
+    token: SecretStr
 
-@dataclass
-class PendingRelay:
-    """The fake's state: every proposal staged, in order."""
+    def configure(self, settings: S) -> S:
+        """A server's ``settings`` with MESH_RELAY_URL and MESH_RELAY_TOKEN set to this."""
+        return settings.model_copy(update={"relay_url": self.url, "relay_token": self.token})
 
-    now: float
-    staged: list[Staged] = field(default_factory=list)
-    _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
-
-    def server(self) -> FastMCP[Any]:
-        mcp: FastMCP[Any] = FastMCP("pending-actions")
-
-        @mcp.tool
-        async def stage_for_client(
-            server: str, agent: str, user_id: str, client: str, proposal: Proposal
-        ) -> ClientStaged:
-            action_id = f"act_{next(self._ids):012x}"
-            self.staged.append(Staged(server, agent, user_id, client, proposal, action_id))
-            return ClientStaged(
-                action_id=action_id,
-                state=State.PENDING,
-                expires_at=self.now + TTL_S,
-                summary=proposal.summary,
+    async def tap_confirm(self, user_id: str, agent: str) -> dict[str, Any]:
+        """The user taps Confirm under the one proposal shown: the decision, with the
+        payload and a fresh approval for the confirm tool."""
+        async with Client(self.server) as actions:
+            [shown] = (await call(actions, "next_notices", consumer="o", run="r"))["notices"]
+            [action] = shown["batch"]["actions"]
+            tap = {"user_id": user_id, "chat_id": user_id, "agent": agent}
+            return dict(
+                await call(
+                    actions,
+                    "approve",
+                    action_id=action["action_id"],
+                    message_key=shown["key"],
+                    **tap,
+                )
             )
 
-        @mcp.tool
-        async def action_status(
-            action_id: str, agent: str, user_id: str, server: str
-        ) -> ActionStatus:
-            for staged in self.staged:
-                if (staged.action_id, staged.agent, staged.user_id, staged.server) == (
-                    action_id,
-                    agent,
-                    user_id,
-                    server,
-                ):
-                    return ActionStatus(
-                        action_id=action_id,
-                        state=State.PENDING,
-                        summary=staged.proposal.summary,
-                        server=server,
-                        kind=staged.proposal.kind,
-                        client=staged.client,
-                        created_at=self.now,
-                        expires_at=self.now + TTL_S,
-                    )
-            raise ModelError(f"No action {action_id} of yours.")
-
-        return mcp
+    async def complete(self, action_id: str, result: dict[str, Any]) -> None:
+        """What the orchestrator records once the confirm tool answered."""
+        async with Client(self.server) as actions:
+            await call(actions, "complete", action_id=action_id, result=result)
 
 
-@contextmanager
-def pending_relay(now: float) -> Iterator[tuple[PendingRelay, str]]:
-    """The fake served on a loopback port, and its MCP URL (a server's MESH_RELAY_URL)."""
-    fake = PendingRelay(now)
-    with serving_in_thread(fake.server().http_app()) as base:
-        yield fake, f"{base}/mcp"
+@asynccontextmanager
+async def relayed(
+    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch, server: str, binding: Binding
+) -> AsyncIterator[Relayed]:
+    """pending-actions admitting ``server``'s relay credential (every agent: ask)."""
+    monkeypatch.setenv(SIGNING_ENV, str(write_signing_key(tmp_path / "signing")))
+    settings = PendingSettings(data_dir=tmp_path / "pending", agents=tmp_path / "no-agents.yaml")
+    pending = build_pending(settings, clock=clock)
+    token = f"{server}-relay-token-0123456789abcdef"
+    peer = ClientCredential(server, (RELAY,), binding, token_digest(token))
+    app = build_http_app(
+        pending,
+        token=SecretStr(ORCHESTRATOR_TOKEN),
+        clients=[peer],
+        allowed_hosts=[],
+        max_body_bytes=1 << 20,
+    )
+    async with serving(app) as base:
+        yield Relayed(pending, f"{base}/mcp", SecretStr(token))
+
+
+@asynccontextmanager
+async def bound_stdio(server: FastMCP[Any], caller: Caller) -> AsyncIterator[Client[Any]]:
+    """``server`` as a client bound to a person sees it over stdio (MESH_STDIO_AGENT/_USER)."""
+    bind_local_client(server, caller)
+    async with Client(server) as client:
+        yield client

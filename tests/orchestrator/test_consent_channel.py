@@ -57,12 +57,12 @@ class Mesh:
         assert result.structured is not None, result.text
         return result.structured
 
-    async def propose(self, name: str, client: str = DESKTOP) -> ClientStaged:
-        """``client``, bound to clawdia and the user, proposes adding ``name`` to the list."""
+    async def propose(self, name: str, client: str = DESKTOP, user: int = USER) -> ClientStaged:
+        """``client``, bound to clawdia and ``user``, proposes adding ``name`` to the list."""
         proposal = await self.tool("shopping", "propose_add_to_list", agent="clawdia", name=name)
         staged = await self.tool(
             "pending-actions", "stage_for_client", server="shopping", agent="clawdia",
-            user_id=str(USER), client=client, proposal=proposal,
+            user_id=str(user), client=client, proposal=proposal,
         )  # fmt: skip
         return ClientStaged.model_validate(staged)
 
@@ -96,6 +96,12 @@ class Mesh:
         """What the conversation was told outside the model's turns (developer notes)."""
         window = await self.tool("memory", "load_window", agent="clawdia", chat_id=str(USER))
         return [str(i["content"]) for i in window["items"] if i.get("role") == "developer"]
+
+
+def told_of(made: Call, words: str) -> bool:
+    """Whether ``made`` is memory's answered append of a note holding ``words``."""
+    items = made.arguments.get("items") or [] if made.tool == "append_items" else []
+    return made.answered and any(words in str(item.get("content")) for item in items)
 
 
 def buttons(sent: Sent) -> list[list[str]]:
@@ -185,6 +191,8 @@ async def test_a_clients_proposal_is_shown_from_the_client_and_done_only_after_t
         waiting = await world.status(staged.action_id)
 
         await world.tap(shown, "Add")
+        await CALLS.wait_for(lambda made: any(c.tool == "complete" and c.answered for c in made))
+        await CALLS.wait_for(lambda made: any(told_of(c, "Claude Desktop proposed") for c in made))
         after = await world.on_list()
         done = await world.status(staged.action_id)
         told = await world.told()
@@ -284,3 +292,18 @@ async def test_a_shown_notice_is_acked_by_the_next_poll_and_by_a_last_call_when_
     assert second.startswith("consent:bat_")
     assert second != first[0]
     assert (last.arguments["max"], last.arguments["wait_s"]) == (1, 0)
+
+
+async def test_a_proposal_for_a_user_the_agent_does_not_talk_to_is_never_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stranger = 5151
+    async with mesh(tmp_path, monkeypatch) as world:
+        world.telegram.user_message(TOKEN, stranger, "/start")  # a chat the bot could write to
+        await world.propose("crisps", user=stranger)
+        await CALLS.wait_for(lambda made: any(acked(made)))  # handled: acked, not shown
+        await world.propose("apples")  # the next one, for the agent's own user, is shown
+        shown = await world.message(1)
+
+    assert world.telegram.sent(TOKEN, stranger) == []
+    assert "apples" in shown.text

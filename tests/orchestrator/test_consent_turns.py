@@ -113,6 +113,9 @@ async def test_a_denied_change_is_told_to_the_model_and_never_staged(
         staged = await app.registry.call(pending, {"agent": "clawdia", "chat_id": CHAT})
 
     assert reply.buttons == []  # nothing to confirm: nothing was proposed
+    # get_action is for other clients only (with the consent kernel's servers): not the model's
+    assert "shopping__propose_add_to_list" in world.requested_tool_names()
+    assert "shopping__get_action" not in world.requested_tool_names()
     assert "shopping.add_to_list is not allowed by Clawdia's policy" in reply.text
     assert staged.structured == {"actions": []}
 
@@ -173,12 +176,12 @@ async def test_a_tap_that_allows_for_an_hour_lets_the_next_change_of_its_kind_th
         third = await ask(app, "and cheese", shown_in="4")
         audit = (await command(app, "/audit")).text
 
+    until = (started.hour + 1) % 24
     assert labels[1] == ["✅ and allow for 1 h"]
     assert decode(first.buttons[1][0].data) is not None
-    assert "Allowed for a while" in notice
+    assert notice.startswith(f"Confirmed: on it. Changes like it need no tap until {until:02d}:")
     assert redrawn is not None
     assert redrawn.buttons == []
-    until = (started.hour + 1) % 24
     assert second.buttons == []
     assert second.text.splitlines()[-1].startswith(
         "✅ Add bread to groceries: done (allowed until "
@@ -253,7 +256,9 @@ async def test_the_console_shows_a_clients_proposal_and_its_number_taps_it(
 
     async with clawdia(world) as app:
         console = Console(app.dispatcher, "clawdia", write=screen.write, color=False)
-        channel = ConsentChannel(app.dispatcher, app.registry, console.notice, wait_s=1)
+        channel = ConsentChannel(
+            app.dispatcher, app.registry, console.notice, wait_s=1, allowed_only=False
+        )
         shutdown = Shutdown()
         async with anyio.create_task_group() as running:
             running.start_soon(channel.run, shutdown)

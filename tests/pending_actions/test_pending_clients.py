@@ -10,8 +10,10 @@ from fastmcp import Client
 
 from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
+from mcp_pending_actions.server import build_server
 from mcp_pending_actions.settings import PendingSettings
 from meshkit.proposals import APPROVAL_TTL_S, Approvals
+from meshkit.stopping import Stopping
 from pending_actions.calls import (
     AGENT,
     CLIENT,
@@ -232,3 +234,47 @@ async def test_a_denied_client_proposal_is_refused_and_recorded(
     assert "Not allowed by clawdia's policy" in str(result.content[0])
     assert await notices(client) == []
     assert [(e["event"], e["client"]) for e in await audit(client)] == [("denied", CLIENT)]
+
+
+async def test_a_grant_from_a_tap_on_a_client_proposal_covers_that_clients_next_ones(
+    client: Client[Any], settings: PendingSettings
+) -> None:
+    write_fleet(settings.agents, {"shopping.*": {"policy": "ask", "grant": "1h"}})
+    first = await stage_for_client(client)
+    [shown] = await notices(client)
+    decision = await approve(
+        client, first["action_id"], chat_id=USER, message_key=shown["key"], grant=True
+    )
+
+    later = await stage_for_client(client)
+    [execute] = await notices(client, ack=[shown["key"]])
+    [grant] = (await call(client, "list_grants", agent=AGENT, user_id=USER))["grants"]
+
+    assert decision["granted_until"] is not None
+    assert (later["state"], later["decided_by"]) == ("executing", "grant")
+    assert (execute["type"], execute["decision"]["action_id"]) == ("execute", later["action_id"])
+    assert (grant["client"], grant["kind"]) == (CLIENT, "add_item")
+
+
+async def test_a_waiting_next_notices_answers_at_once_when_the_server_stops(
+    settings: PendingSettings, clock: Clock
+) -> None:
+    write_fleet(settings.agents, {})
+    stopping = Stopping()
+    async with Client(build_server(settings, clock=clock, stopping=stopping)) as client:
+        found: list[list[dict[str, Any]]] = []
+        answered = anyio.Event()
+
+        async def poll() -> None:
+            found.append(await notices(client, wait_s=20))
+            answered.set()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(poll)
+            with anyio.move_on_after(0.3):  # a head start, so the poll is waiting
+                await answered.wait()
+            with anyio.fail_after(5):
+                stopping.stop()
+                await answered.wait()
+
+    assert found == [[]]

@@ -13,7 +13,8 @@ from fastmcp import Client
 
 from fakes.clock import Clock
 from fakes.tool_calls import call
-from mcp_pending_actions import audit as audit_command
+from mcp_pending_actions.audit import main as audit_main
+from mcp_pending_actions.audit import parse_since
 from mcp_pending_actions.ledger import GENESIS
 from mcp_pending_actions.server import build_server
 from mcp_pending_actions.settings import PendingSettings
@@ -51,7 +52,7 @@ async def some_history(client: Client[Any], clock: Clock) -> None:
 
 def run_audit(settings: PendingSettings, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
     monkeypatch.setenv("DATA_DIR", str(settings.data_dir))
-    return audit_command.main(list(args))
+    return audit_main(list(args))
 
 
 def sql(settings: PendingSettings, statement: str, *values: Any) -> None:
@@ -166,13 +167,10 @@ async def test_a_rewritten_hash_is_caught_by_the_next_entry(
 
 
 def test_audit_since_takes_a_duration_ago_or_a_utc_date() -> None:
-    assert audit_command.parse_since("2h", 10_000.0) == 10_000.0 - 7200
-    assert (
-        audit_command.parse_since("2026-11-01", 0.0)
-        == datetime(2026, 11, 1, tzinfo=UTC).timestamp()
-    )
+    assert parse_since("2h", 10_000.0) == 10_000.0 - 7200
+    assert parse_since("2026-11-01", 0.0) == datetime(2026, 11, 1, tzinfo=UTC).timestamp()
     with pytest.raises(ValueError, match=r"write e\.g\."):
-        audit_command.parse_since("yesterday", 0.0)
+        parse_since("yesterday", 0.0)
 
 
 async def test_a_database_of_schema_2_opens_with_its_actions_kept_as_the_chats(

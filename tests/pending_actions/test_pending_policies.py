@@ -9,8 +9,10 @@ from fastmcp import Client
 
 from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
+from mcp_pending_actions.server import build_server
 from mcp_pending_actions.settings import PendingSettings
 from meshkit.proposals import Approvals
+from meshkit.yaml_config import ConfigError
 from pending_actions.calls import (
     AGENT,
     CHAT,
@@ -213,3 +215,27 @@ async def test_an_ended_grant_asks_again_and_only_its_user_may_end_it(
     assert [e["outcome"] for e in await audit(client) if e["event"] == "grant_ended"] == [
         "ended by the user"
     ]
+
+
+async def test_a_fleet_file_broken_later_keeps_the_rules_read_before(
+    client: Client[Any], fleet: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_fleet(fleet, {"shopping.*": "auto"})
+    first = await stage(client, user_id=USER)
+    break_yaml(fleet)
+
+    second = await stage(client, user_id=USER, shown_in="reply:1:901")
+
+    assert first["state"] == second["state"] == "executing"
+    assert "kept the rules read before" in caplog.text
+
+
+def break_yaml(path: Path) -> None:
+    path.write_text("agents: [not, a, mapping", encoding="utf-8")
+
+
+def test_a_fleet_file_that_cannot_be_read_stops_the_start(settings: PendingSettings) -> None:
+    write_fleet(settings.agents, {"shopping.*": "sometimes"})
+
+    with pytest.raises(ConfigError, match=r"agents\.clawdia\.consent\.shopping\.\*"):
+        build_server(settings)

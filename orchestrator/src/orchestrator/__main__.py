@@ -154,7 +154,9 @@ async def _chat(settings: OrchestratorSettings, agent_id: str | None, logs: Path
         console = Console(app.dispatcher, chosen, logs=shown)
         # What other clients propose shows here too (a consumer of its own: a Telegram
         # orchestrator running beside it keeps its notices).
-        consent = ConsentChannel(app.dispatcher, app.registry, console.notice, consumer="console")
+        consent = ConsentChannel(
+            app.dispatcher, app.registry, console.notice, consumer="console", allowed_only=False
+        )
         shutdown = Shutdown()
         async with anyio.create_task_group() as channels:
             channels.start_soon(consent.run, shutdown, name="consent")

@@ -17,6 +17,10 @@ of the tapped message, and pending-actions takes taps from the message sent unde
 the batch was staged with. The conversation is told (a developer note) what a client
 proposed or had done, so the model knows when the user asks about it.
 
+A batch for a user the agent does not talk to (not in its ``allowed_user_ids``: Telegram's
+gate would drop their taps) is not shown, only logged with the fix; a change the policy
+allowed for one is done all the same, without the message. The console shows every notice.
+
 A notice is acked only once handled: sent (or refused by Telegram: trying again won't
 help), or executed and recorded. One that telegram-io could not take, or whose confirm tool
 gave no answer, is not acked: pending-actions hands it over again when its lease runs out
@@ -88,8 +92,13 @@ class ConsentChannel:
         run: str | None = None,
         wait_s: float = 20.0,
         grace_s: float = 20.0,
+        allowed_only: bool = True,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     ) -> None:
+        """``allowed_only``: a notice for a user the agent does not talk to (not in its
+        ``allowed_user_ids``: the chat's taps would be dropped) is not shown, only logged;
+        False for the console, whose user is whoever sits at it."""
+        self._allowed_only = allowed_only
         self._dispatcher = dispatcher
         self._registry = registry
         self._show = show
@@ -168,6 +177,9 @@ class ConsentChannel:
 
     async def _handle(self, notice: Notice) -> None:
         """One notice; the boundary of one: whatever goes wrong, the others go on."""
+        if notice.type == "show" and not self._reaches(notice):
+            self._acks.append(notice.key)  # never decidable: it expires, unshown
+            return
         try:
             done = await (self._execute if notice.type == "execute" else self._present)(notice)
         except NoticeUnsent as error:
@@ -184,6 +196,24 @@ class ConsentChannel:
         if done:
             self._acks.append(notice.key)
             logger.info("notice %s (%s from %s) handled", notice.key, notice.type, notice.client)
+
+    def _reaches(self, notice: Notice) -> bool:
+        """Whether the notice's user is one its agent talks to, and so may be shown it (else
+        logged, with the fix)."""
+        runtime = self._dispatcher.agents.get(notice.agent)
+        if runtime is None:
+            logger.warning(
+                "notice %s: agent %s is not in this fleet; dropped", notice.key, notice.agent
+            )
+            return False
+        if self._allowed_only and notice.user_id not in runtime.agent.entry.allowed_user_ids:
+            logger.warning(
+                "notice %s: %s proposed a change for user %s, who is not in agents.%s."
+                "allowed_user_ids: not shown (add the user, or bind the client to one who is)",
+                notice.key, notice.client, notice.user_id, notice.agent,
+            )  # fmt: skip
+            return False
+        return True
 
     async def _present(self, notice: Notice) -> bool:
         """A client's proposals, with their buttons, in the user's chat."""
@@ -227,5 +257,6 @@ class ConsentChannel:
         # Recorded before the user is told: a notice handed over again (its message not
         # sent) finds the action done, and its confirm tool answers with the first result.
         await desk.settled(notice.agent, notice.chat_id, [outcome])
-        await self._show(notice, Reply(text))
+        if self._reaches(notice):  # the policy allowed it: done, even where nobody is told
+            await self._show(notice, Reply(text))
         return True

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -47,7 +47,7 @@ from meshkit.wire.pending_actions import (
 )
 from orchestrator.core.batches import Line, message_of, redrawn_text, render
 from orchestrator.core.callbacks import Tap, decode
-from orchestrator.core.consent import Change, ConsentDesk
+from orchestrator.core.consent import Change, ConsentDesk, clock
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.replies import Reply
 from orchestrator.core.routes import TapContext
@@ -123,8 +123,14 @@ def _overlay(views: list[ActionView], outcomes: list[Outcome]) -> list[Line]:
 
 class ActionDesk:
     def __init__(
-        self, registry: Registry, conversation: Conversation, consent: ConsentDesk
+        self,
+        registry: Registry,
+        conversation: Conversation,
+        consent: ConsentDesk,
+        zones: Mapping[str, str] | None = None,
     ) -> None:
+        """``zones``: each agent's time zone, for the end of a grant a tap gives."""
+        self._zones = zones or {}
         self._registry = registry
         self._conversation = conversation
         self._consent = consent
@@ -249,7 +255,7 @@ class ActionDesk:
             await tap.settle()
             return
         decisions, batch = decided
-        await tap.answer(notice(decoded, decisions))
+        await tap.answer(notice(decoded, decisions, self._zones.get(tap.agent, "UTC")))
         if batch is None or (not any(d.ok for d in decisions) and not _redraws(decisions, batch)):
             await tap.settle()  # nothing shown in this message, or nothing to redraw
             return
@@ -374,15 +380,17 @@ def _fail(action_id: str, error: str) -> tuple[str, dict[str, Any]]:
     return ("fail", {"action_id": action_id, "error": error})
 
 
-def notice(tap: Tap, decisions: list[Decision]) -> str:  # noqa: PLR0911 (one per case)
-    """The few words shown when a tap is answered."""
+def notice(tap: Tap, decisions: list[Decision], zone: str = "UTC") -> str:  # noqa: PLR0911
+    """The few words shown when a tap is answered (``zone``: the end of a grant it gave)."""
     ok = [d for d in decisions if d.ok]
     if tap.scope == "action":
         decision = decisions[0] if decisions else None
         if decision is None or decision.state == "unknown":
             return NO_LONGER_ACTIVE
         if decision.ok and tap.verb == "grant":
-            return "Confirmed: on it. Allowed for a while, without a tap (/grants to end it)."
+            until = decision.granted_until
+            allowed = "" if until is None else f" until {clock(until, zone)}"
+            return f"Confirmed: on it. Changes like it need no tap{allowed} (/grants ends it)."
         if decision.ok:
             return (
                 "Confirmed: on it." if tap.verb == "confirm" else "Cancelled: nothing will change."

@@ -81,7 +81,7 @@ class ConsentDesk:
         if how == "policy":
             return POLICY_ALLOWS
         if until is not None:
-            return f"allowed until {_clock(until, zone)}"
+            return f"allowed until {clock(until, zone)}"
         arguments = {"agent": change.agent, "user_id": change.user}
         grants = await self._pending.call("list_grants", arguments, Grants)
         for grant in grants.grants if grants is not None else []:
@@ -90,7 +90,7 @@ class ConsentDesk:
                 change.server,
                 change.kind,
             ):
-                return f"allowed until {_clock(grant.until, zone)}"
+                return f"allowed until {clock(grant.until, zone)}"
         return "a grant allows it" if how == "grant" else POLICY_ALLOWS
 
     async def grants(self, asked: CommandContext) -> Reply:
@@ -132,7 +132,7 @@ class ConsentDesk:
             return Reply("Nothing in the ledger yet: no change was proposed for you.")
         zone = asked.runtime.agent.entry.timezone
         lines = [f"Your last {len(ledger.entries)} entries in the ledger:"]
-        lines += [f"{_clock(e.at, zone, day=True)} {in_words(e, zone)}" for e in ledger.entries]
+        lines += [f"{clock(e.at, zone, day=True)} {in_words(e, zone)}" for e in ledger.entries]
         return Reply("\n".join(lines))
 
 
@@ -173,7 +173,7 @@ def _grant_line(grant: Grant, zone: str) -> str:
     source = "" if grant.client == CHAT_CLIENT else f", from {client_label(grant.client)}"
     length = duration_text(max(0, int(grant.until - grant.started_at)))
     return (
-        f"{grant.server}.{grant.kind}{source}: until {_clock(grant.until, zone)} "
+        f"{grant.server}.{grant.kind}{source}: until {clock(grant.until, zone)} "
         f"({length}; given for “{grant.summary}”)"
     )
 
@@ -181,12 +181,12 @@ def _grant_line(grant: Grant, zone: str) -> str:
 def _until(outcome: str | None, zone: str) -> str:
     """A granted entry's outcome: until when, as Unix seconds (or as written)."""
     try:
-        return _clock(float(outcome or ""), zone)
+        return clock(float(outcome or ""), zone)
     except ValueError:
         return outcome or "?"
 
 
-def _clock(at: float, zone: str, *, day: bool = False) -> str:
+def clock(at: float, zone: str, *, day: bool = False) -> str:
     """``15:30`` (with ``day``: ``Nov 26 15:30``) in the agent's time zone."""
     local = datetime.fromtimestamp(at, ZoneInfo(zone))
     return local.strftime("%b %d %H:%M" if day else "%H:%M")

@@ -80,7 +80,8 @@ class Dispatcher:
         self._registry = registry
         self._conversation = conversation
         self.consent = ConsentDesk(registry)
-        self.desk = ActionDesk(registry, conversation, self.consent)
+        zones = {agent: runtime.agent.entry.timezone for agent, runtime in agents.items()}
+        self.desk = ActionDesk(registry, conversation, self.consent, zones)
         self._memory = MemoryDesk(registry, self.desk, Remembered(registry))
         self._questions = QuestionDesk(Questions(registry, clarify_ttl_s))
         self._summarizer = Summarizer(registry, background)
