@@ -32,7 +32,7 @@ DESKTOP = Caller("claude-desktop", frozenset({READ, PRODUCER}), ALICE)
 async def pending(
     tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Relayed]:
-    async with relayed(tmp_path, clock, monkeypatch, "calendar", ALICE) as served:
+    async with relayed(tmp_path, clock, monkeypatch, "calendar") as served:
         yield served
 
 

@@ -76,6 +76,8 @@ async def test_the_orchestrator_says_where_to_find_each_bot_and_publishes_its_co
         "memory",
         "stop",
         "status",
+        "grants",
+        "audit",
         "reload",
         "help",
         "jobs",  # the scheduler's, with it in the mesh

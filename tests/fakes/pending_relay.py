@@ -23,10 +23,9 @@ from fakes.tool_calls import call
 from mcp_pending_actions.server import build_server as build_pending
 from mcp_pending_actions.settings import PendingSettings
 from meshkit.bindings import bind_local_client
-from meshkit.credentials import Binding, Caller, ClientCredential, token_digest
+from meshkit.credentials import Caller, PeerCredential, token_digest
 from meshkit.http import build_http_app
 from meshkit.settings import ApprovalSettings
-from meshkit.tool_classes import RELAY
 
 S = TypeVar("S", bound=ApprovalSettings)
 
@@ -70,18 +69,19 @@ class Relayed:
 
 @asynccontextmanager
 async def relayed(
-    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch, server: str, binding: Binding
+    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch, server: str
 ) -> AsyncIterator[Relayed]:
-    """pending-actions admitting ``server``'s relay credential (every agent: ask)."""
+    """pending-actions admitting ``server``'s relay credential as ``MESH_PEERS`` does (every
+    agent: ask)."""
     monkeypatch.setenv(SIGNING_ENV, str(write_signing_key(tmp_path / "signing")))
     settings = PendingSettings(data_dir=tmp_path / "pending", agents=tmp_path / "no-agents.yaml")
     pending = build_pending(settings, clock=clock)
     token = f"{server}-relay-token-0123456789abcdef"
-    peer = ClientCredential(server, (RELAY,), binding, token_digest(token))
+    peer = PeerCredential(server, token_digest(token))
     app = build_http_app(
         pending,
         token=SecretStr(ORCHESTRATOR_TOKEN),
-        clients=[peer],
+        peers=[peer],
         allowed_hosts=[],
         max_body_bytes=1 << 20,
     )

@@ -44,7 +44,7 @@ def settings(tmp_path: Path) -> SchedulerSettings:
 async def pending(
     tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Relayed]:
-    async with relayed(tmp_path, clock, monkeypatch, "scheduler", ALICE) as served:
+    async with relayed(tmp_path, clock, monkeypatch, "scheduler") as served:
         yield served
 
 
