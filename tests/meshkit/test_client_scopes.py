@@ -17,11 +17,15 @@ import pytest
 from fastmcp import FastMCP
 from pydantic import SecretStr
 
-from fakes.serving import ServerProcess, free_port, sdk_client, serving_in_thread
+from fakes.class_server import one_tool_per_class
+from fakes.serving import (
+    ServerProcess,
+    free_port,
+    sdk_client,
+    serving_in_thread,
+)
 from meshkit.credentials import Binding, new_client, token_digest
 from meshkit.http import build_http_app
-from meshkit.server import create_server
-from meshkit.tool_classes import confirm, internal, producer, read
 
 pytestmark = pytest.mark.anyio
 
@@ -46,29 +50,7 @@ ALLOWED = {
 
 
 def scoped_server() -> FastMCP[Any]:
-    server = create_server("scoped", version="1", instructions="One tool per class.")
-
-    @server.tool(**read())
-    async def look() -> str:
-        """Read."""
-        return "looked"
-
-    @server.tool(**producer())
-    async def suggest() -> str:
-        """Propose."""
-        return "suggested"
-
-    @server.tool(**confirm())
-    async def apply() -> str:
-        """Perform."""
-        return "applied"
-
-    @server.tool(**internal())
-    async def plumb() -> str:
-        """Plumbing."""
-        return "plumbed"
-
-    return server
+    return one_tool_per_class("scoped")
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import pytest
 from fastmcp import FastMCP
 from pydantic import SecretStr
 
+from fakes.class_server import one_tool_per_class
 from fakes.serving import sdk_client, serving_in_thread
 from meshkit.credentials import (
     Binding,
@@ -28,9 +29,8 @@ from meshkit.http import build_http_app
 from meshkit.scopes import request_caller
 from meshkit.secret_files import PEERS, RELAY_PREFIX, make_secrets, relay_token
 from meshkit.serve import local_caller
-from meshkit.server import create_server
 from meshkit.settings import ServeSettings
-from meshkit.tool_classes import confirm, internal, producer, read, relay
+from meshkit.tool_classes import relay
 
 pytestmark = pytest.mark.anyio
 
@@ -49,27 +49,7 @@ TOOL_OF_CLASS = {
 
 
 def relaying_server() -> FastMCP[Any]:
-    server = create_server("pending-actions", version="1", instructions="One tool per class.")
-
-    @server.tool(**read())
-    async def look() -> str:
-        """Read."""
-        return "looked"
-
-    @server.tool(**producer())
-    async def suggest() -> str:
-        """Propose."""
-        return "suggested"
-
-    @server.tool(**confirm())
-    async def apply() -> str:
-        """Perform."""
-        return "applied"
-
-    @server.tool(**internal())
-    async def plumb() -> str:
-        """Plumbing."""
-        return "plumbed"
+    server = one_tool_per_class("pending-actions")
 
     @server.tool(**relay())
     async def stage_for_client() -> str:
