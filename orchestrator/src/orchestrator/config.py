@@ -22,12 +22,17 @@ from meshkit.yaml_config import ConfigError, load_yaml
 __all__ = [
     "Agent",
     "AgentEntry",
+    "AllowanceEntry",
+    "Amount",
     "ConfigError",
+    "ModelPrice",
     "Persona",
+    "Prices",
     "Role",
     "ServerEntry",
     "check_server_name",
     "load_fleet",
+    "load_prices",
     "load_registry",
     "mesh_credentials",
     "qualified_name",
@@ -98,6 +103,100 @@ class ServerEntry(BaseModel):
         return "http" if self.url else "stdio" if self.command else "in-process"
 
 
+Unit = Literal["money", "tokens"]
+_TOKENS = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([kKmM]?)\s*tokens?")
+_MONEY = re.compile(r"\$?\s*([0-9]+(?:\.[0-9]+)?)")
+
+
+@dataclass(frozen=True)
+class Amount:
+    """An allowance's amount: money (in the price table's currency) or tokens (input +
+    output, as the API reports them)."""
+
+    value: float
+    unit: Unit
+
+    @classmethod
+    def parse(cls, raw: object) -> Amount:
+        """``1.50`` or ``"$1.50"``: money; ``"200k tokens"``, ``"2M tokens"``: tokens."""
+        if isinstance(raw, bool):
+            raise ValueError("expected an amount such as 1.50 (money) or '200k tokens'")
+        unit: Unit = "money"
+        if isinstance(raw, int | float):
+            value = float(raw)
+        else:
+            text = str(raw).strip()
+            tokens, money = _TOKENS.fullmatch(text), _MONEY.fullmatch(text)
+            if tokens:
+                scale = {"": 1, "k": 1_000, "m": 1_000_000}[tokens[2].lower()]
+                value, unit = float(tokens[1]) * scale, "tokens"
+            elif money:
+                value = float(money[1])
+            else:
+                raise ValueError(
+                    f"{text[:40]!r} is not an amount: write money as a number (1.50) or "
+                    "tokens as '200k tokens'"
+                )
+        if value <= 0:
+            raise ValueError("an allowance must be more than 0 (leave it out for none)")
+        return cls(value, unit)
+
+
+class _Limits(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    daily: Amount | None = Field(default=None, description="per day, in the agent's time zone")
+    monthly: Amount | None = Field(default=None, description="per calendar month")
+
+    @field_validator("daily", "monthly", mode="before")
+    @classmethod
+    def _amount(cls, value: object) -> object:
+        return None if value is None or isinstance(value, Amount) else Amount.parse(value)
+
+
+class AllowanceEntry(_Limits):
+    """An agent's allowance: ``daily``/``monthly`` for all its users together, ``per_user``
+    for each one, and ``more``, what one "allow more" tap adds for the day."""
+
+    per_user: _Limits | None = None
+    more: Amount | None = Field(
+        default=None, description="what a tap allows more for today (default: a quarter of "
+        "the allowance that was reached)"
+    )  # fmt: skip
+
+    @field_validator("more", mode="before")
+    @classmethod
+    def _more(cls, value: object) -> object:
+        return None if value is None or isinstance(value, Amount) else Amount.parse(value)
+
+
+class ModelPrice(BaseModel):
+    """A model's price per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0, description="default: input's")
+    output: float = Field(ge=0, description="reasoning tokens are billed as output")
+
+
+class Prices(BaseModel):
+    """The price table (``prices:`` in agents.yaml): a model is priced by its name, or by
+    the longest listed name it extends with ``-`` (``gpt-5-mini`` prices
+    ``gpt-5-mini-2025-08-07``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    currency: str = Field(default="USD", min_length=1, max_length=8)
+    models: dict[str, ModelPrice] = Field(default_factory=dict)
+
+    def price(self, model: str) -> ModelPrice | None:
+        if model in self.models:
+            return self.models[model]
+        prefixes = [name for name in self.models if model.startswith(f"{name}-")]
+        return self.models[max(prefixes, key=len)] if prefixes else None
+
+
 class AgentEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -117,6 +216,9 @@ class AgentEntry(BaseModel):
     max_tool_calls: int | None = Field(default=None, ge=1, le=500)
     # Read by meshkit.consent_policy (load_fleet): its mistakes are named there.
     consent: Any = Field(default=None, description="change kind → ask | auto | deny")
+    allowance: AllowanceEntry | None = Field(
+        default=None, description="what the model may cost per day and month"
+    )
 
     @field_validator("bot_token_env", mode="before")
     @classmethod
@@ -185,6 +287,12 @@ def load_registry(path: Path, environ: Mapping[str, str] | None = None) -> dict[
             roles[entry.role] = str(name)
         entries[str(name)] = entry
     return entries
+
+
+def load_prices(path: Path, environ: Mapping[str, str] | None = None) -> Prices:
+    """The price table of the fleet file (none listed: every model unpriced)."""
+    raw = load_yaml(path, environ)
+    return _validate(Prices, raw.get("prices") or {}, path, "prices")
 
 
 def load_fleet(

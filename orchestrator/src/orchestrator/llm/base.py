@@ -39,12 +39,39 @@ class FunctionCall:
 
 @dataclass(frozen=True)
 class Usage:
+    """The tokens of one or more model calls, as the API reported them.
+
+    ``cached_input_tokens`` are part of ``input_tokens`` and ``reasoning_tokens`` part of
+    ``output_tokens`` (both APIs count them so). ``unknown`` counts the calls whose response
+    reported no usage: their tokens are not in the sums, never guessed.
+    """
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+    unknown: int = 0
+
+    @classmethod
+    def not_reported(cls) -> Usage:
+        """One call whose response said nothing of its usage."""
+        return cls(unknown=1)
+
+    @property
+    def known(self) -> bool:
+        return self.unknown == 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+            self.unknown + other.unknown,
         )
 
 
@@ -60,7 +87,7 @@ class LLMReply:
     items: list[Item]
     calls: list[FunctionCall]
     text: str
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage.not_reported)
 
 
 class LLM(Protocol):

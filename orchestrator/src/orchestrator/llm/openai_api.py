@@ -193,15 +193,36 @@ def _responses_reply(response: Any) -> LLMReply:
                     "encrypted_content": output["encrypted_content"],
                 }
             )
-    usage = body.get("usage")
     return LLMReply(
         items=items,
         calls=calls,
         text="\n\n".join(t for t in texts if t),
-        usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
-        if isinstance(usage, dict)
-        else Usage(),
+        usage=_reported(body.get("usage"), "input_tokens", "output_tokens"),
     )
+
+
+def _reported(usage: Any, inputs: str, outputs: str) -> Usage:
+    """The usage object of an answer (Responses: input/output_tokens with their _details;
+    Chat Completions: prompt/completion_tokens with theirs); unknown when it has none or
+    its counts are not numbers (never guessed)."""
+    if not isinstance(usage, dict):
+        return Usage.not_reported()
+    n_in, n_out = _count(usage.get(inputs)), _count(usage.get(outputs))
+    if n_in is None or n_out is None:
+        return Usage.not_reported()
+    in_details, out_details = usage.get(f"{inputs}_details"), usage.get(f"{outputs}_details")
+    cached = _count(in_details.get("cached_tokens")) if isinstance(in_details, dict) else None
+    reasoning = (
+        _count(out_details.get("reasoning_tokens")) if isinstance(out_details, dict) else None
+    )
+    return Usage(n_in, n_out, min(cached or 0, n_in), min(reasoning or 0, n_out))
+
+
+def _count(value: Any) -> int | None:
+    """A token count: a non-negative integer (bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:
@@ -250,7 +271,9 @@ def _chat_tool(spec: ToolSpec) -> ChatCompletionFunctionToolParam:
 
 def _chat_reply(completion: ChatCompletion) -> LLMReply:
     usage = completion.usage
-    tokens = Usage(usage.prompt_tokens, usage.completion_tokens) if usage else Usage()
+    tokens = _reported(
+        usage.model_dump() if usage is not None else None, "prompt_tokens", "completion_tokens"
+    )
     if not completion.choices:
         return LLMReply(items=[], calls=[], text="", usage=tokens)
     message = completion.choices[0].message
