@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from meshkit.wire.usage import Spend
+from meshkit.wire.usage import Spend, UsageTotals
 from orchestrator.config import AllowanceEntry, Amount, Unit
 
 Scope = Literal["agent", "user"]
@@ -101,6 +101,39 @@ def limits(allowance: AllowanceEntry | None) -> list[Limit]:
 def spent(spend: Spend, unit: Unit) -> float:
     """What ``spend`` counts against a limit in ``unit``."""
     return spend.cost if unit == "money" else float(spend.tokens)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where one limit stands: what was spent in its period against what is allowed (the
+    limit plus the day's grants in its unit)."""
+
+    limit: Limit
+    spent: float
+    allowed: float
+
+    @property
+    def fraction(self) -> float:
+        return self.spent / self.allowed if self.allowed > 0 else 1.0
+
+    @property
+    def reached(self) -> bool:
+        return self.spent >= self.allowed
+
+
+def standing(limit: Limit, totals: UsageTotals, user: str) -> Standing:
+    """``limit`` for ``user`` in the periods of ``totals``. Grants are for their day: an
+    agent's limits take every user's grants of the day, a user's limits their own."""
+    unit = limit.amount.unit
+    spend = totals.total if limit.scope == "agent" else totals.users.get(user)
+    period_spend = Spend() if spend is None else spend.day if limit.period == "day" else spend.month
+    granted = sum(
+        grant.amount
+        for grant in totals.grants
+        if grant.unit == unit and grant.day == totals.day
+        and (limit.scope == "agent" or grant.user == user)
+    )  # fmt: skip
+    return Standing(limit, spent(period_spend, unit), limit.amount.value + granted)
 
 
 def more_for(allowance: AllowanceEntry, reached: Limit) -> Amount:
