@@ -1,8 +1,8 @@
 """Assembly: configuration → registry → agents with their models → dispatcher.
 
 The dispatcher is built with everything its routes need (the reminders' taps, ``/jobs``,
-the scheduler's and the Telegram inbox's lines in ``/status``): nothing is added to it
-later.
+``/usage``, the usage's, the scheduler's and the Telegram inbox's lines in ``/status``):
+nothing is added to it later.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from orchestrator.config import (
     ConfigError,
     Role,
     load_fleet,
+    load_prices,
     load_registry,
     mesh_credentials,
 )
@@ -28,6 +29,8 @@ from orchestrator.core.proactive import Proactive
 from orchestrator.core.reminders import JOBS, Reminders
 from orchestrator.core.routes import Command
 from orchestrator.core.turn import AgentRuntime, TurnEngine, TurnLimits
+from orchestrator.core.usage_book import UsageBook
+from orchestrator.core.usage_view import USAGE, UsageView
 from orchestrator.llm.base import LLM
 from orchestrator.llm.openai_api import build_llm
 from orchestrator.mesh.registry import Registry
@@ -84,6 +87,7 @@ async def open_app(
         if entry.role is None or entry.role not in without
     }
     fleet = load_fleet(settings.agents, entries, root=settings.root)
+    currency = load_prices(settings.agents).currency
     credentials = mesh_credentials(entries, settings.registry, settings.mesh_credentials_file)
     try:
         registry = Registry(
@@ -105,11 +109,17 @@ async def open_app(
             async with anyio.create_task_group() as background:
                 reminders = Reminders(registry, runtimes)
                 scheduler = reminders.server is not None
+                book = UsageBook(registry)
+                usage = UsageView(book, runtimes, currency) if book.server else None
                 dispatcher = Dispatcher(
                     runtimes, engine, registry, conversation,
                     reminder_taps=reminders.tap,  # rm: refused without a scheduler
-                    more_commands={"/jobs": Command(JOBS, reminders.jobs)} if scheduler else {},
+                    more_commands={
+                        **({"/jobs": Command(JOBS, reminders.jobs)} if scheduler else {}),
+                        **({"/usage": Command(USAGE, usage.command)} if usage else {}),
+                    },
                     status_lines=[
+                        *([usage.status_lines] if usage else []),
                         *([reminders.status_lines] if scheduler else []),
                         *([inbox_status(registry)] if registry.server_for("telegram-io") else []),
                     ],
