@@ -2,6 +2,9 @@
 SIGTERM or Ctrl-C stops it gracefully: running turns finish (SHUTDOWN_GRACE_S), exit 0.
 
 ``python -m orchestrator chat [--agent ID]``: talk to one agent in this terminal.
+
+``python -m orchestrator usage [--json] [--agent ID] [--month YYYY-MM | --day YYYY-MM-DD]``:
+what the model cost, per agent (orchestrator/usage_cli.py).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import fastmcp
 from meshkit.logs import configure_logging
 from meshkit.secret_files import CredentialsFileError, read_credentials
 from meshkit.settings import environment, fail, fail_all, load_dotenv
-from orchestrator import preflight
+from orchestrator import preflight, usage_cli
 from orchestrator.app import open_app
 from orchestrator.channels.consent import ConsentChannel, telegram_show
 from orchestrator.channels.console import GOODBYE, Console, stdin_lines
@@ -42,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     chat.add_argument(
         "--verbose", action="store_true", help="logs on the terminal, not in data/logs/chat.log"
     )
+    usage_cli.add_parser(commands)
     args = parser.parse_args(argv)
 
     fastmcp.settings.show_server_banner = False
@@ -50,6 +54,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     # trace context it handles on every call cost 5-10 % of an in-process call's CPU.
     fastmcp.settings.telemetry_mode = "off"
     load_dotenv()
+    if args.command == "usage":  # reads memory only: no LLM, no Telegram
+        usage_cli.run(args, _known_secrets)
+        return
     chat = args.command == "chat"
     agent = getattr(args, "agent", None)  # chat only
     settings, problems = preflight.check("chat" if chat else "telegram", agent, environment())
