@@ -39,10 +39,12 @@ class UsageBook:
             "agent": agent,
             "day": periods.day,
             "month": periods.month,
-            "day_start": periods.day_start,
-            "day_end": periods.day_end,
-            "month_start": periods.month_start,
-            "month_end": periods.month_end,
+            "bounds": {
+                "day_start": periods.day_start,
+                "day_end": periods.day_end,
+                "month_start": periods.month_start,
+                "month_end": periods.month_end,
+            },
         }
         server = self._memory("usage_totals")
         return await self._registry.call_as(server, "usage_totals", arguments, UsageTotals)
