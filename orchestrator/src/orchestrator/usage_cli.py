@@ -301,7 +301,7 @@ def _period_lines(shown: PeriodUsage, currency: str, timezone: str) -> list[str]
     lines = [COLUMNS.replace(" " * 28, f"{shown.period} {shown.name}".ljust(28), 1)]
     lines.append(_row("total", report.total, currency))
     parts = [
-        ("", report.by_purpose),
+        ("purpose ", report.by_purpose),
         ("model ", report.by_model),
         ("user ", report.by_user),
     ]

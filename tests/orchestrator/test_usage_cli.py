@@ -1,0 +1,167 @@
+"""``python -m orchestrator usage`` for the operator: a real process on an embedded
+DATA_DIR whose memory kept the usage (written through its record_usage tool)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from fakes.usage_records import OTHER, OWNER, call, record, utc, write_fleet
+from fakes.world import ROOT, World, clawdia
+from orchestrator.usage_cli import Asked, collect
+
+# November 2025 in Paris: from 2025-10-31 23:00 UTC to 2025-11-30 23:00 UTC.
+NOVEMBER = [
+    call(utc("2025-11-03 09:00"), OWNER, turn_id="t0", model="gpt-5", tokens=(12_000, 0, 2_500)),
+    call(utc("2025-11-14 18:00"), OTHER, turn_id="t2", tokens=(3_900, 0, 220)),
+    call(utc("2025-11-14 18:01"), OTHER, turn_id="t3", tokens=None),  # no usage reported
+    call(
+        utc("2025-10-31 23:30"),
+        OTHER,
+        purpose="scheduled",
+        turn_id="fire-1",
+        tokens=(8_000, 0, 1_200),
+    ),  # fmt: skip
+    call(utc("2025-10-31 22:30"), OWNER, turn_id="t-oct", tokens=(3_000, 0, 300)),  # October
+]
+
+
+async def kept(world: World, *records: dict[str, object]) -> None:
+    write_fleet(world.settings.agents)
+    async with clawdia(world) as app:
+        await record(app.registry, *records)
+
+
+async def usage(world: World, *args: str) -> tuple[int, str, str]:
+    env = {
+        **os.environ,
+        "CLAWMESH_REGISTRY": str(world.settings.registry),
+        "CLAWMESH_AGENTS": str(world.settings.agents),
+        "DATA_DIR": str(world.data_dir),
+        "PYTHONPATH": str(ROOT / "tests"),  # the test registry's servers
+    }
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):  # the operator's command needs no LLM
+        env.pop(name, None)
+    with anyio.fail_after(60):
+        done = await anyio.run_process(
+            [sys.executable, "-m", "orchestrator", "usage", *args],
+            env=env,
+            cwd=world.data_dir.parent,
+            check=False,
+        )
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+async def test_usage_prints_a_months_table_in_the_agents_zone(world: World) -> None:
+    await kept(world, *NOVEMBER)
+
+    code, out, err = await usage(world, "--month", "2025-11")
+
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "clawdia (Clawdia) · Europe/Paris · USD"
+    assert lines[1].split() == ["month", "2025-11", "cost", "tokens", "calls", "no", "usage",
+                                "no", "price"]  # fmt: skip
+    rows = [line.split() for line in lines[2:]]
+    assert rows[:7] == [
+        ["total", "$0.05", "27,820", "4", "1", "0"],
+        ["purpose", "scheduled", "$0.0044", "9,200", "1", "0", "0"],
+        ["purpose", "turn", "$0.04", "18,620", "3", "1", "0"],
+        ["model", "gpt-5", "$0.04", "14,500", "1", "0", "0"],
+        ["model", "gpt-5-mini", "$0.0058", "13,320", "3", "1", "0"],
+        ["user", OWNER, "$0.04", "14,500", "1", "0", "0"],
+        ["user", OTHER, "$0.0058", "13,320", "3", "1", "0"],
+    ]
+    top = lines[lines.index("  most expensive") + 1 :]
+    assert top[0].split()[:5] == ["1.", "$0.04", "2025-11-03", "10:00", "message"]
+    assert top[1].split()[:6] == ["2.", "$0.0044", "2025-11-01", "00:30", "scheduled", "prompt"]
+    assert err == ""
+
+
+async def test_usage_as_json_has_the_report_and_the_periods_bounds(world: World) -> None:
+    await kept(world, *NOVEMBER)
+
+    code, out, err = await usage(world, "--json", "--agent", "clawdia", "--day", "2025-11-14")
+
+    assert code == 0, err
+    [agent] = json.loads(out)["agents"]
+    [day] = agent["periods"]
+    assert (agent["agent"], agent["timezone"], agent["limits"]) == ("clawdia", "Europe/Paris", [])
+    assert (day["period"], day["name"]) == ("day", "2025-11-14")
+    assert (day["since"], day["until"]) == (utc("2025-11-13 23:00"), utc("2025-11-14 23:00"))
+    total = day["report"]["total"]
+    assert (total["calls"], total["tokens"], total["unknown_usage"]) == (2, 4_120, 1)
+    assert json.loads(out)["currency"] == "USD"
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["--month", "2025-13"],
+            "python -m orchestrator usage: --month '2025-13' is not a month: write YYYY-MM, "
+            "e.g. 2026-11",
+        ),
+        (
+            ["--day", "2025-11-31"],
+            "python -m orchestrator usage: --day '2025-11-31' is not a day: write YYYY-MM-DD, "
+            "e.g. 2026-11-27",
+        ),
+        (
+            ["--month", "2025-11", "--day", "2025-11-14"],
+            "python -m orchestrator usage: --month and --day: give one of them, not both",
+        ),
+        (
+            ["--agent", "nobody"],
+            "configuration error: {agents}: agents: no agent 'nobody'; choose one of ['clawdia']",
+        ),
+    ],
+    ids=["month-13", "day-31-november", "month-and-day", "unknown-agent"],
+)
+async def test_a_mistake_is_one_line_naming_it_exit_2(
+    world: World, args: list[str], line: str
+) -> None:
+    write_fleet(world.settings.agents)
+
+    code, out, err = await usage(world, *args)
+
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [line.format(agents=world.settings.agents)]
+
+
+async def test_today_and_this_month_come_with_where_each_limit_stands(
+    world: World,
+) -> None:
+    now = utc("2025-11-14 18:30")
+    await kept(world, *NOVEMBER)
+
+    output = await collect(world.settings, Asked(), now)
+
+    [agent] = output.agents
+    assert [(p.period, p.name, p.report.total.calls) for p in agent.periods] == [
+        ("day", "2025-11-14", 2),
+        ("month", "2025-11", 4),
+    ]
+    states = {(s.scope, s.user, s.period): s for s in agent.limits}
+    assert sorted(states) == [
+        ("agent", None, "day"),
+        ("agent", None, "month"),
+        ("user", OTHER, "day"),
+        ("user", OWNER, "day"),
+    ]
+    theirs = states[("user", OTHER, "day")]
+    assert (theirs.unit, theirs.spent, theirs.limit, theirs.reached) == (
+        "tokens",
+        4_120,
+        10_000,
+        False,
+    )
+    assert theirs.uncounted == 1
+    assert theirs.renews_at == "2025-11-15T00:00:00+01:00"
+    month = states[("agent", None, "month")]
+    assert (round(month.spent, 6), month.allowed, month.uncounted) == (0.045815, 1.0, 1)
