@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
 import anyio
 import pytest
@@ -26,7 +25,7 @@ NOVEMBER = [
         purpose="scheduled",
         turn_id="fire-1",
         tokens=(8_000, 0, 1_200),
-    ),  # fmt: skip
+    ),
     call(utc("2025-10-31 22:30"), OWNER, turn_id="t-oct", tokens=(3_000, 0, 300)),  # October
 ]
 

@@ -37,7 +37,7 @@ THE_MONTH = [
         model="gpt-9-preview",
         priced=False,
         tokens=(1_000, 0, 100),
-    ),  # fmt: skip
+    ),
     # earlier this month, in Paris
     call(utc("2026-11-27 22:40"), OWNER, purpose="briefing", tokens=(6_000, 0, 900)),
     call(utc("2026-11-03 09:00"), OWNER, turn_id="t0", model="gpt-5", tokens=(12_000, 0, 2_500)),
@@ -47,7 +47,7 @@ THE_MONTH = [
         purpose="scheduled",
         turn_id="fire-1",
         tokens=(8_000, 0, 1_200),
-    ),  # fmt: skip
+    ),
     # October in Paris too
     call(utc("2026-10-31 22:30"), OWNER, turn_id="t-oct", tokens=(3_000, 0, 300)),
 ]
