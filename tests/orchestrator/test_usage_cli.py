@@ -14,6 +14,8 @@ from fakes.usage_records import OTHER, OWNER, call, record, utc, write_fleet
 from fakes.world import ROOT, World, clawdia
 from orchestrator.usage_cli import Asked, collect
 
+pytestmark = pytest.mark.anyio
+
 # November 2025 in Paris: from 2025-10-31 23:00 UTC to 2025-11-30 23:00 UTC.
 NOVEMBER = [
     call(utc("2025-11-03 09:00"), OWNER, turn_id="t0", model="gpt-5", tokens=(12_000, 0, 2_500)),
@@ -42,7 +44,10 @@ async def usage(world: World, *args: str) -> tuple[int, str, str]:
         "CLAWMESH_REGISTRY": str(world.settings.registry),
         "CLAWMESH_AGENTS": str(world.settings.agents),
         "DATA_DIR": str(world.data_dir),
-        "PYTHONPATH": str(ROOT / "tests"),  # the test registry's servers
+        # the test registry's servers
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")])
+        ),
     }
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):  # the operator's command needs no LLM
         env.pop(name, None)
@@ -150,8 +155,8 @@ async def test_today_and_this_month_come_with_where_each_limit_stands(
     assert sorted(states) == [
         ("agent", None, "day"),
         ("agent", None, "month"),
-        ("user", OTHER, "day"),
         ("user", OWNER, "day"),
+        ("user", OTHER, "day"),
     ]
     theirs = states[("user", OTHER, "day")]
     assert (theirs.unit, theirs.spent, theirs.limit, theirs.reached) == (

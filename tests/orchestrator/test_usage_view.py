@@ -21,6 +21,8 @@ from orchestrator.core.routes import CommandContext
 from orchestrator.core.usage_book import UsageBook
 from orchestrator.core.usage_view import UsageView
 
+pytestmark = pytest.mark.anyio
+
 NOW = utc("2026-11-27 23:30")
 
 THE_MONTH = [
