@@ -9,14 +9,20 @@ Paris) is in its November though UTC's October.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 
 import pytest
 
 from fakes.usage_records import OTHER, OWNER, call, record, utc, write_fleet
-from fakes.world import World, clawdia
+from fakes.world import World, clawdia, tap_in
+from meshkit.proposals import Proposal
+from meshkit.wire.usage import AllowMorePayload
 from orchestrator.app import App
+from orchestrator.core.actions import Where
+from orchestrator.core.allowance import periods
 from orchestrator.core.routes import CommandContext
 from orchestrator.core.usage_book import UsageBook
 from orchestrator.core.usage_view import UsageView
@@ -168,6 +174,27 @@ async def test_usage_is_a_command_of_the_dispatcher_listed_in_help(app: App) -> 
     assert "\nToday: $0.0031 · 8,570 tokens · 2 calls\n" in reply.text
     assert "• Daily allowance: $0.0031 of $0.05 · 6 %" in reply.text
     assert "/usage (what the model cost today and this month)" in help_text.text
+
+
+async def test_the_days_grants_are_listed_and_raise_what_the_limits_allow(app: App) -> None:
+    now = time.time()
+    today = periods("Europe/Paris", datetime.fromtimestamp(now, UTC)).day
+    await record(app.registry, call(now - 1, OWNER, turn_id="a", tokens=(4_100, 0, 350)))
+    more = AllowMorePayload(agent="clawdia", user=OWNER, day=today, amount=0.02, unit="money")
+    proposal = Proposal(kind="allow_more", summary="Allow $0.02 more today",
+                        payload=more.model_dump(), confirm_label="➕ Allow")  # fmt: skip
+    where = Where("clawdia", OWNER, OWNER, "Europe/Paris")
+    offer = await app.dispatcher.desk.stage(where, "Limit reached.", [("memory", proposal)],
+                                            key="msg-1")  # fmt: skip
+    await tap_in(app, OWNER, "msg-1", offer, "Allow")
+
+    owner = (await app.dispatcher.on_text("clawdia", OWNER, "/usage", user_id=OWNER)).text
+    other = (await app.dispatcher.on_text("clawdia", OTHER, "/usage", user_id=OTHER)).text
+
+    assert "• Daily allowance: $0.0017 of $0.07 ($0.05 + $0.02 allowed today) · 2 %" in owner
+    assert re.search(r"\nAllowed more today:\n• \+\$0\.02 for you at [0-9]{2}:[0-9]{2}\n", owner)
+    assert "Allowed more today" not in other  # the owner's grant is theirs to see
+    assert "• Daily allowance: $0.0017 of $0.07 ($0.05 + $0.02 allowed today)" in other
 
 
 async def test_status_has_one_line_of_usage(app: App) -> None:

@@ -40,7 +40,7 @@ from orchestrator.config import (
 )
 from orchestrator.core.allowance import Period, Periods, amount_text, limits, periods, standing
 from orchestrator.core.usage_book import UsageBook
-from orchestrator.core.usage_view import PURPOSE_NAME, uncounted
+from orchestrator.core.usage_view import PURPOSE_NAME, calls_text, uncounted
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry
 from orchestrator.mesh.transports import ModuleNotLoadable
@@ -286,7 +286,8 @@ def table(output: UsageOutput) -> str:
         if lines:
             lines.append("")
         lines.append(f"{agent.agent} ({agent.name}) · {agent.timezone} · {output.currency}")
-        for shown in agent.periods:
+        for number, shown in enumerate(agent.periods):
+            lines += [""] if number else []
             lines += _period_lines(shown, output.currency, agent.timezone)
         if agent.limits:
             lines.append("limits")
@@ -316,7 +317,7 @@ def _period_lines(shown: PeriodUsage, currency: str, timezone: str) -> list[str]
         cost = _cost(turn.spend, currency)
         lines.append(
             f"  {number:>2}. {cost:>10}  {at:%Y-%m-%d %H:%M}  {PURPOSE_NAME[turn.purpose]:<16} "
-            f"user {turn.user}  {turn.spend.calls} calls  {turn.spend.tokens:,} tokens"
+            f"user {turn.user}  {calls_text(turn.spend.calls)}  {_tokens(turn.spend)}"
             + (f"  turn {turn.turn_id}" if turn.turn_id else "")
         )
     if report.grants:
@@ -329,6 +330,11 @@ def _period_lines(shown: PeriodUsage, currency: str, timezone: str) -> list[str]
             f"(granted {at:%Y-%m-%d %H:%M}, {grant.id})"
         )
     return lines
+
+
+def _tokens(spend: Spend) -> str:
+    unknown = spend.calls and spend.unknown_usage >= spend.calls
+    return "tokens unknown" if unknown else f"{spend.tokens:,} tokens"
 
 
 def _row(label: str, spend: Spend, currency: str) -> str:

@@ -237,13 +237,14 @@ def _tokens(spend: Spend) -> str:
 def _unknown_note(spend: Spend) -> str:
     parts = []
     if spend.unknown_usage:
-        parts.append(f"{_calls(spend.unknown_usage)} reported no usage")
+        parts.append(f"{calls_text(spend.unknown_usage)} reported no usage")
     if spend.unknown_cost:
-        parts.append(f"{_calls(spend.unknown_cost)} of a model without a price")
+        parts.append(f"{calls_text(spend.unknown_cost)} of a model without a price")
     return f" (not counted: {', '.join(parts)})" if parts else ""
 
 
-def _calls(count: int) -> str:
+def calls_text(count: int) -> str:
+    """'1 call', '12 calls'."""
     return f"{count} call" + ("s" if count != 1 else "")
 
 
@@ -277,7 +278,7 @@ def standing_line(
     )
     missed = uncounted(spend, unit)
     if missed:
-        line += f" (not counted: {_calls(missed)} of unknown {_unit_word(unit)})"
+        line += f" (not counted: {calls_text(missed)} of unknown {_unit_word(unit)})"
     return line
 
 
@@ -291,7 +292,8 @@ def renewal(period: str, current: Periods, now: float) -> str:
     if period == "day":
         left = max(0, int(current.day_end - now))
         hours, minutes = left // 3600, left % 3600 // 60
-        return f"at midnight ({current.timezone}), in {hours}h {minutes:02d}m"
+        within = f"{hours}h {minutes:02d}m" if hours else f"{minutes}m"
+        return f"at midnight ({current.timezone}), in {within}"
     start = datetime.fromtimestamp(current.month_end, ZoneInfo(current.timezone))
     return f"on {start:%a %-d %b} ({current.timezone})"
 
@@ -310,7 +312,7 @@ def turn_line(turn: TurnCost, zone: ZoneInfo, currency: str, who: str | None, us
     spend = turn.spend
     text = (
         f"{_cost(spend, currency)} · {PURPOSE_NAME[turn.purpose]} · {at:%a %-d %b %H:%M} · "
-        f"{_calls(spend.calls)}, {_tokens(spend)}"
+        f"{calls_text(spend.calls)}, {_tokens(spend)}"
     )
     if who is not None and who != user:
         text += f" · for {who}"
@@ -339,4 +341,4 @@ def _brief(spend: Spend, currency: str) -> str:
         return "nothing"
     unknown = spend.unknown_usage + spend.unknown_cost
     note = f", {unknown} of unknown cost" if unknown else ""
-    return f"{_cost(spend, currency)} ({_calls(spend.calls)}{note})"
+    return f"{_cost(spend, currency)} ({calls_text(spend.calls)}{note})"
