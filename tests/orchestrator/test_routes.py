@@ -73,6 +73,7 @@ async def test_every_callback_format_and_update_kind_has_exactly_one_route(world
         listed = app.dispatcher.commands()
         assert list(listed) == [
             "/new", "/memory", "/stop", "/status", "/grants", "/audit", "/reload", "/help",
+            "/usage",  # memory keeps the usage
         ]  # fmt: skip
 
 
