@@ -6,15 +6,23 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 import anyio
 import pytest
+from pydantic import SecretStr
 
+from fakes.serving import credentials_file, free_port, serving
 from fakes.usage_records import OTHER, OWNER, call, record, utc, write_fleet
 from fakes.world import ROOT, World, clawdia
+from mcp_memory.server import build_server as build_memory
+from meshkit.http import build_http_app
 from orchestrator.usage_cli import Asked, collect
 
 pytestmark = pytest.mark.anyio
+
+OTHERS = ("weather", "toys", "shopping")  # in the fleet's servers; never connected
+CREDENTIAL = "memory-credential-for-the-usage-test-0123"
 
 # November 2025 in Paris: from 2025-10-31 23:00 UTC to 2025-11-30 23:00 UTC.
 NOVEMBER = [
@@ -38,10 +46,10 @@ async def kept(world: World, *records: dict[str, object]) -> None:
         await record(app.registry, *records)
 
 
-async def usage(world: World, *args: str) -> tuple[int, str, str]:
+async def usage(world: World, *args: str, **more: str) -> tuple[int, str, str]:
     env = {
         **os.environ,
-        "CLAWMESH_REGISTRY": str(world.settings.registry),
+        "CLAWMESH_REGISTRY": str(more.pop("registry", world.settings.registry)),
         "CLAWMESH_AGENTS": str(world.settings.agents),
         "DATA_DIR": str(world.data_dir),
         # the test registry's servers
@@ -51,6 +59,7 @@ async def usage(world: World, *args: str) -> tuple[int, str, str]:
     }
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):  # the operator's command needs no LLM
         env.pop(name, None)
+    env.update(more)
     with anyio.fail_after(60):
         done = await anyio.run_process(
             [sys.executable, "-m", "orchestrator", "usage", *args],
@@ -169,3 +178,45 @@ async def test_today_and_this_month_come_with_where_each_limit_stands(
     assert theirs.renews_at == "2025-11-15T00:00:00+01:00"
     month = states[("agent", None, "month")]
     assert (round(month.spent, 6), month.allowed, month.uncounted) == (0.045815, 1.0, 1)
+
+
+async def test_usage_asks_a_memory_server_over_http_with_the_orchestrators_credential(
+    world: World, tmp_path: Path
+) -> None:
+    """The mesh's shape (``docker compose exec orchestrator python -m orchestrator usage``):
+    memory over HTTP, the credential from MESH_CREDENTIALS_FILE."""
+    await kept(world, *NOVEMBER)
+    port = free_port()
+    registry = tmp_path / "mesh.yaml"
+    registry.write_text(
+        "servers:\n"
+        f"  memory: {{url: 'http://127.0.0.1:{port}/mcp', role: memory, auth: mesh}}\n"
+        + "".join(
+            f"  {name}: {{url: 'http://127.0.0.1:9/mcp'}}\n"
+            for name in ("weather", "toys", "shopping")
+        )
+    )
+    app = build_http_app(
+        build_memory(), token=SecretStr(CREDENTIAL), allowed_hosts=[], max_body_bytes=1 << 20
+    )
+    (tmp_path / "wrong").mkdir()
+    right = credentials_file(tmp_path, {"memory": CREDENTIAL})
+    wrong = credentials_file(tmp_path / "wrong", {"memory": "not-the-memory-credential-42"})
+    mesh = {"registry": str(registry), "DATA_DIR": str(tmp_path / "no-data")}  # none in-process
+
+    async with serving(app, port=port):
+        code, out, err = await usage(
+            world, "--month", "2025-11", MESH_CREDENTIALS_FILE=str(right), **mesh
+        )
+        refused = await usage(world, MESH_CREDENTIALS_FILE=str(wrong), **mesh)
+
+    assert code == 0, err
+    assert out.splitlines()[2].split() == ["total", "$0.05", "27,820", "4", "1", "0"]
+    assert CREDENTIAL not in out + err
+    code, out, err = refused
+    assert (code, out) == (2, ""), err
+    [line] = err.splitlines()
+    assert line.startswith(
+        f"python -m orchestrator usage: the memory server (servers.memory in {registry}) "
+        "gave no usage: not reachable (HTTP error (check the token and the server's log)); "
+    )

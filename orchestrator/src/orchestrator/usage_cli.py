@@ -192,16 +192,20 @@ async def collect(settings: OrchestratorSettings, asked: Asked, now: float) -> U
             f"{settings.registry}: {error}; check the module path and that its package is installed"
         ) from None
     chosen = [fleet[asked.agent]] if asked.agent else list(fleet.values())
+    failed: str | None = None
     async with registry.running():
         book = UsageBook(registry)
         try:
             agents = [await _agent_usage(book, agent, asked, now) for agent in chosen]
-        except ToolCallError as error:
-            raise Mistake(
-                f"the memory server (servers.{memory} in {settings.registry}) gave no usage: "
-                f"{error}; check that it runs and is up to date (docker compose ps {memory}), "
-                "and that MESH_CREDENTIALS_FILE holds its credential"
-            ) from None
+        except ToolCallError as error:  # raised below, not in the registry's task group
+            [status] = [s for s in registry.status() if s.name == memory]
+            failed = str(error) if status.up else f"not reachable ({status.error or 'down'})"
+    if failed is not None:
+        raise Mistake(
+            f"the memory server (servers.{memory} in {settings.registry}) gave no usage: "
+            f"{failed}; check that it runs and is up to date (docker compose ps {memory}), "
+            "and that MESH_CREDENTIALS_FILE holds its credential"
+        )
     return UsageOutput(currency=currency, agents=agents)
 
 
