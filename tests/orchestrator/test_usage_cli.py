@@ -17,6 +17,7 @@ from fakes.usage_records import OTHER, OWNER, call, record, utc, write_fleet
 from fakes.world import ROOT, World, clawdia
 from mcp_memory.server import build_server as build_memory
 from meshkit.http import build_http_app
+from orchestrator.config import ConfigError
 from orchestrator.usage_cli import Asked, collect
 
 pytestmark = pytest.mark.anyio
@@ -219,4 +220,24 @@ async def test_usage_asks_a_memory_server_over_http_with_the_orchestrators_crede
     assert line.startswith(
         f"python -m orchestrator usage: the memory server (servers.memory in {registry}) "
         "gave no usage: not reachable (HTTP error (check the token and the server's log)); "
+    )
+
+
+async def test_a_registry_without_a_memory_server_is_named_with_its_fix(
+    world: World, tmp_path: Path
+) -> None:
+    write_fleet(world.settings.agents)
+    registry = tmp_path / "no-memory.yaml"
+    registry.write_text(
+        "servers:\n"
+        + "".join(f"  {name}: {{url: 'http://127.0.0.1:9/mcp'}}\n" for name in ("memory", *OTHERS))
+    )
+    settings = world.settings.model_copy(update={"registry": registry})
+
+    with pytest.raises(ConfigError) as raised:
+        await collect(settings, Asked(), utc("2025-11-14 18:30"))
+
+    assert str(raised.value) == (
+        f"{registry}: servers: no server with 'role: memory', which keeps the usage; add it "
+        "(see the shipped config/mcp_servers.yaml)"
     )

@@ -151,6 +151,16 @@ async def test_another_user_sees_their_own_usage_not_the_owners(app: App) -> Non
     assert "• Daily allowance: $0.0060 of $0.05 · 12 %" in text
 
 
+async def test_the_console_sees_the_whole_agent_as_its_owner_does(app: App) -> None:
+    """The operator at the terminal: a user Telegram would never admit."""
+    await record(app.registry, *THE_MONTH)
+
+    text = await usage_at(app, "console")
+
+    assert text.startswith("📊 Usage of Clawdia — today is Sat 28 Nov (Europe/Paris)\n")
+    assert "1. $0.04 · message · Tue 3 Nov 10:00 · 1 call, 14k tokens · for 111" in text
+
+
 async def test_usage_before_any_call_says_nothing_yet(app: App) -> None:
     text = await usage_at(app, OWNER)
 
