@@ -93,6 +93,27 @@ async def test_append_items_without_usage_records_nothing_and_answers_as_before(
     assert (await totals(client))["total"]["month"]["calls"] == 0
 
 
+async def test_a_turn_with_a_malformed_item_stores_neither_its_items_nor_its_usage(
+    client: Client[Any],
+) -> None:
+    error = await call_error(
+        client, "append_items", agent=AGENT, chat_id=ADA, items=[{"type": "message"}],
+        turn_id="903", usage=[record(turn_id="903")], warned=[f"{DAY}:agent:day"],
+    )  # fmt: skip
+
+    assert error.startswith("items[0] is malformed")
+    found = await totals(client)
+    assert (found["total"]["day"]["calls"], found["warned"]) == (0, [])
+
+
+@pytest.mark.parametrize("key", ["agent:day", "2027-1-15:agent:day", f"{DAY}:agent"])
+async def test_a_warning_key_that_names_no_period_is_refused(client: Client[Any], key: str) -> None:
+    error = await call_error(client, "record_usage", records=[record()], warned=[key])
+
+    assert "warned" in error
+    assert (await totals(client))["total"]["day"]["calls"] == 0
+
+
 async def test_totals_split_the_agents_day_and_month_and_each_user(client: Client[Any]) -> None:
     records = [
         record(at=DAY_START, cost=0.10),  # the day's first instant
