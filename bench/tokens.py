@@ -10,9 +10,9 @@ question. The figures are read off the exact body the orchestrator sent for that
 remembered section, the window (earlier items and the question), each tool's function
 entry and the envelope (model, keys, options).
 
-Estimator: JSON characters / 4 (tests/fakes/request_size.py says why), the same count the
-fake OpenAI reports as ``usage.input_tokens``; tests/orchestrator/test_request_size.py holds
-the total to the goal with it.
+Estimator: characters / 4 of the body as the openai client sends it (compact JSON;
+tests/fakes/request_size.py says why); tests/orchestrator/test_request_size.py holds the
+total to the goal with it.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def print_breakdown(found: Breakdown) -> None:
         ("envelope (model, keys, options)", found.envelope),
     ]
     width = max(width + 2, *(len(label) for label, _ in rows))
-    print("a plain question's request, estimated input tokens (JSON characters / 4)\n")
+    print("a plain question's request, estimated input tokens (characters sent / 4)\n")
     for label, value in rows:
         print(f"{label:<{width}} {value:7.0f}")
     verdict = "met" if found.total <= BUDGET else "MISSED"

@@ -7,13 +7,16 @@ of config/mcp_servers.local.yaml in-process (telegram-io left out, as the consol
 has no model tools), a few remembered notes (imported as ``python -m mcp_memory import``
 would) and a short window (one earlier exchange with a weather call).
 
-The estimator: **JSON characters / 4**, the serialised body (``json.dumps``, its default
-separators and ASCII escapes) as the fake OpenAI counts its ``usage.input_tokens``. No
+The estimator: **characters / 4** of the body as the orchestrator sends it: the openai
+client serialises it compactly (``openai._utils._json.openapi_dumps``: separators ``,`` and
+``:``, non-ASCII as itself), which ``sent`` reproduces from the body the fake received. No
 tokenizer is in the lock, and tiktoken downloads its encodings at run time (unreachable
-here). Four characters a token is OpenAI's own rule of thumb for English; on JSON schemas
-the real count runs a little lower (punctuation and short keys), so the figures err high.
-A part's figure is the characters its JSON adds to the body (a string's quotes and escapes
-included) over 4; ``envelope`` is the rest (model, keys, reasoning, the input's roles).
+here); four characters a token is OpenAI's own rule of thumb for English. It errs high on
+the tools: the API shows the model a function's schema more compactly than its JSON. (The
+fake OpenAI's ``usage.input_tokens`` counts ``json.dumps``'s default spacing and ASCII
+escapes too, about 5 % more.) A part's figure is the characters its JSON adds to the body
+(a string's quotes and escapes included) over 4; ``envelope`` is the rest (model, keys,
+options, the input's roles).
 """
 
 from __future__ import annotations
@@ -54,9 +57,14 @@ QUESTION = "Do I need an umbrella this afternoon?"
 ANSWER = "Probably not: showers are unlikely before the evening."
 
 
+def sent(value: Any) -> str:
+    """``value`` serialised as the openai client sends it."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def chars(value: Any) -> int:
-    """The characters ``value`` adds to the serialised body."""
-    return len(json.dumps(value))
+    """The characters ``value`` adds to the body as sent."""
+    return len(sent(value))
 
 
 def tokens(value: Any) -> float:
@@ -64,7 +72,7 @@ def tokens(value: Any) -> float:
 
 
 def total(body: Body) -> int:
-    """The whole body's estimate: what the fake OpenAI reports as ``input_tokens``."""
+    """The whole body's estimate."""
     return chars(body) // CHARS_PER_TOKEN + 1
 
 
