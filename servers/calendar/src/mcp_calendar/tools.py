@@ -30,16 +30,14 @@ Time = Annotated[
     Field(
         min_length=1,
         max_length=40,
-        description="YYYY-MM-DDTHH:MM (the user's zone, or with an offset), or a whole day: "
-        "YYYY-MM-DD, today, tomorrow",
+        description="Local YYYY-MM-DDTHH:MM, or a day: YYYY-MM-DD, today, tomorrow",
     ),
 ]
 EndTime = Annotated[
     str | None,
     Field(
         max_length=40,
-        description="Like start; a date is inclusive (default: one day, or an hour / the "
-        "event's length after a timed start)",
+        description="Like start; a day is inclusive",
     ),
 ]
 EventName = Annotated[
@@ -109,7 +107,7 @@ def add_read_tools(mcp: FastMCP[Any], service: CalendarService, zone_default: st
         timezone: Zone = zone_default,
     ) -> FreeTime:
         """Free slots of duration_minutes or more from start to end, within working hours
-        (HH:MM; default: the settings'). All-day events do not block time."""
+        (HH:MM; default: the settings')."""
         return await service.free_time(
             duration_minutes,
             start,

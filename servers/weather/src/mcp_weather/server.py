@@ -29,8 +29,7 @@ INSTRUCTIONS = (
 Location = Annotated[
     str,
     Field(
-        description="A place, with its region or country if ambiguous ('Springfield, IL'), "
-        "or 'lat,lon'",
+        description="A place, with its region if ambiguous ('Springfield, IL'), or 'lat,lon'",
         min_length=1,
         max_length=200,
     ),
