@@ -134,7 +134,8 @@ class TurnEngine:
         """The read and producer tools of the agent's own servers that it offers (its
         ``tools:``): all the model may call, and what /help and /status count."""
         agent = runtime.agent
-        return [tool for tool in self._registry.tools(agent.servers) if agent.offers(tool.qualified)]
+        tools = self._registry.tools(agent.servers)
+        return [tool for tool in tools if agent.offers(tool.qualified)]
 
     async def run(self, request: TurnRequest, memory: TurnContext | None = None) -> TurnResult:
         """One turn, on what memory gave it (``memory``: the window with its summary and

@@ -73,7 +73,7 @@ _UNSUPPORTED = frozenset(
     }
 )
 _MERGEABLE = frozenset({"string", "integer", "number", "boolean", "array"})
-_WRAP = re.compile(r"[ \t]*\n[ \t]*(?!\n|[-*] )")  # a line break inside a paragraph
+_WRAP = re.compile(r"(?<!\n)[ \t]*\n[ \t]*(?![\n \t]|[-*] )")  # a break inside a paragraph
 _FORMATS = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
 )
@@ -169,7 +169,8 @@ def _merged(node: dict[str, Any]) -> dict[str, Any]:
         return node
     [plain] = [sub for sub in branches if sub != {"type": "null"}]
     kind = plain.get("type")
-    if kind not in _MERGEABLE or "const" in plain or ("description" in plain and "description" in node):
+    described = "description" in plain and "description" in node
+    if kind not in _MERGEABLE or "const" in plain or described:
         return node
     merged = {**{k: v for k, v in node.items() if k != "anyOf"}, **plain, "type": [kind, "null"]}
     if "enum" in merged and None not in merged["enum"]:

@@ -57,9 +57,7 @@ Occurrence = Annotated[
 ]
 Scope = Annotated[
     ScopeName,
-    Field(
-        description="Of a recurring event: this one, following (this and later) or the series"
-    ),
+    Field(description="Of a recurring event: this one, following (this and later) or the series"),
 ]
 Zone = Annotated[
     str, Field(max_length=64, description="The user's IANA time zone (filled in by the assistant)")
@@ -85,9 +83,7 @@ def add_read_tools(mcp: FastMCP[Any], service: CalendarService, zone_default: st
     @mcp.tool(**read(title="Search events", context=("timezone",)))
     async def search_events(
         query: Annotated[str, Field(min_length=1, max_length=200, description="Title words")],
-        start: Annotated[
-            str | None, Field(max_length=40)
-        ] = None,
+        start: Annotated[str | None, Field(max_length=40)] = None,
         end: EndTime = None,
         timezone: Zone = zone_default,
     ) -> Events:

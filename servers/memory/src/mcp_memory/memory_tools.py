@@ -107,9 +107,7 @@ def add_memory_tools(
         ],
         scope: Annotated[
             Scope,
-            Field(
-                description="user: about this user; agent: how you behave for everyone"
-            ),
+            Field(description="user: about this user; agent: how you behave for everyone"),
         ] = "user",
         agent: Agent = "default",
         user: User = "",

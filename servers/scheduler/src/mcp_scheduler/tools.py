@@ -42,9 +42,7 @@ def add_reminder_tools(mcp: FastMCP[Any], desk: ReminderDesk, consent: Consent) 
 
     @mcp.tool(**producer(title="Propose a reminder", context=("agent", "timezone")))
     async def propose_reminder(
-        text: Annotated[
-            str, Field(min_length=1, max_length=300, description="e.g. 'call mum'")
-        ],
+        text: Annotated[str, Field(min_length=1, max_length=300, description="e.g. 'call mum'")],
         when: Annotated[
             str,
             Field(
@@ -53,9 +51,7 @@ def add_reminder_tools(mcp: FastMCP[Any], desk: ReminderDesk, consent: Consent) 
                 "first Monday)",
             ),
         ],
-        repeat: Annotated[
-            Repeat | None, Field(description="null: once")
-        ] = None,
+        repeat: Annotated[Repeat | None, Field(description="null: once")] = None,
         agent: Agent = "default",
         timezone: Zone = "UTC",
     ) -> Proposal:

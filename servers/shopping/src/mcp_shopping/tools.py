@@ -87,9 +87,7 @@ def add_producer_tools(
         name: Annotated[str, Field(min_length=1, max_length=200)],
         *,
         quantity: Quantity = 1,
-        unit: Annotated[
-            str | None, Field(max_length=20, description="e.g. 'kg', 'pack'")
-        ] = None,
+        unit: Annotated[str | None, Field(max_length=20, description="e.g. 'kg', 'pack'")] = None,
         store: Store = None,
         note: Annotated[str | None, Field(max_length=300)] = None,
         list_name: ListName = default_list,

@@ -70,9 +70,7 @@ def build_server(
     @mcp.tool(**read(title="Daily forecast", open_world=True))
     async def get_forecast(
         location: Location,
-        days: Annotated[
-            int, Field(ge=1, le=MAX_DAYS, description="Days from today")
-        ] = 3,
+        days: Annotated[int, Field(ge=1, le=MAX_DAYS, description="Days from today")] = 3,
     ) -> Forecast:
         """Daily forecast at a place: conditions, high/low, rain, wind."""
         return await service.forecast(location, days)
