@@ -94,6 +94,7 @@ bench: install
 	$(UV) run python -m bench.footprint
 	$(UV) run python -m bench.lean
 	$(UV) run python -m bench.consent
+	$(UV) run python -m bench.tokens
 
 # run and chat: the default agent gets an example order history on the first start (so
 # "reorder the oat milk" works at once); SHOPPING_EXAMPLE_AGENT= turns it off, make

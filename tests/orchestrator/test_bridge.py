@@ -188,3 +188,38 @@ def test_results_render_structured_as_json_text_as_text_and_errors_marked() -> N
     assert output_of(ToolResult({"result": "bare"}, "bare", wrapped=True)) == "bare"
     failed = ToolFailed("s__t", "No place called 'X'")
     assert json.loads(output_of_error(failed, tool_info({}))) == {"error": "No place called 'X'"}
+
+
+def test_optional_plain_types_are_sent_as_a_type_list_and_the_rest_stays_an_anyof() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "store": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+            "days": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]},
+            "repeat": {"anyOf": [{"type": "string", "enum": ["daily"]}, {"type": "null"}]},
+            "where": {"anyOf": [{"$ref": "#/$defs/Place"}, {"type": "null"}]},
+            "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        },
+        "required": ["store", "days", "repeat", "where", "either"],
+        "$defs": {"Place": {"type": "object", "properties": {}, "required": []}},
+    }
+    strict = strict_schema(schema)
+    properties = strict["properties"]
+    assert properties["store"] == {"type": ["string", "null"]}
+    assert properties["days"] == {"type": ["integer", "null"], "minimum": 1}
+    assert properties["repeat"] == {"type": ["string", "null"], "enum": ["daily", None]}
+    assert properties["where"] == {"anyOf": [{"$ref": "#/$defs/Place"}, {"type": "null"}]}
+    assert properties["either"] == {"anyOf": [{"type": "string"}, {"type": "integer"}]}
+    assert_strict(strict)
+    jsonschema.Draft202012Validator.check_schema(strict)
+    for sent in ({"store": None, "days": None, "repeat": None}, {"store": "x", "days": 2}):
+        jsonschema.validate({"where": None, "either": 1, "repeat": "daily", **sent}, strict)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**{k: None for k in properties}, "days": 0}, strict)
+
+
+def test_a_docstring_s_hard_wrapped_lines_reach_the_model_as_one_paragraph() -> None:
+    info = tool_info({"type": "object", "properties": {}})
+    wrapped = "Events from start\n        to end.\n\nSecond paragraph:\n- one\n- two"
+    spec = to_tool_spec(ToolInfo(**{**info.__dict__, "description": wrapped}))
+    assert spec.description == "Events from start to end.\n\nSecond paragraph:\n- one\n- two"

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -203,6 +204,11 @@ class AgentEntry(BaseModel):
     name: str
     persona: Path
     servers: list[str] | None = None  # None: every server of the registry
+    tools: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
+        default=None,
+        description="the model-facing tools offered, as <server>__<tool> names or patterns "
+        "(fnmatch: weather__*, *__get_*); None: every read and producer tool of its servers",
+    )
     timezone: str = "UTC"
     home: str | None = Field(
         default=None, max_length=200, description="the place of the morning briefing's weather"
@@ -263,6 +269,12 @@ class Agent:
     servers: tuple[str, ...]  # whose tools the model may use (``entry.servers`` resolved)
     # What happens to each change it proposes: ask (the default), auto or deny.
     policies: Policies = field(default_factory=Policies)
+
+    def offers(self, qualified: str) -> bool:
+        """Whether the tool named ``qualified`` (``<server>__<tool>``) of one of its
+        servers is offered to the model (``tools:``; without it, every one)."""
+        patterns = self.entry.tools
+        return patterns is None or any(fnmatchcase(qualified, p) for p in patterns)
 
 
 def load_registry(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, ServerEntry]:

@@ -44,19 +44,17 @@ ASKED_OUTPUT = (
 )
 SPEC = ToolSpec(
     NAME,
-    "Ask the user a question when the request is ambiguous and a wrong guess would matter, "
-    "instead of guessing. Give the likely answers as choices (at most 6, a few words each) "
-    "when there are some; the user can also type another answer. Leave choices empty for "
-    "an open question. Your turn ends with the question; the answer comes as the next "
-    "user message.",
+    "Ask the user one short question instead of guessing when a wrong guess would matter. "
+    "Your turn ends; the answer is the next user message.",
     {
         "type": "object",
         "properties": {
-            "question": {"type": "string", "description": "One short question"},
+            "question": {"type": "string"},
             "choices": {
                 "type": ["array", "null"],
                 "items": {"type": "string"},
-                "description": "Up to 6 likely answers, or null for an open question",
+                "description": "Up to 6 likely answers, a few words each (the user may type "
+                "another); null: an open question",
             },
         },
         "required": ["question", "choices"],

@@ -131,8 +131,11 @@ class TurnEngine:
         self._specs: dict[str, tuple[ToolInfo, ToolSpec]] = {}
 
     def visible_tools(self, runtime: AgentRuntime) -> list[ToolInfo]:
-        """The read and producer tools of the agent's own servers: all the model may call."""
-        return self._registry.tools(runtime.agent.servers)
+        """The read and producer tools of the agent's own servers that it offers (its
+        ``tools:``): all the model may call, and what /help and /status count."""
+        agent = runtime.agent
+        tools = self._registry.tools(agent.servers)
+        return [tool for tool in tools if agent.offers(tool.qualified)]
 
     async def run(self, request: TurnRequest, memory: TurnContext | None = None) -> TurnResult:
         """One turn, on what memory gave it (``memory``: the window with its summary and

@@ -7,11 +7,17 @@ ones made nullable, no ``default``. A schema that cannot be expressed that way
 (free-form objects, ``oneOf``/``allOf``) is sent with ``strict: false``. When the
 model fills an optional argument with ``null`` (as strict mode makes it), the
 null is dropped before the call so the server applies its own default.
+
+Every request carries every tool, so the specs are kept small without losing what the
+model reads: ``anyOf [T, null]`` (pydantic's ``T | None``) becomes ``type: [T, "null"]``
+where T is a plain typed schema, titles and defaults go, and a description's hard-wrapped
+lines (a docstring's) are joined into one paragraph.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from orchestrator.llm.base import ToolSpec
@@ -66,6 +72,8 @@ _UNSUPPORTED = frozenset(
         "prefixItems",
     }
 )
+_MERGEABLE = frozenset({"string", "integer", "number", "boolean", "array"})
+_WRAP = re.compile(r"(?<!\n)[ \t]*\n[ \t]*(?![\n \t]|[-*] )")  # a break inside a paragraph
 _FORMATS = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
 )
@@ -77,10 +85,16 @@ class NotStrict(Exception):
 
 def to_tool_spec(tool: ToolInfo) -> ToolSpec:
     schema = without_context(tool.input_schema or {"type": "object", "properties": {}}, tool)
+    description = unwrapped(tool.description)
     try:
-        return ToolSpec(tool.qualified, tool.description, strict_schema(schema), strict=True)
+        return ToolSpec(tool.qualified, description, strict_schema(schema), strict=True)
     except NotStrict:
-        return ToolSpec(tool.qualified, tool.description, loose_schema(schema), strict=False)
+        return ToolSpec(tool.qualified, description, loose_schema(schema), strict=False)
+
+
+def unwrapped(text: str) -> str:
+    """``text`` with its hard line breaks joined (blank lines and list items kept)."""
+    return _WRAP.sub(" ", text.strip())
 
 
 def without_context(schema: dict[str, Any], tool: ToolInfo) -> dict[str, Any]:
@@ -121,8 +135,11 @@ def _convert(node: Any) -> dict[str, Any]:
     out = {key: value for key, value in node.items() if key in _KEEP and key != "$defs"}
     if out.get("format") not in _FORMATS:
         out.pop("format", None)
+    if "description" in out:
+        out["description"] = unwrapped(str(out["description"]))
     if "anyOf" in node:
         out["anyOf"] = [_convert(sub) for sub in node["anyOf"]]
+        out = _merged(out)
     types = node.get("type")
     type_set = set(types) if isinstance(types, list) else {types}
     if "object" in type_set or "properties" in node:
@@ -142,6 +159,23 @@ def _convert(node: Any) -> dict[str, Any]:
             raise NotStrict("arrays need an items schema")
         out["items"] = _convert(node["items"])
     return out
+
+
+def _merged(node: dict[str, Any]) -> dict[str, Any]:
+    """``anyOf [T, null]`` as ``type: [T, "null"]`` when T is one plain type (its other
+    keywords apply to that type only, so null still validates); else ``node`` as it is."""
+    branches = node["anyOf"]
+    if len(branches) != 2 or {"type": "null"} not in branches:
+        return node
+    [plain] = [sub for sub in branches if sub != {"type": "null"}]
+    kind = plain.get("type")
+    described = "description" in plain and "description" in node
+    if kind not in _MERGEABLE or "const" in plain or described:
+        return node
+    merged = {**{k: v for k, v in node.items() if k != "anyOf"}, **plain, "type": [kind, "null"]}
+    if "enum" in merged and None not in merged["enum"]:
+        merged["enum"] = [*merged["enum"], None]
+    return merged
 
 
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:

@@ -30,16 +30,14 @@ Time = Annotated[
     Field(
         min_length=1,
         max_length=40,
-        description="YYYY-MM-DDTHH:MM in the user's zone (or with an offset), or a date "
-        "YYYY-MM-DD / today / tomorrow for a whole day",
+        description="Local YYYY-MM-DDTHH:MM, or a day: YYYY-MM-DD, today, tomorrow",
     ),
 ]
 EndTime = Annotated[
     str | None,
     Field(
         max_length=40,
-        description="Like start; a date is the last day, inclusive (default: one day, or "
-        "for a timed start one hour / the event's length)",
+        description="Like start; a day is inclusive",
     ),
 ]
 EventName = Annotated[
@@ -47,23 +45,19 @@ EventName = Annotated[
     Field(
         min_length=1,
         max_length=200,
-        description="The event's title in the user's words ('the dentist') or its id",
+        description="Its title in the user's words, or its id",
     ),
 ]
 Occurrence = Annotated[
     str | None,
     Field(
         max_length=40,
-        description="Which occurrence: its 'occurrence' from get_events, or its date "
-        "(default: the next one)",
+        description="Its 'occurrence' from get_events, or its date (default: the next)",
     ),
 ]
 Scope = Annotated[
     ScopeName,
-    Field(
-        description="For a recurring event: 'this' occurrence, 'following' (this and every "
-        "later one) or the whole 'series'; ignored for a single event"
-    ),
+    Field(description="Of a recurring event: this one, following (this and later) or the series"),
 ]
 Zone = Annotated[
     str, Field(max_length=64, description="The user's IANA time zone (filled in by the assistant)")
@@ -73,7 +67,7 @@ Zone = Annotated[
 def add_read_tools(mcp: FastMCP[Any], service: CalendarService, zone_default: str) -> None:
     @mcp.tool(**read(title="Calendars", context=("timezone",)))
     async def list_calendars(timezone: Zone = zone_default) -> Calendars:
-        """The calendars, which of them can be changed, and the one new events go to."""
+        """The calendars: which can be changed, which new events go to."""
         return await service.calendars(timezone)
 
     @mcp.tool(**read(title="Events", context=("timezone",)))
@@ -83,21 +77,18 @@ def add_read_tools(mcp: FastMCP[Any], service: CalendarService, zone_default: st
         calendar: Annotated[str | None, Field(max_length=60)] = None,
         timezone: Zone = zone_default,
     ) -> Events:
-        """The events between start and end (a date alone: that whole day), recurring ones
-        expanded, in local time. 'What's on tomorrow?' is start='tomorrow'."""
+        """Events from start to end (a date alone: that day), recurring ones expanded."""
         return await service.events(start, end, calendar, timezone)
 
     @mcp.tool(**read(title="Search events", context=("timezone",)))
     async def search_events(
         query: Annotated[str, Field(min_length=1, max_length=200, description="Title words")],
-        start: Annotated[
-            str | None, Field(max_length=40, description="Default: a month ago")
-        ] = None,
+        start: Annotated[str | None, Field(max_length=40)] = None,
         end: EndTime = None,
         timezone: Zone = zone_default,
     ) -> Events:
-        """Events whose title (or place) matches the words, typos too; by default from a
-        month ago to a year ahead."""
+        """Events whose title or place matches the words, typos too (default: from a month
+        ago to a year ahead)."""
         return await service.search(query, start, end, timezone)
 
     @mcp.tool(**read(title="Free time", context=("timezone",)))
@@ -106,13 +97,13 @@ def add_read_tools(mcp: FastMCP[Any], service: CalendarService, zone_default: st
         start: Time,
         *,
         end: EndTime = None,
-        work_start: Annotated[str | None, Field(max_length=5, description="HH:MM")] = None,
-        work_end: Annotated[str | None, Field(max_length=5, description="HH:MM")] = None,
+        work_start: Annotated[str | None, Field(max_length=5)] = None,
+        work_end: Annotated[str | None, Field(max_length=5)] = None,
         include_weekends: bool = False,
         timezone: Zone = zone_default,
     ) -> FreeTime:
-        """Free stretches of at least that many minutes within working hours (default
-        from the settings), between start and end. All-day events do not block time."""
+        """Free slots of duration_minutes or more from start to end, within working hours
+        (HH:MM; default: the settings')."""
         return await service.free_time(
             duration_minutes,
             start,
@@ -137,15 +128,14 @@ def add_producer_tools(
         calendar: Annotated[str | None, Field(max_length=60)] = None,
         recurrence: Annotated[
             str | None,
-            Field(max_length=200, description="An RRULE, e.g. FREQ=WEEKLY;BYDAY=MO (optional)"),
+            Field(max_length=200, description="RRULE, e.g. FREQ=WEEKLY;BYDAY=MO"),
         ] = None,
         location: Annotated[str | None, Field(max_length=200)] = None,
         description: Annotated[str | None, Field(max_length=2000)] = None,
         agent: Agent = "default",
         timezone: Zone = zone_default,
     ) -> Proposal:
-        """Propose adding an event (a date alone: all day). Nothing changes until the user
-        taps Add; the proposal lists the events it overlaps."""
+        """Propose adding an event (a date alone: all day); it lists the events it overlaps."""
         proposal = await proposals.propose_add(
             agent,
             timezone,
@@ -163,7 +153,7 @@ def add_producer_tools(
     @mcp.tool(**producer(title="Propose moving an event", context=CONTEXT))
     async def propose_event_move(
         event: EventName,
-        start: Annotated[Time, Field(description="The new start (local time, or a date)")],
+        start: Annotated[Time, Field(description="The new start")],
         *,
         end: EndTime = None,
         occurrence: Occurrence = None,
@@ -171,9 +161,7 @@ def add_producer_tools(
         agent: Agent = "default",
         timezone: Zone = zone_default,
     ) -> Proposal:
-        """Propose moving an event to a new start (it keeps its length unless end is given).
-        Nothing changes until the user taps Move. When several events match, the error
-        lists them: ask the user which one."""
+        """Propose moving an event; it keeps its length unless end is given."""
         proposal = await proposals.propose_move(
             agent, timezone, event=event, occurrence=occurrence, scope=scope, start=start, end=end
         )
@@ -187,7 +175,6 @@ def add_producer_tools(
         agent: Agent = "default",
         timezone: Zone = zone_default,
     ) -> Proposal:
-        """Propose cancelling (deleting) an event. Nothing changes until the user taps
-        Cancel event. When several events match, the error lists them: ask which one."""
+        """Propose cancelling (deleting) an event."""
         proposal = await proposals.propose_cancel(agent, timezone, event, occurrence, scope)
         return await consent.offer(proposal)

@@ -37,41 +37,35 @@ FiringKeys = Annotated[
 def add_reminder_tools(mcp: FastMCP[Any], desk: ReminderDesk, consent: Consent) -> None:
     @mcp.tool(**read(title="Reminders", context=("agent",)))
     async def list_reminders(agent: Agent = "default") -> Reminders:
-        """The user's reminders still to come or not yet done, with their ids and times."""
+        """The user's reminders to come or not yet done, with ids and times."""
         return Reminders(reminders=views(await desk.listed(agent)))
 
     @mcp.tool(**producer(title="Propose a reminder", context=("agent", "timezone")))
     async def propose_reminder(
-        text: Annotated[
-            str, Field(min_length=1, max_length=300, description="What to remind, e.g. 'call mum'")
-        ],
+        text: Annotated[str, Field(min_length=1, max_length=300, description="e.g. 'call mum'")],
         when: Annotated[
             str,
             Field(
                 max_length=40,
-                description="When, resolved from the user's words ('tomorrow 9am', 'in 2 "
-                "hours', 'every Monday at 8': the first Monday) to YYYY-MM-DDTHH:MM in the "
-                "user's zone",
+                description="YYYY-MM-DDTHH:MM in the user's zone ('every Monday at 8': the "
+                "first Monday)",
             ),
         ],
-        repeat: Annotated[
-            Repeat | None, Field(description="daily, weekdays, weekly or monthly; null: once")
-        ] = None,
+        repeat: Annotated[Repeat | None, Field(description="null: once")] = None,
         agent: Agent = "default",
         timezone: Zone = "UTC",
     ) -> Proposal:
-        """Propose a reminder sent to the user at a time. Nothing is set until the user taps
-        Set reminder. Use the user's local time (it is in your instructions)."""
+        """Propose a reminder sent to the user at a time."""
         return await consent.offer(desk.propose(agent, text, when, repeat, timezone))
 
     @mcp.tool(**producer(title="Propose cancelling a reminder", context=("agent",)))
     async def propose_cancel_reminder(
         reminder_id: Annotated[
-            str, Field(min_length=1, max_length=40, description="The id list_reminders gave")
+            str, Field(min_length=1, max_length=40, description="From list_reminders")
         ],
         agent: Agent = "default",
     ) -> Proposal:
-        """Propose cancelling a reminder. Nothing changes until the user taps Cancel reminder."""
+        """Propose cancelling a reminder."""
         return await consent.offer(await desk.propose_cancel(agent, reminder_id))
 
 

@@ -25,16 +25,16 @@ MAX_ORDERS = 100
 Agent = Annotated[
     str, Field(description="filled in by the assistant", min_length=1, max_length=200)
 ]
-Store = Annotated[str | None, Field(max_length=100, description="Store, e.g. 'Costco' (optional)")]
+Store = Annotated[str | None, Field(max_length=100)]
 ListName = Annotated[
     str,
     Field(
         min_length=1,
         max_length=MAX_LIST_NAME,
-        description="The list's name; a store's cart is 'cart:<store>', e.g. 'cart:costco'",
+        description="A store's cart is 'cart:<store>'",
     ),
 ]
-Quantity = Annotated[float, Field(gt=0, le=MAX_QUANTITY, description="How many, or how much")]
+Quantity = Annotated[float, Field(gt=0, le=MAX_QUANTITY)]
 
 
 def add_read_tools(mcp: FastMCP[Any], service: ShoppingService, default_list: str) -> None:
@@ -44,13 +44,12 @@ def add_read_tools(mcp: FastMCP[Any], service: ShoppingService, default_list: st
             str | None,
             Field(
                 max_length=MAX_LIST_NAME,
-                description="The list to show ('cart:<store>' for a store's cart); "
-                "null shows every list",
+                description="null: every list; a store's cart is 'cart:<store>'",
             ),
         ] = default_list,
         agent: Agent = "default",
     ) -> Lists:
-        """The items on a shopping list, with their ids, and the names of all lists."""
+        """A shopping list's items with their ids, and the names of all lists."""
         return await service.get_list(agent, list_name)
 
     @mcp.tool(**read(title="Find an item", context=("agent",)))
@@ -60,24 +59,23 @@ def add_read_tools(mcp: FastMCP[Any], service: ShoppingService, default_list: st
             Field(
                 min_length=1,
                 max_length=200,
-                description="The item in the user's words: 'the Kirkland water', 'oat milk'",
+                description="The item in loose words ('oat milk')",
             ),
         ],
-        limit: Annotated[int, Field(ge=1, le=20, description="Most matches to return")] = 5,
+        limit: Annotated[int, Field(ge=1, le=20)] = 5,
         agent: Agent = "default",
     ) -> ItemMatches:
-        """Items the user ordered before or has on a list that match loose words (typos and
-        partial names too), with where, when, how many and at what price they were last
-        ordered. Use it to find an item's full name before proposing a reorder."""
+        """Items ordered before or on a list that match loose words (typos too), with where,
+        when, how many and at what price last ordered: an item's full name for a reorder."""
         return await service.find_item(agent, query, limit)
 
     @mcp.tool(**read(title="Recent orders", context=("agent",)))
     async def get_recent_orders(
-        limit: Annotated[int, Field(ge=1, le=MAX_ORDERS, description="Most orders")] = 20,
+        limit: Annotated[int, Field(ge=1, le=MAX_ORDERS)] = 20,
         store: Store = None,
         agent: Agent = "default",
     ) -> RecentOrders:
-        """The user's most recent orders, newest first, of one store or of all."""
+        """The most recent orders, newest first, of one store or all."""
         return await service.recent_orders(agent, limit, store)
 
 
@@ -86,18 +84,16 @@ def add_producer_tools(
 ) -> None:
     @mcp.tool(**producer(title="Propose adding to a list", context=("agent",)))
     async def propose_add_to_list(
-        name: Annotated[str, Field(min_length=1, max_length=200, description="The item")],
+        name: Annotated[str, Field(min_length=1, max_length=200)],
         *,
         quantity: Quantity = 1,
-        unit: Annotated[
-            str | None, Field(max_length=20, description="Unit, e.g. 'kg', 'pack' (optional)")
-        ] = None,
+        unit: Annotated[str | None, Field(max_length=20, description="e.g. 'kg', 'pack'")] = None,
         store: Store = None,
-        note: Annotated[str | None, Field(max_length=300, description="Note (optional)")] = None,
+        note: Annotated[str | None, Field(max_length=300)] = None,
         list_name: ListName = default_list,
         agent: Agent = "default",
     ) -> Proposal:
-        """Propose adding an item to a shopping list. Nothing changes until the user taps Add."""
+        """Propose adding an item to a shopping list."""
         proposal = await service.propose_add(
             agent,
             name,
@@ -116,14 +112,13 @@ def add_producer_tools(
             Field(
                 min_length=1,
                 max_length=200,
-                description="The item's name as on the list (loose words work), or its id",
+                description="As on the list (loose words work), or its id",
             ),
         ],
         list_name: ListName = default_list,
         agent: Agent = "default",
     ) -> Proposal:
-        """Propose removing an item from a shopping list. Nothing changes until the user taps
-        Remove. When several items match, the error lists them: ask the user which one."""
+        """Propose removing an item from a shopping list."""
         return await consent.offer(await service.propose_remove(agent, name, list_name))
 
     @mcp.tool(**producer(title="Propose a reorder", context=("agent",)))
@@ -133,20 +128,19 @@ def add_producer_tools(
             Field(
                 min_length=1,
                 max_length=200,
-                description="An item ordered before, in loose words: 'the Kirkland water'",
+                description="An item ordered before, in loose words",
             ),
         ],
         quantity: Annotated[
             float | None,
-            Field(gt=0, le=MAX_QUANTITY, description="How many; default: as last time"),
+            Field(gt=0, le=MAX_QUANTITY, description="Default: as last time"),
         ] = None,
         store: Annotated[
             str | None,
-            Field(max_length=100, description="Store; default: where it was last bought"),
+            Field(max_length=100, description="Default: where last bought"),
         ] = None,
         agent: Agent = "default",
     ) -> Proposal:
-        """Propose ordering an item again: into the store's cart, recorded as an order.
-        Nothing changes until the user taps Add to cart, and nothing is bought online.
-        When several items match, the error lists them: ask the user which one."""
+        """Propose ordering an item again: into the store's cart, recorded as an order
+        (nothing is bought online)."""
         return await consent.offer(await service.propose_reorder(agent, item, quantity, store))

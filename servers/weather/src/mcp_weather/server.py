@@ -29,8 +29,7 @@ INSTRUCTIONS = (
 Location = Annotated[
     str,
     Field(
-        description="City or place, optionally with region/country ('Springfield, IL', "
-        "'Paris, France'), or coordinates as 'lat,lon'",
+        description="A place, with its region if ambiguous ('Springfield, IL'), or 'lat,lon'",
         min_length=1,
         max_length=200,
     ),
@@ -65,17 +64,15 @@ def build_server(
 
     @mcp.tool(**read(title="Current weather", open_world=True))
     async def get_current_weather(location: Location) -> CurrentWeather:
-        """Current conditions at a place: temperature, feels-like, wind, precipitation."""
+        """Current weather at a place: temperature, feels-like, wind, rain."""
         return await service.current(location)
 
     @mcp.tool(**read(title="Daily forecast", open_world=True))
     async def get_forecast(
         location: Location,
-        days: Annotated[
-            int, Field(ge=1, le=MAX_DAYS, description=f"Number of days from today, 1 to {MAX_DAYS}")
-        ] = 3,
+        days: Annotated[int, Field(ge=1, le=MAX_DAYS, description="Days from today")] = 3,
     ) -> Forecast:
-        """Daily forecast for a place: conditions, high/low, rain and wind, day by day."""
+        """Daily forecast at a place: conditions, high/low, rain, wind."""
         return await service.forecast(location, days)
 
     @mcp.tool(**read(title="Hourly forecast", open_world=True))
@@ -84,12 +81,12 @@ def build_server(
         date: Annotated[
             str,
             Field(
-                description="Local date at the place: YYYY-MM-DD, 'today' or 'tomorrow'",
+                description="YYYY-MM-DD, 'today' or 'tomorrow' (the place's)",
                 max_length=20,
             ),
         ],
     ) -> HourlyForecast:
-        """Hour-by-hour forecast for one day at a place, in the place's local time."""
+        """Hour-by-hour forecast of one day at a place, in its local time."""
         return await service.hourly(location, date)
 
     return mcp
