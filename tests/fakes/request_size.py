@@ -17,11 +17,20 @@ fake OpenAI's ``usage.input_tokens`` counts ``json.dumps``'s default spacing and
 escapes too, about 5 % more.) A part's figure is the characters its JSON adds to the body
 (a string's quotes and escapes included) over 4; ``envelope`` is the rest (model, keys,
 options, the input's roles).
+
+The tools are also estimated **as the model reads them**: OpenAI renders the function
+definitions into the model's context as text, not as their JSON, and its cookbook
+("How to count tokens with tiktoken", tool calls) counts them as fixed costs per function,
+per property and per enum item plus the tokens of ``name:description`` and
+``key:type:description`` lines (``rendered``; text still at 4 characters a token, a nested
+schema at its JSON's). That is what a hosted OpenAI model bills; a local server whose chat
+template pastes the tools' JSON into the prompt reads something closer to the first figure.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -43,6 +52,8 @@ FLEET = ROOT / "config" / "agents.yaml"
 AGENT = "clawdia"
 USER = "4242"
 CHARS_PER_TOKEN = 4
+# The cookbook's fixed costs of a rendered tool list (gpt-4o family and later).
+FUNC_INIT, PROP_INIT, PROP_KEY, ENUM_INIT, ENUM_ITEM, FUNC_END = 7, 3, 3, -3, 3, 12
 BUDGET = 3000  # issue 25: a plain question's request, at most
 NOTES = [  # (scope, user, text): what a few weeks of taps leave remembered
     ("agent", "", "Answer in English unless the user writes in another language."),
@@ -71,6 +82,32 @@ def tokens(value: Any) -> float:
     return chars(value) / CHARS_PER_TOKEN
 
 
+def text_tokens(value: str) -> int:
+    return math.ceil(len(value) / CHARS_PER_TOKEN)
+
+
+def rendered(tools: list[Body]) -> float:
+    """The tools as the model reads them (OpenAI's cookbook counting, see the docstring)."""
+    count = FUNC_END if tools else 0
+    for tool in tools:
+        description = str(tool.get("description") or "").removesuffix(".")
+        count += FUNC_INIT + text_tokens(f"{tool['name']}:{description}")
+        properties = (tool.get("parameters") or {}).get("properties") or {}
+        count += PROP_INIT if properties else 0
+        for key, schema in properties.items():
+            count += PROP_KEY
+            enum = [item for item in schema.get("enum") or [] if item is not None]
+            if enum:
+                count += ENUM_INIT + sum(ENUM_ITEM + text_tokens(str(item)) for item in enum)
+            kind = schema.get("type", "")
+            kind = "|".join(kind) if isinstance(kind, list) else str(kind)
+            described = str(schema.get("description") or "").removesuffix(".")
+            count += text_tokens(f"{key}:{kind}:{described}")
+            nested = {k: v for k, v in schema.items() if k in ("items", "properties", "anyOf")}
+            count += math.ceil(chars(nested) / CHARS_PER_TOKEN) if nested else 0
+    return float(count)
+
+
 def total(body: Body) -> int:
     """The whole body's estimate."""
     return chars(body) // CHARS_PER_TOKEN + 1
@@ -86,10 +123,16 @@ class Breakdown:
     tools: dict[str, float]  # name → its function tool entry
     envelope: float  # the rest
     total: int
+    tools_rendered: float  # the tools as the model reads them (``rendered``)
 
     @property
     def tools_total(self) -> float:
         return sum(self.tools.values())
+
+    @property
+    def total_rendered(self) -> int:
+        """The request with its tools counted as the model reads them."""
+        return round(self.total - self.tools_total + self.tools_rendered)
 
 
 def breakdown(body: Body) -> Breakdown:
@@ -110,6 +153,7 @@ def breakdown(body: Body) -> Breakdown:
         tools=tools,
         envelope=whole - parts - sum(tools.values()),
         total=whole,
+        tools_rendered=rendered(list(body.get("tools", []))),
     )
 
 

@@ -42,8 +42,9 @@ SHIPPED_TOOLS = {
     "weather__get_forecast",
     "weather__get_hourly_forecast",
 }
-# What the cuts of issue 25 reached (4,723 before them), with room for the date line's
-# length; BUDGET (3,000) is the issue's goal, which this estimator does not yet show met.
+# The body's JSON after the cuts of issue 25 (4,723 before them), with room for the date
+# line's length: what a local server's chat template may paste. BUDGET (3,000, the issue's
+# goal) holds the request with its tools as a hosted OpenAI model reads them.
 CEILING = 3650
 
 
@@ -72,7 +73,8 @@ async def test_a_plain_question_to_the_shipped_agent_stays_under_its_token_ceili
     found = breakdown(plain_request)
     assert found.remembered > 0  # the notes are in it
     assert found.total <= CEILING, found
-    assert CEILING - BUDGET < 700  # the goal stays in sight: raise neither without a reason
+    assert found.total_rendered <= BUDGET, found
+    assert found.tools_rendered < found.tools_total  # the rendering is the smaller reading
 
 
 async def test_an_agent_offers_only_the_tools_its_patterns_name(world: World) -> None:
