@@ -7,8 +7,9 @@
 reaches, each shaped for that endpoint: ``text("...")``, ``calls(call(name, **args),
 ...)`` (ids generated; either with ``usage=``: ``(input, output)`` tokens, ``Tokens(...)``
 with cached input and reasoning tokens in the details, or ``UNREPORTED``, an answer
-without usage, as some local servers give; else estimated from the request), an ``Error`` (``rate_limited()``, ``quota_exceeded()``,
-``invalid_api_key()``, ``bad_request()``, ``server_error()``, ``overloaded()``), ``HANG``
+without usage, as some local servers give; else estimated from the request), an ``Error``
+(``rate_limited()``, ``quota_exceeded()``, ``invalid_api_key()``, ``bad_request()``,
+``server_error()``, ``overloaded()``), ``HANG``
 (no answer until ``release()`` or ``close()``), ``Slow(seconds, step)``, ``Gated(event,
 step)`` (answered once the test sets ``event``), or a function of the request body that
 returns one of these. An empty script answers 500 "the test script ran out", or

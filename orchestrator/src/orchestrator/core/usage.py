@@ -54,6 +54,9 @@ from orchestrator.mesh.roles import RoleClient
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
+MAX_SENT = 500  # records in one call (memory's bound)
+MAX_WARNED = 20  # warning keys in one call (memory's bound)
+MAX_KEPT = 10_000  # records kept for memory while it does not answer
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,9 @@ class Meter:
             who, model, usage, cost=cost, at=at, record_id=f"use_{secrets.token_hex(8)}"
         )
         self._outbox.append(record)
+        if len(self._outbox) > MAX_KEPT:  # memory away for long: the oldest are let go
+            logger.warning("usage: memory has not taken records for long; the oldest dropped")
+            del self._outbox[: len(self._outbox) - MAX_KEPT]
         totals = self._totals.get(who.agent)
         if totals is not None:
             bounds = periods(self._zone(who.agent), datetime.fromtimestamp(at, UTC))
@@ -262,10 +268,11 @@ class Meter:
     def take(self, agent: str) -> tuple[list[UsageRecord], list[str]]:
         """The agent's records and warnings memory does not have yet, for its append_items;
         ``restore`` them if it did not answer."""
-        records = [r for r in self._outbox if r.agent == agent]
-        warned = [key for owner, key in self._warned if owner == agent]
-        self._outbox = [r for r in self._outbox if r.agent != agent]
-        self._warned = [(owner, key) for owner, key in self._warned if owner != agent]
+        records = [r for r in self._outbox if r.agent == agent][:MAX_SENT]
+        warned = [key for owner, key in self._warned if owner == agent][:MAX_WARNED]
+        taken = {r.id for r in records}
+        self._outbox = [r for r in self._outbox if r.id not in taken]
+        self._warned = [w for w in self._warned if not (w[0] == agent and w[1] in warned)]
         return records, warned
 
     def restore(self, agent: str, records: list[UsageRecord], warned: list[str]) -> None:
@@ -282,6 +289,7 @@ class Meter:
         arguments = {
             "records": [r.model_dump(mode="json") for r in records],
             "warned": warned,
+            "agent": agent,
         }
         if await self._memory.call("record_usage", arguments, Recorded) is None:
             self.restore(agent, records, warned)
@@ -314,10 +322,12 @@ class Meter:
             "agent": agent,
             "day": bounds.day,
             "month": bounds.month,
-            "day_start": bounds.day_start,
-            "day_end": bounds.day_end,
-            "month_start": bounds.month_start,
-            "month_end": bounds.month_end,
+            "bounds": {
+                "day_start": bounds.day_start,
+                "day_end": bounds.day_end,
+                "month_start": bounds.month_start,
+                "month_end": bounds.month_end,
+            },
         }
         totals = await self._memory.call("usage_totals", arguments, UsageTotals)
         if totals is None:
