@@ -211,11 +211,14 @@ class Dispatcher:
         """Store the turn, its model calls' usage riding with it (no call of their own)."""
         agent_id, meter = turn.runtime.id, self.meter
         usage, warned = meter.take(agent_id) if meter is not None else ([], [])
-        recorded = await self._conversation.record(
-            agent_id, turn.chat_id, result.new_items, turn_id, usage=usage, warned=warned
-        )
-        if recorded is None and meter is not None:
-            meter.restore(agent_id, usage, warned)  # with the next record
+        recorded: AppendResult | None = None
+        try:
+            recorded = await self._conversation.record(
+                agent_id, turn.chat_id, result.new_items, turn_id, usage=usage, warned=warned
+            )
+        finally:
+            if recorded is None and meter is not None:  # no answer, or cut short
+                meter.restore(agent_id, usage, warned)  # with the next record
         return recorded
 
     async def _flush(self, agent_id: str) -> None:

@@ -86,17 +86,25 @@ class Summarizer:
             logger.exception("summary agent=%s chat=%s failed", runtime.id, chat_id)
 
     async def summarize(self, runtime: AgentRuntime, chat_id: str) -> bool:
-        """One round: whether a summary was saved."""
+        """One round: whether a summary was saved. Its model call is recorded after it
+        (record_usage), saved or not."""
+        who = Who(runtime.id, chat_id, chat_id, "summary")
+        if self._meter is not None and await self._meter.check(who) is not None:
+            logger.info("summary agent=%s chat=%s: allowance reached; skipped for now",
+                        runtime.id, chat_id)  # fmt: skip
+            return False  # still due: tried again after a later turn
+        try:
+            return await self._summarized(runtime, chat_id, who)
+        finally:
+            if self._meter is not None:
+                await self._meter.flush(runtime.id)
+
+    async def _summarized(self, runtime: AgentRuntime, chat_id: str, who: Who) -> bool:
         key = {"agent": runtime.id, "chat_id": chat_id}
         evicted = await self._memory.call("evicted_items", {**key, "min_items": EVERY}, Evicted)
         if evicted is None or evicted.up_to_id is None:
             return False
         if evicted.lines:
-            who = Who(runtime.id, chat_id, chat_id, "summary")
-            if self._meter is not None and await self._meter.check(who) is not None:
-                logger.info("summary agent=%s chat=%s: allowance reached; skipped for now",
-                            runtime.id, chat_id)  # fmt: skip
-                return False  # still due: tried again after a later turn
             so_far = evicted.summary or "(none yet)"
             request = f"Summary so far:\n{so_far}\n\nNew lines:\n" + "\n".join(evicted.lines)
             reply = await runtime.llm.respond(
@@ -106,7 +114,6 @@ class Summarizer:
             )
             if self._meter is not None:
                 self._meter.used(who, runtime.llm.model, reply.usage)
-                await self._meter.flush(runtime.id)
             text = reply.text.strip()
         else:
             text = evicted.summary or ""  # only tool calls left: nothing new to say

@@ -291,10 +291,13 @@ class Meter:
             "warned": warned,
             "agent": agent,
         }
-        if await self._memory.call("record_usage", arguments, Recorded) is None:
-            self.restore(agent, records, warned)
-            return False
-        return True
+        recorded: Recorded | None = None
+        try:
+            recorded = await self._memory.call("record_usage", arguments, Recorded)
+        finally:
+            if recorded is None:  # no answer, or cut short: sent with the next ones
+                self.restore(agent, records, warned)
+        return recorded is not None
 
     async def totals(self, agent: str) -> tuple[UsageTotals, Periods]:
         """The agent's totals in its current day and month: read from memory once per
