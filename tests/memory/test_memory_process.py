@@ -22,6 +22,7 @@ TOOLS = {
     "ask_question", "question_shown", "choose_answer",
     "list_memories", "propose_remember", "propose_forget", "confirm_remember", "confirm_forget",
     "recall", "memories_shown", "forget_tapped", "get_action",
+    "record_usage", "usage_totals", "usage_report", "confirm_allow_more",
 }  # fmt: skip
 KEY = {"agent": "clawdia", "chat_id": "42"}
 TURN = [

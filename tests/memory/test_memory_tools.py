@@ -17,10 +17,12 @@ pytestmark = pytest.mark.anyio
 CONVERSATION_TOOLS = {"turn_context", "append_items", "load_window", "reset"}
 QUESTION_TOOLS = {"ask_question", "question_shown", "choose_answer"}
 SUMMARY_TOOLS = {"evicted_items", "save_summary"}
+USAGE_TOOLS = {"record_usage", "usage_totals", "usage_report", "confirm_allow_more"}
 TOOLS = (
     CONVERSATION_TOOLS
     | QUESTION_TOOLS
     | SUMMARY_TOOLS
+    | USAGE_TOOLS
     | {
         "list_memories",
         "propose_remember",
@@ -106,6 +108,7 @@ async def test_an_appended_turn_comes_back_in_the_next_window(
         "at": clock.now - 60,
         "duplicate": False,
         "summary_due": False,
+        "usage": None,  # no usage records given
     }
     assert window["items"] == STORED
     assert window["dropped"] == 0

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from meshkit.proposals import Proposal
+from meshkit.wire.usage import Recorded
 
 
 class AppendResult(BaseModel):
@@ -20,6 +21,9 @@ class AppendResult(BaseModel):
         default=False,
         description="Asked with summarize_every: at least that many items out of the window "
         "wait for a summary (evicted_items hands them out)",
+    )
+    usage: Recorded | None = Field(
+        default=None, description="Given usage records: how many were stored (null: none given)"
     )
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 Purpose = Literal["turn", "scheduled", "briefing", "summary"]
 PURPOSES: tuple[Purpose, ...] = ("turn", "scheduled", "briefing", "summary")
@@ -24,15 +24,20 @@ Unit = Literal["money", "tokens"]
 USAGE_ID = r"^use_[0-9a-f]{12,32}$"
 DAY = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 MONTH = r"^[0-9]{4}-[0-9]{2}$"
+MAX_TIME = 1e11  # Unix seconds, past the year 5000: a bound for every instant
+MAX_TOKENS = 10**12
+MAX_COST = 1e9
 
 
 class UsageRecord(BaseModel):
     """One model call: who it was for, what for, and what it used and cost."""
 
     id: str = Field(
-        pattern=USAGE_ID, description="The call's own id: recording it again stores nothing"
+        pattern=USAGE_ID,
+        max_length=36,
+        description="The call's own id: recording it again stores nothing",
     )
-    at: float = Field(description="When the model answered (Unix seconds)")
+    at: float = Field(ge=0, le=MAX_TIME, description="When the model answered (Unix seconds)")
     agent: str = Field(min_length=1, max_length=64)
     user: str = Field(min_length=1, max_length=200, description="Whose allowance it counts to")
     chat_id: str = Field(min_length=1, max_length=200)
@@ -47,14 +52,22 @@ class UsageRecord(BaseModel):
         "turns by it",
     )
     input_tokens: int | None = Field(
-        default=None, ge=0, description="As the API reported; null: it reported no usage"
+        default=None,
+        ge=0,
+        le=MAX_TOKENS,
+        description="As the API reported; null: it reported no usage",
     )
-    cached_input_tokens: int | None = Field(default=None, ge=0, description="Part of input")
-    output_tokens: int | None = Field(default=None, ge=0)
-    reasoning_tokens: int | None = Field(default=None, ge=0, description="Part of output")
+    cached_input_tokens: int | None = Field(
+        default=None, ge=0, le=MAX_TOKENS, description="Part of input"
+    )
+    output_tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
+    reasoning_tokens: int | None = Field(
+        default=None, ge=0, le=MAX_TOKENS, description="Part of output"
+    )
     cost: float | None = Field(
         default=None,
         ge=0,
+        le=MAX_COST,
         description="In the price table's currency; null: unknown (no usage reported, or a "
         "hosted model without a price)",
     )
@@ -92,6 +105,22 @@ class Grant(BaseModel):
 class PeriodSpend(BaseModel):
     day: Spend = Field(default_factory=Spend)
     month: Spend = Field(default_factory=Spend)
+
+
+class Bounds(BaseModel):
+    """The agent's current day and month in Unix seconds, start inclusive, end exclusive
+    (``orchestrator.core.allowance.periods``): what ``usage_totals`` sums between."""
+
+    day_start: float = Field(ge=0, le=MAX_TIME)
+    day_end: float = Field(ge=0, le=MAX_TIME)
+    month_start: float = Field(ge=0, le=MAX_TIME)
+    month_end: float = Field(ge=0, le=MAX_TIME)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Bounds:
+        if not (self.day_start < self.day_end and self.month_start < self.month_end):
+            raise ValueError("each period must start before it ends")
+        return self
 
 
 class UsageTotals(BaseModel):
@@ -143,10 +172,11 @@ class AllowMorePayload(BaseModel):
 
     agent: str = Field(min_length=1, max_length=64)
     user: str = Field(min_length=1, max_length=200)
-    day: str = Field(pattern=DAY)
+    day: str = Field(pattern=DAY, max_length=10)
     amount: float = Field(gt=0, le=1_000_000_000)
     unit: Unit
 
 
 class AllowedMore(BaseModel):
     grant: Grant
+    replayed: bool = Field(default=False, description="Granted before: nothing was done now")

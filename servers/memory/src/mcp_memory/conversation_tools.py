@@ -13,6 +13,8 @@ from mcp_memory.service import ConversationService
 from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS
 from mcp_memory.summaries import MAX_LINES, Summaries
 from mcp_memory.turns import TurnContexts
+from mcp_memory.usage import UsageService
+from mcp_memory.usage_tools import Records, Warned
 from meshkit.params import Agent, ChatId, IntegerId
 from meshkit.tool_classes import internal
 from meshkit.wire.memory import Evicted, SummarySaved, TurnContext
@@ -34,6 +36,7 @@ def add_conversation_tools(
     service: ConversationService,
     contexts: TurnContexts,
     summaries: Summaries,
+    usages: UsageService,
 ) -> None:
     @mcp.tool(**internal(title="A turn's context"))
     async def turn_context(
@@ -57,7 +60,7 @@ def add_conversation_tools(
         return await contexts.read(agent, chat_id, user, text, summarize_every)
 
     @mcp.tool(**internal(title="Append conversation items"))
-    async def append_items(
+    async def append_items(  # noqa: PLR0917 (a tool's parameters are its schema)
         agent: Agent,
         chat_id: ChatId,
         items: Annotated[
@@ -77,12 +80,25 @@ def add_conversation_tools(
             ),
         ] = None,
         summarize_every: SummarizeEvery = None,
+        usage: Annotated[
+            Records | None, Field(description="The turn's model calls, recorded with it")
+        ] = None,
+        warned: Warned | None = None,
     ) -> AppendResult:
-        """Append a turn's items to the chat's conversation, stamped with the server's time.
+        """Append a turn's items to the chat's conversation, stamped with the server's time,
+        and record its model calls (each once by its id, even when the turn is a duplicate).
 
         All or nothing: one malformed item rejects the call and names its index.
         """
-        return await service.append(agent, chat_id, items, turn_id, summarize_every=summarize_every)
+        result = await service.append(
+            agent, chat_id, items, turn_id, summarize_every=summarize_every
+        )
+        if not (usage or warned):
+            return result
+        # usage.sqlite3 is another file: the records are written after the items, and a
+        # failure there fails the call; made again, it stores them (the turn a duplicate).
+        recorded = await usages.record(usage or [], warned or [], agent)
+        return result.model_copy(update={"usage": recorded})
 
     @mcp.tool(**internal(title="Load conversation window", read_only=True, idempotent=True))
     async def load_window(

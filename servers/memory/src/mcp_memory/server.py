@@ -1,6 +1,6 @@
 """The memory MCP surface: the conversation's internal tools (conversation_tools), the
-tools of remembered rules and notes (memory_tools, their changes on the consent kernel) and
-clarify (question_tools)."""
+tools of remembered rules and notes (memory_tools, their changes on the consent kernel),
+clarify (question_tools) and the model's usage (usage_tools, "allow more" on the kernel)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,9 @@ from mcp_memory.settings import MemorySettings
 from mcp_memory.store import ConversationStore
 from mcp_memory.summaries import Summaries
 from mcp_memory.turns import TurnContexts
+from mcp_memory.usage import UsageService
+from mcp_memory.usage_store import UsageStore
+from mcp_memory.usage_tools import add_usage_tools, declare_usage_changes
 from meshkit.approval_keys import public_key
 from meshkit.consent import Consent
 from meshkit.proposals import Approvals
@@ -51,10 +54,16 @@ def build_server(
     service = ConversationService(settings, store, clock=clock)
     memories = MemoryStore(settings.memories_path, max_bytes=settings.max_db_bytes, clock=clock)
     questions = QuestionStore(settings.questions_path, max_bytes=settings.max_db_bytes, clock=clock)
+    usage_store = UsageStore(settings.usage_path, max_bytes=settings.max_db_bytes, clock=clock)
 
     @asynccontextmanager
     async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
-        async with store.lifespan(), memories.lifespan(), questions.lifespan():
+        async with (
+            store.lifespan(),
+            memories.lifespan(),
+            questions.lifespan(),
+            usage_store.lifespan(),
+        ):
             yield
 
     mcp = create_server(
@@ -63,14 +72,17 @@ def build_server(
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         checks={"database": service.check},
-        stores=[store, memories, questions],
+        stores=[store, memories, questions, usage_store],
     )
     approvals = Approvals(public_key(settings), clock=clock)
     consent = Consent(mcp, SERVER, approvals, relay=relay_from(settings))
     remembered = MemoryService(memories, clock=clock)
     declare_changes(consent, remembered)
+    usage = UsageService(usage_store, clock=clock)
+    declare_usage_changes(consent, usage)
+    add_usage_tools(mcp, usage)
     add_memory_tools(mcp, remembered, Recall(service, store, memories), consent)
     add_question_tools(mcp, questions)
     contexts = TurnContexts(service, remembered, questions)
-    add_conversation_tools(mcp, service, contexts, Summaries(service, store, clock=clock))
+    add_conversation_tools(mcp, service, contexts, Summaries(service, store, clock=clock), usage)
     return mcp

@@ -12,6 +12,7 @@ from meshkit.settings import ApprovalSettings
 DB_FILE = "memory.sqlite3"
 MEMORIES_FILE = "memories.sqlite3"  # remembered rules and notes
 QUESTIONS_FILE = "questions.sqlite3"  # clarify questions waiting for answers
+USAGE_FILE = "usage.sqlite3"  # the model's usage, call by call; allowance grants (usage.db)
 MAX_WINDOW_ITEMS = 1000
 MAX_WINDOW_TOKENS = 1_000_000
 
@@ -45,3 +46,7 @@ class MemorySettings(ApprovalSettings):
     @property
     def questions_path(self) -> Path:
         return self.data_dir / QUESTIONS_FILE
+
+    @property
+    def usage_path(self) -> Path:
+        return self.data_dir / USAGE_FILE

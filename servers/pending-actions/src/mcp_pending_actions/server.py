@@ -165,6 +165,13 @@ def build_server(
                 "staged later under the same key takes it over",
             ),
         ] = None,
+        ask: Annotated[
+            bool,
+            Field(
+                description="Always ask: pending for a tap whatever the policy (auto) or a "
+                "running grant says, with no grant offered (a deny still denies)"
+            ),
+        ] = False,
     ) -> Staged:
         """Store a proposal of the agent's own conversation under the agent's consent policy.
 
@@ -183,6 +190,7 @@ def build_server(
             user_id=user_id,
             batch_text=batch_text,
             message_key=message_key,
+            ask=ask,
         )
 
     @mcp.tool(**internal(title="Approve an action"))

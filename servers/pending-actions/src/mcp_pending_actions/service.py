@@ -238,7 +238,15 @@ class PendingActions:
 
     async def _approve_and_grant(self, row: ActionRow, user_id: str, now: float) -> Decision:
         rule = self._policies.rule(row.agent, row.server, row.kind)
-        if row.state != State.PENDING or rule.policy != "ask" or rule.grant_s is None:
+        # Only where the buttons offered one (row.grant_s): never on a proposal staged to be
+        # asked each time (stage with ask), whatever the rule says now.
+        offered = row.grant_s is not None
+        if (
+            not offered
+            or row.state != State.PENDING
+            or rule.policy != "ask"
+            or rule.grant_s is None
+        ):
             return await self._approve(row, user_id, now)
         grant = grants.for_tap(row, user_id, new_id("grt_"), now, rule.grant_s)
         decision = await self._approve(row, user_id, now, then=lambda db: grants.give(db, grant))

@@ -3,6 +3,9 @@
     policy deny ──► a tool error, never staged (the ledger keeps the denial)
     policy auto, or a running grant ──► executing at once (decided_by policy | grant)
     policy ask ──► pending (with grant_s when a tap may allow the kind for a while)
+    ask=True (the orchestrator's own proposals that must be asked, "allow more") ──►
+        pending, whatever the policy (auto) or a running grant says, and no grant offered;
+        a deny still denies (asking never allows more than the policy does)
 
 - ``stage`` (the orchestrator, for its own conversation, client ``chat``): an approved
   proposal comes back with its approval and payload, for the orchestrator to execute now.
@@ -82,9 +85,11 @@ class Staging:
         user_id: str | None = None,
         batch_text: str | None = None,
         message_key: str | None = None,
+        ask: bool = False,
     ) -> Staged:
         """Store a proposal of the agent's own conversation, in a new batch or in
-        ``batch_id``; a new batch takes taps from the message sent under ``message_key``."""
+        ``batch_id``; a new batch takes taps from the message sent under ``message_key``.
+        ``ask``: pending for a tap, neither the policy nor a grant approves it."""
         check_present(
             agent=agent,
             chat_id=chat_id,
@@ -95,7 +100,7 @@ class Staging:
         _check_server(server)
         check_size("payload", proposal.payload)
         now = self._clock()
-        verdict = await self._verdict(agent, user_id, CHAT_CLIENT, server, proposal, now)
+        verdict = await self._verdict(agent, user_id, CHAT_CLIENT, server, proposal, now, ask=ask)
         new_batch = None
         if batch_id is None:
             batch_id = new_id("bat_")
@@ -177,8 +182,11 @@ class Staging:
         server: str,
         proposal: Proposal,
         now: float,
+        *,
+        ask: bool = False,
     ) -> Verdict:
-        """The rule in force, applied; a denial is written to the ledger and raised."""
+        """The rule in force, applied; a denial is written to the ledger and raised.
+        ``ask``: pending, unless denied."""
         rule = self._policies.rule(agent, server, proposal.kind)
         if rule.policy == "deny":
             denied = Draft(
@@ -198,6 +206,8 @@ class Staging:
                 f"Not allowed by {agent}'s policy: {server}.{proposal.kind} changes are never "
                 "made here, and nothing was proposed. Tell the user it is not allowed."
             )
+        if ask:
+            return Verdict(State.PENDING)
         if rule.policy == "auto":
             return Verdict(State.EXECUTING, how="policy")
         if rule.grant_s is None:

@@ -1,0 +1,244 @@
+"""The model's usage in SQLite (``usage.sqlite3``): calls, grants, warnings given.
+
+Tables:
+
+    usage          one row per model call (``UsageRecord``), keyed by the call's own id:
+                   recorded again, it stores nothing
+    grants         (id, agent, user, day, amount, unit, at): "allow more" taps; id = the
+                   pending action that granted it
+    warnings       (agent, key, at): the 80 % warnings given, keyed
+                   ``<day|month name>:<scope>:<period>[:<user>]``
+    confirmations  meshkit's confirm-once record (one row per approved action)
+
+A call that reported no usage has every token column null; one with usage but no price
+has a null cost. Sums count the known and count the rest (``Spend``), never guess.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from meshkit.proposals import CONFIRMATIONS_SCHEMA, Approval, Confirmed, confirm_once
+from meshkit.sqlite import SQLiteStore, row_model, transaction
+from meshkit.wire.usage import Bounds, Grant, Spend, TurnCost, UsageRecord
+
+SCHEMA = (
+    """
+CREATE TABLE IF NOT EXISTS usage (
+    id TEXT PRIMARY KEY,
+    at REAL NOT NULL,
+    agent TEXT NOT NULL,
+    user TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    purpose TEXT NOT NULL,
+    model TEXT NOT NULL,
+    turn_id TEXT,
+    input_tokens INTEGER,
+    cached_input_tokens INTEGER,
+    output_tokens INTEGER,
+    reasoning_tokens INTEGER,
+    cost REAL,
+    recorded_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS usage_by_agent ON usage (agent, at);
+CREATE INDEX IF NOT EXISTS usage_by_time ON usage (at);
+CREATE TABLE IF NOT EXISTS grants (
+    id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    user TEXT NOT NULL,
+    day TEXT NOT NULL,
+    amount REAL NOT NULL,
+    unit TEXT NOT NULL CHECK (unit IN ('money', 'tokens')),
+    at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS grants_by_day ON grants (agent, day);
+CREATE INDEX IF NOT EXISTS grants_by_time ON grants (at);
+CREATE TABLE IF NOT EXISTS warnings (
+    agent TEXT NOT NULL,
+    key TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (agent, key)
+);
+"""
+    + CONFIRMATIONS_SCHEMA
+)
+_COLUMNS = ", ".join(UsageRecord.model_fields)
+_UNKNOWN = "(input_tokens IS NULL AND output_tokens IS NULL)"
+# A Spend's fields, in order, as aggregates over usage rows.
+SPEND = (
+    "COALESCE(SUM(cost), 0.0), COALESCE(SUM(COALESCE(input_tokens, 0)"
+    f" + COALESCE(output_tokens, 0)), 0), COUNT(*), COALESCE(SUM({_UNKNOWN}), 0),"
+    f" COALESCE(SUM(cost IS NULL AND NOT {_UNKNOWN}), 0)"
+)
+_GRANT_COLUMNS = ", ".join(Grant.model_fields)
+
+
+def spend(row: Sequence[Any]) -> Spend:
+    return row_model(Spend, row)
+
+
+def added(a: Spend, b: Spend) -> Spend:
+    return Spend(
+        cost=a.cost + b.cost,
+        tokens=a.tokens + b.tokens,
+        calls=a.calls + b.calls,
+        unknown_usage=a.unknown_usage + b.unknown_usage,
+        unknown_cost=a.unknown_cost + b.unknown_cost,
+    )
+
+
+class Filter:
+    """A WHERE clause over usage (or grants) rows: a time range, an agent, a user."""
+
+    def __init__(self, since: float, until: float, agent: str | None, user: str | None) -> None:
+        clauses = ["at >= :since", "at < :until"]
+        if agent is not None:
+            clauses.append("agent = :agent")
+        if user is not None:
+            clauses.append("user = :user")
+        self.where = " WHERE " + " AND ".join(clauses)
+        self.params = {"since": since, "until": until, "agent": agent, "user": user}
+
+
+class UsageStore(SQLiteStore):
+    SCHEMA = SCHEMA
+
+    async def record(
+        self, records: Sequence[UsageRecord], warned: Sequence[tuple[str, str]], at: float
+    ) -> int:
+        """Store the records whose id is new, and the (agent, key) warnings not given
+        before, in one transaction; how many records were stored."""
+        rows = [(*r.model_dump().values(), at) for r in records]
+        marks = ", ".join("?" * (len(UsageRecord.model_fields) + 1))
+
+        def write(db: sqlite3.Connection) -> int:
+            stored = 0
+            with transaction(db, "IMMEDIATE"):
+                for row in rows:
+                    stored += db.execute(
+                        f"INSERT OR IGNORE INTO usage ({_COLUMNS}, recorded_at)"  # noqa: S608 (column names, not input)
+                        f" VALUES ({marks})",
+                        row,
+                    ).rowcount
+                db.executemany(
+                    "INSERT OR IGNORE INTO warnings (agent, key, at) VALUES (?, ?, ?)",
+                    [(agent, key, at) for agent, key in warned],
+                )
+            return stored
+
+        return await self._run(write)
+
+    async def totals(
+        self, agent: str, day: str, month: str, bounds: Bounds
+    ) -> tuple[dict[str, tuple[Spend, Spend]], list[Grant], list[str]]:
+        """Per user, the (day, month) spend of ``agent`` within ``bounds``; the grants for
+        ``day``; the warning keys of ``day`` or ``month``. One snapshot."""
+
+        def per_user(db: sqlite3.Connection, start: float, end: float) -> dict[str, Spend]:
+            rows = db.execute(
+                f"SELECT user, {SPEND} FROM usage WHERE agent = ? AND at >= ? AND at < ?"  # noqa: S608 (aggregates, not input)
+                " GROUP BY user",
+                (agent, start, end),
+            ).fetchall()
+            return {str(row[0]): spend(row[1:]) for row in rows}
+
+        def read(
+            db: sqlite3.Connection,
+        ) -> tuple[dict[str, tuple[Spend, Spend]], list[Grant], list[str]]:
+            with transaction(db, "DEFERRED"):
+                days = per_user(db, bounds.day_start, bounds.day_end)
+                months = per_user(db, bounds.month_start, bounds.month_end)
+                grants = db.execute(
+                    f"SELECT {_GRANT_COLUMNS} FROM grants WHERE agent = ? AND day = ?"  # noqa: S608 (column names, not input)
+                    " ORDER BY at, id",
+                    (agent, day),
+                ).fetchall()
+                warned = db.execute(
+                    "SELECT key FROM warnings WHERE agent = :agent"
+                    " AND (substr(key, 1, length(:day) + 1) = :day || ':'"
+                    " OR substr(key, 1, length(:month) + 1) = :month || ':') ORDER BY at, key",
+                    {"agent": agent, "day": day, "month": month},
+                ).fetchall()
+            users = {
+                user: (days.get(user, Spend()), months.get(user, Spend()))
+                for user in sorted(days.keys() | months.keys())
+            }
+            return users, [row_model(Grant, g) for g in grants], [str(w[0]) for w in warned]
+
+        return await self._run(read)
+
+    async def report(
+        self, where: Filter, top: int
+    ) -> tuple[dict[str, dict[str, Spend]], list[TurnCost], list[Grant]]:
+        """For the rows ``where`` selects, in one snapshot: the spend by each of purpose,
+        model, agent, user ("" : all together); the ``top`` costliest turns (the calls of
+        one turn id together, a call without one alone); the grants made in the range."""
+
+        def grouped(db: sqlite3.Connection, column: str) -> dict[str, Spend]:
+            rows = db.execute(
+                f"SELECT {column}, {SPEND} FROM usage{where.where}"  # noqa: S608 (a known column)
+                f" GROUP BY {column} ORDER BY {column}",
+                where.params,
+            ).fetchall()
+            return {str(row[0]): spend(row[1:]) for row in rows}
+
+        def read(
+            db: sqlite3.Connection,
+        ) -> tuple[dict[str, dict[str, Spend]], list[TurnCost], list[Grant]]:
+            with transaction(db, "DEFERRED"):
+                groups = {
+                    column: grouped(db, column)
+                    for column in ("''", "purpose", "model", "agent", "user")
+                }
+                # One min() among the aggregates: SQLite takes the bare columns (user, chat,
+                # purpose) from the row of the turn's first call.
+                turns = db.execute(
+                    f"SELECT turn_id, agent, user, chat_id, purpose, min(at), {SPEND},"  # noqa: S608 (aggregates, not input)
+                    " COALESCE(SUM(cost), 0.0) AS known,"
+                    " COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0)"
+                    f" AS tokens FROM usage{where.where}"
+                    " GROUP BY agent, turn_id IS NULL, COALESCE(turn_id, id)"
+                    " ORDER BY known DESC, tokens DESC, min(at) LIMIT :top",
+                    where.params | {"top": top},
+                ).fetchall()
+                grants = db.execute(
+                    f"SELECT {_GRANT_COLUMNS} FROM grants{where.where} ORDER BY at, id",  # noqa: S608 (column names, not input)
+                    where.params,
+                ).fetchall()
+            costs = [
+                TurnCost(
+                    turn_id=row[0],
+                    agent=row[1],
+                    user=row[2],
+                    chat_id=row[3],
+                    purpose=row[4],
+                    at=row[5],
+                    spend=spend(row[6:11]),
+                )
+                for row in turns
+            ]
+            return groups, costs, [row_model(Grant, g) for g in grants]
+
+        return await self._run(read)
+
+    async def confirm(
+        self,
+        approval: Approval,
+        perform: Callable[[sqlite3.Connection], dict[str, Any]],
+        *,
+        at: float,
+    ) -> Confirmed:
+        """Perform an approved change once: a replayed approval returns the first result."""
+        return await self._run(lambda db: confirm_once(db, approval, perform, at=at))
+
+
+def add_grant(db: sqlite3.Connection, grant: Grant) -> None:
+    """Inside a confirm transaction: keep ``grant``."""
+    values = grant.model_dump()
+    db.execute(
+        f"INSERT INTO grants ({_GRANT_COLUMNS}) VALUES"  # noqa: S608 (column names, not input)
+        f" ({', '.join(':' + name for name in values)})",
+        values,
+    )
