@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from fakes.clocked import CLOCK
 from fakes.responses_api import UNREPORTED, Tokens, call, calls, text
-from fakes.world import API_KEY, ROOT, World, tap_in
+from fakes.world import API_KEY, ROOT, World
 from meshkit.wire.memory import Window
 from meshkit.wire.pending_actions import ActionList
 from meshkit.wire.scheduler import Firing
@@ -28,7 +28,7 @@ from meshkit.wire.usage import UsageReport
 from orchestrator.app import App, llm_for, open_app
 from orchestrator.config import Agent, ConfigError
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import Deliver
+from orchestrator.core.routes import Deliver, TapContext
 from orchestrator.llm.base import LLM
 from orchestrator.llm.openai_api import build_llm
 from orchestrator.settings import OrchestratorSettings
@@ -104,6 +104,31 @@ async def ask(app: App, words: str, update: str) -> Reply:
     )
 
 
+async def tap(app: App, key: str, reply: Reply, label: str) -> tuple[Reply, list[str]]:
+    """The owner taps ``reply``'s button labelled with ``label``, in the message sent under
+    ``key``: the message as the tap redraws it, and the texts sent after it."""
+    [data] = [b.data for row in reply.buttons for b in row if label in b.label]
+    edits: list[Reply] = []
+    sent: list[str] = []
+
+    async def answer(_: str) -> None:
+        return None
+
+    async def edit(new: Reply) -> None:
+        edits.append(new)
+
+    async def send(new: Reply) -> str:
+        sent.append(new.text)
+        return "after-tap"
+
+    deliver = Deliver(f"tap:{key}", send)
+    await app.dispatcher.on_callback(
+        TapContext("clawdia", OWNER, OWNER, key, data, answer, edit, deliver, key=key)
+    )
+    [edited] = edits
+    return edited, sent
+
+
 async def memory(app: App, tool: str, arguments: dict[str, Any], model: type[M]) -> M:
     server = app.registry.server_for("memory")
     assert server is not None
@@ -157,25 +182,51 @@ async def test_a_cap_reached_mid_turn_ends_it_cleanly_with_an_offer_and_keeps_no
     assert used.by_purpose["turn"].calls == 1
 
 
-async def test_the_allow_more_tap_grants_it_and_the_next_message_is_answered(
+async def test_the_allow_more_tap_grants_it_and_answers_the_message_held_back(
     world: World, api: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     configure(world, api)
-    world.llm.script(text("Sure.", usage=(900, 200)), text("Back at it.", usage=(10, 5)))
+    world.llm.script(
+        text("Sure.", usage=(900, 200)),
+        text("Back at it.", usage=(10, 5)),
+        text("And on.", usage=(10, 5)),
+    )
     async with running(world, monkeypatch) as app:
         assert (await ask(app, "hello", "u1")).text.startswith("Sure.")
-        capped = await ask(app, "and now?", "u2")
+        capped = await ask(app, "what next?", "u2")
         assert len(world.llm.requests) == 1
-        edited = await tap_in(app, OWNER, "reply:u2", capped, "Allow")
-        answered = await ask(app, "and now?", "u3")
+        edited, sent = await tap(app, "reply:u2", capped, "Allow")
+        answered = await ask(app, "and then?", "u3")
         used = await report(app)
 
     assert "✅" in edited.text
     assert edited.buttons == []
-    assert answered.text.startswith("Back at it.")
+    assert sent == ["Back at it."]  # the held message, answered after the tap
+    assert (
+        world.llm.requests[1]["input" if api == "responses" else "messages"][-1]["content"]
+        == "what next?"
+    )
+    assert answered.text == "And on."
     [grant] = used.grants
     assert (grant.user, grant.amount, grant.unit) == (OWNER, 500, "tokens")
-    assert used.total.calls == 2
+    assert used.total.calls == 3
+
+
+async def test_after_a_restart_the_tap_asks_for_the_message_again(
+    world: World, api: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure(world, api)
+    world.llm.script(text("Sure.", usage=(1000, 0)), text("Here you go.", usage=(10, 5)))
+    async with running(world, monkeypatch) as app:
+        await ask(app, "hello", "u1")
+        capped = await ask(app, "what next?", "u2")
+
+    async with running(world, monkeypatch) as app:
+        _, sent = await tap(app, "reply:u2", capped, "Allow")
+        answered = await ask(app, "what next?", "u3")
+
+    assert sent == ["More is allowed for today: send me your message again."]
+    assert answered.text == "Here you go."
 
 
 async def test_a_restart_keeps_the_counts(

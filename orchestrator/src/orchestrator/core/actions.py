@@ -52,7 +52,7 @@ from orchestrator.core.callbacks import Tap, decode
 from orchestrator.core.consent import Change, ConsentDesk, clock
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import TapContext
+from orchestrator.core.routes import TapContext, TapHandler
 from orchestrator.core.usage import Meter
 from orchestrator.mesh.errors import ToolCallError, ToolFailed
 from orchestrator.mesh.registry import Registry, ToolResult
@@ -110,6 +110,7 @@ class Outcome:
     error: str | None = None
     note: str = ""  # for the conversation ("" = nothing to tell)
     record: tuple[str, dict[str, Any]] | None = None  # the pending-actions call recording it
+    granted: bool = False  # an "allow more" done: the meter counts it
 
 
 def _overlay(views: list[ActionView], outcomes: list[Outcome]) -> list[Line]:
@@ -131,12 +132,16 @@ class ActionDesk:
         conversation: Conversation,
         consent: ConsentDesk,
         zones: Mapping[str, str] | None = None,
+        *,
         meter: Meter | None = None,
+        granted: TapHandler | None = None,
     ) -> None:
         """``zones``: each agent's time zone, for the end of a grant a tap gives;
-        ``meter`` learns the allowance a confirmed "allow more" grants."""
+        ``meter`` learns the allowance a confirmed "allow more" grants, and ``granted``
+        follows such a tap up (the message the cap held is answered)."""
         self._zones = zones or {}
         self._meter = meter
+        self._granted = granted
         self._registry = registry
         self._conversation = conversation
         self._consent = consent
@@ -288,6 +293,8 @@ class ActionDesk:
             ]
             if told:
                 after.start_soon(self.tell, tap.agent, tap.chat, told)
+        if self._granted is not None and any(o.granted for o in outcomes):
+            await self._granted(tap)
 
     async def _decide(
         self, tap: Tap, who: dict[str, str]
@@ -354,11 +361,12 @@ class ActionDesk:
             return Outcome(action, "failed", error=error, note=note, record=_fail(action, error))
         result = done.structured or {"message": done.text}
         memory = self._registry.server_for("memory")
-        if self._meter is not None and (server, decision.kind) == (memory, ALLOW_MORE):
+        granted = (server, decision.kind) == (memory, ALLOW_MORE)
+        if granted and self._meter is not None:
             _learn(self._meter, result)
         note = f"{by} and it is done: {decision.summary} ({message_of(result)})"
         record = ("complete", {"action_id": action, "result": result})
-        return Outcome(action, "done", result=result, note=note, record=record)
+        return Outcome(action, "done", result=result, note=note, record=record, granted=granted)
 
     async def record(self, tool: str, arguments: dict[str, Any]) -> None:
         await self._pending.call(tool, arguments, ActionView)

@@ -56,6 +56,7 @@ __all__ = ["Button", "Dispatcher", "Reply"]
 
 STOPPED = "Stopped: I dropped that request. What next?"
 NOTHING_TO_STOP = "Nothing is running right now."
+SEND_AGAIN = "More is allowed for today: send me your message again."
 ALIASES = {"/start": "/help"}  # Telegram sends /start first; not listed
 
 
@@ -84,7 +85,11 @@ class Dispatcher:
         self._conversation = conversation
         self.consent = ConsentDesk(registry)
         zones = {agent: runtime.agent.entry.timezone for agent, runtime in agents.items()}
-        self.desk = ActionDesk(registry, conversation, self.consent, zones, self.meter)
+        self.desk = ActionDesk(
+            registry, conversation, self.consent, zones, meter=self.meter, granted=self._allowed
+        )
+        # The last message each chat's allowance held back, answered once more is allowed.
+        self._held: dict[tuple[str, str], TurnRequest] = {}
         self._memory = MemoryDesk(registry, self.desk, Remembered(registry))
         self._questions = QuestionDesk(Questions(registry, clarify_ttl_s))
         self._summarizer = Summarizer(registry, background, self.meter)
@@ -191,6 +196,7 @@ class Dispatcher:
         where = Where(agent_id, chat_id, turn.user_id, turn.runtime.agent.entry.timezone)
         key = None if deliver is None else deliver.key  # the buttons act in that message
         if result.capped is not None:  # the allowance's reply, with "allow more"
+            self._held[(agent_id, chat_id)] = turn
             memory = self._registry.server_for("memory")
             capped = await cap_reply(self.desk, memory, where, result.capped, result.text, key)
             return await _delivered(capped, deliver)
@@ -200,6 +206,16 @@ class Dispatcher:
         if proposals:
             reply = await self.desk.stage(where, text, proposals, key=key)
         return await _delivered(reply, deliver)
+
+    async def _allowed(self, tap: TapContext) -> None:
+        """More allowed by a tap: the message the cap held back is answered now, in a
+        message of its own; held by a process since restarted, the user is asked for it."""
+        held = self._held.pop((tap.agent, tap.chat), None)
+        if held is None:
+            await _delivered(Reply(SEND_AGAIN), tap.deliver)
+            return
+        async with self._locks[(tap.agent, tap.chat)]:
+            await self._turn(held, held.turn_id, tap.deliver)
 
     def _warnings(self, turn: TurnRequest) -> list[str]:
         meter = self.meter
