@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, TypeAlias
 
 import anyio
 from starlette.applications import Starlette
@@ -79,8 +79,12 @@ class Tokens:
     reasoning: int = 0
 
 
-UNREPORTED = "unreported"  # an answer that says nothing of its usage
-Usage: TypeAlias = tuple[int, int] | Tokens | Literal["unreported"] | None
+class Unreported:
+    """An answer that says nothing of its usage."""
+
+
+UNREPORTED = Unreported()
+Usage: TypeAlias = tuple[int, int] | Tokens | Unreported | None
 
 
 @dataclass(frozen=True)
@@ -307,18 +311,19 @@ def _arguments(made: Call) -> str:
 def _reported(body: Body, reply: Reply, inputs: str, outputs: str) -> Body | None:
     """The usage object of an answer: Responses (``input``/``output``) or Chat Completions
     (``prompt``/``completion``) tokens with their details; None when it reports none."""
-    if reply.usage == UNREPORTED:
+    if isinstance(reply.usage, Unreported):
         return None
     tokens = _usage(body, reply)
     template = RESPONSE["usage"] if inputs == "input" else COMPLETION["usage"]
     in_details, out_details = f"{inputs}_tokens_details", f"{outputs}_tokens_details"
-    return template | {
+    usage: Body = template | {
         f"{inputs}_tokens": tokens.input,
         f"{outputs}_tokens": tokens.output,
         "total_tokens": tokens.input + tokens.output,
         in_details: template[in_details] | {"cached_tokens": tokens.cached},
         out_details: template[out_details] | {"reasoning_tokens": tokens.reasoning},
     }
+    return usage
 
 
 def _usage(body: Body, reply: Reply) -> Tokens:
