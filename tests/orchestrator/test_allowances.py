@@ -9,6 +9,7 @@ usage each test scripts; the app counts in the same clock.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
@@ -21,7 +22,7 @@ from pydantic import BaseModel
 from fakes.clocked import CLOCK
 from fakes.responses_api import UNREPORTED, Tokens, call, calls, text
 from fakes.world import API_KEY, ROOT, World
-from meshkit.wire.memory import Window
+from meshkit.wire.memory import AppendResult, Window
 from meshkit.wire.pending_actions import ActionList
 from meshkit.wire.scheduler import Firing
 from meshkit.wire.usage import UsageReport
@@ -29,6 +30,7 @@ from orchestrator.app import App, llm_for, open_app
 from orchestrator.config import Agent, ConfigError
 from orchestrator.core.replies import Reply
 from orchestrator.core.routes import Deliver, TapContext
+from orchestrator.core.summaries import PROMPT, Summarizer
 from orchestrator.llm.base import LLM
 from orchestrator.llm.openai_api import build_llm
 from orchestrator.settings import OrchestratorSettings
@@ -323,6 +325,49 @@ async def test_a_briefing_over_the_cap_is_sent_as_its_template(
     assert len(world.llm.requests) == 1
     assert used.by_purpose["briefing"].calls == 1
     assert [t.turn_id for t in used.top] == ["clawdia/briefing@1"]
+
+
+async def test_a_summary_at_the_cap_is_skipped_and_written_once_the_day_renews(
+    world: World, api: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure(world, api)
+    monkeypatch.setenv("MEMORY_WINDOW_MAX_ITEMS", "4")
+    CLOCK.offset = at_local("Europe/Paris", 9, 0) - CLOCK()
+    world.llm.script(text("Morning!", usage=(1000, 0)), text("They talked.", usage=(50, 5)))
+    said = [
+        {"type": "message", "role": role, "content": f"line {n}"}
+        for n in range(7)
+        for role in ("user", "assistant")
+    ]  # ten of them out of a window of four: a summary is due
+
+    async def send(_: Reply) -> str:
+        return "1"
+
+    async with running(world, monkeypatch) as app:
+        chat = {"agent": "clawdia", "chat_id": OWNER}
+        await memory(app, "append_items", {**chat, "items": said}, AppendResult)
+        day = datetime.fromtimestamp(CLOCK(), ZoneInfo("Europe/Paris"))
+        briefing = Firing(
+            id="fir_000000000001", key="clawdia/briefing@1", agent="clawdia", kind="briefing",
+            source="clawdia/briefing", scheduled_at=day.isoformat(), late=False,
+            timezone="Europe/Paris", payload={"parts": []},
+        )  # fmt: skip
+        await app.proactive.handle(briefing, Deliver("fire:1", send))  # the day's allowance
+        summarizer = Summarizer(app.registry, None, app.dispatcher.meter)
+        runtime = app.dispatcher.agents["clawdia"]
+        at_cap = await summarizer.summarize(runtime, OWNER)
+        CLOCK.advance(24 * 3600)
+        renewed = await summarizer.summarize(runtime, OWNER)
+        used = await report(app)
+
+    assert at_cap is False
+    assert renewed is True  # saved
+    briefed, summarized = world.llm.requests  # none at the cap
+    assert (
+        summarized["instructions" if api == "responses" else "messages"]
+        != briefed["instructions" if api == "responses" else "messages"]
+    )
+    assert used.by_purpose["summary"].calls == 1
 
 
 async def test_usage_not_reported_is_recorded_as_unknown_never_guessed(
