@@ -9,7 +9,6 @@ usage each test scripts; the app counts in the same clock.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
@@ -30,7 +29,7 @@ from orchestrator.app import App, llm_for, open_app
 from orchestrator.config import Agent, ConfigError
 from orchestrator.core.replies import Reply
 from orchestrator.core.routes import Deliver, TapContext
-from orchestrator.core.summaries import PROMPT, Summarizer
+from orchestrator.core.summaries import Summarizer
 from orchestrator.llm.base import LLM
 from orchestrator.llm.openai_api import build_llm
 from orchestrator.settings import OrchestratorSettings
