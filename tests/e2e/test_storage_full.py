@@ -41,6 +41,15 @@ async def remember(client: Client[Any], _clock: Clock, n: int) -> CallToolResult
     return await client.call_tool("append_items", arguments, raise_on_error=False)
 
 
+async def record_usage(client: Client[Any], _clock: Clock, n: int) -> CallToolResult:
+    record = {
+        "id": f"use_{n:012x}", "at": 1_800_000_000.0, "agent": "clawdia", "user": "42",
+        "chat_id": "42", "purpose": "turn", "model": "m" * 200, "turn_id": f"{n}" * 50,
+        "input_tokens": 1000, "output_tokens": 200, "cost": 0.01,
+    }  # fmt: skip
+    return await client.call_tool("record_usage", {"records": [record]}, raise_on_error=False)
+
+
 async def stage(client: Client[Any], _clock: Clock, n: int) -> CallToolResult:
     proposal = {"kind": "add_item", "summary": f"Add item {n}", "payload": {"note": "n" * 1500}}
     arguments = {"agent": "clawdia", "chat_id": "42", "server": "shopping", "proposal": proposal}
@@ -95,6 +104,7 @@ def shopping(data_dir: Path, cap: float | None, clock: Clock) -> FastMCP[Any]:
 SERVERS = {
     "calendar": (calendar, "calendar.sqlite3", add_event),
     "memory": (memory, "memory.sqlite3", remember),
+    "memory-usage": (memory, "usage.sqlite3", record_usage),
     "pending-actions": (pending, "pending_actions.sqlite3", stage),
     "shopping": (shopping, "shopping.sqlite3", add_to_list),
 }

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.anyio
 
 TOKEN = "storage-health-test-token-5e2a9c"
 KEY = {"agent": "clawdia", "chat_id": "42"}
-DISK_KB, BALLAST_KB = 1024, 700  # room for the three empty databases and a few writes
+DISK_KB, BALLAST_KB = 1280, 700  # room for the four empty databases and a few writes
 
 
 def turn(n: int) -> dict[str, Any]:

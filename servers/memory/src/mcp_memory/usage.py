@@ -32,7 +32,6 @@ from meshkit.wire.usage import (
     Grant,
     PeriodSpend,
     Recorded,
-    Spend,
     UsageRecord,
     UsageReport,
     UsageTotals,
@@ -101,18 +100,7 @@ class UsageService:
         """Usage in [since, until), of one agent and one user when given."""
         if not since < until:
             raise InvalidRequest("since must be before until.")
-        groups, turns, grants = await self._store.report(Filter(since, until, agent, user), top)
-        return UsageReport(
-            since=since,
-            until=until,
-            total=groups["''"].get("", Spend()),
-            by_purpose=groups["purpose"],
-            by_model=groups["model"],
-            by_agent=groups["agent"],
-            by_user=groups["user"],
-            top=turns,
-            grants=grants,
-        )
+        return await self._store.report(Filter(since, until, agent, user), top)
 
     # --- the executor of allow_more (meshkit.consent): approval checked, payload read ----
 

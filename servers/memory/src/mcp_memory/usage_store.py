@@ -22,7 +22,7 @@ from typing import Any
 
 from meshkit.proposals import CONFIRMATIONS_SCHEMA, Approval, Confirmed, confirm_once
 from meshkit.sqlite import SQLiteStore, row_model, transaction
-from meshkit.wire.usage import Bounds, Grant, Spend, TurnCost, UsageRecord
+from meshkit.wire.usage import Bounds, Grant, Spend, TurnCost, UsageRecord, UsageReport
 
 SCHEMA = (
     """
@@ -73,6 +73,7 @@ SPEND = (
     f" COALESCE(SUM(cost IS NULL AND NOT {_UNKNOWN}), 0)"
 )
 _GRANT_COLUMNS = ", ".join(Grant.model_fields)
+GROUPS = ("purpose", "model", "agent", "user")  # what a report sums by
 
 
 def spend(row: Sequence[Any]) -> Spend:
@@ -93,6 +94,7 @@ class Filter:
     """A WHERE clause over usage (or grants) rows: a time range, an agent, a user."""
 
     def __init__(self, since: float, until: float, agent: str | None, user: str | None) -> None:
+        self.since, self.until = since, until
         clauses = ["at >= :since", "at < :until"]
         if agent is not None:
             clauses.append("agent = :agent")
@@ -169,12 +171,10 @@ class UsageStore(SQLiteStore):
 
         return await self._run(read)
 
-    async def report(
-        self, where: Filter, top: int
-    ) -> tuple[dict[str, dict[str, Spend]], list[TurnCost], list[Grant]]:
-        """For the rows ``where`` selects, in one snapshot: the spend by each of purpose,
-        model, agent, user ("" : all together); the ``top`` costliest turns (the calls of
-        one turn id together, a call without one alone); the grants made in the range."""
+    async def report(self, where: Filter, top: int) -> UsageReport:
+        """For the rows ``where`` selects, in one snapshot: the spend in total and by each
+        of purpose, model, agent, user; the ``top`` costliest turns (the calls of one turn
+        id together, a call without one alone); the grants made in the range."""
 
         def grouped(db: sqlite3.Connection, column: str) -> dict[str, Spend]:
             rows = db.execute(
@@ -184,42 +184,39 @@ class UsageStore(SQLiteStore):
             ).fetchall()
             return {str(row[0]): spend(row[1:]) for row in rows}
 
-        def read(
-            db: sqlite3.Connection,
-        ) -> tuple[dict[str, dict[str, Spend]], list[TurnCost], list[Grant]]:
+        def read(db: sqlite3.Connection) -> UsageReport:
             with transaction(db, "DEFERRED"):
-                groups = {
-                    column: grouped(db, column)
-                    for column in ("''", "purpose", "model", "agent", "user")
-                }
+                total = db.execute(
+                    f"SELECT {SPEND} FROM usage{where.where}",  # noqa: S608 (aggregates, not input)
+                    where.params,
+                ).fetchone()
+                groups = {column: grouped(db, column) for column in GROUPS}
                 # One min() among the aggregates: SQLite takes the bare columns (user, chat,
                 # purpose) from the row of the turn's first call.
                 turns = db.execute(
-                    f"SELECT turn_id, agent, user, chat_id, purpose, min(at), {SPEND},"  # noqa: S608 (aggregates, not input)
+                    f"SELECT turn_id, agent, user, chat_id, purpose, min(at) AS first, {SPEND},"  # noqa: S608 (aggregates, not input)
                     " COALESCE(SUM(cost), 0.0) AS known,"
                     " COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0)"
                     f" AS tokens FROM usage{where.where}"
                     " GROUP BY agent, turn_id IS NULL, COALESCE(turn_id, id)"
-                    " ORDER BY known DESC, tokens DESC, min(at) LIMIT :top",
+                    " ORDER BY known DESC, tokens DESC, first LIMIT :top",
                     where.params | {"top": top},
                 ).fetchall()
                 grants = db.execute(
                     f"SELECT {_GRANT_COLUMNS} FROM grants{where.where} ORDER BY at, id",  # noqa: S608 (column names, not input)
                     where.params,
                 ).fetchall()
-            costs = [
-                TurnCost(
-                    turn_id=row[0],
-                    agent=row[1],
-                    user=row[2],
-                    chat_id=row[3],
-                    purpose=row[4],
-                    at=row[5],
-                    spend=spend(row[6:11]),
-                )
-                for row in turns
-            ]
-            return groups, costs, [row_model(Grant, g) for g in grants]
+            return UsageReport(
+                since=where.since,
+                until=where.until,
+                total=spend(total),
+                by_purpose=groups["purpose"],
+                by_model=groups["model"],
+                by_agent=groups["agent"],
+                by_user=groups["user"],
+                top=[_turn_cost(row) for row in turns],
+                grants=[row_model(Grant, g) for g in grants],
+            )
 
         return await self._run(read)
 
@@ -232,6 +229,14 @@ class UsageStore(SQLiteStore):
     ) -> Confirmed:
         """Perform an approved change once: a replayed approval returns the first result."""
         return await self._run(lambda db: confirm_once(db, approval, perform, at=at))
+
+
+def _turn_cost(row: Sequence[Any]) -> TurnCost:
+    turn_id, agent, user, chat_id, purpose, first = row[:6]
+    return TurnCost(
+        turn_id=turn_id, agent=agent, user=user, chat_id=chat_id, purpose=purpose, at=first,
+        spend=spend(row[6:11]),
+    )  # fmt: skip
 
 
 def add_grant(db: sqlite3.Connection, grant: Grant) -> None:
