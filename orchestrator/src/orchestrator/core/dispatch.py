@@ -200,6 +200,7 @@ class Dispatcher:
             memory = self._registry.server_for("memory")
             capped = await cap_reply(self.desk, memory, where, result.capped, result.text, key)
             return await _delivered(capped, deliver)
+        self._held.pop((agent_id, chat_id), None)  # answered: nothing held any more
         text = "\n\n".join([result.text, *warned])
         reply = Reply(text)
         proposals = proposals_of(result.results)
