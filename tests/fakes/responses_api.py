@@ -5,8 +5,11 @@
 
 ``fake.script(step, ...)`` queues replies, one per request whichever endpoint it
 reaches, each shaped for that endpoint: ``text("...")``, ``calls(call(name, **args),
-...)`` (ids generated), an ``Error`` (``rate_limited()``, ``quota_exceeded()``,
-``invalid_api_key()``, ``bad_request()``, ``server_error()``, ``overloaded()``), ``HANG``
+...)`` (ids generated; either with ``usage=``: ``(input, output)`` tokens, ``Tokens(...)``
+with cached input and reasoning tokens in the details, or ``UNREPORTED``, an answer
+without usage, as some local servers give; else estimated from the request), an ``Error``
+(``rate_limited()``, ``quota_exceeded()``, ``invalid_api_key()``, ``bad_request()``,
+``server_error()``, ``overloaded()``), ``HANG``
 (no answer until ``release()`` or ``close()``), ``Slow(seconds, step)``, ``Gated(event,
 step)`` (answered once the test sets ``event``), or a function of the request body that
 returns one of these. An empty script answers 500 "the test script ran out", or
@@ -66,10 +69,29 @@ class Call:
 
 
 @dataclass(frozen=True)
+class Tokens:
+    """An answer's usage: ``cached`` is part of ``input``, ``reasoning`` part of ``output``
+    (in the details objects, as both APIs report them)."""
+
+    input: int
+    output: int
+    cached: int = 0
+    reasoning: int = 0
+
+
+class Unreported:
+    """An answer that says nothing of its usage."""
+
+
+UNREPORTED = Unreported()
+Usage: TypeAlias = tuple[int, int] | Tokens | Unreported | None
+
+
+@dataclass(frozen=True)
 class Reply:
     text: str = ""  # with calls: an assistant message before them
     calls: tuple[Call, ...] = ()
-    usage: tuple[int, int] | None = None  # (input, output) tokens; estimated when None
+    usage: Usage = None  # (input, output) tokens, Tokens, UNREPORTED; estimated when None
     ids: bool = True  # False: chat tool calls without "id", as some local servers send
 
 
@@ -109,7 +131,7 @@ class Gated:
 Step: TypeAlias = Reply | Error | Hang | Slow | Gated | Callable[[Body], "Step"]
 
 
-def text(value: str, *, usage: tuple[int, int] | None = None) -> Reply:
+def text(value: str, *, usage: Usage = None) -> Reply:
     return Reply(value, usage=usage)
 
 
@@ -117,9 +139,7 @@ def call(name: str, /, **arguments: Any) -> Call:
     return Call(name, arguments)
 
 
-def calls(
-    *made: Call, preamble: str = "", ids: bool = True, usage: tuple[int, int] | None = None
-) -> Reply:
+def calls(*made: Call, preamble: str = "", ids: bool = True, usage: Usage = None) -> Reply:
     return Reply(preamble, made, usage, ids)
 
 
@@ -253,15 +273,13 @@ class FakeOpenAI:
             item = {"type": "function_call", "name": made.name, "arguments": _arguments(made)}
             ids = {"id": self._id("fc"), "call_id": self._id("call")}
             output.append({**ids, **item, "status": "completed"})
-        n_in, n_out = _usage(body, reply)
-        usage = {"input_tokens": n_in, "output_tokens": n_out, "total_tokens": n_in + n_out}
         now = int(time.time())
         return RESPONSE | {
             "id": self._id("resp"), "created_at": now, "completed_at": now,
             "model": body.get("model"), "instructions": body.get("instructions"),
             "output": output, "parallel_tool_calls": body.get("parallel_tool_calls", True),
             "reasoning": {"effort": effort, "summary": None}, "store": body.get("store", True),
-            "tools": body.get("tools", []), "usage": RESPONSE["usage"] | usage,
+            "tools": body.get("tools", []), "usage": _reported(body, reply, "input", "output"),
         }  # fmt: skip
 
     def _completion(self, body: Body, reply: Reply) -> Body:
@@ -274,26 +292,47 @@ class FakeOpenAI:
             ]
         finish = "tool_calls" if reply.calls else "stop"
         choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
-        n_in, n_out = _usage(body, reply)
-        usage = {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}
-        return COMPLETION | {
+        completion = COMPLETION | {
             "id": self._id("chatcmpl").replace("_", "-"),
             "created": int(time.time()),
             "model": body.get("model"),
             "choices": [choice],
-            "usage": COMPLETION["usage"] | usage,
+            "usage": _reported(body, reply, "prompt", "completion"),
         }
+        if completion["usage"] is None:  # local servers leave the key out
+            del completion["usage"]
+        return completion
 
 
 def _arguments(made: Call) -> str:
     return made.arguments if isinstance(made.arguments, str) else json.dumps(made.arguments)
 
 
-def _usage(body: Body, reply: Reply) -> tuple[int, int]:
-    if reply.usage is not None:
+def _reported(body: Body, reply: Reply, inputs: str, outputs: str) -> Body | None:
+    """The usage object of an answer: Responses (``input``/``output``) or Chat Completions
+    (``prompt``/``completion``) tokens with their details; None when it reports none."""
+    if isinstance(reply.usage, Unreported):
+        return None
+    tokens = _usage(body, reply)
+    template = RESPONSE["usage"] if inputs == "input" else COMPLETION["usage"]
+    in_details, out_details = f"{inputs}_tokens_details", f"{outputs}_tokens_details"
+    usage: Body = template | {
+        f"{inputs}_tokens": tokens.input,
+        f"{outputs}_tokens": tokens.output,
+        "total_tokens": tokens.input + tokens.output,
+        in_details: template[in_details] | {"cached_tokens": tokens.cached},
+        out_details: template[out_details] | {"reasoning_tokens": tokens.reasoning},
+    }
+    return usage
+
+
+def _usage(body: Body, reply: Reply) -> Tokens:
+    if isinstance(reply.usage, Tokens):
         return reply.usage
+    if isinstance(reply.usage, tuple):
+        return Tokens(*reply.usage)
     written = reply.text + "".join(c.name + _arguments(c) for c in reply.calls)
-    return len(json.dumps(body)) // 4 + 1, len(written) // 4 + 1  # ~4 characters a token
+    return Tokens(len(json.dumps(body)) // 4 + 1, len(written) // 4 + 1)  # ~4 characters a token
 
 
 def _error(error: Error, key: str = "") -> Response:

@@ -16,11 +16,13 @@ import pytest
 
 from fakes.responses_api import (
     HANG,
+    UNREPORTED,
     Body,
     Call,
     Error,
     FakeOpenAI,
     Step,
+    Tokens,
     bad_request,
     call,
     calls,
@@ -213,6 +215,26 @@ async def test_usage_is_reported(rig: Rig) -> None:
     )
     assert (await rig.respond()).usage == Usage(1234, 56)
     assert (await rig.respond()).usage == Usage(2000, 17)
+
+
+async def test_cached_input_and_reasoning_tokens_are_read_from_the_details(rig: Rig) -> None:
+    rig.fake.script(text("ok", usage=Tokens(5000, 300, cached=4096, reasoning=256)))
+
+    usage = (await rig.respond()).usage
+
+    assert usage == Usage(5000, 300, cached_input_tokens=4096, reasoning_tokens=256)
+    assert usage.known
+
+
+async def test_an_answer_without_usage_is_unknown_never_guessed(rig: Rig) -> None:
+    rig.fake.script(text("ok", usage=UNREPORTED), text("again", usage=(10, 2)))
+
+    unreported = (await rig.respond()).usage
+    reported = (await rig.respond()).usage
+
+    assert unreported == Usage(unknown=1)
+    assert not unreported.known
+    assert unreported + reported == Usage(10, 2, unknown=1)
 
 
 async def test_the_api_key_is_the_bearer_token(rig: Rig) -> None:

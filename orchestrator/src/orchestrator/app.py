@@ -7,9 +7,11 @@ nothing is added to it later.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import anyio
 
@@ -23,12 +25,14 @@ from orchestrator.config import (
     load_registry,
     mesh_credentials,
 )
+from orchestrator.core.allowance import limits as allowance_limits
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.dispatch import Dispatcher
 from orchestrator.core.proactive import Proactive
 from orchestrator.core.reminders import JOBS, Reminders
 from orchestrator.core.routes import Command
 from orchestrator.core.turn import AgentRuntime, TurnEngine, TurnLimits
+from orchestrator.core.usage import Meter, Metered
 from orchestrator.core.usage_book import UsageBook
 from orchestrator.core.usage_view import USAGE, UsageView
 from orchestrator.llm.base import LLM
@@ -72,22 +76,51 @@ def limits(agent: Agent, settings: OrchestratorSettings) -> TurnLimits:
     )
 
 
+def metered(
+    settings: OrchestratorSettings,
+    registry: Registry,
+    runtimes: Mapping[str, AgentRuntime],
+    clock: Callable[[], float],
+) -> Meter:
+    """The meter of the fleet. A money allowance needs its model's price: on a hosted API
+    (no OPENAI_BASE_URL) an unpriced model is a ConfigError naming the agent's key (on a
+    local server it costs 0)."""
+    prices = load_prices(settings.agents)
+    local = bool(settings.openai_base_url)
+    for agent_id, runtime in runtimes.items():
+        allowance = runtime.agent.entry.allowance
+        money = [limit for limit in allowance_limits(allowance) if limit.amount.unit == "money"]
+        model = runtime.llm.model
+        if money and not local and prices.price(model) is None:
+            raise ConfigError(
+                f"{settings.agents}: agents.{agent_id}.allowance is in money but model "
+                f"{model!r} has no price; add it under prices.models (per million tokens: "
+                "input, output), or give the allowance in tokens ('200k tokens')"
+            )
+    agents = {
+        agent_id: Metered(runtime.agent.entry.allowance, runtime.agent.entry.timezone)
+        for agent_id, runtime in runtimes.items()
+    }
+    return Meter(registry, prices, agents, local=local, clock=clock)
+
+
 @asynccontextmanager
 async def open_app(
     settings: OrchestratorSettings,
     *,
     llm_factory: LLMFactory = llm_for,
     without: frozenset[Role] = frozenset(),
+    clock: Callable[[], float] = time.time,
 ) -> AsyncIterator[App]:
     """Load the configuration (ConfigError on mistakes) and connect every server but
-    those whose role is in ``without`` (the console does not poll Telegram)."""
+    those whose role is in ``without`` (the console does not poll Telegram). ``clock``
+    (Unix seconds): the time allowances are counted in."""
     entries = {
         name: entry
         for name, entry in load_registry(settings.registry).items()
         if entry.role is None or entry.role not in without
     }
     fleet = load_fleet(settings.agents, entries, root=settings.root)
-    currency = load_prices(settings.agents).currency
     credentials = mesh_credentials(entries, settings.registry, settings.mesh_credentials_file)
     try:
         registry = Registry(
@@ -97,20 +130,28 @@ async def open_app(
         raise ConfigError(
             f"{settings.registry}: {error}; check the module path and that its package is installed"
         ) from None
+    runtimes = {
+        agent_id: AgentRuntime(agent, llm_factory(agent, settings), limits(agent, settings))
+        for agent_id, agent in fleet.items()
+    }
+    try:
+        meter = metered(settings, registry, runtimes, clock)
+    except ConfigError:
+        for runtime in runtimes.values():
+            await runtime.llm.aclose()
+        raise
     async with registry.running():
         conversation = Conversation(registry)
-        engine = TurnEngine(registry)
-        runtimes = {
-            agent_id: AgentRuntime(agent, llm_factory(agent, settings), limits(agent, settings))
-            for agent_id, agent in fleet.items()
-        }
+        engine = TurnEngine(registry, now=lambda: datetime.fromtimestamp(clock(), UTC), meter=meter)
         failed: Exception | None = None
         try:
             async with anyio.create_task_group() as background:
                 reminders = Reminders(registry, runtimes)
                 scheduler = reminders.server is not None
                 book = UsageBook(registry)
-                usage = UsageView(book, runtimes, currency) if book.server else None
+                usage = (
+                    UsageView(book, runtimes, meter.prices.currency, clock) if book.server else None
+                )
                 dispatcher = Dispatcher(
                     runtimes, engine, registry, conversation,
                     reminder_taps=reminders.tap,  # rm: refused without a scheduler

@@ -45,12 +45,15 @@ from meshkit.wire.pending_actions import (
     Staged,
     State,
 )
+from meshkit.wire.usage import AllowedMore
+from orchestrator.core.allowances import ALLOW_MORE
 from orchestrator.core.batches import Line, message_of, redrawn_text, render
 from orchestrator.core.callbacks import Tap, decode
 from orchestrator.core.consent import Change, ConsentDesk, clock
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import TapContext
+from orchestrator.core.routes import TapContext, TapHandler
+from orchestrator.core.usage import Meter
 from orchestrator.mesh.errors import ToolCallError, ToolFailed
 from orchestrator.mesh.registry import Registry, ToolResult
 from orchestrator.mesh.roles import RoleClient
@@ -107,6 +110,7 @@ class Outcome:
     error: str | None = None
     note: str = ""  # for the conversation ("" = nothing to tell)
     record: tuple[str, dict[str, Any]] | None = None  # the pending-actions call recording it
+    granted: bool = False  # an "allow more" done: the meter counts it
 
 
 def _overlay(views: list[ActionView], outcomes: list[Outcome]) -> list[Line]:
@@ -128,9 +132,16 @@ class ActionDesk:
         conversation: Conversation,
         consent: ConsentDesk,
         zones: Mapping[str, str] | None = None,
+        *,
+        meter: Meter | None = None,
+        granted: TapHandler | None = None,
     ) -> None:
-        """``zones``: each agent's time zone, for the end of a grant a tap gives."""
+        """``zones``: each agent's time zone, for the end of a grant a tap gives;
+        ``meter`` learns the allowance a confirmed "allow more" grants, and ``granted``
+        follows such a tap up (the message the cap held is answered)."""
         self._zones = zones or {}
+        self._meter = meter
+        self._granted = granted
         self._registry = registry
         self._conversation = conversation
         self._consent = consent
@@ -144,16 +155,18 @@ class ActionDesk:
         proposals: list[tuple[str, Proposal]],
         *,
         key: str | None,
+        ask: bool = False,
     ) -> Reply:
         """The reply for a turn that proposed changes: one batch, summaries, buttons. The
         buttons act in the message sent under ``key`` only (None: nowhere). A change the
         agent's policy or a running grant allows is done now, before the reply: its line
-        says it is done, and why without a tap."""
+        says it is done, and why without a tap. ``ask``: every change waits for a tap,
+        whatever the policy or grants say (more allowance)."""
         batch_id: str | None = None
         lines: list[Line] = []
         done: list[Outcome] = []
         for server, proposal in proposals:
-            staged = await self._stage_one(where, server, proposal, text, batch_id, key)
+            staged = await self._stage_one(where, server, proposal, text, batch_id, key, ask)
             if staged is None:
                 # Those staged so far stay pending until they expire; no button reaches them.
                 return Reply(f"{text}\n\n{NOT_STAGED}")
@@ -193,6 +206,7 @@ class ActionDesk:
         text: str,
         batch_id: str | None,
         key: str | None,
+        ask: bool = False,
     ) -> Staged | str | None:
         """Staged; a string saying why pending-actions refused it; None: no answer."""
         arguments: dict[str, Any] = {
@@ -210,6 +224,8 @@ class ActionDesk:
             arguments["message_key"] = key
         if where.user_id is not None:
             arguments["user_id"] = where.user_id
+        if ask:
+            arguments["ask"] = True
         pending = self._pending.server
         if pending is None:
             return None
@@ -277,6 +293,8 @@ class ActionDesk:
             ]
             if told:
                 after.start_soon(self.tell, tap.agent, tap.chat, told)
+        if self._granted is not None and any(o.granted for o in outcomes):
+            await self._granted(tap)
 
     async def _decide(
         self, tap: Tap, who: dict[str, str]
@@ -342,12 +360,24 @@ class ActionDesk:
             note = f"{by} but it failed: {decision.summary} ({error})"
             return Outcome(action, "failed", error=error, note=note, record=_fail(action, error))
         result = done.structured or {"message": done.text}
+        memory = self._registry.server_for("memory")
+        granted = (server, decision.kind) == (memory, ALLOW_MORE)
+        if granted and self._meter is not None:
+            _learn(self._meter, result)
         note = f"{by} and it is done: {decision.summary} ({message_of(result)})"
         record = ("complete", {"action_id": action, "result": result})
-        return Outcome(action, "done", result=result, note=note, record=record)
+        return Outcome(action, "done", result=result, note=note, record=record, granted=granted)
 
     async def record(self, tool: str, arguments: dict[str, Any]) -> None:
         await self._pending.call(tool, arguments, ActionView)
+
+
+def _learn(meter: Meter, result: dict[str, Any]) -> None:
+    """A confirmed "allow more": the meter counts its grant from now on."""
+    try:
+        meter.granted(AllowedMore.model_validate(result).grant)
+    except ValidationError as error:
+        logger.warning("allow_more confirmed without a readable grant: %s", error)
 
 
 def _approved(staged: Staged, server: str, proposal: Proposal) -> Decision:

@@ -4,7 +4,8 @@ it answers, by a plain template when it does not.
     parts (at once): calendar of the day (if the agent has a calendar), weather at the
                      agent's ``home``, open proposals, today's reminders
     ─► the model writes them as one message (no tools)  ─or─  the template, as they are
-    ─► one line under it for each part that failed
+       (also when the owner's allowance is reached: no model call then)
+    ─► one line under it for each part that failed; an allowance warning, if one is due
 
 No part needs the model: a briefing arrives while the model is down. A part whose server
 fails is left out, and a line says so.
@@ -23,8 +24,10 @@ from pydantic import BaseModel, ConfigDict
 
 from meshkit.wire.pending_actions import ActionList
 from meshkit.wire.scheduler import Firing, Reminders
+from orchestrator.core.allowances import warning_text
 from orchestrator.core.instructions import instructions
 from orchestrator.core.turn import AgentRuntime
+from orchestrator.core.usage import Meter, Who
 from orchestrator.llm.errors import LLMError
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry
@@ -57,8 +60,11 @@ class Section:
 
 
 class Briefings:
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, meter: Meter | None = None) -> None:
+        """``meter``: the model's call counts to the owner's allowance; at its cap the
+        briefing is the template."""
         self._registry = registry
+        self._meter = meter
 
     async def compose(self, runtime: AgentRuntime, firing: Firing, owner: str) -> str:
         """The briefing message: gathered, then written (by the model, else the template)."""
@@ -66,9 +72,19 @@ class Briefings:
         parts = [str(p) for p in firing.payload.get("parts", [])]
         sections, failed = await self._gather(runtime, parts, owner, day)
         facts = template(sections, day, firing.late)
-        text = await self._written(runtime, facts, day)
+        who = Who(runtime.id, owner, owner, "briefing", firing.key)
+        text = await self._written(runtime, facts, day, who)
         notes = [FAILED[part] for part in failed]
-        return "\n\n".join([text or facts, *(["\n".join(notes)] if notes else [])])
+        warned = await self._metered(who)
+        return "\n\n".join([text or facts, *(["\n".join(notes)] if notes else []), *warned])
+
+    async def _metered(self, who: Who) -> list[str]:
+        """The warnings the briefing's call crossed, recorded with its usage."""
+        if self._meter is None:
+            return []
+        warned = [warning_text(warning) for warning in self._meter.warnings(who)]
+        await self._meter.flush(who.agent)
+        return warned
 
     async def _gather(
         self, runtime: AgentRuntime, parts: list[str], owner: str, day: datetime
@@ -148,12 +164,19 @@ class Briefings:
         today = [r for r in listed.reminders if r.due_at[:10] == day.date().isoformat()]
         return [f"• {r.due_at[11:16]} {r.text}" for r in today]
 
-    async def _written(self, runtime: AgentRuntime, facts: str, day: datetime) -> str | None:
+    async def _written(
+        self, runtime: AgentRuntime, facts: str, day: datetime, who: Who
+    ) -> str | None:
+        if self._meter is not None and await self._meter.check(who) is not None:
+            logger.info("briefing %s: allowance reached; sent as the template", runtime.id)
+            return None
         system = f"{instructions(runtime.agent, day)}\n\n{WRITE}"
         item = {"type": "message", "role": "user", "content": facts}
         try:
             with anyio.fail_after(runtime.limits.timeout_s):
                 reply = await runtime.llm.respond(instructions=system, items=[item], tools=[])
+                if self._meter is not None:
+                    self._meter.used(who, runtime.llm.model, reply.usage)
         except (LLMError, TimeoutError) as error:
             logger.warning(
                 "briefing %s: the model did not write it (%s); sent as the template",

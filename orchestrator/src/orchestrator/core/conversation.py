@@ -2,18 +2,21 @@
 
 A turn costs memory two calls: :meth:`Conversation.context` before it (the window, the
 summary, what is remembered, the question a typed text answers, whether a summary round
-is due) and :meth:`Conversation.record` after it (its items, stored once per turn id;
-whether a summary round is due now). The memory server is the registry's server with
-``role: memory``. Memory trouble never breaks a turn: a context that cannot be read is
-empty and a record that fails is logged; the user still gets an answer.
+is due) and :meth:`Conversation.record` after it (its items, stored once per turn id, with
+its model calls' usage records; whether a summary round is due now). The memory server
+is the registry's server with ``role: memory``. Memory trouble never breaks a turn: a
+context that cannot be read is empty and a record that fails is logged; the user still
+gets an answer.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from meshkit.wire.memory import AppendResult, ResetResult, TurnContext, Window
+from meshkit.wire.usage import UsageRecord
 from orchestrator.core.summaries import EVERY
 from orchestrator.llm.base import Item
 from orchestrator.mesh.registry import Registry
@@ -47,15 +50,28 @@ class Conversation:
         return await self._memory.call("turn_context", arguments, TurnContext)
 
     async def record(
-        self, agent: str, chat_id: str, items: list[Item], turn_id: str | None = None
+        self,
+        agent: str,
+        chat_id: str,
+        items: list[Item],
+        turn_id: str | None = None,
+        *,
+        usage: Sequence[UsageRecord] = (),
+        warned: Sequence[str] = (),
     ) -> AppendResult | None:
         """Store a turn (with ``turn_id``, a turn redone after a crash is stored once), and
-        learn whether a summary round is due; None when memory did not answer."""
+        learn whether a summary round is due; None when memory did not answer. ``usage``
+        (the model calls' records) and ``warned`` (allowance warnings given) ride on the
+        same call: stored even when the turn was stored before (they have their own ids)."""
         arguments: dict[str, Any] = {
             "agent": agent, "chat_id": chat_id, "items": items, "summarize_every": EVERY,
         }  # fmt: skip
         if turn_id is not None:
             arguments["turn_id"] = turn_id
+        if usage:
+            arguments["usage"] = [record.model_dump(mode="json") for record in usage]
+        if warned:
+            arguments["warned"] = list(warned)
         return await self._memory.call("append_items", arguments, AppendResult)
 
     async def loaded(self, agent: str, chat_id: str) -> Window | None:

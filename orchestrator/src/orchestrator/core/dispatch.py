@@ -1,7 +1,8 @@
 """Channel-agnostic dispatch: commands, button taps and text turns, one chat at a time.
 
     message ─► on_text ─► a command: command_routes[name](CommandContext), its reply sent
-                        └► otherwise: a turn (_turn), stored, then its reply sent
+                        └► otherwise: a turn (_turn), stored with its usage, then its reply
+                           sent (at the allowance's cap: the cap reply, nothing stored)
     tap     ─► on_callback ─► tap_routes[prefix of its data](TapContext); no route: refused
 
 Both tables are built here, once, with what the app gives (``reminder_taps``,
@@ -20,8 +21,9 @@ from types import MappingProxyType
 
 import anyio
 
-from meshkit.wire.memory import TurnContext, Window
+from meshkit.wire.memory import AppendResult, TurnContext, Window
 from orchestrator.core.actions import NO_LONGER_ACTIVE, ActionDesk, Where, proposals_of
+from orchestrator.core.allowances import cap_reply, warning_text
 from orchestrator.core.callbacks import (
     ACTION,
     BATCH,
@@ -54,6 +56,7 @@ __all__ = ["Button", "Dispatcher", "Reply"]
 
 STOPPED = "Stopped: I dropped that request. What next?"
 NOTHING_TO_STOP = "Nothing is running right now."
+SEND_AGAIN = "More is allowed for today: send me your message again."
 ALIASES = {"/start": "/help"}  # Telegram sends /start first; not listed
 
 
@@ -77,14 +80,19 @@ class Dispatcher:
         work off the replies' path (summaries); without it, none."""
         self.agents = agents
         self._engine = engine
+        self.meter = engine.meter  # usage and allowances (None: nothing metered)
         self._registry = registry
         self._conversation = conversation
         self.consent = ConsentDesk(registry)
         zones = {agent: runtime.agent.entry.timezone for agent, runtime in agents.items()}
-        self.desk = ActionDesk(registry, conversation, self.consent, zones)
+        self.desk = ActionDesk(
+            registry, conversation, self.consent, zones, meter=self.meter, granted=self._allowed
+        )
+        # The last message each chat's allowance held back, answered once more is allowed.
+        self._held: dict[tuple[str, str], TurnRequest] = {}
         self._memory = MemoryDesk(registry, self.desk, Remembered(registry))
         self._questions = QuestionDesk(Questions(registry, clarify_ttl_s))
-        self._summarizer = Summarizer(registry, background)
+        self._summarizer = Summarizer(registry, background, self.meter)
         self._started = time.monotonic()
         self._locks: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
         self._running: dict[tuple[str, str], anyio.CancelScope] = {}
@@ -146,7 +154,10 @@ class Dispatcher:
             asked = CommandContext(runtime, chat_id, user_id or chat_id, deliver)
             return await self._on_command(command, asked)
         async with self._locks[(agent_id, chat_id)]:
-            turn = TurnRequest(runtime, chat_id, text, user_id, observe)
+            turn = TurnRequest(
+                runtime, chat_id, text, user_id, observe,
+                purpose="turn" if from_user else "scheduled", turn_id=message_id,
+            )  # fmt: skip
             redraw = edit_message if from_user else None
             return await self._turn(turn, message_id, deliver, answers=from_user, redraw=redraw)
 
@@ -165,26 +176,71 @@ class Dispatcher:
         chat's question waiting for a typed answer, if one does; that question's message
         is redrawn through ``redraw`` before the reply goes out."""
         thought = await self._think(turn, answers, redraw)
+        agent_id, chat_id = turn.runtime.id, turn.chat_id
         if thought is None:
+            await self._flush(agent_id)  # the calls it made count all the same
             return Reply("")  # stopped: nothing stored, nothing said
         context, result = thought
-        agent_id, chat_id = turn.runtime.id, turn.chat_id
+        # Warned of with this reply, recorded with this turn; a question's reply has no room.
+        warned = [] if result.asked or result.capped else self._warnings(turn)
         if result.stored:
-            recorded = await self._conversation.record(agent_id, chat_id, result.new_items, turn_id)
+            recorded = await self._record(turn, result, turn_id)
             due = recorded is not None and recorded.summary_due
         else:  # stores nothing: the count its context was read with tells
+            await self._flush(agent_id)
             due = context is not None and context.summary_due
         if due:
             self._summarizer.after_turn(turn.runtime, chat_id)
         if result.asked is not None:  # a question ends the turn; proposals wait for the answer
             return await self._questions.ask(agent_id, chat_id, result.asked, deliver)
-        reply = Reply(result.text)
+        where = Where(agent_id, chat_id, turn.user_id, turn.runtime.agent.entry.timezone)
+        key = None if deliver is None else deliver.key  # the buttons act in that message
+        if result.capped is not None:  # the allowance's reply, with "allow more"
+            self._held[(agent_id, chat_id)] = turn
+            memory = self._registry.server_for("memory")
+            capped = await cap_reply(self.desk, memory, where, result.capped, result.text, key)
+            return await _delivered(capped, deliver)
+        self._held.pop((agent_id, chat_id), None)  # answered: nothing held any more
+        text = "\n\n".join([result.text, *warned])
+        reply = Reply(text)
         proposals = proposals_of(result.results)
-        if proposals:  # bound to the key the reply is sent under: its buttons act there
-            key = None if deliver is None else deliver.key
-            where = Where(agent_id, chat_id, turn.user_id, turn.runtime.agent.entry.timezone)
-            reply = await self.desk.stage(where, result.text, proposals, key=key)
+        if proposals:
+            reply = await self.desk.stage(where, text, proposals, key=key)
         return await _delivered(reply, deliver)
+
+    async def _allowed(self, tap: TapContext) -> None:
+        """More allowed by a tap: the message the cap held back is answered now, in a
+        message of its own; held by a process since restarted, the user is asked for it."""
+        held = self._held.pop((tap.agent, tap.chat), None)
+        if held is None:
+            await _delivered(Reply(SEND_AGAIN), tap.deliver)
+            return
+        async with self._locks[(tap.agent, tap.chat)]:
+            await self._turn(held, held.turn_id, tap.deliver)
+
+    def _warnings(self, turn: TurnRequest) -> list[str]:
+        meter = self.meter
+        return [] if meter is None else [warning_text(w) for w in meter.warnings(turn.who)]
+
+    async def _record(
+        self, turn: TurnRequest, result: TurnResult, turn_id: str | None
+    ) -> AppendResult | None:
+        """Store the turn, its model calls' usage riding with it (no call of their own)."""
+        agent_id, meter = turn.runtime.id, self.meter
+        usage, warned = meter.take(agent_id) if meter is not None else ([], [])
+        recorded: AppendResult | None = None
+        try:
+            recorded = await self._conversation.record(
+                agent_id, turn.chat_id, result.new_items, turn_id, usage=usage, warned=warned
+            )
+        finally:
+            if recorded is None and meter is not None:  # no answer, or cut short
+                meter.restore(agent_id, usage, warned)  # with the next record
+        return recorded
+
+    async def _flush(self, agent_id: str) -> None:
+        if self.meter is not None:
+            await self.meter.flush(agent_id)
 
     async def _think(
         self, turn: TurnRequest, answers: bool, redraw: EditMessage | None
@@ -239,8 +295,9 @@ class Dispatcher:
             return
         runtime = self.agents[tap.agent]
         async with self._locks[(tap.agent, tap.chat)]:
-            turn = TurnRequest(runtime, tap.chat, chosen.answer or "", tap.user)
-            await self._turn(turn, f"clarify:{chosen.id}", tap.deliver)
+            turn_id = f"clarify:{chosen.id}"
+            turn = TurnRequest(runtime, tap.chat, chosen.answer or "", tap.user, turn_id=turn_id)
+            await self._turn(turn, turn_id, tap.deliver)
 
     async def _forget(self, tap: TapContext) -> None:
         """/memory's 🗑: the agent's owner may forget any rule, others what is theirs."""

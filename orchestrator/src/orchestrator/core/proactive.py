@@ -31,7 +31,7 @@ class Proactive:
     def __init__(self, registry: Registry, dispatcher: Dispatcher, reminders: Reminders) -> None:
         self._dispatcher = dispatcher
         self._reminders = reminders
-        self._briefings = Briefings(registry)
+        self._briefings = Briefings(registry, dispatcher.meter)
         self.server = registry.server_for("scheduler")
 
     def runtime(self, agent: str) -> AgentRuntime | None:

@@ -7,7 +7,9 @@ summarizer runs, in the background (never holding up a reply, at most one per ch
 time): memory hands out those items (``evicted_items``), the model folds them into the
 summary so far, in a call of its own without tools, within ``TIMEOUT_S``, and memory
 keeps the result; later windows carry it ("earlier in this conversation"). Any failure
-is logged and changes nothing: the turn was stored before.
+is logged and changes nothing: the turn was stored before. A round counts to the chat's
+allowance (its usage recorded at once); at the cap it is skipped, and tried after a later
+turn.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import anyio
 
 from meshkit.wire.memory import Evicted, SummarySaved
 from orchestrator.core.turn import AgentRuntime
+from orchestrator.core.usage import Meter, Who
 from orchestrator.llm.errors import LLMError
 from orchestrator.mesh.registry import Registry
 from orchestrator.mesh.roles import RoleClient
@@ -38,9 +41,11 @@ Spawn = Callable[..., Any]  # a task group's start_soon: (function, *arguments)
 
 
 class Summarizer:
-    def __init__(self, registry: Registry, spawn: Spawn | None) -> None:
+    def __init__(self, registry: Registry, spawn: Spawn | None, meter: Meter | None = None) -> None:
+        """``meter``: a round counts to the chat's allowance, and is skipped at its cap."""
         self._memory = RoleClient(registry, "memory")
         self._spawn = spawn
+        self._meter = meter
         self._running: set[tuple[str, str]] = set()
         self._again: set[tuple[str, str]] = set()  # a turn ended while its chat's round ran
 
@@ -81,7 +86,20 @@ class Summarizer:
             logger.exception("summary agent=%s chat=%s failed", runtime.id, chat_id)
 
     async def summarize(self, runtime: AgentRuntime, chat_id: str) -> bool:
-        """One round: whether a summary was saved."""
+        """One round: whether a summary was saved. Its model call is recorded after it
+        (record_usage), saved or not."""
+        who = Who(runtime.id, chat_id, chat_id, "summary")
+        if self._meter is not None and await self._meter.check(who) is not None:
+            logger.info("summary agent=%s chat=%s: allowance reached; skipped for now",
+                        runtime.id, chat_id)  # fmt: skip
+            return False  # still due: tried again after a later turn
+        try:
+            return await self._summarized(runtime, chat_id, who)
+        finally:
+            if self._meter is not None:
+                await self._meter.flush(runtime.id)
+
+    async def _summarized(self, runtime: AgentRuntime, chat_id: str, who: Who) -> bool:
         key = {"agent": runtime.id, "chat_id": chat_id}
         evicted = await self._memory.call("evicted_items", {**key, "min_items": EVERY}, Evicted)
         if evicted is None or evicted.up_to_id is None:
@@ -94,6 +112,8 @@ class Summarizer:
                 items=[{"type": "message", "role": "user", "content": request}],
                 tools=[],
             )
+            if self._meter is not None:
+                self._meter.used(who, runtime.llm.model, reply.usage)
             text = reply.text.strip()
         else:
             text = evicted.summary or ""  # only tool calls left: nothing new to say

@@ -1,10 +1,12 @@
 """One turn: the model on what memory gave it, its tool calls (concurrently), within bounds.
 
 A turn is bounded three ways: ``max_rounds`` model requests, ``max_tool_calls`` tool
-calls, and ``timeout_s`` of wall time. Every failure of a tool becomes that call's
-output so the model can react. A failure of the model, or the time running out, ends
-the turn with one fixed line for the user and stores nothing, so the next attempt
-starts from the same history.
+calls, and ``timeout_s`` of wall time; and by the agent's allowance, checked before each
+request (``Meter``): at the cap the turn ends (outcome ``allowance``) without the call,
+and stores nothing; the calls it made are metered all the same. Every failure of a tool
+becomes that call's output so the model can react. A failure of the model, or the time
+running out, ends the turn with one fixed line for the user and stores nothing, so the
+next attempt starts from the same history.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ import anyio
 from meshkit.proposals import Proposal
 from meshkit.tool_classes import PRODUCER
 from meshkit.wire.memory import TurnContext
+from meshkit.wire.usage import Purpose
 from orchestrator.config import Agent
 from orchestrator.core import clarify
+from orchestrator.core.allowances import cap_text
 from orchestrator.core.instructions import instructions
 from orchestrator.core.remembered import earlier, layers
+from orchestrator.core.usage import Capped, Meter, Who
 from orchestrator.llm.base import LLM, FunctionCall, Item, ToolSpec, Usage
 from orchestrator.llm.errors import LLMError
 from orchestrator.mesh.bridge import (
@@ -87,23 +92,31 @@ class TurnRequest:
     text: str
     user_id: str | None = None
     observe: ToolObserver | None = None
+    purpose: Purpose = "turn"  # or "scheduled": a scheduled prompt
+    turn_id: str | None = None  # what its usage records are grouped by (an update id)
 
     @property
     def user(self) -> str:
         """Whose notes the turn remembers: the user's, else the chat's (a private chat)."""
         return self.user_id or self.chat_id
 
+    @property
+    def who(self) -> Who:
+        """Whose allowance its model calls count to."""
+        return Who(self.runtime.id, self.user, self.chat_id, self.purpose, self.turn_id)
+
 
 @dataclass
 class TurnResult:
     text: str
-    outcome: str  # ok | round_limit | llm_error | timeout
+    outcome: str  # ok | round_limit | llm_error | timeout | allowance
     new_items: list[Item] = field(default_factory=list)
     results: list[tuple[ToolInfo, ToolResult]] = field(default_factory=list)
     llm_calls: int = 0
     tool_calls: int = 0
     usage: Usage = field(default_factory=Usage)
     asked: clarify.Asked | None = None  # the turn ended with this question (clarify)
+    capped: Capped | None = None  # the allowance reached before a model call (outcome)
 
     @property
     def stored(self) -> bool:
@@ -124,10 +137,17 @@ class _Turn:
 
 class TurnEngine:
     def __init__(
-        self, registry: Registry, *, now: Callable[[], datetime] = lambda: datetime.now(UTC)
+        self,
+        registry: Registry,
+        *,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        meter: Meter | None = None,
     ) -> None:
+        """``meter``: prices and counts each model call and checks the allowance before
+        it (None: nothing metered)."""
         self._registry = registry
         self._now = now
+        self.meter = meter
         self._specs: dict[str, tuple[ToolInfo, ToolSpec]] = {}
 
     def visible_tools(self, runtime: AgentRuntime) -> list[ToolInfo]:
@@ -191,9 +211,13 @@ class TurnEngine:
         limits = runtime.limits
         try:
             for _ in range(limits.max_rounds):
+                if await self._capped(request, result):
+                    return
                 reply = await runtime.llm.respond(instructions=system, items=items, tools=specs)
                 result.llm_calls += 1
                 result.usage += reply.usage
+                if self.meter is not None:
+                    self.meter.used(request.who, runtime.llm.model, reply.usage)
                 items.extend(reply.items)
                 result.new_items.extend(i for i in reply.items if i.get("type") != "reasoning")
                 if not reply.calls:
@@ -222,6 +246,19 @@ class TurnEngine:
             )
             result.outcome = "llm_error"
             result.text = error.user_message
+
+    async def _capped(self, request: TurnRequest, result: TurnResult) -> bool:
+        """Whether the allowance forbids the next model call: then the turn ends here."""
+        capped = None if self.meter is None else await self.meter.check(request.who)
+        if capped is None:
+            return False
+        logger.info(
+            "turn agent=%s chat=%s: %s reached after %d model calls; stopped",
+            request.runtime.id, request.chat_id, capped.standing.limit.key, result.llm_calls,
+        )  # fmt: skip
+        result.outcome, result.capped = "allowance", capped
+        result.text = cap_text(capped, midway=result.llm_calls > 0)
+        return True
 
     async def _execute_all(self, turn: _Turn, calls: list[FunctionCall]) -> list[Item]:
         result, limits = turn.result, turn.request.runtime.limits
