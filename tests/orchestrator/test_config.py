@@ -136,6 +136,18 @@ def test_registry_mistakes_name_the_file_and_key(tmp_path: Path, body: str, mess
             "    consent: {w.add: {policy: ask, grant: 2w}}\n",
             "agents.a.consent.w.add.grant: '2w' is not a duration",
         ),
+        (
+            "agents:\n  a:\n    name: A\n    persona: agents/a\n    tools: [wether__*]\n",
+            "agents.a.tools: 'wether__\\*' names no tool of this agent's servers",
+        ),
+        (
+            "agents:\n  a:\n    name: A\n    persona: agents/a\n    allowance: {daily: lots}\n",
+            "agents.a.allowance.daily: 'lots' is not an amount",
+        ),
+        (
+            "agents:\n  a:\n    name: A\n    persona: agents/a\n    allowance: {weekly: 2}\n",
+            "agents.a.allowance.weekly: unknown key",
+        ),
     ],
 )
 def test_fleet_mistakes_name_the_file_key_and_fix(tmp_path: Path, body: str, message: str) -> None:

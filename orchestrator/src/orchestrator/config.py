@@ -335,11 +335,27 @@ def load_fleet(
                     f"add it to the registry or use one of {sorted(registry)}"
                 )
         policies = _policies(entry, registry, path, f"{key}.consent")
+        servers = tuple(registry if entry.servers is None else entry.servers)
+        _check_tool_patterns(entry.tools or [], servers, path, f"{key}.tools")
         persona_dir = entry.persona if entry.persona.is_absolute() else base / entry.persona
         persona = _read_persona(persona_dir, path, f"{key}.persona")
-        servers = tuple(registry if entry.servers is None else entry.servers)
         fleet[str(agent_id)] = Agent(str(agent_id), entry, persona, servers, policies)
     return fleet
+
+
+def _check_tool_patterns(
+    patterns: list[str], servers: tuple[str, ...], path: Path, key: str
+) -> None:
+    """A ``tools:`` pattern must name a tool of one of the agent's servers: one that can
+    match none (a typo, a server the agent lacks) would hide tools without a word."""
+    for pattern in patterns:
+        server = pattern.split("__", 1)[0] if "__" in pattern else None
+        if server is None or not any(fnmatchcase(name, server) for name in servers):
+            raise ConfigError(
+                f"{path}: {key}: {pattern!r} names no tool of this agent's servers; write "
+                f"<server>__<tool> (patterns allowed: weather__*) with a server among "
+                f"{sorted(servers)}"
+            )
 
 
 def _policies(
