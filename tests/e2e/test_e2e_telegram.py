@@ -81,6 +81,7 @@ async def test_the_orchestrator_says_where_to_find_each_bot_and_publishes_its_co
         "reload",
         "help",
         "jobs",  # the scheduler's, with it in the mesh
+        "usage",  # memory's usage records
     ]
 
 
