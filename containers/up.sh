@@ -25,7 +25,7 @@ last_error() {
 }
 
 failed=0
-for service in $("${compose[@]}" config --services); do
+for service in $("${compose[@]}" config --services | sort); do
     id=$("${compose[@]}" ps --all --quiet "$service" 2>/dev/null | head -n 1)
     if [ -z "$id" ]; then
         printf '  %-16s not created\n' "$service"
@@ -36,15 +36,24 @@ for service in $("${compose[@]}" config --services); do
         '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}} {{.State.ExitCode}} {{.RestartCount}}' \
         "$id")
     case "$status/$health" in
-        running/healthy | running/none) printf '  %-16s %s\n' "$service" "${health/none/running}"; continue ;;
-        created/*) state="not started (it waits for the services it depends on)" ;;
+        running/healthy | running/none)
+            printf '  %-16s %s\n' "$service" "${health/none/running}"
+            continue ;;
         running/*) state=$health ;;
+        # Never started, or stopped cleanly earlier (the restart policy restarts whatever
+        # exits by itself): compose did not start it because a service it depends on failed.
+        created/* | exited/*)
+            if [ "$code" = 0 ]; then
+                state="not started: it waits for the services it depends on"
+            else
+                state="exited (exit $code)"
+            fi ;;
         *) state="$status (exit $code)" ;;
     esac
     [ "$restarts" -gt 0 ] && state="$state, restarted $restarts times"
     printf '  %-16s %s\n' "$service" "$state"
     failed=1
-    [ "$status" = created ] && continue
+    [[ $state == "not started"* ]] && continue
     probe=$(docker inspect --format \
         '{{if .State.Health}}{{range .State.Health.Log}}{{.Output}}{{end}}{{end}}' "$id" \
         | grep -v '^[[:space:]]*$' | tail -n 1 | cut -c1-300)
