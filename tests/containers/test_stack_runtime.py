@@ -411,9 +411,13 @@ def test_every_service_stopped_by_docker_exits_0(stack: Stack) -> None:
     # docker stop sends SIGTERM (through the init); a clean stop is exit 0, not 143.
     try:
         stack.compose("stop", "--timeout", "30")
+        stopped = stack.compose("ps", "--all", "--format", "{{.Service}} {{.State}} {{.ExitCode}}")
         codes = {
-            service: stack.inspect(service)["State"]["ExitCode"] for service in stack.services()
+            service: (state, int(code))
+            for service, state, code in (line.split() for line in stopped.stdout.splitlines())
         }
-        assert codes == dict.fromkeys(stack.services(), 0)
+        assert {service: codes[service] for service in stack.services()} == dict.fromkeys(
+            stack.services(), ("exited", 0)
+        )
     finally:
         stack.compose("up", "--detach", "--wait", "--wait-timeout", "240")
