@@ -68,7 +68,7 @@ def test_a_complete_env_file_passes_the_env_checks_without_any_mesh_secret(
 
 
 @pytest.mark.parametrize(
-    ("lines", "named"),
+    ("values", "named"),
     [
         (
             f"TELEGRAM_USER_ID=@me\nTELEGRAM_BOT_TOKEN={TOKEN}\n",
@@ -90,10 +90,10 @@ def test_a_complete_env_file_passes_the_env_checks_without_any_mesh_secret(
     ids=["user-name", "negative-id", "token-without-id", "cut-token"],
 )
 def test_a_value_of_the_wrong_shape_is_one_line_saying_what_to_fix(
-    tmp_path: Path, lines: str, named: str
+    tmp_path: Path, values: str, named: str
 ) -> None:
     env_file = tmp_path / ".env"
-    env_file.write_text("OPENAI_API_KEY=sk-proj-abc123\n" + lines)
+    env_file.write_text("OPENAI_API_KEY=sk-proj-abc123\n" + values)
     done = preflight(env_file)
     assert done.returncode == 1
     lines = env_lines(done)
