@@ -4,7 +4,8 @@
 # line below its name (the last error its log shows, else what its health probe answered),
 # so the reason is on screen without `make logs`. Compose's own output goes to the log.
 #   containers/up.sh LOG COMPOSE...    (the log make up writes, the compose command it chose)
-# RECREATE=1 recreates every container (a secret file changed: compose does not notice).
+# RECREATE not empty (the secret files that changed) recreates every container: compose does
+# not notice a secret file's new content.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 log=$1
