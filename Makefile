@@ -165,15 +165,19 @@ images: install wheels
 
 # The secret files (secrets/, see compose.yaml): what is missing is made, the .env secrets
 # copied; when one changed, the containers are recreated (compose does not notice by itself).
+# Quiet: what the build and compose print goes to UP_LOG (the build's last lines are shown
+# when it fails); then a line per service (containers/up.sh), with the last error line of
+# any that is not healthy. Everything compose needs is in files (.env, secrets/): plain
+# `docker compose ...` commands work the same afterwards.
+UP_LOG := containers/up.log
 up: install
 	@containers/preflight.sh $(COMPOSE)
 	@changed=$$(.venv/bin/python -m meshkit.secret_files) || exit $$?; \
-	$(MAKE) --no-print-directory images || exit $$?; \
-	start=$$(date +%s); \
-	$(COMPOSE) up --detach --wait --wait-timeout 180 $${changed:+--force-recreate} || { \
-		$(COMPOSE) ps; echo "make up: not every service became healthy: make logs tells why" >&2; \
+	echo "make up: building the images (what the build prints: $(UP_LOG))"; \
+	$(MAKE) --no-print-directory images >$(UP_LOG) 2>&1 || { \
+		tail -n 30 $(UP_LOG); echo "make up: the build failed (above its last lines; all of it in $(UP_LOG))" >&2; \
 		exit 1; }; \
-	echo "all healthy $$(( $$(date +%s) - start )) s after start."
+	RECREATE=$$changed containers/up.sh $(UP_LOG) $(COMPOSE)
 	@echo "Next: write to your bot on Telegram. make logs follows the logs, make ps shows the"
 	@echo "services, make down stops them (the data volumes stay)."
 

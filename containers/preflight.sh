@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What `make up` needs, checked before anything is built: one line per missing thing, each
-# saying what to do. Exit 1 when anything is missing. The mesh's own secrets (credentials,
+# What `make up` needs, checked before anything is built: one line per missing or malformed
+# thing, each saying what to do. Exit 1 when anything is wrong. The mesh's own secrets (credentials,
 # approval keys) are not asked for: make up generates them (python -m meshkit.secret_files).
 #   containers/preflight.sh COMPOSE...     (the compose command the Makefile chose)
 # ENV_FILE: the file compose reads (default .env at the project root).
@@ -26,19 +26,50 @@ fi
 command -v python3 >/dev/null 2>&1 \
     || say "python3 is missing (it fetches the locked wheels): sudo apt install python3 python3-venv"
 
+# The value .env gives NAME, as compose and dotenv read it: the last assignment, its
+# comment, surrounding blanks and quotes removed.
 env_value() {
-    sed -n "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*\([^#[:space:]][^#]*\).*/\1/p" "$ENV_FILE" \
-        2>/dev/null | tail -1
+    local value
+    value=$(sed -n "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*\([^#[:space:]][^#]*\).*/\1/p" \
+        "$ENV_FILE" 2>/dev/null | tail -1)
+    value=${value%"${value##*[![:space:]]}"}
+    if [[ $value =~ ^\"(.*)\"$ || $value =~ ^\'(.*)\'$ ]]; then value=${BASH_REMATCH[1]}; fi
+    printf '%s' "$value"
 }
+# Values are checked for their shape too, not only for being there: a token pasted with a
+# piece missing, or a user name where the id goes, would otherwise pass here and leave a
+# service restarting. Secrets are never echoed, only named.
+BOT_TOKEN='^[0-9]+:[A-Za-z0-9_-]{30,}$'   # <the bot's id>:<35 url-safe characters>
 if [ ! -f "$ENV_FILE" ]; then
     say "$ENV_FILE is missing: cp .env.example .env, then fill in the values make up names"
 else
-    [ -n "$(env_value OPENAI_API_KEY)$(env_value OPENAI_BASE_URL)" ] \
-        || say ".env: no LLM: set OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server)"
-    [ -n "$(env_value TELEGRAM_BOT_TOKEN)$(env_value CLAWDIA_BOT_TOKEN)" ] \
+    base_url=$(env_value OPENAI_BASE_URL)
+    api_key=$(env_value OPENAI_API_KEY)
+    if [ -n "$base_url" ]; then
+        [[ $base_url =~ ^https?://[^[:space:]]+$ ]] \
+            || say ".env: OPENAI_BASE_URL=$base_url is not an address: give the server's URL, e.g. http://localhost:11434/v1"
+    elif [ -z "$api_key" ]; then
+        say ".env: no LLM: set OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server)"
+    elif ! [[ $api_key =~ ^sk-[^[:space:]]+$ ]]; then
+        say ".env: OPENAI_API_KEY does not look like an OpenAI API key (sk-..., one word): copy it again from https://platform.openai.com/api-keys, or set OPENAI_BASE_URL for another server"
+    fi
+    tokens=$(sed -n 's/^[[:space:]]*\([A-Z0-9_]*_BOT_TOKEN\)[[:space:]]*=.*/\1/p' "$ENV_FILE" | sort -u)
+    set_tokens=0
+    for name in $tokens; do
+        token=$(env_value "$name")
+        [ -n "$token" ] || continue
+        set_tokens=1
+        [[ $token =~ $BOT_TOKEN ]] \
+            || say ".env: $name does not look like a bot token (<digits>:<35 letters, digits, - or _>): copy it again from @BotFather (/mybots, API Token)"
+    done
+    [ "$set_tokens" = 1 ] \
         || say ".env: TELEGRAM_BOT_TOKEN is empty: create a bot with @BotFather and paste its token"
-    [ -n "$(env_value TELEGRAM_USER_ID)" ] \
-        || say ".env: TELEGRAM_USER_ID is empty: your numeric Telegram user id (@userinfobot tells it)"
+    user_id=$(env_value TELEGRAM_USER_ID)
+    if [ -z "$user_id" ]; then
+        say ".env: TELEGRAM_USER_ID is empty: your numeric Telegram user id (@userinfobot tells it)"
+    elif ! [[ $user_id =~ ^[1-9][0-9]*$ ]]; then
+        say ".env: TELEGRAM_USER_ID=$user_id is not a Telegram user id, which is a positive number: @userinfobot tells yours"
+    fi
 fi
 
 if [ ${#problems[@]} -gt 0 ]; then

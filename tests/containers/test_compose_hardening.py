@@ -240,3 +240,22 @@ def test_the_google_calendar_overlay_mounts_only_its_credentials_read_only() -> 
         all(v.get("target") != "/credentials" for v in s.get("volumes", []))
         for s in others.values()
     )
+
+
+def test_compose_reads_no_variable_that_only_make_sets() -> None:
+    # Plain `docker compose ...` after make up must resolve as make up did: what compose
+    # reads comes from .env or a file, never from a variable the Makefile exports.
+    makefile = (ROOT / "Makefile").read_text()
+    exported = set(re.findall(r"^export ([A-Z_][A-Z0-9_]*)", makefile, re.MULTILINE))
+    assert "ARCH" in exported  # the Makefile's own use (containers/wheels.sh)
+    for file in (ROOT / "compose.yaml", ROOT / "compose.calendar-google.yaml"):
+        read = set(re.findall(r"\$\{([A-Z_][A-Z0-9_]*)", file.read_text()))
+        assert not read & exported, (file.name, read & exported)
+
+
+def test_only_the_images_that_keep_data_declare_a_data_volume() -> None:
+    dockerfile = (ROOT / "containers" / "Dockerfile").read_text()
+    stages = dict(re.findall(r"^FROM \S+ AS (\S+)\n(.*?)(?=^FROM |\Z)", dockerfile, re.M | re.S))
+    declaring = {name for name, body in stages.items() if 'VOLUME ["/data"]' in body}
+    assert declaring
+    assert not declaring & (STATELESS | {"build", "runtime"}), declaring

@@ -315,3 +315,42 @@ def test_dot_env_is_read_as_dotenv_reads_it(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "model gpt-dotenv ·" in result.stdout  # no comment, no spaces in the value
     assert "sk-from-dotenv" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("user", ["-42", "0", "4 2", "٤٢"])
+def test_a_user_id_that_is_not_a_positive_number_stops_telegram(user: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TELEGRAM_"))}
+    result = orchestrator({**env, "OPENAI_API_KEY": "sk-test", "TELEGRAM_USER_ID": user})
+    assert result.returncode == 2
+    assert (
+        f"agents.clawdia.allowed_user_ids: {user!r} is not a Telegram user id, which is a "
+        "positive number" in result.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    ("llm", "named"),
+    [
+        ({"OPENAI_API_KEY": "TELEGRAM_BOT_TOKEN=1:x"}, "OPENAI_API_KEY does not look like"),
+        ({"OPENAI_API_KEY": "sk-abc def"}, "OPENAI_API_KEY does not look like"),
+        ({"OPENAI_BASE_URL": "localhost:11434/v1"}, "OPENAI_BASE_URL='localhost:11434/v1' is not"),
+    ],
+    ids=["not-sk", "two-words", "url-without-scheme"],
+)
+def test_an_llm_value_of_the_wrong_shape_is_named_with_its_fix(
+    llm: dict[str, str], named: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TELEGRAM_"))}
+    result = orchestrator({**env, **llm, "TELEGRAM_USER_ID": "42"})
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("configuration")]
+    assert [line for line in errors if named in line], result.stderr
+
+
+def test_a_key_for_another_server_is_not_held_to_openais_shape() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TELEGRAM_"))}
+    env |= {"OPENAI_API_KEY": "ollama", "OPENAI_BASE_URL": "http://localhost:11434/v1"}
+    result = orchestrator({**env, "TELEGRAM_USER_ID": "-42"})  # fails on the user id alone
+    assert result.returncode == 2
+    assert "OPENAI" not in result.stderr
+    assert "'-42' is not a Telegram user id" in result.stderr

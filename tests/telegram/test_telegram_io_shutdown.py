@@ -109,7 +109,7 @@ async def test_sigterm_lets_a_send_in_flight_finish_and_ends_long_polls_at_once(
             assert results["poll"]["updates"] == []
             assert results["send"]["message_ids"]
             assert [s.text for s in fake.sent(TOKEN, USER)] == ["Made it."]
-            # Shut down: uvicorn then ends by the signal it caught, as its parent expects.
-            assert await server.exited(20) == -signal.SIGTERM
+            # The send answered, the stop asked for is done: exit 0, not death by the signal.
+            assert await server.exited(20) == 0
         finally:
             await server.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -158,3 +159,28 @@ async def test_the_official_sdk_client_lists_and_calls_over_stdio(open_meteo: st
     async with Client(params) as client:
         check_tools((await client.list_tools()).tools)
         await call_all(client)
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_signal_ends_the_server_with_exit_0(open_meteo: str, number: signal.Signals) -> None:
+    port = free_port()
+    env = {
+        **os.environ,
+        **weather_env(open_meteo, MESH_TOKEN_SHA256=token_digest(TOKEN), MCP_PORT=str(port)),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcp_weather"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", process)
+        process.send_signal(number)
+        _, stderr = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    # A stop asked for and done is a success to Docker (not 143, death by SIGTERM).
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr

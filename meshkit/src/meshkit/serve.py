@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -241,9 +242,25 @@ def _serve_http(
             loop.call_soon_threadsafe(stopping.stop)  # not from inside the signal handler
 
     served = _Server(config)
+    stop_with_exit_0()
     served.run()
     if not served.started:
         raise SystemExit(3)
+
+
+def stop_with_exit_0() -> None:
+    """A stop asked for (SIGTERM from ``docker stop``, Ctrl-C) and done ends the process
+    with exit 0. uvicorn serves with its own handlers and, once it has shut down gracefully,
+    puts the previous handlers back and raises the signal it caught again, so that the
+    default action would end the process by that signal (exit 143 for SIGTERM): a clean
+    stop would read as a failure to Docker and systemd. These are the handlers it puts
+    back: requests in flight have been answered by then (or given ``GRACE_S``)."""
+
+    def stopped(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(0)
+
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, stopped)
 
 
 def describe(clients: Iterable[ClientCredential]) -> list[str]:

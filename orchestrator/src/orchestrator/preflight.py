@@ -31,7 +31,7 @@ def check(
         settings = OrchestratorSettings()
     except ValidationError as error:
         return None, describe_error(OrchestratorSettings, error).splitlines()
-    problems = [] if settings.llm_configured else [NO_LLM_HELP]
+    problems = [*_llm(settings)] if settings.llm_configured else [NO_LLM_HELP]
     try:
         registry = load_registry(settings.registry, environ)
     except ConfigError as error:
@@ -75,10 +75,10 @@ def _telegram(
                 "user id (TELEGRAM_USER_ID; @userinfobot tells it)"
             )
         problems += [
-            f"{key}: {user!r} is not a Telegram user id, which is a number (TELEGRAM_USER_ID; "
-            "@userinfobot tells yours)"
+            f"{key}: {user!r} is not a Telegram user id, which is a positive number "
+            "(TELEGRAM_USER_ID; @userinfobot tells yours)"
             for user in ids
-            if not user.lstrip("-").isdigit()
+            if not is_user_id(user)
         ]
     # The tokens are checked here only when telegram-io runs in this process (make run):
     # in the mesh the orchestrator never holds them.
@@ -88,6 +88,33 @@ def _telegram(
             first = names[0] if names else "TELEGRAM_BOT_TOKEN"
             problems.append(NO_BOT_HELP.format(agents=settings.agents, name=first))
     return problems
+
+
+def is_user_id(text: str) -> bool:
+    """Whether ``text`` is a Telegram user id: a positive number (groups and channels have
+    negative ids, and only private chats are answered)."""
+    return text.isascii() and text.isdigit() and int(text) > 0
+
+
+def _llm(settings: OrchestratorSettings) -> list[str]:
+    """The LLM's values, where their shape is known: an OpenAI key (no OPENAI_BASE_URL)
+    starts with ``sk-``; a base URL is an http(s) address."""
+    url = settings.openai_base_url
+    if url:
+        if not url.startswith(("http://", "https://")):
+            return [
+                f"OPENAI_BASE_URL={url!r} is not an address: give the server's URL, e.g. "
+                "http://localhost:11434/v1"
+            ]
+        return []
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    if key is not None and (not key.startswith("sk-") or any(c.isspace() for c in key)):
+        return [
+            "OPENAI_API_KEY does not look like an OpenAI API key (sk-..., one word): copy it "
+            "again from https://platform.openai.com/api-keys, or set OPENAI_BASE_URL for "
+            "another OpenAI-compatible server"
+        ]
+    return []
 
 
 def _is_set(name: str, environ: Mapping[str, str]) -> bool:
