@@ -3,7 +3,7 @@ orchestrator image).
 
     clawmesh agent init|list|status|stop|start   the fleet's agents (cli/agent.py)
     clawmesh doctor [--json]                      what breaks a deployment here (cli/doctor.py)
-    clawmesh backup create|verify|restore         every database and the configuration (cli/backup.py)
+    clawmesh backup create|verify|restore         databases and configuration (cli/backup.py)
 
 Each sub-command group is an App of its own module, added here; errors follow one form
 (cli/errors.py).
