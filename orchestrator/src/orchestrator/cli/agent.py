@@ -141,8 +141,7 @@ def _status_lines(one: lifecycle.AgentStatus) -> list[str]:
     lines = [f"{one.agent} ({one.name}): {one.state}"]
     if one.state == "partly paused":
         lines.append(f"  paused in {', '.join(one.paused_in)} only: run clawmesh agent stop again")
-    if one.bot_state is not None:
-        lines.append(f"  {bot}: {one.bot_state}")
+    lines.append(f"  {bot}: {one.bot_state or 'state not known here'}")
     if one.inbox_backlog is not None:
         lines.append(
             f"  inbox: {one.inbox_backlog} waiting; last update {one.last_activity or '-'}"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+
 from pydantic import BaseModel, Field
 
 from meshkit.wire.pause import Paused
@@ -55,7 +56,10 @@ class AgentStatus(BaseModel):
     state: str = Field(description="running, paused, partly paused, or unknown")
     paused_in: list[str] = Field(description="the servers that hold it paused")
     bot_username: str | None
-    bot_state: str | None = Field(description="as telegram-io knows it; none: no bot token")
+    bot_state: str | None = Field(
+        description="as telegram-io's pollers know it; none: not polled there (no token), "
+        "or not known here (embedded mode: the orchestrator's process polls)"
+    )
     last_activity: str | None = Field(description="its newest update, ISO 8601 UTC")
     inbox_backlog: int | None
     next_firings: list[Firing] | None
@@ -157,7 +161,7 @@ async def _status(
         state=state,
         paused_in=paused_in,
         bot_username=bot.username if bot else None,
-        bot_state=bot.state if bot else None if inbox is None else "no token",
+        bot_state=bot.state if bot else None,
         last_activity=_iso(mine.last_update_at) if mine and mine.last_update_at else None,
         inbox_backlog=(mine.waiting if mine else 0) if inbox else None,
         next_firings=_firings(jobs) if jobs is not None else None,
