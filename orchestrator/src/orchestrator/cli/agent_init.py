@@ -115,8 +115,8 @@ def _with_entry(text: str, path: Path, entry: list[str]) -> str:
             "add one (see the shipped config/agents.yaml)",
         )
     end = next((i for i in range(start + 1, len(lines)) if TOP_LEVEL.match(lines[i])), len(lines))
-    while end > start + 1 and not lines[end - 1].strip():
-        end -= 1  # the blank lines before the next key stay after the new entry
+    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+        end -= 1  # blank lines and unindented comments before the next key stay with it
     indent = next((m[1] for line in lines[start + 1 : end] if (m := ENTRY.match(line))), "  ")
     added = [indent + line for line in entry]
     return "\n".join([*lines[:end], *added, *lines[end:]]) + "\n"
