@@ -118,7 +118,9 @@ def _with_entry(text: str, path: Path, entry: list[str]) -> str:
     while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
         end -= 1  # blank lines and unindented comments before the next key stay with it
     indent = next((m[1] for line in lines[start + 1 : end] if (m := ENTRY.match(line))), "  ")
-    added = [indent + line for line in entry]
+    # The entry's own keys one step further in, as the file's entries are.
+    added = [indent + line.replace("  ", indent, 1) if line.startswith("  ") else indent + line
+             for line in entry]  # fmt: skip
     return "\n".join([*lines[:end], *added, *lines[end:]]) + "\n"
 
 
