@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
-from fakes.mesh import ROOT, TOKENS, USER, Mesh, eventually, running_mesh
+from fakes.mesh import ROOT, TOKENS, USER, Mesh, eventually, running_embedded, running_mesh
 from fakes.responses_api import Body, Reply, text
 
 pytestmark = pytest.mark.anyio
@@ -131,3 +131,28 @@ def test_the_command_is_the_workspace_console_script() -> None:
     done = subprocess.run([CLAWMESH, "agent", "--help"], capture_output=True, check=False, cwd=ROOT)
     assert done.returncode == 0
     assert "stop" in done.stdout.decode()
+
+
+async def test_in_embedded_mode_the_command_beside_the_orchestrator_pauses_and_resumes(
+    tmp_path: Path,
+) -> None:
+    # make run's shape: the servers in the orchestrator's process; the command opens them
+    # on the same DATA_DIR (telegram-io without pollers) and the running inbox sees a start
+    # from the other process within a second.
+    async with running_embedded(tmp_path, agents=("clawdia", "bob")) as mesh:
+        mesh.llm.default = named
+        stopped = await clawmesh(mesh, "agent", "stop", "bob")
+        assert stopped.returncode == 0, stopped.stderr.decode()
+        mesh.telegram.user_message(BOB, USER, "msg-1")
+        mesh.telegram.user_message(CLAWDIA, USER, "msg-a")
+        await mesh.telegram.wait_for(lambda: replies(mesh, CLAWDIA) == ["re: msg-a"], 60)
+
+        async def stored() -> bool:
+            return mesh.unacked() == 1
+
+        await eventually(stored)
+        assert replies(mesh, BOB) == []
+        started = await clawmesh(mesh, "agent", "start", "bob")
+        assert started.returncode == 0, started.stderr.decode()
+        await mesh.telegram.wait_for(lambda: replies(mesh, BOB) == ["re: msg-1"], 30)
+        assert "409" not in mesh.logs()  # the command polled no bot
