@@ -55,6 +55,9 @@ class ReminderView(BaseModel):
 class Jobs(BaseModel):
     jobs: list[JobView]
     reminders: list[ReminderView]
+    paused: bool = Field(
+        default=False, description="paused by the operator: nothing of it fires until resumed"
+    )
 
 
 class Reminders(BaseModel):

@@ -95,12 +95,24 @@ class BotStatus(BaseModel):
     )
 
 
+class AgentInbox(BaseModel):
+    """One agent's side of the inbox: paused by the operator, what waits, when the last came."""
+
+    agent: str
+    paused: bool = Field(description="paused (clawmesh agent stop): its updates wait here")
+    waiting: int = Field(description="its updates received and not yet acked")
+    last_update_at: float | None = Field(description="when its newest update came (Unix s)")
+
+
 class Status(BaseModel):
     bots: list[BotStatus]
     pending: int = Field(description="updates received and not yet acked")
     parked: bool = Field(description="the kill switch file is present: pollers are parked")
     readers: int = Field(
         default=0, description="next_updates calls waiting for updates now (a polling consumer)"
+    )
+    agents: list[AgentInbox] = Field(
+        default_factory=list, description="each agent paused or with updates kept here"
     )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -67,6 +68,7 @@ class ServerConnection:
         retry_max_s: float = 30.0,
         grace_s: float = 3.0,
         reconnect_s: float = 10.0,
+        options: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.entry = entry
@@ -84,7 +86,10 @@ class ServerConnection:
         self._broken = anyio.Event()
         self._closing = False
         # In-process: built now (an import error is a configuration error), reused on reconnect.
-        self._server = load_module_server(name, entry.module) if entry.module else None
+        # ``options``: what the factory is called with (none, but for the operator's command).
+        self._server = (
+            load_module_server(name, entry.module, **(options or {})) if entry.module else None
+        )
         self._tried = anyio.Event()  # the first connection attempt is over, either way
         # On-call reconnects: ``_wake`` cuts the backoff sleep short; ``_asked`` is set when
         # the attempt made for the callers who asked is over, ``_attempt`` when the one under

@@ -59,7 +59,10 @@ class Registry:
         retry_initial_s: float = 0.5,
         retry_max_s: float = 30.0,
         connect_wait_s: float = 10.0,
+        module_options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
+        """``module_options``: server → what its ``module:`` factory is called with (none by
+        default; the operator's command builds telegram-io without its pollers)."""
         self._connections = {
             name: ServerConnection(
                 name,
@@ -68,6 +71,7 @@ class Registry:
                 default_timeout_s=default_timeout_s,
                 retry_initial_s=retry_initial_s,
                 retry_max_s=retry_max_s,
+                options=(module_options or {}).get(name),
             )
             for name, entry in entries.items()
         }

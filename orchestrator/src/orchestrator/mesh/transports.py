@@ -18,6 +18,7 @@ container stack reaches every server by URL and loads the client side alone.
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -44,8 +45,9 @@ class ModuleNotLoadable(Exception):
     """An in-process server's ``module:`` cannot be imported or has no such factory."""
 
 
-def load_module_server(name: str, spec: str) -> FastMCP[Any]:
-    """``package.module:factory`` → the server the factory builds (called without arguments)."""
+def load_module_server(name: str, spec: str, **options: Any) -> FastMCP[Any]:
+    """``package.module:factory`` → the server the factory builds (called with ``options``:
+    none, but for the operator's command, see ``orchestrator.cli.mesh``)."""
     module_name, _, attribute = spec.partition(":")
     try:
         factory: Callable[[], FastMCP[Any]] = getattr(
@@ -55,7 +57,13 @@ def load_module_server(name: str, spec: str) -> FastMCP[Any]:
         raise ModuleNotLoadable(
             f"servers.{name}.module: {spec!r} cannot be loaded ({error})"
         ) from None
-    return factory()
+    try:
+        inspect.signature(factory).bind(**options)
+    except TypeError:
+        raise ModuleNotLoadable(
+            f"servers.{name}.module: {spec!r} takes no {', '.join(options)}"
+        ) from None
+    return factory(**options)
 
 
 class ResultsReadByUs(ClientSession):

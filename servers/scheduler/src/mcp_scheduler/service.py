@@ -16,6 +16,11 @@ Catch-up (the mesh was down when a firing came due):
   out late;
 - a reminder is never skipped: it is handed out late, with the time it was due.
 A firing is ``late`` when handed out more than ``LATE_AFTER_S`` after its time.
+
+A paused agent (``set_paused``, the operator's ``clawmesh agent stop``): nothing of its
+fires or is handed out; resumed, it is caught up as after a downtime (the newest missed
+firing of a job within its ``catch_up``, every reminder, late), firings due before the
+pause first.
 """
 
 from __future__ import annotations
@@ -35,12 +40,16 @@ from mcp_scheduler.recurrence import MAX_STEPS, next_after
 from mcp_scheduler.reminders import repeat_rule, views
 from mcp_scheduler.schedule import WEEKDAYS, Job
 from mcp_scheduler.store import FiringRow, JobRow, SchedulerStore
+from meshkit.wire.pause import Paused
 from meshkit.wire.scheduler import Due, Firing, Jobs, JobView
 
 logger = logging.getLogger(__name__)
 
 LATE_AFTER_S = 60.0
 MAX_WAIT_S = 25.0
+# While something of a paused agent is due, a waiting next_due looks again this often: a
+# resume by another process on the same database wakes no event here.
+PAUSED_RECHECK_S = 1.0
 
 
 class Scheduler:
@@ -108,8 +117,12 @@ class Scheduler:
             left = deadline - anyio.current_time()
             if left <= 0:
                 break
-            soonest = await self._store.read(q.next_due_at)
+            soonest, held = await self._store.read(
+                lambda db: (q.next_due_at(db), q.held(db, None, self._clock()))
+            )
             pause = left if soonest is None else max(0.05, min(left, soonest - self._clock()))
+            if held:
+                pause = min(pause, PAUSED_RECHECK_S)
             with anyio.move_on_after(pause):
                 await self._changed.wait()
             self._changed = anyio.Event()
@@ -122,8 +135,23 @@ class Scheduler:
         now = self._clock()
         return await self._store.transact(lambda db: q.ack(db, keys, now))
 
+    async def set_paused(self, agent: str, pause: bool) -> Paused:
+        """Pause the agent (nothing of its fires or is handed out; firings leased already
+        are finished by their holder) or resume it (caught up at once)."""
+        now = self._clock()
+
+        def work(db: sqlite3.Connection) -> tuple[bool, int]:
+            return q.set_paused(db, agent, pause, now), q.held(db, agent, now)
+
+        changed, waiting = await self._store.transact(work)
+        if changed:
+            logger.info("agent %s %s", agent, "paused" if pause else "resumed")
+        if changed and not pause:
+            self.changed()  # a waiting next_due hands its firings out now
+        return Paused(agent=agent, paused=pause, changed=changed, waiting=waiting)
+
     async def jobs_of(self, agent: str) -> Jobs:
-        rows = await self._store.read(lambda db: q.jobs(db, agent))
+        rows, paused = await self._store.read(lambda db: (q.jobs(db, agent), q.paused(db)))
         reminders = await self._store.read(lambda db: q.reminders(db, agent, ("active", "waiting")))
         listed = []
         for row in rows:
@@ -135,7 +163,7 @@ class Scheduler:
                     id=row.id, kind=job.kind, when=_when(job), next_at=_iso(row.next_at, job.tz)
                 )
             )
-        return Jobs(jobs=listed, reminders=views(reminders))
+        return Jobs(jobs=listed, reminders=views(reminders), paused=agent in paused)
 
     # --- inside the transaction -----------------------------------------------------------
 
@@ -149,9 +177,10 @@ class Scheduler:
     def _fire_and_lease(
         self, db: sqlite3.Connection, consumer: str, run: str, now: float, limit: int
     ) -> list[FiringRow]:
+        paused = q.paused(db)
         for row in q.jobs(db):
             job = self._jobs.get(row.id)
-            if job is not None and row.next_at <= now:
+            if job is not None and row.next_at <= now and row.agent not in paused:
                 self._fire_job(db, job, row, now)
         for reminder in q.due_reminders(db, now):
             self._fire_reminder(db, reminder, now)

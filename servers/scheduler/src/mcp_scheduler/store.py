@@ -11,6 +11,8 @@
   telegram-io's updates. A reminder's firing records the chat and message it was sent
   in (``chat_id``, ``message_id``, once): its buttons act in that message only; and the
   tap that followed it up (``followed_by``), so that tap handed over again still counts.
+- ``paused``: agents the operator paused (``clawmesh agent stop``): nothing of theirs
+  fires or is handed out until they are resumed.
 
 The business rules are the service's; these are the queries, as functions of the
 connection, run by the service inside one transaction (:meth:`SchedulerStore.transact`).
@@ -72,6 +74,7 @@ CREATE TABLE IF NOT EXISTS firings (
     followed_by TEXT
 );
 CREATE INDEX IF NOT EXISTS firings_due ON firings (state, scheduled_at);
+CREATE TABLE IF NOT EXISTS paused (agent TEXT PRIMARY KEY, since REAL NOT NULL);
 """
     + CONFIRMATIONS_SCHEMA
 )
@@ -79,6 +82,7 @@ MIGRATIONS = {
     2: "ALTER TABLE firings ADD COLUMN chat_id TEXT; "
     "ALTER TABLE firings ADD COLUMN message_id TEXT; "
     "ALTER TABLE firings ADD COLUMN followed_by TEXT;",
+    3: "",  # the paused table (SCHEMA creates it)
 }
 
 
@@ -130,7 +134,7 @@ _REMINDER_COLUMNS = "id, agent, text, timezone, repeat, anchor, due_at, state, c
 
 class SchedulerStore(SQLiteStore):
     SCHEMA = SCHEMA
-    SCHEMA_VERSION = 2
+    SCHEMA_VERSION = 3
     MIGRATIONS = MIGRATIONS
 
     async def transact(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -152,6 +156,9 @@ class SchedulerStore(SQLiteStore):
 
 
 # --- jobs ---------------------------------------------------------------------------------
+
+
+NOT_PAUSED = "agent NOT IN (SELECT agent FROM paused)"
 
 
 def jobs(db: sqlite3.Connection, agent: str | None = None) -> list[JobRow]:
@@ -219,7 +226,7 @@ def reminders(db: sqlite3.Connection, agent: str, states: tuple[str, ...]) -> li
 def due_reminders(db: sqlite3.Connection, now: float) -> list[ReminderRow]:
     rows = db.execute(
         f"SELECT {_REMINDER_COLUMNS} FROM reminders"  # noqa: S608
-        " WHERE state = 'active' AND due_at <= ? ORDER BY due_at",
+        f" WHERE state = 'active' AND due_at <= ? AND {NOT_PAUSED} ORDER BY due_at",
         (now,),
     ).fetchall()
     return [ReminderRow(*row) for row in rows]
@@ -265,10 +272,11 @@ def add_firing(db: sqlite3.Connection, firing: FiringRow, now: float) -> bool:
 def lease(  # noqa: PLR0917 (who holds it, and until when)
     db: sqlite3.Connection, consumer: str, run: str, now: float, lease_s: float, limit: int
 ) -> list[FiringRow]:
-    """Lease up to ``limit`` due firings: those nobody holds, whose lease ran out, or that
-    an earlier run of ``consumer`` held (it crashed: its work is redone at once)."""
+    """Lease up to ``limit`` due firings of agents not paused: those nobody holds, whose
+    lease ran out, or that an earlier run of ``consumer`` held (it crashed: its work is
+    redone at once)."""
     rows = db.execute(
-        f"SELECT {_FIRING_COLUMNS} FROM firings WHERE state = 'due'"  # noqa: S608
+        f"SELECT {_FIRING_COLUMNS} FROM firings WHERE state = 'due' AND {NOT_PAUSED}"  # noqa: S608
         " AND (holder IS NULL OR lease_until <= ? OR (holder = ? AND run != ?))"
         " ORDER BY scheduled_at, key LIMIT ?",
         (now, consumer, run, limit),
@@ -323,12 +331,42 @@ def followed_by(db: sqlite3.Connection, firing_id: str) -> str | None:
 
 
 def next_due_at(db: sqlite3.Connection) -> float | None:
-    """The earliest time something comes due (a job, an active reminder)."""
+    """The earliest time something of an agent not paused comes due (a job, an active
+    reminder)."""
     row = db.execute(
-        "SELECT min(t) FROM (SELECT min(next_at) AS t FROM jobs"
-        " UNION ALL SELECT min(due_at) FROM reminders WHERE state = 'active')"
+        f"SELECT min(t) FROM (SELECT min(next_at) AS t FROM jobs WHERE {NOT_PAUSED}"  # noqa: S608
+        f" UNION ALL SELECT min(due_at) FROM reminders WHERE state = 'active' AND {NOT_PAUSED})"
     ).fetchone()
     return None if row is None or row[0] is None else float(row[0])
+
+
+def paused(db: sqlite3.Connection) -> set[str]:
+    return {agent for (agent,) in db.execute("SELECT agent FROM paused")}
+
+
+def set_paused(db: sqlite3.Connection, agent: str, pause: bool, now: float) -> bool:
+    """Pause or resume ``agent``: whether that changed anything."""
+    if pause:
+        cursor = db.execute(
+            "INSERT OR IGNORE INTO paused (agent, since) VALUES (?, ?)", (agent, now)
+        )
+    else:
+        cursor = db.execute("DELETE FROM paused WHERE agent = ?", (agent,))
+    return cursor.rowcount == 1
+
+
+def held(db: sqlite3.Connection, agent: str | None, now: float) -> int:
+    """What of a paused agent (``agent``, or any) is due now and held: firings, jobs and
+    reminders whose time has come."""
+    who = "agent = ?" if agent else "agent IN (SELECT agent FROM paused)"
+    params: tuple[Any, ...] = (agent,) if agent else ()
+    row = db.execute(
+        f"SELECT (SELECT COUNT(*) FROM firings WHERE state = 'due' AND {who})"  # noqa: S608
+        f" + (SELECT COUNT(*) FROM jobs WHERE next_at <= ? AND {who})"
+        f" + (SELECT COUNT(*) FROM reminders WHERE state = 'active' AND due_at <= ? AND {who})",
+        (*params, now, *params, now, *params),
+    ).fetchone()
+    return int(row[0])
 
 
 def has_due(db: sqlite3.Connection) -> bool:

@@ -19,6 +19,7 @@ from meshkit.consent import Consent
 from meshkit.params import ChatId
 from meshkit.proposals import Proposal
 from meshkit.tool_classes import internal, producer, read
+from meshkit.wire.pause import Paused
 from meshkit.wire.scheduler import Acked, Due, FollowedUp, FollowUp, Jobs, Reminders, Shown
 
 Agent = Annotated[
@@ -116,6 +117,16 @@ def add_internal_tools(mcp: FastMCP[Any], scheduler: Scheduler, desk: ReminderDe
         """Done, or snooze 10 min / 1 h, from a tap on a reminder in the message it was sent
         in: once per firing."""
         return await desk.follow_up(agent, firing_id, chat_id, message_id, outcome, tap_id)
+
+    @mcp.tool(**internal(title="Pause or resume an agent", idempotent=True))
+    async def set_paused(
+        agent: Agent,
+        paused: Annotated[bool, Field(description="true: pause; false: resume")],
+    ) -> Paused:
+        """Pause an agent (the operator's ``clawmesh agent stop``): none of its jobs or
+        reminders fires or is handed out until it is resumed; then they are caught up as
+        after a downtime. Durable: a restart keeps it paused."""
+        return await scheduler.set_paused(agent, paused)
 
     @mcp.tool(**internal(title="Jobs", read_only=True, idempotent=True))
     async def jobs(agent: Agent) -> Jobs:

@@ -8,6 +8,7 @@ from typing import Any
 from meshkit.wire.telegram_io import (
     MEDIA,
     Acked,
+    AgentInbox,
     BotCommand,
     BotStatus,
     Button,
@@ -23,6 +24,7 @@ from meshkit.wire.telegram_io import (
 __all__ = [
     "MEDIA",
     "Acked",
+    "AgentInbox",
     "BotCommand",
     "BotStatus",
     "Button",

@@ -43,6 +43,7 @@ from meshkit.server import create_server
 from meshkit.settings import load_settings
 from meshkit.stopping import Stopping
 from meshkit.tool_classes import internal
+from meshkit.wire.pause import Paused
 from meshkit.yaml_config import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -107,10 +108,14 @@ def build_server(
     clock: Callable[[], float] = time.time,
     policy: PollPolicy | None = None,
     stopping: Stopping | None = None,
+    polling: bool = True,
 ) -> FastMCP[Any]:
     """The telegram-io server; ``settings`` default to the environment (embedded mode).
 
     ``stopping`` (served mode) ends open long polls as soon as the process is asked to stop.
+    ``polling=False``: the inbox and the sender without the bots' pollers, for a second
+    process on the database of a running one (the operator's ``clawmesh`` in embedded
+    mode): two pollers of one token would fight over it (409).
     """
     settings = settings or load_settings(TelegramIOSettings)
     configs = load_bots(settings.agents)
@@ -159,13 +164,14 @@ def build_server(
             # A task of its own, not a task group around the yield: fastmcp closes lifespans
             # inside a shielded cancel scope, which a task group opened here cannot exit from.
             loop = asyncio.get_running_loop()
-            runner = loop.create_task(run_pollers(), name="telegram-pollers")
+            runner = loop.create_task(run_pollers(), name="telegram-pollers") if polling else None
             try:
                 yield
             finally:
-                runner.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await runner
+                if runner is not None:
+                    runner.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await runner
                 for bot in bots.values():
                     await _shutdown(bot)
 
@@ -315,12 +321,27 @@ def build_server(
         """Set the bot's command menu (what Telegram lists when the user types "/")."""
         return await sender.set_commands(agent, [(c.command, c.description) for c in commands])
 
+    _add_fleet_tools(mcp, inbox)
+    return mcp
+
+
+def _add_fleet_tools(mcp: FastMCP[Any], inbox: Inbox) -> None:
+    """The tools about the fleet as a whole: pausing an agent, the inbox's status."""
+
+    @mcp.tool(**internal(title="Pause or resume an agent", idempotent=True))
+    async def set_paused(
+        agent: Agent,
+        paused: Annotated[bool, Field(description="true: pause; false: resume")],
+    ) -> Paused:
+        """Pause an agent (the operator's ``clawmesh agent stop``): its updates are still
+        received and kept, and handed to no one, until it is resumed; then they are handed
+        out oldest first. Durable: a restart keeps it paused."""
+        return await inbox.set_paused(agent, paused)
+
     @mcp.tool(**internal(title="Inbox status", read_only=True, idempotent=True))
     async def status() -> Status:
         """Each bot's polling state, the updates waiting, and whether the kill switch is on."""
         return await inbox.status()
-
-    return mcp
 
 
 def _holder(consumer: str | None, run: str | None) -> Holder | None:

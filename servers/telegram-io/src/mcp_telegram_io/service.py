@@ -22,7 +22,14 @@ from collections.abc import Awaitable, Callable, Sequence
 import anyio
 from telegram import Update
 
-from mcp_telegram_io.models import BotStatus, InboxUpdate, Status, Updates, normalize
+from mcp_telegram_io.models import (
+    AgentInbox,
+    BotStatus,
+    InboxUpdate,
+    Status,
+    Updates,
+    normalize,
+)
 from mcp_telegram_io.poller import FAILING, Poller
 from mcp_telegram_io.settings import TelegramIOSettings
 from mcp_telegram_io.store import Holder, InboxStore, RunSuperseded
@@ -30,10 +37,15 @@ from meshkit.errors import ModelError
 from meshkit.health import CheckFailed
 from meshkit.params import MAX_ID
 from meshkit.storage import StorageFailed
+from meshkit.wire.pause import Paused
 
 logger = logging.getLogger(__name__)
 
 PRUNE_EVERY_S = 3600.0
+# While updates of a paused agent wait, a waiting next_updates looks again this often: a
+# resume by another process on the same database (the operator's command beside an
+# embedded orchestrator) wakes no event here.
+PAUSED_RECHECK_S = 1.0
 HAND_OVER_S = 0.05  # how long a poller lets a waiting reader go first
 # (agent, chat id, message id) -> the key the message was sent under, if any
 SentUnder = Callable[[str, str, int], Awaitable[str | None]]
@@ -117,6 +129,8 @@ class Inbox:
             expiry = await self._store.next_lease_expiry()
             if expiry is not None:
                 remaining = min(remaining, max(0.01, expiry - self._clock()))
+            if await self._store.held():
+                remaining = min(remaining, PAUSED_RECHECK_S)
             self._readers += 1
             try:
                 with anyio.move_on_after(remaining):
@@ -161,6 +175,22 @@ class Inbox:
     async def ack(self, ids: Sequence[str]) -> int:
         return await self._store.ack(_keys(ids), self._clock())
 
+    async def set_paused(self, agent: str, paused: bool) -> Paused:
+        """Pause the agent: its updates are kept and handed to no one (those leased already
+        are finished by their holder); or resume it: they are handed out, oldest first."""
+        changed, waiting = await self._store.set_paused(agent, paused, self._clock())
+        if changed:
+            logger.info(
+                "inbox: agent %s %s (%d update(s) waiting)",
+                agent,
+                "paused" if paused else "resumed",
+                waiting,
+            )
+        if changed and not paused:
+            self._arrived.set()  # a waiting reader takes them at once
+            self._arrived = anyio.Event()
+        return Paused(agent=agent, paused=paused, changed=changed, waiting=waiting)
+
     async def status(self) -> Status:
         bots = [
             BotStatus(
@@ -176,6 +206,15 @@ class Inbox:
             pending=await self._store.pending(),
             parked=self._settings.kill_switch.exists(),
             readers=self._readers,
+            agents=[
+                AgentInbox(
+                    agent=a.agent,
+                    paused=a.paused,
+                    waiting=a.waiting,
+                    last_update_at=a.last_update_at,
+                )
+                for a in await self._store.agents()
+            ],
         )
 
     async def check_bots(self) -> None:

@@ -12,6 +12,8 @@ Tables:
     sends    (key, part, message_id, at, bot, chat_id)   what a send with an idempotency key
              delivered, and where: a tap on one of those messages reports its key
     blocked  (agent, chat_id, at)   chats whose user blocked the bot (403): never retried
+    paused   (agent, since)         agents paused by the operator: their updates are kept
+             and handed to no one until the agent is resumed, then in the order they came
 
 ``record`` stores a batch of updates and the new offset in one transaction, before
 the next getUpdates confirms them to Telegram: a crash at any point loses nothing,
@@ -72,11 +74,13 @@ CREATE TABLE IF NOT EXISTS blocked (
     at REAL NOT NULL,
     PRIMARY KEY (agent, chat_id)
 );
+CREATE TABLE IF NOT EXISTS paused (agent TEXT PRIMARY KEY, since REAL NOT NULL);
 """
 MIGRATIONS = {
     2: "ALTER TABLE updates ADD COLUMN leased_by TEXT; "
     "ALTER TABLE updates ADD COLUMN lease_run TEXT;",
     3: "ALTER TABLE sends ADD COLUMN bot TEXT; ALTER TABLE sends ADD COLUMN chat_id TEXT;",
+    4: "",  # the paused table (SCHEMA creates it)
 }
 
 
@@ -93,6 +97,14 @@ class Holder:
 
 
 @dataclass(frozen=True)
+class AgentRow:
+    agent: str
+    paused: bool
+    waiting: int  # its updates not acked
+    last_update_at: float | None  # when its newest update came (Unix seconds)
+
+
+@dataclass(frozen=True)
 class StoredUpdate:
     bot: str
     update_id: int
@@ -103,7 +115,7 @@ class StoredUpdate:
 
 class InboxStore(SQLiteStore):
     SCHEMA = SCHEMA
-    SCHEMA_VERSION = 3
+    SCHEMA_VERSION = 4
     MIGRATIONS = MIGRATIONS
 
     async def offset(self, bot: str) -> int | None:
@@ -180,8 +192,9 @@ class InboxStore(SQLiteStore):
     async def lease(
         self, limit: int, now: float, lease_s: float, holder: Holder | None = None
     ) -> list[StoredUpdate]:
-        """The oldest waiting updates (never leased, or lease expired), leased until now+lease_s
-        to ``holder`` (RunSuperseded when it is no longer its consumer's current run)."""
+        """The oldest waiting updates (never leased, or lease expired) of agents not paused,
+        leased until now+lease_s to ``holder`` (RunSuperseded when it is no longer its
+        consumer's current run)."""
 
         def take(db: sqlite3.Connection) -> list[StoredUpdate]:
             with transaction(db, "IMMEDIATE"):
@@ -190,6 +203,7 @@ class InboxStore(SQLiteStore):
                 found = db.execute(
                     "SELECT bot, update_id, agent, body, deliveries FROM updates"
                     " WHERE acked_at IS NULL AND leased_until <= ?"
+                    " AND agent NOT IN (SELECT agent FROM paused)"
                     " ORDER BY received_at, bot, update_id LIMIT ?",
                     (now, limit),
                 ).fetchall()
@@ -251,6 +265,53 @@ class InboxStore(SQLiteStore):
         def read(db: sqlite3.Connection) -> int:
             (count,) = db.execute("SELECT COUNT(*) FROM updates WHERE acked_at IS NULL").fetchone()
             return int(count)
+
+        return await self._run(read)
+
+    async def set_paused(self, agent: str, paused: bool, now: float) -> tuple[bool, int]:
+        """Pause the agent (its updates kept, handed to no one) or resume it: whether that
+        changed anything, and how many of its updates wait."""
+
+        def write(db: sqlite3.Connection) -> tuple[bool, int]:
+            with transaction(db, "IMMEDIATE"):
+                if paused:
+                    cursor = db.execute(
+                        "INSERT OR IGNORE INTO paused (agent, since) VALUES (?, ?)", (agent, now)
+                    )
+                else:
+                    cursor = db.execute("DELETE FROM paused WHERE agent = ?", (agent,))
+                (waiting,) = db.execute(
+                    "SELECT COUNT(*) FROM updates WHERE agent = ? AND acked_at IS NULL", (agent,)
+                ).fetchone()
+            return cursor.rowcount == 1, int(waiting)
+
+        return await self._run(write)
+
+    async def held(self) -> bool:
+        """Whether updates of a paused agent are waiting."""
+
+        def read(db: sqlite3.Connection) -> bool:
+            row = db.execute(
+                "SELECT 1 FROM updates WHERE acked_at IS NULL"
+                " AND agent IN (SELECT agent FROM paused) LIMIT 1"
+            ).fetchone()
+            return row is not None
+
+        return await self._run(read)
+
+    async def agents(self) -> list[AgentRow]:
+        """Each agent that is paused or has updates here: waiting, and when the last came."""
+
+        def read(db: sqlite3.Connection) -> list[AgentRow]:
+            rows = db.execute(
+                "SELECT agent, SUM(acked_at IS NULL), MAX(received_at) FROM updates GROUP BY agent"
+            ).fetchall()
+            seen = {agent: (int(waiting), float(last)) for agent, waiting, last in rows}
+            paused = {agent for (agent,) in db.execute("SELECT agent FROM paused")}
+            return [
+                AgentRow(agent, agent in paused, *seen.get(agent, (0, None)))
+                for agent in sorted(set(seen) | paused)
+            ]
 
         return await self._run(read)
 
