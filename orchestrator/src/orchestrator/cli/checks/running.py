@@ -1,0 +1,77 @@
+"""The stack as it runs: the containers of a compose project (by their project label),
+read with ``docker inspect`` and ``docker stats --no-stream``, and their findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from orchestrator.cli.checks.containers import (
+    PROJECT_LABEL,
+    Container,
+    container_findings,
+)
+from orchestrator.cli.checks.engine import Docker, EngineError
+from orchestrator.cli.checks.findings import Finding, fail, warn
+from orchestrator.cli.checks.stack_spec import StackSpec
+
+
+@dataclass(frozen=True)
+class StackState:
+    """What doctor found of the running stack: its findings and the memory it uses."""
+
+    findings: list[Finding]
+    memory_used: int
+
+
+def read_containers(docker: Docker, project: str) -> list[Container]:
+    """Every container of ``project`` (running or not), with stats for the running ones."""
+    ids = docker.run(
+        "ps", "--all", "--no-trunc", "--filter", f"label={PROJECT_LABEL}={project}",
+        "--format", "{{.ID}}",
+    ).split()  # fmt: skip
+    if not ids:
+        return []
+    inspected = docker.json("inspect", *ids)
+    running = [c["Id"] for c in inspected if c.get("State", {}).get("Status") == "running"]
+    stats = (
+        docker.json_lines("stats", "--no-stream", "--format", "{{json .}}", *running)
+        if running
+        else []
+    )
+    by_name = {str(line.get("Name", "")).lstrip("/"): line for line in stats}
+    return [Container(c, by_name.get(str(c.get("Name", "")).lstrip("/"))) for c in inspected]
+
+
+def stack_findings(containers: list[Container], spec: StackSpec, project: str) -> StackState:
+    """Every container's findings, by service; a service of compose.yaml without a
+    container is one more."""
+    if not containers:
+        return StackState(
+            [
+                warn(
+                    "stack",
+                    f"no container of the project {project} here: nothing to check",
+                    "make up starts it (or --project names the project that runs)",
+                )
+            ],
+            0,
+        )
+    findings: list[Finding] = []
+    for container in sorted(containers, key=lambda c: c.service):
+        findings.extend(container_findings(container, spec, project))
+    present = {c.service for c in containers}
+    findings.extend(
+        fail(f"{name}: health", "no container", f"docker compose up -d {name}")
+        for name in sorted(set(spec.services) - present)
+    )
+    return StackState(findings, sum(c.memory_used for c in containers))
+
+
+def check_stack(docker: Docker, spec: StackSpec, project: str) -> StackState:
+    try:
+        containers = read_containers(docker, project)
+    except EngineError as error:
+        return StackState(
+            [fail("stack", f"cannot read the containers: {error}", "docker ps tells more")], 0
+        )
+    return stack_findings(containers, spec, project)
