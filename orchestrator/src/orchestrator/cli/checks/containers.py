@@ -108,7 +108,8 @@ def health(container: Container) -> Finding:
         return warn(check, "starting", "wait a minute: docker compose ps shows it healthy")
     shown = status or "running, no healthcheck"
     if restarts:
-        return warn(check, f"{shown}, restarted {restarts} times", logs)
+        times = "once" if restarts == 1 else f"{restarts} times"
+        return warn(check, f"{shown}, restarted {times}", logs)
     return ok(check, f"{shown}, 0 restarts")
 
 
@@ -177,7 +178,15 @@ def hardening(
             )
         )
     if not departures:
-        return [ok(check, f"as the template: read-only, no capabilities, user {user}")]
+        networks = ", ".join(sorted(_joined(container, project)))
+        return [
+            ok(
+                check,
+                f"as the template: read-only, no capabilities, user {user}, "
+                f"networks {networks}, "
+                + ("ports as compose.clients.yaml asks" if published else "no published port"),
+            )
+        ]
     return [fail(check, what, fix) for what, fix in departures]
 
 
@@ -206,8 +215,7 @@ def _networks(
     container: Container, service: ServiceSpec | None, project: str
 ) -> list[tuple[str, str]]:
     attached = set(container.inspected.get("NetworkSettings", {}).get("Networks") or {})
-    prefix = f"{project}_"
-    joined = {n.removeprefix(prefix) if n.startswith(prefix) else n for n in attached}
+    joined = _joined(container, project)
     expected = service.networks if service is not None else None
     if expected is not None:
         fits = joined == expected
@@ -223,6 +231,12 @@ def _networks(
             f"to reach the internet), then docker compose up -d {container.service}",
         )
     ]
+
+
+def _joined(container: Container, project: str) -> set[str]:
+    """Its networks by their names in compose.yaml (``<project>_mesh`` → ``mesh``)."""
+    attached = container.inspected.get("NetworkSettings", {}).get("Networks") or {}
+    return {name.removeprefix(f"{project}_") for name in attached}
 
 
 def _published(inspected: Mapping[str, Any]) -> list[str]:
