@@ -17,13 +17,14 @@ import pytest
 from containers.stack import BASE_TAG, ROOT, engine_problem
 from orchestrator.cli.checks.engine import Docker
 from orchestrator.cli.checks.findings import STATUSES, Finding
-from orchestrator.cli.checks.running import read_containers, stack_findings
+from orchestrator.cli.checks.running import check_stack, read_containers, stack_findings
 from orchestrator.cli.checks.stack_spec import load_spec
 
 HARDENED = "cli-doctor-hardened"
 PLAIN = "cli-doctor-plain"
 EXITED = "cli-doctor-exited"
 NETWORK = f"{HARDENED}_mesh"
+OPEN_NETWORK = f"{PLAIN}_mesh"  # a mesh network with a route out
 HEALTHY_WITHIN_S = 60
 
 
@@ -45,7 +46,7 @@ def labels(project: str, service: str) -> list[str]:
 
 def remove_all() -> None:
     docker("rm", "--force", "--volumes", HARDENED, PLAIN, EXITED, check=False)
-    docker("network", "rm", NETWORK, check=False)
+    docker("network", "rm", NETWORK, OPEN_NETWORK, check=False)
 
 
 def wait_healthy(name: str) -> None:
@@ -68,6 +69,7 @@ def engine() -> Iterator[Docker]:
     remove_all()
     try:
         docker("network", "create", "--internal", NETWORK)
+        docker("network", "create", OPEN_NETWORK)
         # As compose.yaml's template makes a service: calendar, on the mesh alone.
         docker(
             "run", "--detach", "--name", HARDENED, *labels(HARDENED, "calendar"),
@@ -109,6 +111,9 @@ def test_a_container_hardened_as_the_template_passes(engine: Docker) -> None:
         "as the template: read-only, no capabilities, user 10001:10001, networks mesh, "
         "no published port"
     )
+    network = check_stack(engine, load_spec(ROOT)[0], HARDENED).findings[0]
+    assert (network.check, network.status) == ("mesh network", "ok")
+    assert network.detail == f"{NETWORK} is internal: no route out"
     # compose.yaml's other services have no container in this project: each one said.
     missing = {f.check.removesuffix(": health") for f in findings if f.detail == "no container"}
     assert missing == set(load_spec(ROOT)[0].services) - {"calendar"}
@@ -208,6 +213,14 @@ def test_the_command_prints_json_findings_and_exits_1_on_a_failure(
         "free memory",
     ]
     assert {"weather: health", "weather: memory", "weather: hardening"} <= set(checks)
+    network = next(f for f in shown["findings"] if f["check"] == "mesh network")
+    assert network == {
+        "check": "mesh network",
+        "status": "fail",
+        "detail": f"{OPEN_NETWORK} reaches the internet",
+        "fix": "set internal: true on the mesh network in compose.yaml, then docker compose "
+        "down and make up",
+    }
 
 
 def test_the_command_prints_a_line_per_finding_and_its_fix(engine: Docker, tmp_path: Path) -> None:

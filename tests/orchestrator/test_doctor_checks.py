@@ -190,6 +190,15 @@ def test_docker_missing_silent_or_old_is_named_with_its_fix() -> None:
     assert engine.docker_finding("/usr/bin/docker", "20.10.24+dfsg1", None).status == "ok"
 
 
+def test_in_a_container_doctor_says_to_run_on_the_host(tmp_path: Path) -> None:
+    inside = Machine(
+        root=tmp_path, page_size=4096, machine="aarch64", docker=None, in_container=True
+    )
+    docker = next(f for f in diagnose(inside, tmp_path, project=None) if f.check == "docker")
+    assert docker.status == "fail"
+    assert docker.fix == "run it on the host, in the clawmesh directory: uv run clawmesh doctor"
+
+
 def test_compose_yaml_gives_each_services_limits_and_networks() -> None:
     spec, finding = load_spec(ROOT)
     assert finding.status == "ok"
@@ -276,7 +285,7 @@ def test_a_pi_with_everything_wrong_gets_every_finding_at_once(tmp_path: Path) -
     root = sys_tree(tmp_path, controllers="cpuset cpu io pids")
     (tmp_path / "proc").mkdir()
     (tmp_path / "proc" / "meminfo").write_text(meminfo(950, 700))
-    pi = Machine(root=root, page_size=16384, machine="armv7l", docker=None)
+    pi = Machine(root=root, page_size=16384, machine="armv7l", docker=None, in_container=False)
     by_check = {f.check: f for f in diagnose(pi, ROOT, project=None)}
     assert {check: finding.status for check, finding in by_check.items()} == {
         "docker": "fail",

@@ -48,12 +48,15 @@ class DoctorSettings(BaseSettings):
 @dataclass(frozen=True)
 class Machine:
     """What doctor reads of the machine: a tree holding ``sys/`` and ``proc/``, the page
-    size, the kernel's machine name and the ``docker`` command (None: there is none)."""
+    size, the kernel's machine name, the ``docker`` command (None: there is none) and whether
+    this runs inside a container."""
 
     root: Path = Path("/")
     page_size: int = field(default_factory=lambda: os.sysconf("SC_PAGE_SIZE"))
     machine: str = field(default_factory=platform.machine)
     docker: str | None = field(default_factory=lambda: shutil.which("docker"))
+    # Docker writes /.dockerenv into every container it starts.
+    in_container: bool = field(default_factory=Path("/.dockerenv").exists)
 
 
 def diagnose(machine: Machine, root: Path, project: str | None) -> list[Finding]:
@@ -64,7 +67,12 @@ def diagnose(machine: Machine, root: Path, project: str | None) -> list[Finding]
     info, problem = _engine_info(docker)
     answering = docker if info is not None else None
     findings = [
-        engine.docker_finding(machine.docker, info.version if info else None, problem),
+        engine.docker_finding(
+            machine.docker,
+            info.version if info else None,
+            problem,
+            in_container=machine.in_container,
+        ),
         engine.compose_finding(engine.find_compose(machine.docker)),
         host.architecture(machine.machine, _engine_arch(answering)),
         host.page_size(machine.page_size),

@@ -77,10 +77,22 @@ def version_tuple(text: str) -> tuple[int, int] | None:
 
 
 def docker_finding(
-    executable: str | None, server_version: str | None, problem: str | None
+    executable: str | None,
+    server_version: str | None,
+    problem: str | None,
+    *,
+    in_container: bool = False,
 ) -> Finding:
-    """The Docker engine: installed, answering, recent enough."""
+    """The Docker engine: installed, answering, recent enough. In a container (the
+    orchestrator's: ``docker compose exec orchestrator clawmesh doctor``) there is none to
+    see: doctor belongs on the host."""
     check = "docker"
+    if executable is None and in_container:
+        return fail(
+            check,
+            "no docker command: this runs in a container, which sees neither Docker nor the host",
+            "run it on the host, in the clawmesh directory: uv run clawmesh doctor",
+        )
     if executable is None:
         return fail(check, "no docker command here", INSTALL_DOCKER)
     if problem is not None or server_version is None:

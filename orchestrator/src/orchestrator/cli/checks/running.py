@@ -11,7 +11,7 @@ from orchestrator.cli.checks.containers import (
     container_findings,
 )
 from orchestrator.cli.checks.engine import Docker, EngineError
-from orchestrator.cli.checks.findings import Finding, fail, warn
+from orchestrator.cli.checks.findings import Finding, fail, ok, warn
 from orchestrator.cli.checks.stack_spec import StackSpec
 
 
@@ -67,11 +67,39 @@ def stack_findings(containers: list[Container], spec: StackSpec, project: str) -
     return StackState(findings, sum(c.memory_used for c in containers))
 
 
+def mesh_network(internal: bool | None, name: str) -> list[Finding]:
+    """The project's ``mesh`` network (``docker network inspect``'s Internal; None when
+    there is none): internal, no route out of it."""
+    check = "mesh network"
+    if internal is None:
+        return []
+    if internal:
+        return [ok(check, f"{name} is internal: no route out")]
+    return [
+        fail(
+            check,
+            f"{name} reaches the internet",
+            "set internal: true on the mesh network in compose.yaml, then docker compose "
+            "down and make up",
+        )
+    ]
+
+
+def read_mesh_internal(docker: Docker, project: str) -> bool | None:
+    try:
+        shown = docker.run("network", "inspect", "--format", "{{.Internal}}", f"{project}_mesh")
+    except EngineError:  # no such network
+        return None
+    return shown.strip() == "true"
+
+
 def check_stack(docker: Docker, spec: StackSpec, project: str) -> StackState:
     try:
         containers = read_containers(docker, project)
-    except EngineError as error:
+    except (EngineError, ValueError) as error:
         return StackState(
             [fail("stack", f"cannot read the containers: {error}", "docker ps tells more")], 0
         )
-    return stack_findings(containers, spec, project)
+    state = stack_findings(containers, spec, project)
+    network = mesh_network(read_mesh_internal(docker, project), f"{project}_mesh")
+    return StackState(network + state.findings, state.memory_used)
