@@ -23,15 +23,16 @@ from pathlib import Path
 from typing import Annotated
 
 from cyclopts import Parameter
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from meshkit.settings import load_dotenv
+from meshkit.settings import describe_error, load_dotenv
 from orchestrator.cli.checks import engine, host
 from orchestrator.cli.checks.engine import Docker, EngineError
 from orchestrator.cli.checks.findings import Finding, counts
 from orchestrator.cli.checks.running import check_stack
 from orchestrator.cli.checks.stack_spec import load_spec
+from orchestrator.cli.errors import CliError, guarded
 
 
 class DoctorSettings(BaseSettings):
@@ -102,9 +103,7 @@ def doctor(
     project
         The compose project to check (default: COMPOSE_PROJECT_NAME, else compose.yaml's name).
     """
-    load_dotenv()
-    settings = DoctorSettings()
-    findings = diagnose(Machine(), settings.root, project or settings.compose_project_name)
+    findings = guarded(lambda: _diagnose_here(project), as_json=as_json)
     if as_json:
         shown = {"findings": [f.as_json() for f in findings], "counts": counts(findings)}
         print(json.dumps(shown, indent=1))
@@ -112,6 +111,15 @@ def doctor(
         print(render(findings))
     if any(f.status == "fail" for f in findings):
         raise SystemExit(1)
+
+
+def _diagnose_here(project: str | None) -> list[Finding]:
+    load_dotenv()
+    try:
+        settings = DoctorSettings()
+    except ValidationError as error:
+        raise CliError(describe_error(DoctorSettings, error), "fix the variable it names") from None
+    return diagnose(Machine(), settings.root, project or settings.compose_project_name)
 
 
 def render(findings: list[Finding]) -> str:
