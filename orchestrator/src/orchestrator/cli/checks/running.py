@@ -33,11 +33,12 @@ def read_containers(docker: Docker, project: str) -> list[Container]:
         return []
     inspected = docker.json("inspect", *ids)
     running = [c["Id"] for c in inspected if c.get("State", {}).get("Status") == "running"]
-    stats = (
-        docker.json_lines("stats", "--no-stream", "--format", "{{json .}}", *running)
-        if running
-        else []
-    )
+    if not running:
+        return [Container(c) for c in inspected]
+    try:
+        stats = docker.json_lines("stats", "--no-stream", "--format", "{{json .}}", *running)
+    except (EngineError, ValueError):  # one stopped since: its memory is not read, no more
+        stats = []
     by_name = {str(line.get("Name", "")).lstrip("/"): line for line in stats}
     return [Container(c, by_name.get(str(c.get("Name", "")).lstrip("/"))) for c in inspected]
 
