@@ -23,6 +23,7 @@ from orchestrator.cli.checks.stack_spec import load_spec
 HARDENED = "cli-doctor-hardened"
 PLAIN = "cli-doctor-plain"
 EXITED = "cli-doctor-exited"
+GOOGLE = "cli-doctor-google"  # started with compose.calendar-google.yaml, as compose labels it
 NETWORK = f"{HARDENED}_mesh"
 OPEN_NETWORK = f"{PLAIN}_mesh"  # a mesh network with a route out
 HEALTHY_WITHIN_S = 60
@@ -44,9 +45,19 @@ def labels(project: str, service: str) -> list[str]:
     ]
 
 
+HARDENING = [
+    "--user", "10001:10001", "--read-only", "--tmpfs", "/tmp:size=16m,mode=1777",
+    "--cap-drop", "ALL", "--security-opt", "no-new-privileges:true",
+    "--memory", "192m", "--memory-swap", "192m", "--cpus", "1.0", "--pids-limit", "64", "--init",
+    "--health-cmd", "true", "--health-interval", "1s", "--health-start-period", "0s",
+]  # fmt: skip
+
+
 def remove_all() -> None:
-    docker("rm", "--force", "--volumes", HARDENED, PLAIN, EXITED, check=False)
-    docker("network", "rm", NETWORK, OPEN_NETWORK, check=False)
+    docker("rm", "--force", "--volumes", HARDENED, PLAIN, EXITED, GOOGLE, check=False)
+    docker(
+        "network", "rm", NETWORK, OPEN_NETWORK, f"{GOOGLE}_mesh", f"{GOOGLE}_egress", check=False
+    )
 
 
 def wait_healthy(name: str) -> None:
@@ -73,13 +84,18 @@ def engine() -> Iterator[Docker]:
         # As compose.yaml's template makes a service: calendar, on the mesh alone.
         docker(
             "run", "--detach", "--name", HARDENED, *labels(HARDENED, "calendar"),
-            "--user", "10001:10001", "--read-only", "--tmpfs", "/tmp:size=16m,mode=1777",
-            "--cap-drop", "ALL", "--security-opt", "no-new-privileges:true",
-            "--memory", "192m", "--memory-swap", "192m", "--cpus", "1.0",
-            "--pids-limit", "64", "--init", "--network", NETWORK,
-            "--health-cmd", "true", "--health-interval", "1s", "--health-start-period", "0s",
-            BASE_TAG, "sleep", "infinity",
+            *HARDENING, "--network", NETWORK, BASE_TAG, "sleep", "infinity",
         )  # fmt: skip
+        # The Google calendar: compose.yaml and its overlay (egress besides the mesh).
+        files = f"{ROOT / 'compose.yaml'},{ROOT / 'compose.calendar-google.yaml'}"
+        docker("network", "create", "--internal", f"{GOOGLE}_mesh")
+        docker("network", "create", f"{GOOGLE}_egress")
+        docker(
+            "run", "--detach", "--name", GOOGLE, *labels(GOOGLE, "calendar"),
+            "--label", f"com.docker.compose.project.config_files={files}",
+            *HARDENING, "--network", f"{GOOGLE}_mesh", BASE_TAG, "sleep", "infinity",
+        )  # fmt: skip
+        docker("network", "connect", f"{GOOGLE}_egress", GOOGLE)
         # As anyone would start it: root, writable, every default, a port published.
         docker(
             "run", "--detach", "--name", PLAIN, *labels(PLAIN, "weather"),
@@ -87,6 +103,7 @@ def engine() -> Iterator[Docker]:
         )  # fmt: skip
         docker("run", "--name", EXITED, *labels(EXITED, "memory"), BASE_TAG, "false", check=False)
         wait_healthy(HARDENED)
+        wait_healthy(GOOGLE)
         yield Docker("docker")
     finally:
         remove_all()
@@ -117,6 +134,25 @@ def test_a_container_hardened_as_the_template_passes(engine: Docker) -> None:
     # compose.yaml's other services have no container in this project: each one said.
     missing = {f.check.removesuffix(": health") for f in findings if f.detail == "no container"}
     assert missing == set(load_spec(ROOT)[0].services) - {"calendar"}
+
+
+def test_the_files_the_stack_was_started_with_decide_its_networks(engine: Docker) -> None:
+    # compose.yaml alone puts the calendar on the mesh only; its Google overlay adds egress.
+    findings = check_stack(engine, load_spec(ROOT)[0], GOOGLE).findings
+    hardening = [f for f in findings if f.check == "calendar: hardening"]
+    assert [(f.status, f.detail) for f in hardening] == [
+        (
+            "ok",
+            "as the template: read-only, no capabilities, user 10001:10001, "
+            "networks egress, mesh, no published port",
+        )
+    ]
+    alone = stack_findings(read_containers(engine, GOOGLE), load_spec(ROOT)[0], GOOGLE)
+    [networks] = [f for f in alone.findings if f.check == "calendar: hardening"]
+    assert (networks.status, networks.detail) == (
+        "fail",
+        f"its networks are {GOOGLE}_egress, {GOOGLE}_mesh, not mesh",
+    )
 
 
 def test_a_plain_container_fails_with_a_fix_for_each_departure(engine: Docker) -> None:

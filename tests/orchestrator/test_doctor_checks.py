@@ -11,7 +11,7 @@ from containers.stack import ROOT
 from orchestrator.cli.checks import engine, host
 from orchestrator.cli.checks.containers import Container, health, memory
 from orchestrator.cli.checks.findings import Finding
-from orchestrator.cli.checks.stack_spec import load_spec, parse_size
+from orchestrator.cli.checks.stack_spec import load_files, load_spec, parse_size
 from orchestrator.cli.doctor import Machine, diagnose, render
 
 MIB = 1024 * 1024
@@ -221,6 +221,16 @@ def test_compose_clients_yaml_allows_the_ports_it_publishes(tmp_path: Path) -> N
     assert spec.services["weather"].ports_allowed
     assert not spec.services["calendar"].ports_allowed
     assert finding.detail.endswith("ports published for weather")
+
+
+def test_the_files_a_stack_was_started_with_are_merged_as_compose_does(tmp_path: Path) -> None:
+    clients = tmp_path / "compose.clients.yaml"
+    clients.write_text('services: {memory: {ports: ["127.0.0.1:8104:8104"]}}\n')
+    spec = load_files([ROOT / "compose.yaml", ROOT / "compose.calendar-google.yaml", clients])
+    assert spec.services["calendar"].networks == {"mesh", "egress"}  # Google is on the internet
+    assert spec.services["calendar"].memory == 192 * MIB  # the template's, kept
+    assert spec.services["shopping"].networks == {"mesh"}
+    assert [name for name, s in spec.services.items() if s.ports_allowed] == ["memory"]
 
 
 def test_a_missing_or_broken_compose_yaml_is_a_finding(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from orchestrator.cli.checks.stack_spec import MESH_NETWORKS, ServiceSpec, Stack
 
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
+CONFIG_FILES_LABEL = "com.docker.compose.project.config_files"
 MEMORY_WARN = 0.80
 MEMORY_FAIL = 0.95
 _AMOUNT = re.compile(r"^\s*([\d.]+)\s*([KMGT]?i?B)\s*$", re.IGNORECASE)

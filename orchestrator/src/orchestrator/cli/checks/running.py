@@ -4,15 +4,17 @@ read with ``docker inspect`` and ``docker stats --no-stream``, and their finding
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from orchestrator.cli.checks.containers import (
+    CONFIG_FILES_LABEL,
     PROJECT_LABEL,
     Container,
     container_findings,
 )
 from orchestrator.cli.checks.engine import Docker, EngineError
 from orchestrator.cli.checks.findings import Finding, fail, ok, warn
-from orchestrator.cli.checks.stack_spec import StackSpec
+from orchestrator.cli.checks.stack_spec import StackSpec, load_files
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,27 @@ def check_stack(docker: Docker, spec: StackSpec, project: str) -> StackState:
         return StackState(
             [fail("stack", f"cannot read the containers: {error}", "docker ps tells more")], 0
         )
+    spec, said = _started_with(containers, spec)
     state = stack_findings(containers, spec, project)
     network = mesh_network(read_mesh_internal(docker, project), f"{project}_mesh")
-    return StackState(network + state.findings, state.memory_used)
+    return StackState(said + network + state.findings, state.memory_used)
+
+
+def _started_with(containers: list[Container], spec: StackSpec) -> tuple[StackSpec, list[Finding]]:
+    """The spec of the files the project was started with (its containers' label), when
+    they agree and can be read here; else ``spec`` (compose.yaml under CLAWMESH_ROOT)."""
+    labels = {c.labels.get(CONFIG_FILES_LABEL) for c in containers} - {None, ""}
+    if len(labels) != 1:
+        return spec, []
+    paths = [Path(p) for p in str(labels.pop()).split(",")]
+    try:
+        return load_files(paths), []
+    except (OSError, ValueError) as error:
+        return spec, [
+            warn(
+                "stack files",
+                f"the files it was started with cannot be read here ({error}): checked "
+                "against compose.yaml alone",
+                "run doctor on the machine and in the directory make up ran in",
+            )
+        ]

@@ -106,6 +106,40 @@ def load_spec(root: Path) -> tuple[StackSpec, Finding]:
     return spec, ok(check, f"{len(spec.services)} services{ports}")
 
 
+def load_files(paths: list[Path]) -> StackSpec:
+    """The spec of the files a project was started with (compose's
+    ``com.docker.compose.project.config_files`` label: compose.yaml, then its overlays such
+    as compose.calendar-google.yaml, which puts the calendar on egress); OSError or
+    ValueError when one cannot be read."""
+    loaded = [(path, _load(path)) for path in paths]
+    clients = [mapping for path, mapping in loaded if path.name == CLIENTS_FILE]
+    merged: dict[str, Any] = {}
+    for path, mapping in loaded:
+        if path.name != CLIENTS_FILE:
+            merged = _overlay(merged, mapping)
+    return spec_from(merged, _overlay({}, *clients) if clients else None)
+
+
+def _overlay(base: dict[str, Any], *overlays: dict[str, Any]) -> dict[str, Any]:
+    """Compose's merge, as far as doctor reads it: a service's keys replaced, its networks
+    and ports added to."""
+    merged = {**base, "services": dict(base.get("services") or {})}
+    for overlay in overlays:
+        merged |= {k: v for k, v in overlay.items() if k != "services"}
+        for name, service in (overlay.get("services") or {}).items():
+            before = dict(merged["services"].get(name) or {})
+            after = {**before, **(service or {})}
+            for key in ("networks", "ports"):
+                if key in before and key in (service or {}):
+                    after[key] = [*_names(before[key]), *_names(service[key])]
+            merged["services"][name] = after
+    return merged
+
+
+def _names(value: object) -> list[Any]:
+    return list(value) if isinstance(value, list | dict) else []
+
+
 def _load(path: Path) -> dict[str, Any]:
     try:
         loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
