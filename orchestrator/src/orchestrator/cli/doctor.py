@@ -118,7 +118,8 @@ def _diagnose_here(project: str | None) -> list[Finding]:
     try:
         settings = DoctorSettings()
     except ValidationError as error:
-        raise CliError(describe_error(DoctorSettings, error), "fix the variable it names") from None
+        what = describe_error(DoctorSettings, error)
+        raise CliError(what, "fix the variable it names", code=2) from None
     return diagnose(Machine(), settings.root, project or settings.compose_project_name)
 
 
