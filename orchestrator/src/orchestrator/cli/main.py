@@ -11,11 +11,14 @@ Each sub-command group is an App of its own module, added here; errors follow on
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
-from cyclopts import App
+from cyclopts import App, CycloptsError
 
 from orchestrator.cli.agent import agent_app
+from orchestrator.cli.doctor import doctor
+from orchestrator.cli.errors import CliError, report
 
 app = App(
     name="clawmesh",
@@ -23,10 +26,18 @@ app = App(
     version_flags=[],
 )
 app.command(agent_app)
+app.command(doctor)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    app(list(argv) if argv is not None else None)
+    tokens = list(argv) if argv is not None else sys.argv[1:]
+    try:
+        app(tokens, exit_on_error=False, print_error=False)
+    except CycloptsError as error:  # a typo in the command line: the one form too
+        what = " ".join(str(error).split()) or "the command line is not understood"
+        fix = "see clawmesh --help, or clawmesh <command> --help"
+        report(CliError(what, fix, code=2), as_json="--json" in tokens)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":
