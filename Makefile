@@ -42,7 +42,7 @@ help:
 	@echo "make run-weather   serve the weather MCP server on http://127.0.0.1:8101/mcp"
 	@echo "make import-orders FILE=orders.csv [AGENT=clawdia]   seed an agent's order history"
 	@echo "make import-calendar FILE=calendar.ics   load an .ics file into the local calendar"
-	@echo "make client NAME=claude-desktop [SCOPES=read]   a credential for another MCP client"
+	@echo "make client NAME=claude-desktop AGENT=clawdia USER=<id> [SCOPES=read] [HOST=pi.local]   a credential for another MCP client, and its client file for clawmesh mcp"
 	@echo "make up            the mesh in hardened containers (make down | logs | ps)"
 	@echo "make install | lock | lint | format | typecheck | pytest | bench | images | base-image"
 
@@ -127,10 +127,11 @@ import-orders: install
 
 # A credential for an MCP client other than the orchestrator (read and producer tools only),
 # bound to one agent and one user: prints its token once and the MESH_CLIENTS line for .env.
-# USER counts only on make's command line (the environment's USER is your login name).
+# USER and HOST count only on make's command line (the environment's are your login and
+# machine names). HOST: the address in the client file's URLs (clawmesh mcp), 127.0.0.1 by default.
 client: install
-	@test -n "$(NAME)" -a -n "$(AGENT)" -a "$(origin USER)" = "command line" || { echo "usage: make client NAME=claude-desktop AGENT=clawdia USER=<your Telegram user id> [SCOPES=read]" >&2; exit 2; }
-	@.venv/bin/python -m meshkit.add_client "$(NAME)" --agent "$(AGENT)" --user "$(USER)" $(if $(SCOPES),--scopes "$(SCOPES)")
+	@test -n "$(NAME)" -a -n "$(AGENT)" -a "$(origin USER)" = "command line" || { echo "usage: make client NAME=claude-desktop AGENT=clawdia USER=<your Telegram user id> [SCOPES=read] [HOST=pi.local]" >&2; exit 2; }
+	@.venv/bin/python -m meshkit.add_client "$(NAME)" --agent "$(AGENT)" --user "$(USER)" $(if $(SCOPES),--scopes "$(SCOPES)") --out clients $(if $(filter command line,$(origin HOST)),--host "$(HOST)")
 
 # A local bearer token for `make run-*`, created once (mode 600), never echoed; the server
 # gets its SHA-256 only, as every server does.

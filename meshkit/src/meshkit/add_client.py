@@ -1,13 +1,19 @@
 """Create a credential for an MCP client other than the orchestrator, bound to one person.
 
     python -m meshkit.add_client NAME --agent AGENT --user USER [--scopes read+producer]
-    (or: make client NAME=... AGENT=... USER=... [SCOPES=read])
+                                 [--out DIR [--host HOST]]
+    (or: make client NAME=... AGENT=... USER=... [SCOPES=read] [HOST=...])
 
 The client speaks for that agent and that user (a numeric Telegram user id, as in
 config/agents.yaml ``allowed_user_ids``) only: the servers fill in its context arguments and
 refuse any that names someone else. Prints the client's token (once: only its SHA-256 is kept)
 and the ``MESH_CLIENTS`` line for ``.env``, with the entries already set kept (an entry from
 before bindings is dropped, and said so). Restart the servers to admit the client.
+
+With ``--out DIR`` (``make client`` gives ``clients``) it also writes the client file that
+``clawmesh mcp`` reads (``meshkit.client_file``): ``DIR/NAME.yaml``, the URLs of the
+registry's servers with client tools on ``--host`` (127.0.0.1: this machine), and
+``DIR/NAME.token`` (mode 600).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from pathlib import Path
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from meshkit.client_file import client_urls, load_registry_servers, write_client_file
 from meshkit.credentials import (
     DEFAULT_CLIENT_SCOPES,
     Binding,
@@ -30,7 +37,7 @@ from meshkit.credentials import (
     new_client,
 )
 from meshkit.fleet import agent_zones
-from meshkit.settings import fail, load_dotenv, load_settings
+from meshkit.settings import environment, fail, load_dotenv, load_settings
 from meshkit.yaml_config import ConfigError
 
 
@@ -43,6 +50,10 @@ class ClientSettings(BaseSettings):
     clients: str = Field(default="", validation_alias=AliasChoices("MESH_CLIENTS"))
     agents: Path = Field(
         default=Path("config/agents.yaml"), validation_alias=AliasChoices("CLAWMESH_AGENTS")
+    )
+    registry: Path = Field(
+        default=Path("config/mcp_servers.yaml"),
+        validation_alias=AliasChoices("CLAWMESH_REGISTRY"),
     )
 
 
@@ -59,6 +70,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--scopes",
         default="+".join(DEFAULT_CLIENT_SCOPES),
         help="tool classes it may call: read, producer or read+producer (the default)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="also write DIR/NAME.yaml and DIR/NAME.token, for clawmesh mcp (make: clients)",
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address the client file's URLs name (the Pi's, for a laptop)",
     )
     args = parser.parse_args(argv)
     load_dotenv()
@@ -81,8 +102,24 @@ def main(argv: Sequence[str] | None = None) -> None:
         "(shown once; the client sends Authorization: Bearer ...):"
     )
     print(f"  {token}")
+    if args.out is not None:
+        written = client_file(settings.registry, args.out, credential, token, args.host)
+        print(f"Wrote {written} and its token file, for: clawmesh mcp {written.resolve()}")
     print("Set this line in .env (it keeps the clients already there), then restart the servers:")
     print(f"  MESH_CLIENTS={line}")
+
+
+def client_file(
+    registry: Path, out: Path, credential: ClientCredential, token: str, host: str
+) -> Path:
+    """The client file of ``credential`` in ``out``: the registry's servers on ``host``."""
+    try:
+        urls = client_urls(load_registry_servers(registry, environment()), host)
+    except ConfigError as error:
+        fail(str(error))
+    if not urls:
+        fail(f"{registry} names no server with client tools (auth: mesh and a url)")
+    return write_client_file(out, credential.name, credential.binding, token, urls)
 
 
 def check_agent(fleet: Path, agent: str) -> None:
