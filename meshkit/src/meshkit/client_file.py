@@ -57,6 +57,11 @@ class ClientFile(BaseModel):
 def read_client_file(path: Path) -> tuple[ClientFile, str]:
     """The client file at ``path`` and the token its ``token_file`` holds; ConfigError
     naming the file and the fix otherwise."""
+    if not path.is_file():
+        raise ConfigError(
+            f"{path}: no client file there; give the absolute path of the one make client "
+            "wrote (clients/NAME.yaml), or make one: make client NAME=... AGENT=... USER=..."
+        )
     try:
         client = ClientFile.model_validate(load_yaml(path))
     except ValidationError as error:

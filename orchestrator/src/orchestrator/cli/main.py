@@ -4,6 +4,7 @@ orchestrator image).
     clawmesh agent init|list|status|stop|start   the fleet's agents (cli/agent.py)
     clawmesh doctor [--json]                      what breaks a deployment here (cli/doctor.py)
     clawmesh backup create|verify|restore         databases and configuration (cli/backup.py)
+    clawmesh mcp CLIENT_FILE                      the mesh's tools over stdio (cli/proxy.py)
 
 Each sub-command group is an App of its own module, added here; errors follow one form
 (cli/errors.py).
@@ -19,6 +20,7 @@ from cyclopts import App, CycloptsError
 from orchestrator.cli.agent import agent_app
 from orchestrator.cli.doctor import doctor
 from orchestrator.cli.errors import CliError, report
+from orchestrator.cli.proxy import mcp
 
 app = App(
     name="clawmesh",
@@ -27,6 +29,7 @@ app = App(
 )
 app.command(agent_app)
 app.command(doctor)
+app.command(mcp)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
