@@ -61,7 +61,8 @@ def desktop_entry(path: Path) -> StdioServerParameters:
 
 @asynccontextmanager
 async def desktop(path: Path, errlog: Path | None = None) -> AsyncIterator[Client]:
-    with open(errlog or os.devnull, "w", encoding="utf-8") as err:
+    # the child's stderr, a file it writes (opened once, before it starts)
+    with open(errlog or os.devnull, "w", encoding="utf-8") as err:  # noqa: ASYNC230
         async with Client(stdio_client(desktop_entry(path), errlog=err)) as client:
             yield client
 
@@ -136,9 +137,8 @@ async def test_one_entry_lists_every_servers_client_tools_as_server__tool_and_no
 
 async def test_a_read_tool_answers_through_the_endpoint(mesh: Mesh) -> None:
     async with desktop(client_file(mesh)) as client:
-        forecast = content(
-            await client.call_tool("weather__get_forecast", {"location": "London, United Kingdom", "days": 2})
-        )
+        where = {"location": "London, United Kingdom", "days": 2}
+        forecast = content(await client.call_tool("weather__get_forecast", where))
         listing = content(await client.call_tool("shopping__get_list", {}))
     assert forecast["days"]
     assert "lists" in listing
@@ -158,7 +158,8 @@ async def test_a_proposal_is_staged_for_the_bound_user_shown_on_telegram_and_don
         assert staged["state"] == "pending"
         await mesh.telegram.wait_for(lambda: shown(mesh, "From Claude Desktop") is not None, 30)
         message = shown(mesh, "From Claude Desktop")
-        assert message is not None and "oat milk" in message.text
+        assert message is not None
+        assert "oat milk" in message.text
         status = content(
             await client.call_tool("shopping__get_action", {"action_id": staged["action_id"]})
         )

@@ -10,18 +10,24 @@ from pathlib import Path
 
 import pytest
 
+from meshkit.client_file import read_client_file
 from meshkit.credentials import Binding, new_client, parse_clients, token_digest
 
 FLEET = "agents:\n  clawdia: {timezone: Europe/Berlin}\n  ops: {}\n"
 
 
-def add_client(tmp_path: Path, *args: str, clients: str = "") -> subprocess.CompletedProcess[str]:
+def add_client(
+    tmp_path: Path, *args: str, clients: str = "", registry: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     (tmp_path / "agents.yaml").write_text(FLEET, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MESH_", "CLAWMESH_"))}
+    env |= {"CLAWMESH_AGENTS": str(tmp_path / "agents.yaml"), "MESH_CLIENTS": clients}
+    if registry is not None:
+        env["CLAWMESH_REGISTRY"] = str(registry)
     return subprocess.run(
         [sys.executable, "-m", "meshkit.add_client", *args],
         cwd=tmp_path,  # no .env of the checkout
-        env={**env, "CLAWMESH_AGENTS": str(tmp_path / "agents.yaml"), "MESH_CLIENTS": clients},
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
@@ -83,3 +89,40 @@ def test_a_bad_agent_or_user_is_named_in_one_line(
     assert lines[0].startswith("configuration error: ")
     assert expected in lines[0]
     assert result.stdout == ""
+
+
+def test_with_out_it_writes_the_client_file_clawmesh_mcp_reads_with_the_token_in_a_private_file(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "registry.yaml").write_text(
+        "servers:\n"
+        "  weather: {url: '${WEATHER_URL:-http://weather:8101/mcp}', auth: mesh}\n"
+        "  memory: {role: memory, url: 'http://memory:8104/mcp', auth: mesh}\n"
+        "  pending-actions: {role: pending-actions, url: 'http://pa:8105/mcp', auth: mesh}\n"
+        "  telegram-io: {role: telegram-io, url: 'http://tio:8106/mcp', auth: mesh}\n"
+        "  notes: {url: 'https://notes.example.com/mcp', token: abc}\n",
+        encoding="utf-8",
+    )
+    result = add_client(
+        tmp_path,
+        *("claude-desktop", "--agent", "clawdia", "--user", "1001"),
+        *("--out", "clients", "--host", "pi.local"),
+        registry=tmp_path / "registry.yaml",
+    )
+    assert result.returncode == 0, result.stderr
+    token = result.stdout.splitlines()[1].strip()
+    assert parse_clients(result.stdout.splitlines()[-1].split("=", 1)[1])[0].digest == (
+        token_digest(token)
+    )
+    assert "clawmesh mcp " in result.stdout
+    client, read = read_client_file(tmp_path / "clients" / "claude-desktop.yaml")
+    assert read == token
+    assert client.client == "claude-desktop"
+    assert client.speaks_for == "1001@clawdia"
+    assert client.servers == {  # the servers with client tools, their ports on the host given
+        "weather": "http://pi.local:8101/mcp",
+        "memory": "http://pi.local:8104/mcp",
+    }
+    assert (tmp_path / "clients" / "claude-desktop.token").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "clients").stat().st_mode & 0o777 == 0o700
+    assert token not in (tmp_path / "clients" / "claude-desktop.yaml").read_text()

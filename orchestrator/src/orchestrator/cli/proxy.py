@@ -46,7 +46,9 @@ logger = logging.getLogger(__name__)
 PROBE_TIMEOUT_S = 5.0
 _PING = {"jsonrpc": "2.0", "id": "clawmesh-mcp", "method": "ping"}
 _HEADERS = {"Accept": "application/json, text/event-stream"}
-_REMAKE = "make client NAME={client} AGENT=... USER=... on the Pi, set the MESH_CLIENTS line it prints"
+_REMAKE = (
+    "make client NAME={client} AGENT=... USER=... on the Pi, set the MESH_CLIENTS line it prints"
+)
 
 
 def mcp(client_file: Annotated[Path, Parameter(help="the client file make client wrote")]) -> None:
