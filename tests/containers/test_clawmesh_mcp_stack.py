@@ -1,0 +1,169 @@
+"""Claude Desktop's one entry against the compose stack: ``clawmesh mcp`` runs on the host
+(outside every container), spawned over stdio by the official SDK client, and forwards over
+HTTP to the servers' ports that an overlay publishes on 127.0.0.1 (what compose.clients.yaml
+does), with a client credential of MESH_CLIENTS bound to the stack's user.
+
+Its own project and image tag (``cli-proxy``), beside the suite's ``clawmesh-test``; the
+stack is taken down with its volumes after.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from containers.stack import (
+    BOT_TOKEN,
+    USER_ID,
+    Stack,
+    build,
+    compose_command,
+    down,
+    engine_problem,
+    stack_environment,
+    up,
+)
+from containers.test_stack_runtime import Chat, eventually
+from meshkit.client_file import write_client_file
+from meshkit.credentials import Binding, new_client
+
+pytestmark = [pytest.mark.timeout(2400)]  # may build everything first
+
+PROJECT = "cli-proxy"
+BINDING = Binding("clawdia", str(USER_ID))
+TOKEN, CREDENTIAL = new_client("claude-desktop", BINDING)
+PORTS = {"weather": 8101, "calendar": 8102, "shopping": 8103, "memory": 8104, "scheduler": 8107}
+CLAWMESH = Path(sys.executable).with_name("clawmesh")
+Body = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    problem = engine_problem() or (None if compose_command() else "no Compose v2 here")
+    if problem:
+        pytest.skip(f"container tests need a Docker engine: {problem}")
+    tmp = tmp_path_factory.mktemp("proxied")
+    env = stack_environment(dict(os.environ), tmp / "secrets")
+    env |= {"TAG": PROJECT, "MESH_CLIENTS": CREDENTIAL.entry()}
+    published = tmp / "compose.clients.yaml"  # what the README has an operator write
+    published.write_text(
+        "services:\n"
+        + "".join(f"  {name}: {{ports: ['127.0.0.1::{port}']}}\n" for name, port in PORTS.items()),
+        encoding="utf-8",
+    )
+    stack = Stack(env, project=PROJECT)
+    stack.command += ["-f", str(published)]
+    for step, seconds in build(stack).items():
+        print(f"{step}: {seconds:.0f} s")
+    print(f"stack up, all healthy: {up(stack):.0f} s")
+    try:
+        yield stack
+    finally:
+        down(stack)
+
+
+def client_file(stack: Stack, tmp: Path, token: str = TOKEN) -> Path:
+    """make client's client file, with the URLs the overlay published."""
+    urls = {
+        name: "http://" + stack.compose("port", name, str(port)).stdout.strip() + "/mcp"
+        for name, port in PORTS.items()
+    }
+    return write_client_file(tmp / "clients", "claude-desktop", BINDING, token, urls)
+
+
+@asynccontextmanager
+async def desktop(path: Path, errlog: Path) -> AsyncIterator[Client]:
+    params = StdioServerParameters(command=str(CLAWMESH), args=["mcp", str(path)], env={})
+    with open(errlog, "w", encoding="utf-8") as err:  # noqa: ASYNC230  # the child's stderr
+        async with Client(stdio_client(params, errlog=err)) as client:
+            yield client
+
+
+def content(result: Any) -> Body:
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return dict(result.structured_content)
+
+
+@pytest.mark.anyio
+async def test_claude_desktops_one_entry_lists_reads_and_proposes_for_the_bound_user(
+    proxied: Stack, tmp_path: Path
+) -> None:
+    chat = Chat(proxied)
+    before = len(chat.sent())
+    chat.say("/start")  # Telegram lets a bot write to a user who has written to it
+    chat.reply_after(before)
+    count = len(chat.sent())
+    async with desktop(client_file(proxied, tmp_path), tmp_path / "stderr") as client:
+        tools = (await client.list_tools()).tools
+        names = {tool.name for tool in tools}
+        assert {name.split("__")[0] for name in names} == set(PORTS)
+        for tool in tools:
+            tags = set((tool.meta or {}).get("fastmcp", {}).get("tags", []))
+            assert tags & {"read", "producer"}, tool.name
+            assert not tags & {"confirm", "internal"}, tool.name
+        assert {"calendar__propose_event_add", "shopping__propose_add_to_list"} <= names
+
+        forecast = content(
+            await client.call_tool(
+                "weather__get_forecast", {"location": "Paris, France", "days": 1}
+            )
+        )
+        assert forecast["place"]["name"].startswith("Paris")
+
+        proposed = content(
+            await client.call_tool(
+                "shopping__propose_add_to_list", {"name": "proxied milk", "list_name": "proxy"}
+            )
+        )
+        action = proposed["staged"]["action_id"]
+
+        def from_desktop() -> Body | None:
+            return next(
+                (m for m in chat.sent()[count:] if "From Claude Desktop" in m["text"]), None
+            )
+
+        message = eventually(from_desktop, what="the proposal in the chat, from Claude Desktop")
+        assert "proxied milk" in message["text"]
+        status = content(await client.call_tool("shopping__get_action", {"action_id": action}))
+        assert status["state"] == "pending"  # staged for the user, nothing done before a tap
+        assert status["client"] == "claude-desktop"
+        buttons = [b for row in message["reply_markup"]["inline_keyboard"] for b in row]
+        confirm = next(b["callback_data"] for b in buttons if b["callback_data"][:5] == "pa:c:")
+        chat.tap(message["message_id"], confirm)
+        deadline = time.monotonic() + 60
+        while (
+            content(await client.call_tool("shopping__get_action", {"action_id": action}))["state"]
+            != "done"
+        ):
+            assert time.monotonic() < deadline, "the tapped action was not done"
+            await anyio.sleep(0.2)
+        listed = content(await client.call_tool("shopping__get_list", {"list_name": "proxy"}))
+    assert [i["name"] for found in listed["lists"] for i in found["items"]] == ["proxied milk"]
+    assert BOT_TOKEN not in (tmp_path / "stderr").read_text()
+
+
+@pytest.mark.anyio
+async def test_a_wrong_credential_is_refused_by_the_stack_with_one_line(
+    proxied: Stack, tmp_path: Path
+) -> None:
+    wrong, _ = new_client("claude-desktop", BINDING)
+    errlog = tmp_path / "stderr"
+    with pytest.raises(Exception):  # noqa: B017, PT011  # the SDK's: the server went away
+        async with desktop(client_file(proxied, tmp_path, wrong), errlog) as client:
+            await client.list_tools()
+    said = errlog.read_text()
+    assert said.startswith(
+        "Error: calendar, memory, scheduler, shopping, weather refused the credential"
+    )
+    assert "Traceback" not in said
