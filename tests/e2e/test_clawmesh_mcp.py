@@ -137,10 +137,15 @@ async def test_one_entry_lists_every_servers_client_tools_as_server__tool_and_no
 
 
 async def test_a_read_tool_answers_through_the_endpoint(mesh: Mesh) -> None:
-    async with desktop(client_file(mesh)) as client:
+    path = client_file(mesh)
+    async with desktop(path) as client:
         where = {"location": "London, United Kingdom", "days": 2}
         forecast = content(await client.call_tool("weather__get_forecast", where))
         listing = content(await client.call_tool("shopping__get_list", {}))
+        for _ in range(20):
+            await client.call_tool("weather__get_forecast", where)
+        rss, peak = rss_mib(path)
+    print(f"clawmesh mcp RSS after 22 calls: {rss:.0f} MiB (peak {peak:.0f})")
     assert forecast["days"]
     assert "lists" in listing
 
