@@ -1,7 +1,8 @@
 """Claude Desktop's one entry against the compose stack: ``clawmesh mcp`` runs on the host
 (outside every container), spawned over stdio by the official SDK client, and forwards over
 HTTP to the servers' ports that an overlay publishes on 127.0.0.1 (what compose.clients.yaml
-does), with a client credential of MESH_CLIENTS bound to the stack's user.
+does, compose.clients.example.yaml), with a client credential of MESH_CLIENTS bound to the
+stack's user.
 
 Its own project and image tag (``cli-proxy``), beside the suite's ``clawmesh-test``; the
 stack is taken down with its volumes after.
@@ -9,6 +10,7 @@ stack is taken down with its volumes after.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -19,11 +21,13 @@ from typing import Any
 
 import anyio
 import pytest
+import yaml
 from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from containers.stack import (
     BOT_TOKEN,
+    ROOT,
     USER_ID,
     Stack,
     build,
@@ -56,12 +60,14 @@ def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     tmp = tmp_path_factory.mktemp("proxied")
     env = stack_environment(dict(os.environ), tmp / "secrets")
     env |= {"TAG": PROJECT, "MESH_CLIENTS": CREDENTIAL.entry()}
-    published = tmp / "compose.clients.yaml"  # what the README has an operator write
-    published.write_text(
-        "services:\n"
-        + "".join(f"  {name}: {{ports: ['127.0.0.1::{port}']}}\n" for name, port in PORTS.items()),
-        encoding="utf-8",
-    )
+    # The shipped example, each port on a free one of the host's (beside other stacks).
+    example = yaml.safe_load((ROOT / "compose.clients.example.yaml").read_text())
+    assert set(example["services"]) == set(PORTS)
+    for name, port in PORTS.items():
+        assert example["services"][name]["ports"] == [f"127.0.0.1:{port}:{port}"]
+        example["services"][name]["ports"] = [f"127.0.0.1::{port}"]
+    published = tmp / "compose.clients.yaml"
+    published.write_text(yaml.safe_dump(example), encoding="utf-8")
     stack = Stack(env, project=PROJECT)
     stack.command += ["-f", str(published)]
     for step, seconds in build(stack).items():
@@ -168,3 +174,15 @@ async def test_a_wrong_credential_is_refused_by_the_stack_with_one_line(
         "Error: calendar, memory, scheduler, shopping, weather refused the credential"
     )
     assert "Traceback" not in said
+
+
+def test_a_server_published_for_clients_joins_no_egress_network(proxied: Stack) -> None:
+    # calendar is on mesh and clients only: its port is published, and it reaches nothing of
+    # the egress network (weather, on egress, does); clients translates no address out.
+    connect = "import socket; socket.create_connection(('fake-telegram', 8443), timeout=3)"
+    assert proxied.exec("weather", "python", "-c", connect).returncode == 0
+    assert proxied.exec("calendar", "python", "-c", connect).returncode != 0
+    resolved = json.loads(proxied.compose("config", "--format", "json").stdout)
+    options = resolved["networks"]["clients"]["driver_opts"]
+    assert options == {"com.docker.network.bridge.enable_ip_masquerade": "false"}
+    assert not resolved["networks"]["clients"].get("internal")
