@@ -223,6 +223,20 @@ def test_compose_clients_yaml_allows_the_ports_it_publishes(tmp_path: Path) -> N
     assert finding.detail.endswith("ports published for weather")
 
 
+def test_the_shipped_clients_overlay_publishes_the_servers_on_their_clients_network(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "compose.yaml").write_text((ROOT / "compose.yaml").read_text())
+    example = (ROOT / "compose.clients.example.yaml").read_text()
+    (tmp_path / "compose.clients.yaml").write_text(example)
+    spec, _ = load_spec(tmp_path)
+    assert spec.services["calendar"].networks == {"mesh", "clients"}
+    assert spec.services["weather"].networks == {"mesh", "egress", "clients"}
+    assert spec.services["pending-actions"].networks == {"mesh"}  # not published
+    published = {name for name, s in spec.services.items() if s.ports_allowed}
+    assert published == {"weather", "calendar", "shopping", "memory", "scheduler"}
+
+
 def test_the_files_a_stack_was_started_with_are_merged_as_compose_does(tmp_path: Path) -> None:
     clients = tmp_path / "compose.clients.yaml"
     clients.write_text('services: {memory: {ports: ["127.0.0.1:8104:8104"]}}\n')

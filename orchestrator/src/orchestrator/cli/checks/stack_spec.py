@@ -66,12 +66,20 @@ def spec_from(compose: dict[str, Any], clients: dict[str, Any] | None = None) ->
         for name, service in ((clients or {}).get("services") or {}).items()
         if isinstance(service, dict) and service.get("ports")
     }
+    # A published server also joins the overlay's networks (Docker publishes no port of a
+    # container on internal networks only: compose.clients.example.yaml adds `clients`).
+    joined = {
+        name: frozenset(_names(service.get("networks")))
+        for name, service in ((clients or {}).get("services") or {}).items()
+        if name in with_ports
+    }
     template = compose.get("x-service") or {}
     services = {
         name: ServiceSpec(
             memory=parse_size(service.get("mem_limit", 0)),
             pids_limit=int(service.get("pids_limit") or 0),
-            networks=frozenset(service.get("networks") or ["default"]),
+            networks=frozenset(service.get("networks") or ["default"])
+            | joined.get(name, frozenset()),
             ports_allowed=name in with_ports,
         )
         for name, service in (compose.get("services") or {}).items()
