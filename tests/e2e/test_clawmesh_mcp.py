@@ -7,6 +7,7 @@ credential bound to one user of clawdia (MESH_CLIENTS, the client file make clie
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -208,3 +209,22 @@ async def test_a_wrong_credential_stops_the_endpoint_with_one_line_saying_what_t
     assert "Traceback" not in said
     assert wrong not in said
     assert len(said.strip().splitlines()) == 1
+
+
+async def test_a_server_that_is_down_leaves_only_its_own_tools_out(
+    mesh: Mesh, tmp_path: Path
+) -> None:
+    with socket.socket() as closed:  # a port nothing listens on, once this is closed
+        closed.bind(("127.0.0.1", 0))
+        gone = f"http://127.0.0.1:{closed.getsockname()[1]}/mcp"
+    urls = {"weather": mesh.url("weather"), "calendar": gone}
+    path = write_client_file(tmp_path / "clients", "claude-desktop", BINDING, TOKEN, urls)
+    errlog = tmp_path / "stderr"
+    async with desktop(path, errlog) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        where = {"location": "London, United Kingdom", "days": 1}
+        content(await client.call_tool("weather__get_forecast", where))
+    assert "weather__get_forecast" in names
+    assert not [name for name in names if name.startswith("calendar__")]
+    assert "calendar (" in errlog.read_text()
+    assert "is not reachable now" in errlog.read_text()

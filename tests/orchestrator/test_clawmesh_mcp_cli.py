@@ -7,7 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
 
+from fakes.serving import serving_in_thread
 from orchestrator.cli.main import main
 
 GOOD = "client: claude-desktop\ntoken_file: desk.token\nservers:\n  weather: {url}\n"
@@ -81,3 +86,20 @@ def test_a_malformed_client_file_names_the_key_and_says_to_make_it_again(
     err = error_of(tmp_path, capsys, str(tmp_path / "desk.yaml"))
     assert said in err
     assert "make client" in err
+
+
+def misdirected(_: Request) -> Response:
+    """What a server's guard answers a Host outside MESH_ALLOWED_HOSTS (meshkit.http)."""
+    return PlainTextResponse("misdirected request: Host not allowed (MESH_ALLOWED_HOSTS)", 421)
+
+
+def test_a_host_name_the_servers_refuse_says_to_allow_it_on_the_pi(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = Starlette(routes=[Route("/mcp", misdirected, methods=["POST"])])
+    with serving_in_thread(app) as base:
+        (tmp_path / "desk.yaml").write_text(GOOD.format(url=f"{base}/mcp"))
+        (tmp_path / "desk.token").write_text("token\n")
+        err = error_of(tmp_path, capsys, str(tmp_path / "desk.yaml"))
+    assert "weather refused the host name of its URL in the client file (421)" in err
+    assert "MESH_ALLOWED_HOSTS" in err
