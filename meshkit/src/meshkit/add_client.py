@@ -97,9 +97,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     except CredentialError as error:
         fail(str(error))
     line = ",".join(client.entry() for client in [*kept, credential])
+    kept_where = "also in its token file" if args.out is not None else "shown once"
     print(
         f"Token for {credential.name}, for user {binding.user} of agent {binding.agent} "
-        "(shown once; the client sends Authorization: Bearer ...):"
+        f"({kept_where}; the client sends Authorization: Bearer ...):"
     )
     print(f"  {token}")
     if args.out is not None:
