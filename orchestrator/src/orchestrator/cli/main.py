@@ -15,11 +15,14 @@ from collections.abc import Sequence
 
 from cyclopts import App
 
+from orchestrator.cli.backup import backup_app
+
 app = App(
     name="clawmesh",
     help="Operate a clawmesh fleet: its agents, its health, its backups.",
     version_flags=[],
 )
+app.command(backup_app)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
