@@ -36,7 +36,7 @@ from pydantic import BaseModel, ValidationError
 from orchestrator.cli.backup_sources import Source
 from orchestrator.cli.errors import CliError
 
-FORMAT = "clawmesh-backup"
+FORMAT: Literal["clawmesh-backup"] = "clawmesh-backup"
 VERSION = 1
 MANIFEST = "manifest.json"
 KINDS = ("data", "config", "agents")
@@ -177,7 +177,7 @@ def _entry(name: str, path: Path, schema: int | None) -> Entry:
     assert kind in KINDS
     return Entry(
         name=name,
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         size=path.stat().st_size,
         sha256=digest(path),
         schema_version=schema,

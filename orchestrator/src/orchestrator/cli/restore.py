@@ -33,8 +33,11 @@ class Restored:
 def restore(archive: Path, data_dir: Path, root: Path | None, *, force: bool) -> Restored:
     with opened(archive) as (manifest, extracted):
         check_databases(manifest, extracted)
-        plan = [(extracted / e.name, _target(e.name, data_dir, root)) for e in manifest.files]
-        plan = [(source, target) for source, target in plan if target is not None]
+        plan = [
+            (extracted / e.name, target)
+            for e in manifest.files
+            if (target := _target(e.name, data_dir, root)) is not None
+        ]
         _refuse_live_data(data_dir, force=force)
         done = Restored(manifest)
         conflicts = []
