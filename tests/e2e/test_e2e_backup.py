@@ -8,15 +8,15 @@ a clock a few seconds before the reminder: everything is there, and the reminder
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
 import sys
 import tarfile
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import anyio
 import pytest
 
 from fakes.mesh import ROOT, TOKENS, USER, Mesh, eventually, running_embedded
@@ -31,10 +31,18 @@ SERVERS = ("weather", "memory", "shopping", "calendar", "scheduler")
 CLAWMESH = [str(Path(sys.executable).parent / "clawmesh")]  # the console script
 
 
-def clawmesh(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLAWMESH, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
+async def clawmesh(*args: str, env: dict[str, str]) -> Ran:
+    """The command run to its end, the fakes serving meanwhile."""
+    with anyio.fail_after(120):
+        done = await anyio.run_process([*CLAWMESH, *args], env=env, cwd=ROOT, check=False)
+    return Ran(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
 def button(message: Sent, label: str) -> str:
@@ -112,17 +120,17 @@ async def test_a_backup_of_a_running_stack_restores_everything_and_the_reminder_
             "CLAWMESH_REGISTRY": str(ROOT / "config" / "mcp_servers.local.yaml"),
             "CLAWMESH_ROOT": str(ROOT),
         }
-        created = clawmesh("backup", "create", str(archive), env=command_env)
+        created = await clawmesh("backup", "create", str(archive), env=command_env)
         assert created.returncode == 0, created.stderr
         assert "Secrets are not in this archive" in created.stdout
 
-        checked = clawmesh("backup", "verify", str(archive), env=command_env)
+        checked = await clawmesh("backup", "verify", str(archive), env=command_env)
         assert checked.returncode == 0, checked.stderr
         assert f"{archive}: ok" in checked.stdout
 
         await mesh.orchestrator.stop()
 
-        done = clawmesh(
+        done = await clawmesh(
             "backup",
             "restore",
             str(archive),
@@ -148,8 +156,9 @@ async def test_a_backup_of_a_running_stack_restores_everything_and_the_reminder_
             assert f"data/{database}.sqlite3" in names
         assert {"config/agents.yaml", "config/schedule.yaml", "config/mcp_servers.yaml"} <= names
         assert "agents/clawdia/IDENTITY.md" in names
-        fleet = Path(mesh.orchestrator.env["CLAWMESH_AGENTS"])
-        assert (restored / "config" / "agents.yaml").read_text() == fleet.read_text()
+        fleet = anyio.Path(mesh.orchestrator.env["CLAWMESH_AGENTS"])
+        restored_fleet = anyio.Path(restored / "config" / "agents.yaml")
+        assert await restored_fleet.read_text() == await fleet.read_text()
 
         # The same orchestrator on the restored directory, its scheduler 5 s before the
         # reminder is due (fakes.clocked:scheduler_ahead).
@@ -157,7 +166,7 @@ async def test_a_backup_of_a_running_stack_restores_everything_and_the_reminder_
         clocked = registry.replace(
             "mcp_scheduler.server:build_server", "fakes.clocked:scheduler_ahead"
         )
-        (tmp_path / "registry.yaml").write_text(clocked, encoding="utf-8")
+        await anyio.Path(tmp_path / "registry.yaml").write_text(clocked, encoding="utf-8")
         mesh.orchestrator.env.update(
             {
                 "DATA_DIR": str(restored / "data"),
@@ -214,4 +223,3 @@ async def test_a_backup_of_a_running_stack_restores_everything_and_the_reminder_
             "WHERE r.text = 'call mum'"
         ).fetchall()
     assert len(rows) == 1, rows
-    assert os.path.exists(restored / "data" / "memory.sqlite3")

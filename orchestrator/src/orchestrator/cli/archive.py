@@ -33,6 +33,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
+from meshkit.storage import DAMAGED_FILE, fault
 from orchestrator.cli.backup_sources import Source
 from orchestrator.cli.errors import CliError
 
@@ -98,13 +99,18 @@ def snapshot(database: Path, copy: Path) -> int:
         finally:
             target.close()
     except sqlite3.Error as error:
-        raise CliError(f"cannot back up the database {database}: {error}", _READABLE) from None
+        found = fault(error)
+        if found is None:
+            raise CliError(f"cannot back up the database {database}: {error}", _READABLE) from None
+        raise CliError(
+            f"cannot back up the database {database}: {found.reason}", found.fix
+        ) from None
     finally:
         source.close()
     if problems:
         raise CliError(
-            f"the database {database} is damaged ({problems[0]})",
-            "restore it from an older backup, or move it aside to start with an empty one",
+            f"cannot back up the database {database}: {DAMAGED_FILE.reason} ({problems[0]})",
+            DAMAGED_FILE.fix,
         )
     return int(schema)
 
