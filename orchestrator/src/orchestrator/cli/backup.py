@@ -15,7 +15,12 @@ volume (see the README). Secrets are never archived (backup_sources.SECRETS_NOTE
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -37,6 +42,8 @@ from orchestrator.cli.restore import restore as restore_archive
 backup_app = App(name="backup", help="Back up and restore the databases and configuration.")
 
 Json = Annotated[bool, Parameter(name="--json", negative=(), help="print JSON on stdout")]
+# "-" is a file name here (stdin, stdout), not an option.
+Archive = Annotated[Path, Parameter(allow_leading_hyphen=True)]
 
 
 def _settings() -> BackupSettings:
@@ -45,61 +52,70 @@ def _settings() -> BackupSettings:
 
 
 @backup_app.command
-def create(file: Path | None = None, *, as_json: Json = False) -> None:
+def create(file: Archive | None = None, *, as_json: Json = False) -> None:
     """Write one archive of every database (consistent while the servers run), the fleet's
     configuration and the personas; secrets are left out.
 
     Parameters
     ----------
     file
-        The archive to write (default: clawmesh-backup-<UTC time>.tar.gz here).
+        The archive to write (default: clawmesh-backup-<UTC time>.tar.gz here; "-": stdout,
+        for docker compose run -T, the messages then on stderr).
     """
+    to_stdout = file == STDIO
+    say = _printer(to_stderr=to_stdout)
 
     def run() -> None:
         settings = _settings()
         now = datetime.now(UTC)
-        target = file or Path(archive.default_name(now))
         found = databases(settings.data_dir)
         if not found:
             raise CliError(
                 f"no database under {settings.data_dir.resolve()}",
                 "set DATA_DIR to the stack's data directory (.env or the environment)",
             )
-        others = configuration(settings) + personas(settings.root)
-        manifest = archive.write(
-            target,
-            found,
-            others,
-            source={
-                "data_dir": str(settings.data_dir.resolve()),
-                "root": str(settings.root.resolve()),
-            },
-            secrets=SECRETS_NOTE,
-            now=now,
-        )
+        with _spooled() as spool:
+            target = spool / "archive.tar.gz" if to_stdout else file or Path(default(now))
+            manifest = archive.write(
+                target,
+                found,
+                configuration(settings) + personas(settings.root),
+                source={
+                    "data_dir": str(settings.data_dir.resolve()),
+                    "root": str(settings.root.resolve()),
+                },
+                secrets=SECRETS_NOTE,
+                now=now,
+            )
+            size = target.stat().st_size
+            if to_stdout:
+                with target.open("rb") as reader:
+                    shutil.copyfileobj(reader, sys.stdout.buffer)
+                sys.stdout.buffer.flush()
+        shown = "stdout" if to_stdout else str(target)
         if as_json:
-            print(json.dumps({"archive": str(target), **manifest.model_dump()}))
+            say(json.dumps({"archive": shown, **manifest.model_dump()}))
             return
         for entry in manifest.files:
-            print(_line(entry))
-        print(f"Wrote {target} ({len(manifest.files)} files, {target.stat().st_size} bytes).")
-        print(SECRETS_NOTE)
+            say(_line(entry))
+        say(f"Wrote {shown} ({len(manifest.files)} files, {size} bytes).")
+        say(SECRETS_NOTE)
 
     guarded(run, as_json=as_json)
 
 
 @backup_app.command
-def verify(file: Path, *, as_json: Json = False) -> None:
+def verify(file: Archive, *, as_json: Json = False) -> None:
     """Check an archive: every file against its checksum, every database whole.
 
     Parameters
     ----------
     file
-        The archive to check.
+        The archive to check ("-": stdin).
     """
 
     def run() -> None:
-        with archive.opened(file) as (manifest, extracted):
+        with _readable(file) as path, archive.opened(path) as (manifest, extracted):
             archive.check_databases(manifest, extracted)
         if as_json:
             print(json.dumps({"archive": str(file), "ok": True, **manifest.model_dump()}))
@@ -116,7 +132,7 @@ def verify(file: Path, *, as_json: Json = False) -> None:
 
 @backup_app.command
 def restore(
-    file: Path,
+    file: Archive,
     *,
     data_dir: Path | None = None,
     root: Path | None = None,
@@ -128,7 +144,7 @@ def restore(
     Parameters
     ----------
     file
-        The archive to restore.
+        The archive to restore ("-": stdin, for docker compose run -T).
     data_dir
         Where the databases go (default: DATA_DIR). Refused when it holds any file, unless
         --force (stop the stack first).
@@ -141,7 +157,8 @@ def restore(
 
     def run() -> None:
         target = data_dir or _settings().data_dir
-        done = restore_archive(file, target.absolute(), root and root.absolute(), force=force)
+        with _readable(file) as path:
+            done = restore_archive(path, target.absolute(), root and root.absolute(), force=force)
         if as_json:
             print(
                 json.dumps(
@@ -164,6 +181,37 @@ def restore(
         print(done.manifest.secrets)
 
     guarded(run, as_json=as_json)
+
+
+STDIO = Path("-")
+
+
+def default(now: datetime) -> str:
+    return archive.default_name(now)
+
+
+@contextlib.contextmanager
+def _spooled() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="clawmesh-archive-") as work:
+        yield Path(work)
+
+
+@contextlib.contextmanager
+def _readable(file: Path) -> Iterator[Path]:
+    """``file``, or what stdin holds (``-``) in a private temporary file."""
+    if file != STDIO:
+        yield file
+        return
+    with _spooled() as spool:
+        path = spool / "archive.tar.gz"
+        with path.open("wb") as writer:
+            shutil.copyfileobj(sys.stdin.buffer, writer)
+        yield path
+
+
+def _printer(*, to_stderr: bool) -> Callable[[str], None]:
+    stream = sys.stderr if to_stderr else sys.stdout
+    return lambda line: print(line, file=stream)
 
 
 def _line(entry: archive.Entry) -> str:
