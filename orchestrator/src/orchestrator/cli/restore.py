@@ -61,7 +61,9 @@ def restore(archive: Path, data_dir: Path, root: Path | None, *, force: bool) ->
             except OSError as error:
                 raise CliError(
                     f"cannot write {target}: {error.strerror}",
-                    "make the directory writable by this user, on a disk with room",
+                    "make the directory writable by this user, on a disk with room (compose: "
+                    "`docker compose create` first makes the volumes, owned by the servers' "
+                    "user)",
                 ) from None
             done.written.append(target)
         return done
