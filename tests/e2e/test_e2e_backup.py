@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 import anyio
 import pytest
 
-from fakes.mesh import ROOT, TOKENS, USER, Mesh, eventually, running_embedded
+from fakes.mesh import API_KEY, ROOT, TOKENS, USER, Mesh, eventually, running_embedded
 from fakes.responses_api import call, calls, text
 from fakes.telegram_api import Sent
 
@@ -143,6 +143,15 @@ async def test_a_backup_of_a_running_stack_restores_everything_and_the_reminder_
         assert done.returncode == 0, done.stderr
         with tarfile.open(archive) as tar:
             names = set(tar.getnames())
+            everything = b"".join(
+                tar.extractfile(m).read()  # type: ignore[union-attr]
+                for m in tar
+                if m.isfile()
+            )
+        # No secret of the running stack: the bot's token, the LLM key, the signing key.
+        assert CLAWDIA.encode() not in everything
+        assert API_KEY.encode() not in everything
+        assert b"PRIVATE KEY" not in everything
         for database in (
             "memory",
             "memories",
