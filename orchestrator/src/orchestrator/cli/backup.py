@@ -75,7 +75,8 @@ def create(file: Archive | None = None, *, as_json: Json = False) -> None:
                 "set DATA_DIR to the stack's data directory (.env or the environment)",
             )
         with _spooled() as spool:
-            target = spool / "archive.tar.gz" if to_stdout else file or Path(default(now))
+            named = file or Path(archive.default_name(now))
+            target = spool / "archive.tar.gz" if to_stdout else named
             manifest = archive.write(
                 target,
                 found,
@@ -184,10 +185,6 @@ def restore(
 
 
 STDIO = Path("-")
-
-
-def default(now: datetime) -> str:
-    return archive.default_name(now)
 
 
 @contextlib.contextmanager
