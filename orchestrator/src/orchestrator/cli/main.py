@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from cyclopts import App, CycloptsError
 
 from orchestrator.cli.agent import agent_app
+from orchestrator.cli.backup import backup_app
 from orchestrator.cli.doctor import doctor
 from orchestrator.cli.errors import CliError, report
 
@@ -27,6 +28,7 @@ app = App(
 )
 app.command(agent_app)
 app.command(doctor)
+app.command(backup_app)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
