@@ -116,12 +116,12 @@ run: install
 forget-example-orders: install
 	@.venv/bin/python -m mcp_shopping forget-examples --agent "$(or $(AGENT),clawdia)"
 
-# A calendar file into the local calendar (see the README's calendar section).
+# A calendar file into the local calendar (docs/servers.md: Calendar).
 import-calendar: install
 	@test -n "$(FILE)" || { echo "usage: make import-calendar FILE=calendar.ics" >&2; exit 2; }
 	@.venv/bin/python -m mcp_calendar import "$(FILE)"
 
-# An agent's order history from a CSV (see the README's shopping section).
+# An agent's order history from a CSV (docs/servers.md: Shopping).
 import-orders: install
 	@test -n "$(FILE)" || { echo "usage: make import-orders FILE=orders.csv [AGENT=clawdia]" >&2; exit 2; }
 	@.venv/bin/python -m mcp_shopping import "$(FILE)" --agent "$(or $(AGENT),clawdia)"
