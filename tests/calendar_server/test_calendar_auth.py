@@ -157,5 +157,5 @@ def test_the_auth_command_without_a_client_file_exits_with_one_line(tmp_path: Pa
     assert done.stderr == (
         f"auth: no OAuth client file at {tmp_path / 'none' / 'client_secret.json'}: create a "
         "Desktop app OAuth client in Google Cloud Console and download its JSON there "
-        "(README: Google Calendar).\n"
+        "(docs/servers.md: Google Calendar).\n"
     )

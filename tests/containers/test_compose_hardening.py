@@ -124,6 +124,16 @@ def test_every_service_is_on_the_internal_mesh_and_only_some_reach_out(
         assert ("egress" in joined) == (name in EGRESS), name
 
 
+def test_only_the_orchestrator_may_name_the_host_for_an_llm_served_there(
+    resolved: dict[str, Any],
+) -> None:
+    # docs/operations.md: OPENAI_BASE_URL=http://host.docker.internal:11434/v1 on Linux too.
+    for name, service in resolved["services"].items():
+        # Compose v2 resolves each entry to "name=address" (older releases: "name:address").
+        hosts = {re.split("[=:]", entry, maxsplit=1)[0] for entry in service.get("extra_hosts", [])}
+        assert hosts == ({"host.docker.internal"} if name == "orchestrator" else set()), name
+
+
 def test_the_local_calendar_is_on_the_internal_network_only(resolved: dict[str, Any]) -> None:
     calendar = resolved["services"]["calendar"]
     assert calendar["environment"]["CALENDAR_BACKEND"] == "local"

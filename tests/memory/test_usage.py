@@ -286,3 +286,22 @@ async def test_usage_is_kept_across_a_restart(settings: MemorySettings, clock: C
 
     assert (found["total"]["day"]["cost"], found["warned"]) == (0.25, [f"{DAY}:agent:day"])
     assert settings.usage_path.exists()
+
+
+async def test_a_summarys_model_call_is_recorded_with_the_summary_saved_or_not(
+    client: Client[Any],
+) -> None:
+    for n in range(12):  # enough to leave a window of the default size
+        await append(client, f"t{n}")
+    summary = record(purpose="summary", cost=0.002)
+    late = record(purpose="summary", cost=0.003)
+
+    saved = await call(client, "save_summary", agent=AGENT, chat_id=ADA, text="Counted.",
+                       up_to_id=2, usage=[summary])  # fmt: skip
+    stale = await call(client, "save_summary", agent=AGENT, chat_id=ADA, text="Older.",
+                       up_to_id=1, usage=[late, summary])  # fmt: skip
+
+    assert (saved["saved"], saved["usage"]) == (True, {"stored": 1, "duplicates": 0})
+    assert (stale["saved"], stale["usage"]) == (False, {"stored": 1, "duplicates": 1})
+    day = (await totals(client))["total"]["day"]
+    assert (day["calls"], round(day["cost"], 6)) == (2, 0.005)

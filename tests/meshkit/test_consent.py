@@ -71,7 +71,7 @@ class Jotted(BaseModel):
 
 class Notebook(SQLiteStore):
     """The server's store: a note per approved jot, each action performed once (as the
-    README's recipe has it)."""
+    recipe in docs/development.md has it)."""
 
     SCHEMA = CONFIRMATIONS_SCHEMA + "CREATE TABLE IF NOT EXISTS notes (agent TEXT, text TEXT);"
 

@@ -257,12 +257,12 @@ async def test_a_summary_round_runs_only_when_the_record_says_one_is_due(lean: L
         CALLS.clear()
 
     await handled(lean.say("message 6"))
-    await CALLS.wait_for(lambda made: any(c.tool == "record_usage" and c.answered for c in made))
+    await CALLS.wait_for(lambda made: any(c.tool == "save_summary" and c.answered for c in made))
     made = CALLS.names(without=POLLS)
     await handled(lean.say("and now?"))
 
-    # The summary's own model call is recorded by a call of its own, after it is saved.
-    summarizing = ["memory.evicted_items", "memory.save_summary", "memory.record_usage"]
+    # The summary's own model call is recorded with it (save_summary), no call of its own.
+    summarizing = ["memory.evicted_items", "memory.save_summary"]
     assert [name for name in made if name not in summarizing] == TEXT_TURN
     assert [name for name in made if name in summarizing] == summarizing
     assert summary in lean.llm.requests[-1]["instructions"]

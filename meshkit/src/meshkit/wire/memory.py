@@ -162,6 +162,9 @@ class Evicted(BaseModel):
 
 class SummarySaved(BaseModel):
     saved: bool = Field(description="False: a summary reaching as far exists, or a reset came")
+    usage: Recorded | None = Field(
+        default=None, description="Given usage records: how many were stored (null: none given)"
+    )
 
 
 # --- a turn's context: everything a turn reads from memory, in one call ---------------------

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from cyclopts import App, CycloptsError
 
 from orchestrator.cli.agent import agent_app
+from orchestrator.cli.backup import backup_app
 from orchestrator.cli.doctor import doctor
 from orchestrator.cli.errors import CliError, report
 from orchestrator.cli.proxy import mcp
@@ -29,6 +30,7 @@ app = App(
 )
 app.command(agent_app)
 app.command(doctor)
+app.command(backup_app)
 app.command(mcp)
 
 

@@ -86,8 +86,9 @@ class Summarizer:
             logger.exception("summary agent=%s chat=%s failed", runtime.id, chat_id)
 
     async def summarize(self, runtime: AgentRuntime, chat_id: str) -> bool:
-        """One round: whether a summary was saved. Its model call is recorded after it
-        (record_usage), saved or not."""
+        """One round: whether a summary was saved. Its model call is recorded with the
+        summary (save_summary's usage, no call of its own), or after it by record_usage
+        when there is nothing to save or memory did not take it."""
         who = Who(runtime.id, chat_id, chat_id, "summary")
         if self._meter is not None and await self._meter.check(who) is not None:
             logger.info("summary agent=%s chat=%s: allowance reached; skipped for now",
@@ -119,6 +120,15 @@ class Summarizer:
             text = evicted.summary or ""  # only tool calls left: nothing new to say
         if not text:
             return False
-        arguments = {**key, "text": text, "up_to_id": evicted.up_to_id}
-        saved = await self._memory.call("save_summary", arguments, SummarySaved)
+        arguments: dict[str, Any] = {**key, "text": text, "up_to_id": evicted.up_to_id}
+        records, warned = self._meter.take(runtime.id) if self._meter else ([], [])
+        if records or warned:
+            arguments["usage"] = [record.model_dump(mode="json") for record in records]
+            arguments["warned"] = warned
+        saved: SummarySaved | None = None
+        try:
+            saved = await self._memory.call("save_summary", arguments, SummarySaved)
+        finally:
+            if self._meter is not None and (saved is None or saved.usage is None):
+                self._meter.restore(runtime.id, records, warned)  # record_usage takes them
         return saved is not None and saved.saved

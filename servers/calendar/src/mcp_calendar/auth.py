@@ -92,7 +92,7 @@ def _flow(client: Path, token_url: str) -> Any:
     except FileNotFoundError:
         raise AuthFailed(
             f"no OAuth client file at {client}: create a Desktop app OAuth client in Google "
-            "Cloud Console and download its JSON there (README: Google Calendar)."
+            "Cloud Console and download its JSON there (docs/servers.md: Google Calendar)."
         ) from None
     except (ValueError, KeyError):
         raise AuthFailed(

@@ -132,15 +132,24 @@ def add_conversation_tools(
         return await summaries.evicted(agent, chat_id, min_items)
 
     @mcp.tool(**internal(title="Save a summary", idempotent=True))
-    async def save_summary(
+    async def save_summary(  # noqa: PLR0917 (a tool's parameters are its schema)
         agent: Agent,
         chat_id: ChatId,
         text: Annotated[str, Field(min_length=1, max_length=20_000)],
         up_to_id: Annotated[IntegerId, Field(description="evicted_items' up_to_id")],
+        usage: Annotated[
+            Records | None, Field(description="The summary's model call, recorded with it")
+        ] = None,
+        warned: Warned | None = None,
     ) -> SummarySaved:
         """Keep the summary of the conversation up to that item (it replaces the one before);
-        later windows carry it. Not saved when a newer one exists or the chat was reset."""
-        return await summaries.save(agent, chat_id, text, up_to_id)
+        later windows carry it. Not saved when a newer one exists or the chat was reset.
+        The usage given is recorded either way (each record once by its id)."""
+        saved = await summaries.save(agent, chat_id, text, up_to_id)
+        if not (usage or warned):
+            return saved
+        recorded = await usages.record(usage or [], warned or [], agent)
+        return saved.model_copy(update={"usage": recorded})
 
     @mcp.tool(**internal(title="Reset conversation", idempotent=True))
     async def reset(agent: Agent, chat_id: ChatId) -> ResetResult:
