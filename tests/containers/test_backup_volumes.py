@@ -3,8 +3,9 @@ one-off service backs up every volume while the stack runs (the archive on stdou
 archive verifies on the host, and a restore from stdin into fresh volumes (made by
 ``docker compose create``) brings the data back for the servers, owned by their user.
 
-Its own project and image tag (``cli-backup``, or CLAWMESH_BACKUP_PROJECT/TAG), never the
-suite's ``clawmesh-test`` stack: it takes its volumes down and up again. Skipped with the
+Its own project (``clawmesh-backup-test``, or CLAWMESH_BACKUP_PROJECT), never the suite's
+``clawmesh-test`` stack: it takes its volumes down and up again. The images are the suite's
+(built once per change of the sources, whichever stack test comes first). Skipped with the
 reason where no engine answers."""
 
 from __future__ import annotations
@@ -29,8 +30,7 @@ from containers.stack import (
     up,
 )
 
-PROJECT = os.environ.get("CLAWMESH_BACKUP_PROJECT", "cli-backup")
-TAG = os.environ.get("CLAWMESH_BACKUP_TAG", "cli-backup")
+PROJECT = os.environ.get("CLAWMESH_BACKUP_PROJECT", "clawmesh-backup-test")
 BACKUP_FILE = ROOT / "compose.backup.yaml"
 CLAWMESH = str(Path(sys.executable).parent / "clawmesh")
 EVENT = (
@@ -48,10 +48,10 @@ def volumes_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     problem = engine_problem() or (None if compose_command() else "no Compose v2 here")
     if problem:
         pytest.skip(f"the compose backup test needs a Docker engine: {problem}")
-    if PROJECT == "clawmesh-test" or TAG == "latest":
+    if PROJECT == "clawmesh-test":
         pytest.fail("the backup test takes its stack's volumes down: give it its own project")
     secrets = tmp_path_factory.mktemp("backup-stack") / "secrets"
-    running = Stack(stack_environment({**os.environ, "TAG": TAG}, secrets), project=PROJECT)
+    running = Stack(stack_environment(dict(os.environ), secrets), project=PROJECT)
     build(running)
     up(running)
     try:

@@ -43,7 +43,7 @@ from meshkit.credentials import Binding, new_client
 
 pytestmark = [pytest.mark.timeout(2400)]  # may build everything first
 
-PROJECT = "cli-proxy"
+PROJECT = "clawmesh-mcp-test"  # its own volumes and ports; the suite's images
 BINDING = Binding("clawdia", str(USER_ID))
 TOKEN, CREDENTIAL = new_client("claude-desktop", BINDING)
 PORTS = {"weather": 8101, "calendar": 8102, "shopping": 8103, "memory": 8104, "scheduler": 8107}
@@ -59,7 +59,7 @@ def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         pytest.skip(f"container tests need a Docker engine: {problem}")
     tmp = tmp_path_factory.mktemp("proxied")
     env = stack_environment(dict(os.environ), tmp / "secrets")
-    env |= {"TAG": PROJECT, "MESH_CLIENTS": CREDENTIAL.entry()}
+    env |= {"MESH_CLIENTS": CREDENTIAL.entry()}
     # The shipped example, each port on a free one of the host's (beside other stacks).
     example = yaml.safe_load((ROOT / "compose.clients.example.yaml").read_text())
     assert set(example["services"]) == set(PORTS)
