@@ -19,9 +19,15 @@ file                            what                                    read by
                                 (it stages its bound clients' proposals)
 ``mesh_peers``                  their SHA-256s, ``<server>:sha256:<hex>`` pending-actions
                                 lines (``MESH_PEERS_FILE``)
-``openai_api_key``, ``<name>``  the user's own (``OPENAI_API_KEY`` and  orchestrator,
-for every ``*_BOT_TOKEN``       the bot tokens, from .env)              telegram-io
+``openai_api_key``              the user's own LLM key (from .env)      orchestrator
+``bot_tokens``                  every ``*_BOT_TOKEN`` set in .env, one  telegram-io
+                                ``<NAME> <token>`` line each
 ==============================  ======================================  =====================
+
+One file holds every bot token, so a new agent's bot (``clawmesh agent init``: its
+``<AGENT>_BOT_TOKEN`` in .env) reaches telegram-io's container with ``make up`` alone, no
+compose.yaml edit; telegram-io looks a name of agents.yaml's ``bot_token_env`` up in it
+(``TELEGRAM_BOT_TOKENS_FILE``) when neither the variable nor its ``<NAME>_FILE`` is set.
 
 Relay tokens go to the servers with confirm tools (``RELAY_SERVERS``) that the registry has,
 when it has pending-actions too. Generated secrets are made only where missing: a server new
@@ -64,9 +70,11 @@ PENDING_ACTIONS = "pending-actions"
 # The servers with confirm tools: a bound client's proposal to one is staged with
 # pending-actions by the server itself, with its relay token.
 RELAY_SERVERS = ("calendar", "memory", "scheduler", "shopping")
-# The user's own secrets compose.yaml mounts; every other *_BOT_TOKEN set is written too
-# (a new agent's bot: add its file to telegram-io's secrets in compose.yaml).
-USER_SECRETS = ("OPENAI_API_KEY", "TELEGRAM_BOT_TOKEN", "CLAWDIA_BOT_TOKEN")
+# The user's own secret with a file of its own; the bot tokens share BOT_TOKENS.
+USER_SECRETS = ("OPENAI_API_KEY",)
+BOT_TOKENS = "bot_tokens"
+BOT_TOKEN_SUFFIX = "_BOT_TOKEN"
+_VARIABLE = re.compile(r"[A-Z][A-Z0-9_]*")
 DIR_MODE = 0o700
 FILE_MODE = 0o644  # see the module docstring: the directory is what keeps others out
 _SERVER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,29}")
@@ -199,6 +207,23 @@ def relay_token(directory: Path, server: str) -> str | None:
     return file.read_text(encoding="utf-8").strip() or None
 
 
+def render_bot_tokens(environ: Mapping[str, str]) -> str:
+    """``<NAME> <token>`` for every ``*_BOT_TOKEN`` variable set in ``environ`` (a value
+    with a space in it is a ValueError that names the variable, not the value)."""
+    lines = []
+    for name in sorted(environ):
+        value = environ[name].strip()
+        if not name.endswith(BOT_TOKEN_SUFFIX) or not _VARIABLE.fullmatch(name) or not value:
+            continue
+        if len(value.split()) != 1:
+            raise ValueError(
+                f"{name} holds more than one word; copy the token again from @BotFather"
+            )
+        lines.append(f"{name} {value}\n")
+    header = "# The bot tokens of .env for telegram-io: <variable> <token> (make up writes it).\n"
+    return header + "".join(lines)
+
+
 def make_secrets(directory: Path, registry: Path, environ: Mapping[str, str]) -> list[str]:
     """Write what is missing or changed under ``directory``; the names of the files written."""
     out = SecretDir(directory)
@@ -213,10 +238,10 @@ def make_secrets(directory: Path, registry: Path, environ: Mapping[str, str]) ->
     private, public = approval_key_pair(out.path / SIGNING_KEY)
     out.write(SIGNING_KEY, private)
     out.write(PUBLIC_KEY, public)
-    names = {*USER_SECRETS, *(n for n in environ if n.endswith("_BOT_TOKEN"))}
-    for name in sorted(names):
+    for name in USER_SECRETS:
         value = environ.get(name, "").strip()
         out.write(name.lower(), f"{value}\n".encode() if value else b"")
+    out.write(BOT_TOKENS, render_bot_tokens(environ).encode())
     return out.changed
 
 

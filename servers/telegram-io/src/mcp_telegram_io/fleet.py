@@ -1,9 +1,12 @@
 """The bots to poll: one per agent of the fleet file, its token from the environment.
 
 Only ``bot_token_env`` is read here (the orchestrator validates the rest of the
-file): a name or a list of names of environment variables; the first that is set
-holds the agent's bot token, or the file its ``<name>_FILE`` variable names does (what
-containers get: compose secrets). The orchestrator never needs the tokens.
+file): a name or a list of names of environment variables; the first name that gives a
+token holds the agent's. A name gives, in this order: the variable itself; the file its
+``<name>_FILE`` variable names; its line in the bot tokens file
+(``TELEGRAM_BOT_TOKENS_FILE``: ``<name> <token>`` lines, what ``make up`` writes from every
+``*_BOT_TOKEN`` of .env and compose mounts, so a new agent needs no compose.yaml edit).
+The orchestrator never needs the tokens.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from meshkit.settings import environment, secret_value
 from meshkit.yaml_config import ConfigError, load_yaml
 
 _TOKEN = re.compile(r"^(\d+):[A-Za-z0-9_-]+$")
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -31,15 +35,60 @@ class BotConfig:
 
 def bot_tokens(settings: TelegramIOSettings) -> list[SecretStr]:
     """Every bot token of the fleet (to redact from logs)."""
-    return [bot.token for bot in load_bots(settings.agents).values()]
+    return [bot.token for bot in fleet_bots(settings).values()]
 
 
-def load_bots(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, BotConfig]:
+def fleet_bots(settings: TelegramIOSettings) -> dict[str, BotConfig]:
+    """The bots of ``settings``' fleet file, from the process environment and the bot
+    tokens file."""
+    return load_bots(settings.agents, tokens_file=settings.bot_tokens_file)
+
+
+def read_tokens_file(path: Path) -> dict[str, str]:
+    """``<variable> <token>`` lines (``#`` comments and blank lines skipped) → variable →
+    token. ConfigError names the file and the line, never what the line holds."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise ConfigError(
+            f"TELEGRAM_BOT_TOKENS_FILE: cannot read {path} ({reason}); make up writes it "
+            "from .env (python -m meshkit.secret_files)"
+        ) from None
+    found: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 2 or not _VARIABLE.fullmatch(parts[0]) or parts[0] in found:
+            raise ConfigError(
+                f"TELEGRAM_BOT_TOKENS_FILE: {path}, line {number}: expected one "
+                "'<VARIABLE> <token>' line per variable; make up writes this file from .env"
+            )
+        found[parts[0]] = parts[1]
+    return found
+
+
+def _token(names: list[str], environ: Mapping[str, str], listed: Mapping[str, str]) -> str | None:
+    """The first of ``names`` that gives a token: its variable, its ``_FILE``, its line."""
+    for name in names:
+        token = secret_value(name, environ) or listed.get(name)
+        if token:
+            return token
+    return None
+
+
+def load_bots(
+    path: Path, environ: Mapping[str, str] | None = None, *, tokens_file: Path | None = None
+) -> dict[str, BotConfig]:
     """Agent id → bot. Agents without a token set are left out (and logged by the caller).
 
     The tokens are read from the variables the fleet file names, in ``environ``
-    (default: the process environment)."""
+    (default: the process environment), or from ``tokens_file`` (see the module's
+    docstring for the order)."""
     environ = environment() if environ is None else environ
+    listed = read_tokens_file(tokens_file) if tokens_file is not None else {}
     raw = load_yaml(path, environ)
     agents = raw.get("agents")
     if not isinstance(agents, dict) or not agents:
@@ -53,7 +102,7 @@ def load_bots(path: Path, environ: Mapping[str, str] | None = None) -> dict[str,
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise ConfigError(f"{path}: {key}: expected a variable name or a list of names")
         try:
-            token = next((t for t in (secret_value(n, environ) for n in names) if t), None)
+            token = _token(names, environ, listed)
         except ValueError as error:
             raise ConfigError(f"{path}: {key}: {error}") from None
         if token is None:

@@ -20,7 +20,7 @@ from fastmcp import FastMCP
 from pydantic import Field
 from telegram import Bot
 
-from mcp_telegram_io.fleet import BotConfig, load_bots
+from mcp_telegram_io.fleet import BotConfig, fleet_bots
 from mcp_telegram_io.models import (
     Acked,
     BotCommand,
@@ -97,8 +97,9 @@ UpdateIds = Annotated[
 
 def no_bots_help(path: object) -> str:
     return (
-        f"{path}: no agent has a bot token. Create a bot with @BotFather, then export the "
-        "variable its bot_token_env names, e.g. export TELEGRAM_BOT_TOKEN=123456:ABC..."
+        f"{path}: no agent has a bot token. Create a bot with @BotFather, then set the "
+        "variable its bot_token_env names in .env, e.g. TELEGRAM_BOT_TOKEN=123456:ABC... "
+        "(in containers, make up copies it into secrets/bot_tokens)"
     )
 
 
@@ -118,7 +119,7 @@ def build_server(
     mode): two pollers of one token would fight over it (409).
     """
     settings = settings or load_settings(TelegramIOSettings)
-    configs = load_bots(settings.agents)
+    configs = fleet_bots(settings)
     if not configs:
         raise ConfigError(no_bots_help(settings.agents))
     store = InboxStore(settings.db_path, max_bytes=settings.max_db_bytes, clock=clock)

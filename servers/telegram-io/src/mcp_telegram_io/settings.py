@@ -1,7 +1,8 @@
 """telegram-io settings (env prefix ``TELEGRAM_``, plus ``DATA_DIR`` and ``CLAWMESH_AGENTS``).
 
 Bot tokens are not settings of their own: each agent of the fleet names the
-variables that hold its token (``bot_token_env`` in agents.yaml), see ``fleet.py``.
+variables that hold its token (``bot_token_env`` in agents.yaml), see ``fleet.py``;
+``TELEGRAM_BOT_TOKENS_FILE`` names the file where a name not set is looked up (containers).
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ class TelegramIOSettings(DataSettings):
         default=Path("config/agents.yaml"),
         validation_alias=AliasChoices("CLAWMESH_AGENTS", "agents"),
         description="The fleet file: which agents exist and where their bot tokens are.",
+    )
+    bot_tokens_file: Path | None = Field(
+        default=None,
+        description="'<VARIABLE> <token>' lines (make up's secrets/bot_tokens): where a name "
+        "of bot_token_env is looked up when neither it nor its <NAME>_FILE is set.",
     )
     poll_timeout_s: int = Field(default=25, ge=0, le=50, description="getUpdates long-poll.")
     lease_s: float = Field(
