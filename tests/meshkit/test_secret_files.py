@@ -8,11 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key, load_pem_public_key
 
 from meshkit.credentials import token_digest
 from meshkit.secret_files import (
+    BOT_TOKENS,
     CREDENTIALS,
     DIGEST_PREFIX,
     PUBLIC_KEY,
@@ -75,8 +77,48 @@ def test_the_directory_is_the_owners_alone_and_a_user_secret_unset_is_an_empty_f
     assert secrets.stat().st_mode & 0o777 == 0o700
     # 0644: compose bind-mounts them as they are, for user 10001 (see compose.yaml).
     assert {f.stat().st_mode & 0o777 for f in secrets.iterdir()} == {0o644}
-    assert (secrets / "clawdia_bot_token").read_bytes() == b""
-    assert (secrets / "telegram_bot_token").read_text() == "1:bot-0123456789\n"
+    assert (secrets / "openai_api_key").read_text() == "sk-from-dotenv-0123456789\n"
+    assert not (secrets / "clawdia_bot_token").exists()  # the bot tokens are in one file
+    make_secrets(secrets, REGISTRY, {"TELEGRAM_BOT_TOKEN": "1:bot-0123456789"})
+    assert (secrets / "openai_api_key").read_bytes() == b""
+
+
+def bot_token_lines(secrets: Path) -> list[str]:
+    text = (secrets / BOT_TOKENS).read_text()
+    return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
+def test_every_bot_token_set_is_one_line_of_one_file_rewritten_when_one_changes(
+    tmp_path: Path,
+) -> None:
+    secrets = tmp_path / "secrets"
+    env = {
+        **ENV,
+        "CLAWDIA_BOT_TOKEN": "",  # set to nothing: unset, no line
+        "BOB_BOT_TOKEN": " 3:bob-0123456789 ",
+        "BOB_BOT_TOKEN_FILE": "/elsewhere",  # not a token
+        "TELEGRAM_USER_ID": "42",
+    }
+    assert BOT_TOKENS in make_secrets(secrets, REGISTRY, env)
+    assert bot_token_lines(secrets) == [
+        "BOB_BOT_TOKEN 3:bob-0123456789",
+        "TELEGRAM_BOT_TOKEN 1:bot-0123456789",
+    ]
+    assert (secrets / BOT_TOKENS).stat().st_mode & 0o777 == 0o644  # inside the 0700 directory
+    assert make_secrets(secrets, REGISTRY, env) == []  # the same tokens: nothing to recreate
+    changed = make_secrets(secrets, REGISTRY, {**env, "CAROL_BOT_TOKEN": "4:carol-012345678"})
+    assert changed == [BOT_TOKENS]  # a new agent's token: make up recreates the containers
+    assert "CAROL_BOT_TOKEN 4:carol-012345678" in bot_token_lines(secrets)
+    assert make_secrets(secrets, REGISTRY, ENV) == [BOT_TOKENS]
+    assert bot_token_lines(secrets) == ["TELEGRAM_BOT_TOKEN 1:bot-0123456789"]
+    make_secrets(secrets, REGISTRY, {})
+    assert bot_token_lines(secrets) == []  # still there: compose mounts it
+
+
+def test_a_bot_token_with_a_space_is_refused_naming_the_variable_only(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="BOB_BOT_TOKEN") as caught:
+        make_secrets(tmp_path, REGISTRY, {"BOB_BOT_TOKEN": "3:bob 0123456789"})
+    assert "0123456789" not in str(caught.value)
 
 
 def test_the_command_prints_file_names_and_never_a_secret(tmp_path: Path) -> None:

@@ -48,6 +48,10 @@ def test_init_adds_the_persona_and_the_entry_keeping_every_line_and_says_the_nex
 
     assert done.returncode == 0, done.stderr
     assert "BOB_BOT_TOKEN=" in done.stdout
+    # Right for both ways to run: make run reads .env, make up mounts secrets/bot_tokens.
+    assert "make run" in done.stdout
+    assert "make up" in done.stdout
+    assert "secrets/bot_tokens" in done.stdout
     after = fleet_file.read_text().splitlines()
     assert after[: len(before)] == before  # comments, prices, clawdia: as they were
     assert after[len(before) :] == [

@@ -35,7 +35,8 @@ def init(
     as_json: Json = False,
 ) -> None:
     """Create an agent: agents/<id>/ (IDENTITY.md, SOUL.md, USAGE.md) and its entry in
-    agents.yaml (comments kept); then set its bot token variable and restart."""
+    agents.yaml (comments kept); then put its bot token in .env and restart (make run or
+    make up: no compose.yaml edit)."""
 
     def run() -> None:
         created = agent_init.init(settings(), agent, name, timezone)
@@ -53,7 +54,8 @@ def init(
         print(f"  fleet    {created.fleet} (entry added)")
         print("Next: create its bot with @BotFather, put the token in .env as")
         print(f"  {created.token_variable}=123456:ABC...")
-        print("then restart the fleet (make run, or make up).")
+        print("then restart: make run reads .env; make up copies every *_BOT_TOKEN into")
+        print("secrets/bot_tokens for telegram-io and recreates the containers (no compose edit).")
 
     guarded(run, as_json=as_json)
 
