@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from containers.stack import ROOT, compose_command, config
-from meshkit.secret_files import RELAY_SERVERS, make_secrets
+from meshkit.secret_files import BOT_TOKENS, RELAY_SERVERS, make_secrets
 
 # What the orchestrator's SHUTDOWN_GRACE_S gives a turn in flight.
 SHUTDOWN_GRACE_S = 20
@@ -191,11 +191,25 @@ def test_each_service_mounts_only_its_own_secrets(resolved: dict[str, Any]) -> N
         if name == "pending-actions":
             expected |= {"approval-signing-key", "mesh-peers"}
         if name == "telegram-io":
-            expected |= {"telegram-bot-token", "clawdia-bot-token"}
+            expected |= {"bot-tokens"}
         assert sources == expected, name
         assert mounted(service)["mesh_token_sha256"] == f"{name}-digest", name
     assert "pending-actions" not in checkers  # it signs; the others only check
     assert checkers == set(RELAY_SERVERS)  # make up writes a relay token for each
+
+
+def test_the_bot_tokens_are_one_secret_mounted_in_telegram_io_alone(
+    resolved: dict[str, Any],
+) -> None:
+    # A new agent's token (clawmesh agent init) reaches telegram-io through this one file:
+    # no per-agent secret to add here.
+    holders = [n for n, s in resolved["services"].items() if "bot-tokens" in mounted(s).values()]
+    assert holders == ["telegram-io"]
+    telegram_io = resolved["services"]["telegram-io"]
+    assert mounted(telegram_io)["bot_tokens"] == "bot-tokens"
+    assert telegram_io["environment"]["TELEGRAM_BOT_TOKENS_FILE"] == "/run/secrets/bot_tokens"
+    assert Path(resolved["secrets"]["bot-tokens"]["file"]).name == BOT_TOKENS
+    assert not [s for s in resolved["secrets"] if s.endswith("-bot-token")]
 
 
 def test_each_server_with_confirm_tools_knows_where_pending_actions_is(
@@ -219,6 +233,7 @@ def test_every_secret_file_compose_names_is_one_make_up_writes(
     assert set(files) == set(resolved["secrets"])
     assert all(path.parent == secrets_dir and path.is_file() for path in files.values()), files
     assert files["openai-api-key"].read_text().strip() == ENV["OPENAI_API_KEY"]
+    assert f"TELEGRAM_BOT_TOKEN {ENV['TELEGRAM_BOT_TOKEN']}\n" in files["bot-tokens"].read_text()
     assert secrets_dir.stat().st_mode & 0o777 == 0o700
 
 
