@@ -49,6 +49,7 @@ from fakes.responses_api import FakeOpenAI
 from fakes.serving import free_port, serving
 from fakes.telegram_api import FakeTelegram
 from meshkit.secret_files import (
+    BOT_TOKENS,
     CREDENTIALS,
     DIGEST_PREFIX,
     PEERS,
@@ -352,7 +353,9 @@ async def running_mesh(
         named = {n: front(n, u) for n, u in urls.items()} if front is not None else urls
         registry = _write_registry(tmp, {**named, **impostors})
         secrets = tmp / "secrets"
-        make_secrets(secrets, registry, {})
+        # The bot tokens reach telegram-io as in compose: make up's one bot_tokens file.
+        tokens = {f"{a.upper()}_BOT_TOKEN": TOKENS[a] for a in agents}
+        make_secrets(secrets, registry, tokens)
         agents_file = _write_fleet(tmp, list(agents), servers, schedule, root, consent)
         base = _base_env(agents_file, root)
         modules = dict(SERVERS)
@@ -363,7 +366,6 @@ async def running_mesh(
             tests = os.pathsep.join([*path, str(ROOT / "tests")])
             clocked = {"FAKE_CLOCK_FILE": str(clock_file), "PYTHONPATH": tests}
         public_key = {PUBLIC_ENV: str(write_public_key(tmp / "keys"))}
-        tokens = {f"{a.upper()}_BOT_TOKEN": TOKENS[a] for a in agents}
         extra = {
             "weather": {
                 "WEATHER_FORECAST_URL": f"{weather_api}/v1/forecast",
@@ -377,7 +379,7 @@ async def running_mesh(
             },
             "scheduler": {**public_key, **clocked},
             "telegram-io": {
-                **tokens,
+                "TELEGRAM_BOT_TOKENS_FILE": str(secrets / BOT_TOKENS),
                 "TELEGRAM_API_BASE": telegram_url,
                 "TELEGRAM_LEASE_S": str(lease_s),
                 "TELEGRAM_CONFLICT_BACKOFF_S": "0.5",
