@@ -73,8 +73,7 @@ RELAY_SERVERS = ("calendar", "memory", "scheduler", "shopping")
 # The user's own secret with a file of its own; the bot tokens share BOT_TOKENS.
 USER_SECRETS = ("OPENAI_API_KEY",)
 BOT_TOKENS = "bot_tokens"
-BOT_TOKEN_SUFFIX = "_BOT_TOKEN"
-_VARIABLE = re.compile(r"[A-Z][A-Z0-9_]*")
+_BOT_VARIABLE = re.compile(r"[A-Z][A-Z0-9_]*_BOT_TOKEN")
 DIR_MODE = 0o700
 FILE_MODE = 0o644  # see the module docstring: the directory is what keeps others out
 _SERVER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,29}")
@@ -213,7 +212,7 @@ def render_bot_tokens(environ: Mapping[str, str]) -> str:
     lines = []
     for name in sorted(environ):
         value = environ[name].strip()
-        if not name.endswith(BOT_TOKEN_SUFFIX) or not _VARIABLE.fullmatch(name) or not value:
+        if not _BOT_VARIABLE.fullmatch(name) or not value:
             continue
         if len(value.split()) != 1:
             raise ValueError(
