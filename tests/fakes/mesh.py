@@ -380,6 +380,8 @@ async def running_mesh(
             "scheduler": {**public_key, **clocked},
             "telegram-io": {
                 "TELEGRAM_BOT_TOKENS_FILE": str(secrets / BOT_TOKENS),
+                # Another tree (a benchmark's reference build) may predate the file.
+                **(tokens if root != ROOT else {}),
                 "TELEGRAM_API_BASE": telegram_url,
                 "TELEGRAM_LEASE_S": str(lease_s),
                 "TELEGRAM_CONFLICT_BACKOFF_S": "0.5",
