@@ -50,7 +50,7 @@ import os
 import re
 import secrets
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -85,14 +85,19 @@ class CredentialsFileError(ValueError):
     a token."""
 
 
+def name_token_lines(text: str) -> Iterator[tuple[int, list[str]]]:
+    """The ``<name> <token>`` lines of a secrets file, numbered from 1, each split on
+    whitespace (``#`` comments and blank lines skipped); the caller checks the parts."""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            yield number, line.split()
+
+
 def parse_credentials(text: str, path: Path) -> dict[str, str]:
     """``<server> <token>`` lines (``#`` comments and blank lines skipped) → server → token."""
     found: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        parts = line.split()
+    for number, parts in name_token_lines(text):
         where = f"{path}, line {number}"
         if len(parts) != 2 or not _SERVER.fullmatch(parts[0]) or not _TOKEN.fullmatch(parts[1]):
             raise CredentialsFileError(

@@ -19,6 +19,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from mcp_telegram_io.settings import TelegramIOSettings
+from meshkit.secret_files import name_token_lines
 from meshkit.settings import environment, secret_value
 from meshkit.yaml_config import ConfigError, load_yaml
 
@@ -56,11 +57,7 @@ def read_tokens_file(path: Path) -> dict[str, str]:
             "from .env (python -m meshkit.secret_files)"
         ) from None
     found: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        parts = line.split()
+    for number, parts in name_token_lines(text):
         if len(parts) != 2 or not _VARIABLE.fullmatch(parts[0]) or parts[0] in found:
             raise ConfigError(
                 f"TELEGRAM_BOT_TOKENS_FILE: {path}, line {number}: expected one "
