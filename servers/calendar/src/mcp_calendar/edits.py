@@ -69,7 +69,8 @@ def new_components(event: NewEvent) -> list[Event]:
 def parse_rule(rule: str, start: Moment | None = None) -> vRecur:
     """An RRULE value (``FREQ=WEEKLY;BYDAY=MO``, with or without ``RRULE:``), for a series
     from ``start`` (default: the rule's pattern alone); one no person means is refused
-    (``rules.py``) before dateutil runs it."""
+    (``rules.py``) before dateutil runs it. Its UNTIL takes the form beside ``start``
+    (:func:`until`): ``UNTIL=…Z`` and a local ``UNTIL`` both do for a zoned start."""
     text = rule.strip().removeprefix("RRULE:")
     try:
         parsed: vRecur = vRecur.from_ical(text)
@@ -77,14 +78,27 @@ def parse_rule(rule: str, start: Moment | None = None) -> vRecur:
         raise _not_a_rule(rule) from error
     if "FREQ" not in parsed:  # icalendar reads any words as a rule without parts
         raise _not_a_rule(rule)
-    refused = rules.problem(parsed, start if start is not None else _RULE_CHECK_START)
+    reference = start if start is not None else _RULE_CHECK_START
+    if "UNTIL" in parsed:
+        parsed["UNTIL"] = [until(u, reference) for u in parsed["UNTIL"]]
+    refused = rules.problem(parsed, reference)
     if refused is not None:
         raise InvalidRequest(f"The recurrence {text} cannot be used: {refused}.")
+    first = reference if isinstance(reference, datetime) else _midnight(reference)
     try:
-        rrulestr(text, dtstart=_RULE_CHECK_START)  # dateutil must expand it too
+        rrulestr(_text(parsed), dtstart=first)  # dateutil must expand it too
     except (ValueError, TypeError) as error:
         raise _not_a_rule(rule) from error
     return parsed
+
+
+def _text(rule: vRecur) -> str:
+    raw = rule.to_ical()
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def _midnight(day: date) -> datetime:
+    return datetime.combine(day, datetime.min.time())
 
 
 def _not_a_rule(rule: str) -> InvalidRequest:
@@ -341,8 +355,7 @@ def exdates(master: Event) -> list[Any]:
 
 def rule_text(master: Event) -> str:
     """The master's RRULE as text (``FREQ=WEEKLY;BYDAY=MO``)."""
-    raw = master["RRULE"].to_ical()
-    return raw.decode() if isinstance(raw, bytes) else str(raw)
+    return _text(master["RRULE"])
 
 
 def _filter_exdates(master: Event, keep: Any) -> None:
