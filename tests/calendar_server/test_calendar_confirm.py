@@ -546,7 +546,8 @@ def _series_moved(dtstart: str, until: date) -> Event:
             "RRULE:FREQ=WEEKLY;BYDAY=MO\r\nEND:VEVENT\r\n"
         ),
     )
-    master["RRULE"]["UNTIL"] = [until]
+    rule: Any = master["RRULE"]
+    rule["UNTIL"] = [until]
     first = master.decoded("DTSTART")
     if isinstance(first, datetime):
         was: date = datetime(2026, 3, 23, 10, tzinfo=first.tzinfo)

@@ -92,7 +92,7 @@ def parse_rule(rule: str, start: Moment | None = None) -> vRecur:
     return parsed
 
 
-def _text(rule: vRecur) -> str:
+def _text(rule: Any) -> str:
     raw = rule.to_ical()
     return raw.decode() if isinstance(raw, bytes) else str(raw)
 
