@@ -473,9 +473,15 @@ async def test_moving_a_moved_occurrence_and_the_following_ones_puts_it_where_as
 async def test_a_series_move_writes_an_until_in_utc_that_exports_and_imports_again(
     client: Client[Any], clock: Clock, settings: CalendarSettings, tmp_path: Path
 ) -> None:
-    await add(
-        client, clock, **{**WEEKLY, "recurrence": "FREQ=WEEKLY;BYDAY=MO;UNTIL=20260413T080000Z"}
+    # A weekly series as Google Calendar exports it: a zoned start, UNTIL in UTC.
+    google = (
+        "BEGIN:VCALENDAR\r\nPRODID:-//Google Inc//Google Calendar 70.9054//EN\r\n"
+        "VERSION:2.0\r\nBEGIN:VEVENT\r\nDTSTART;TZID=Europe/Berlin:20260316T100000\r\n"
+        "DTEND;TZID=Europe/Berlin:20260316T110000\r\n"
+        "RRULE:FREQ=WEEKLY;UNTIL=20260413T080000Z;BYDAY=MO\r\n"
+        "UID:0a1b2c3d4e5f@google.com\r\nSUMMARY:Team sync\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
     )
+    await import_file(settings, google.encode(), "personal", writable=True, at=0)
 
     await approve(
         client,
@@ -511,8 +517,8 @@ async def test_a_series_move_writes_an_until_in_utc_that_exports_and_imports_aga
 
 @pytest.mark.parametrize(
     "utc",
-    [UTC, ZoneInfo("UTC"), dateutil.tz.UTC, timezone(timedelta(0))],
-    ids=["datetime.UTC", "ZoneInfo('UTC') (icalendar's)", "dateutil's", "an offset of 0"],
+    [UTC, ZoneInfo("UTC"), dateutil.tz.UTC, timezone(timedelta(0), "UTC")],
+    ids=["datetime.UTC", "ZoneInfo('UTC') (icalendar's)", "dateutil's", "a named offset of 0"],
 )
 def test_a_moved_until_beside_a_zoned_start_is_utc_whatever_stands_for_utc(utc: tzinfo) -> None:
     edited = _series_moved(

@@ -356,3 +356,21 @@ async def test_a_monthly_rule_is_said_to_skip_months_only_when_it_does(
     ]
 
     assert said.split(f"repeating {rule}", 1)[1] == note
+
+
+async def test_a_rule_with_an_until_in_utc_is_added_and_ends_there(
+    client: Client[Any], clock: Clock
+) -> None:
+    await add(
+        client,
+        clock,
+        title="Course",
+        start="2026-03-16T18:00",
+        recurrence="FREQ=WEEKLY;BYDAY=MO;UNTIL=20260330T170000Z",
+    )
+
+    assert await _months(client, "Course", "2026-03-01", "2026-04-30") == [
+        "2026-03-16",
+        "2026-03-23",
+        "2026-03-30",
+    ]

@@ -1,6 +1,7 @@
 """Read tools: events of a day or a range in the user's zone, search, free time."""
 
 import logging
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import httpx2
@@ -13,10 +14,10 @@ from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
 from mcp_calendar import edits
 from mcp_calendar.ics import import_file
-from mcp_calendar.local import row
+from mcp_calendar.local import Skipped, expand, row
 from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings
-from mcp_calendar.store import CalendarStore, StoredCalendar
+from mcp_calendar.store import CalendarStore, StoredCalendar, StoredEvent
 
 pytestmark = pytest.mark.anyio
 
@@ -360,3 +361,26 @@ async def test_an_all_day_event_never_ends_before_it_starts(
         "Fri 20 Mar 2026 (all day)",
     ), producer
     assert await day(client, "2026-03-21") == []
+
+
+def test_expand_gives_what_it_can_to_any_backend_and_counts_what_it_cannot() -> None:
+    skipped = Skipped()
+    good, bad = (
+        [cast(Event, c) for c in Calendar.from_ical(_calendar(text)).walk("VEVENT")]
+        for text in (
+            "UID:ok@test\r\nSUMMARY:Fine\r\nDTSTART;TZID=Europe/Berlin:20260302T090000\r\n"
+            "DTEND;TZID=Europe/Berlin:20260302T093000\r\nRRULE:FREQ=WEEKLY;COUNT=2\r\n",
+            BAD_RDATE,
+        )
+    )
+    start, end = datetime(2026, 3, 1, tzinfo=UTC), datetime(2026, 4, 1, tzinfo=UTC)
+
+    fine = expand(StoredEvent("ok@test", "work", 7, []), good, start, end, skipped=skipped)
+    broken = expand(StoredEvent("bad-rdate@test", "work", 7, []), bad, start, end, skipped=skipped)
+
+    assert [(o.title, o.start.isoformat()) for o in fine] == [
+        ("Fine", "2026-03-02T09:00:00+01:00"),
+        ("Fine", "2026-03-09T09:00:00+01:00"),
+    ]
+    assert broken == []
+    assert skipped.detail() == "reads skip 1 event that cannot be expanded (named in the log)"
