@@ -1,6 +1,7 @@
 """Read tools: events of a day or a range in the user's zone, search, free time."""
 
 import logging
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -17,7 +18,7 @@ from mcp_calendar.ics import import_file
 from mcp_calendar.local import Skipped, expand, row
 from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings
-from mcp_calendar.store import CalendarStore, StoredCalendar, StoredEvent
+from mcp_calendar.store import CalendarStore, StoredCalendar
 
 pytestmark = pytest.mark.anyio
 
@@ -363,6 +364,15 @@ async def test_an_all_day_event_never_ends_before_it_starts(
     assert await day(client, "2026-03-21") == []
 
 
+@dataclass(frozen=True)
+class DavObject:
+    """An event as a CalDAV backend names it: its version is the object's ETag."""
+
+    uid: str
+    calendar: str
+    version: str
+
+
 def test_expand_gives_what_it_can_to_any_backend_and_counts_what_it_cannot() -> None:
     skipped = Skipped()
     good, bad = (
@@ -375,8 +385,8 @@ def test_expand_gives_what_it_can_to_any_backend_and_counts_what_it_cannot() -> 
     )
     start, end = datetime(2026, 3, 1, tzinfo=UTC), datetime(2026, 4, 1, tzinfo=UTC)
 
-    fine = expand(StoredEvent("ok@test", "work", 7, []), good, start, end, skipped=skipped)
-    broken = expand(StoredEvent("bad-rdate@test", "work", 7, []), bad, start, end, skipped=skipped)
+    fine = expand(DavObject("ok@test", "work", '"e1"'), good, start, end, skipped=skipped)
+    broken = expand(DavObject("bad@test", "work", '"e2"'), bad, start, end, skipped=skipped)
 
     assert [(o.title, o.start.isoformat()) for o in fine] == [
         ("Fine", "2026-03-02T09:00:00+01:00"),

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import recurring_ical_events  # type: ignore[import-untyped]
 from icalendar import Calendar, Event
@@ -69,6 +69,20 @@ class Expanded:
     start: datetime
     end: datetime
     occurrences: list[Occurrence]
+
+
+class Source(Protocol):
+    """The event occurrences are read from, as they name it: a stored row here
+    (:class:`~mcp_calendar.store.StoredEvent`), a calendar object on a CalDAV server."""
+
+    @property
+    def uid(self) -> str: ...
+
+    @property
+    def calendar(self) -> str: ...
+
+    @property
+    def version(self) -> Version: ...
 
 
 class Skipped:
@@ -249,7 +263,7 @@ class LocalBackend:
 
 
 def expand(
-    event: StoredEvent,
+    event: Source,
     components: list[Event],
     start: datetime,
     end: datetime,
@@ -264,7 +278,7 @@ def expand(
 
 
 def _expand_event(
-    event: StoredEvent, components: list[Event], start: datetime, end: datetime
+    event: Source, components: list[Event], start: datetime, end: datetime
 ) -> list[Occurrence]:
     master = edits.master_of(components)
     calendar = Calendar()
@@ -325,7 +339,7 @@ def row(calendar: str, components: list[Event]) -> EventRow:
     )
 
 
-def _occurrence(event: StoredEvent, master: Event, found: Event) -> Occurrence:
+def _occurrence(event: Source, master: Event, found: Event) -> Occurrence:
     start: Moment = found.decoded("DTSTART")
     series = "RRULE" in master or "RDATE" in master
     rid: Moment | None = None
