@@ -3,9 +3,11 @@
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, cast
 
 import httpx2
+import icalendar
 import pytest
 from fastmcp import Client
 from icalendar import Calendar, Event
@@ -235,8 +237,10 @@ async def _store_as_imported(settings: CalendarSettings, text: bytes) -> None:
         await store.aclose()
 
 
-# RDATE;VALUE=TIME: a time of day without a date (seen in real exports; icalendar parses it,
-# dateutil cannot sort it among the series' datetimes).
+# RDATE;VALUE=TIME: a time of day without a date. icalendar parses it, dateutil cannot sort
+# it among the series' datetimes. The three events of icalendar's own test calendar
+# multiple_timezones.ics (floating, UTC and zoned) are the ones the issue names.
+VALUE_TIME = Path(icalendar.__file__).parent / "tests" / "calendars" / "multiple_timezones.ics"
 BAD_RDATE = (
     "UID:bad-rdate@test\r\nSUMMARY:Broken\r\nDTSTART;TZID=Europe/Berlin:20260302T090000\r\n"
     "DTEND;TZID=Europe/Berlin:20260302T093000\r\nRRULE:FREQ=WEEKLY\r\n"
@@ -247,7 +251,7 @@ BAD_RDATE = (
 async def test_an_event_that_cannot_be_expanded_is_skipped_logged_once_and_counted_in_health(
     settings: CalendarSettings, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    await _store_as_imported(settings, _calendar(BAD_RDATE))
+    await _store_as_imported(settings, VALUE_TIME.read_bytes())
     server = build_server(settings, clock=clock)
     transport = httpx2.ASGITransport(app=server.http_app())
     async with (
@@ -269,15 +273,18 @@ async def test_an_event_that_cannot_be_expanded_is_skipped_logged_once_and_count
         == [("Dentist", "2026-03-17T15:00:00+01:00", "2026-03-17T16:00:00+01:00")]
     )
     assert next_year == [("Checkup", "2027-03-16T15:00:00+01:00", "2027-03-16T16:00:00+01:00")]
-    skipped = [r.getMessage() for r in caplog.records if "bad-rdate@test" in r.getMessage()]
-    assert len(skipped) == 1, skipped
-    assert "cannot be expanded" in skipped[0]
-    assert "\n" not in skipped[0]
+    skipped = sorted(r.getMessage() for r in caplog.records if "test-vtime" in r.getMessage())
+    assert [line.split()[1] for line in skipped] == [
+        "test-vtime-floating",
+        "test-vtime-named-timezone",
+        "test-vtime-utc",
+    ]
+    assert all("cannot be expanded" in line and "\n" not in line for line in skipped)
     assert "details" not in before
     assert after.status_code == 200
     assert after.json()["checks"]["calendar"] == "ok"
     assert after.json()["details"] == {
-        "calendar": "reads skip 1 event that cannot be expanded (named in the log)"
+        "calendar": "reads skip 3 events that cannot be expanded (named in the log)"
     }
 
 
@@ -344,14 +351,15 @@ def test_deduplicate_keeps_the_highest_sequence_of_each_recurrence_id_in_order()
 @pytest.mark.parametrize(
     ("end", "producer"),
     [
-        ("DTEND;VALUE=DATE:20260320\r\n", "an end equal to the start"),
+        # calendarlabs.com's holiday calendars (recurring-ical-events' Germany_Holidays.ics)
+        ("DTEND:20260320\r\n", "an end equal to the start"),
         ("DURATION:P0D\r\n", "a zero duration"),
     ],
 )
 async def test_an_all_day_event_never_ends_before_it_starts(
     client: Client[Any], settings: CalendarSettings, end: str, producer: str
 ) -> None:
-    text = _calendar(f"UID:day@test\r\nSUMMARY:Holiday\r\nDTSTART;VALUE=DATE:20260320\r\n{end}")
+    text = _calendar(f"UID:day@test\r\nSUMMARY:Holiday\r\nDTSTART:20260320\r\n{end}")
     await import_file(settings, text, "personal", writable=True, at=0)
 
     [shown] = (await call(client, "get_events", start="2026-03-20"))["events"]
