@@ -9,10 +9,11 @@ from typing import Any, cast
 import httpx2
 import icalendar
 import pytest
+import recurring_ical_events  # type: ignore[import-untyped]
 from fastmcp import Client
 from icalendar import Calendar, Event
 
-from calendar_server.calls import SYDNEY, add, day
+from calendar_server.calls import SYDNEY, add, approve, day, mint, propose
 from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
 from mcp_calendar import edits
@@ -241,6 +242,7 @@ async def _store_as_imported(settings: CalendarSettings, text: bytes) -> None:
 # it among the series' datetimes. The three events of icalendar's own test calendar
 # multiple_timezones.ics (floating, UTC and zoned) are the ones the issue names.
 VALUE_TIME = Path(icalendar.__file__).parent / "tests" / "calendars" / "multiple_timezones.ics"
+RIE_CALENDARS = Path(recurring_ical_events.__file__).parent / "test" / "calendars"
 BAD_RDATE = (
     "UID:bad-rdate@test\r\nSUMMARY:Broken\r\nDTSTART;TZID=Europe/Berlin:20260302T090000\r\n"
     "DTEND;TZID=Europe/Berlin:20260302T093000\r\nRRULE:FREQ=WEEKLY\r\n"
@@ -402,3 +404,57 @@ def test_expand_gives_what_it_can_to_any_backend_and_counts_what_it_cannot() -> 
     ]
     assert broken == []
     assert skipped.detail() == "reads skip 1 event that cannot be expanded (named in the log)"
+
+
+# Two RRULE lines (RFC 5545 allows several): recurring-ical-events' multiple_rrule.ics.
+TWO_RULES = RIE_CALENDARS / "multiple_rrule.ics"
+
+
+async def test_a_series_of_two_rules_shows_both_and_moves_one_occurrence_at_a_time(
+    client: Client[Any], clock: Clock, settings: CalendarSettings
+) -> None:
+    await _store_as_imported(settings, TWO_RULES.read_bytes())
+
+    thursday = await day(client, "2023-01-19", timezone="Europe/London")
+    second_monday = await day(client, "2023-02-13", timezone="Europe/London")
+    [shown] = (await call(client, "get_events", start="2023-02-13"))["events"]
+    as_series = await propose(
+        client,
+        "propose_event_move",
+        event="my repeating event",
+        occurrence="2023-02-16T10:00",
+        timezone="Europe/London",
+        scope="series",
+        start="2023-02-17T10:00",
+    )
+    refused = await call_error(
+        client,
+        "confirm_event_move",
+        payload=as_series["payload"],
+        approval=mint(clock, "event_move", as_series["payload"]),
+    )
+    await approve(
+        client,
+        clock,
+        await propose(
+            client,
+            "propose_event_move",
+            event="my repeating event",
+            occurrence="2023-02-16T10:00",
+            timezone="Europe/London",
+            scope="this",
+            start="2023-02-17T10:00",
+        ),
+    )
+
+    event = "My repeating event"
+    assert thursday == [(event, "2023-01-19T10:00:00+00:00", "2023-01-19T12:00:00+00:00")]
+    assert second_monday == [(event, "2023-02-13T10:00:00+00:00", "2023-02-13T12:00:00+00:00")]
+    assert shown["rule"] == "FREQ=WEEKLY;COUNT=20;BYDAY=TH and FREQ=MONTHLY;COUNT=2;BYDAY=2MO"
+    assert refused == (
+        "This series repeats by more than one rule, so it cannot be split or moved as a "
+        "whole: move or cancel one occurrence, or cancel the series and add it again."
+    )
+    assert await day(client, "2023-02-16", end="2023-02-17", timezone="Europe/London") == [
+        (event, "2023-02-17T10:00:00+00:00", "2023-02-17T12:00:00+00:00")
+    ]

@@ -192,7 +192,7 @@ def _split(components: list[Event], rid: Moment) -> tuple[list[Event], list[Even
     master = master_of(components)
     cut = rid_key(rid)
     tail = [copy.deepcopy(c) for c in components if c is master or _rid(c) >= cut]
-    rule: Any = master["RRULE"]
+    rule = _the_rule(master)
     if "COUNT" in rule:
         before = _occurrences_before(master, rid)
         tail_master = master_of(tail)
@@ -221,7 +221,7 @@ def _shift_series(components: list[Event], rid: Moment, start: Moment, end: Mome
     delta = _wall(start, zone) - _wall(_like(rid, master.start), zone)
     days = (_day(start, zone) - _day(_like(rid, master.start), zone)).days
     old_start = master.start
-    rule: Any = master["RRULE"]
+    rule = _the_rule(master)
     if days % 7 and "BYDAY" in rule:
         rule["BYDAY"] = [shift_weekday(day, days) for day in rule["BYDAY"]]
     if days and any(part in rule for part in _DAY_BOUND):
@@ -354,8 +354,21 @@ def exdates(master: Event) -> list[Any]:
 
 
 def rule_text(master: Event) -> str:
-    """The master's RRULE as text (``FREQ=WEEKLY;BYDAY=MO``)."""
-    return _text(master["RRULE"])
+    """The master's RRULE as text (``FREQ=WEEKLY;BYDAY=MO``; several joined by " and ")."""
+    found: Any = master["RRULE"]
+    return " and ".join(_text(rule) for rule in (found if isinstance(found, list) else [found]))
+
+
+def _the_rule(master: Event) -> Any:
+    """The series' one RRULE: a series of several moves or ends only one occurrence at a
+    time, or as a whole when cancelled."""
+    found: Any = master["RRULE"]
+    if isinstance(found, list):
+        raise InvalidRequest(
+            "This series repeats by more than one rule, so it cannot be split or moved as a "
+            "whole: move or cancel one occurrence, or cancel the series and add it again."
+        )
+    return found
 
 
 def _filter_exdates(master: Event, keep: Any) -> None:

@@ -299,14 +299,17 @@ def _expand_event(
 
 
 def _refused_rule(master: Event) -> str | None:
-    """Why the series' rule is not expanded (rules.py), or None."""
+    """Why the series' rules are not expanded (rules.py), or None. Several RRULEs (RFC 5545
+    allows them) are expanded together when each is one a person means."""
     if "RRULE" not in master:
         return None
     found: Any = master["RRULE"]
-    if isinstance(found, list):
-        return "more than one RRULE"
     start: Moment = master.decoded("DTSTART")
-    return rules.problem(found, start)
+    for rule in found if isinstance(found, list) else [found]:
+        refused = rules.problem(rule, start)
+        if refused is not None:
+            return refused
+    return None
 
 
 def _rid(component: Event) -> str:
