@@ -458,3 +458,31 @@ async def test_a_series_of_two_rules_shows_both_and_moves_one_occurrence_at_a_ti
     assert await day(client, "2023-02-16", end="2023-02-17", timezone="Europe/London") == [
         (event, "2023-02-17T10:00:00+00:00", "2023-02-17T12:00:00+00:00")
     ]
+
+
+async def test_a_confirm_after_the_event_became_unreadable_says_it_is_gone(
+    client: Client[Any], clock: Clock, settings: CalendarSettings
+) -> None:
+    readable = BAD_RDATE.replace("RDATE;VALUE=TIME:100000\r\n", "")
+    await _store_as_imported(settings, _calendar(readable))
+    proposal = await propose(
+        client,
+        "propose_event_move",
+        event="broken",
+        occurrence="2026-03-23",
+        scope="this",
+        start="2026-03-23T11:00",
+    )
+    await _store_as_imported(settings, _calendar(BAD_RDATE))  # a newer import, unreadable
+
+    refused = await call_error(
+        client,
+        "confirm_event_move",
+        payload=proposal["payload"],
+        approval=mint(clock, "event_move", proposal["payload"]),
+    )
+
+    assert refused == (
+        "“Broken” (Mon 23 Mar 2026, 09:00–09:30) is no longer in the calendar. Nothing was "
+        "changed: propose it again if it should still happen."
+    )

@@ -200,25 +200,30 @@ class LocalBackend:
         event = await self._store.event(uid)
         if event is None:
             return None
+        read = partial(self._find, event, recurrence_id)
+        found = self._skipped.guard(event.uid, event.version, read)
+        return found[0] if found else None  # an event reads skip is not in the calendar
+
+    def _find(self, event: StoredEvent, recurrence_id: Moment | None) -> list[Occurrence]:
         parsed = self._parse(event)
         components = parsed.components
         master = edits.master_of(components)
         if parsed.single is not None:
-            return parsed.single  # a single event, or a series whose rule is refused
+            return [parsed.single]  # a single event, or a series whose rule is refused
         if recurrence_id is None or "RRULE" not in master:
-            return _occurrence(event, master, master)
+            return [_occurrence(event, master, master)]
         wanted = edits.rid_key(recurrence_id)
         for component in components:
             if (
                 "RECURRENCE-ID" in component
                 and edits.rid_key(component.decoded("RECURRENCE-ID")) == wanted
             ):
-                return _occurrence(event, master, component)
+                return [_occurrence(event, master, component)]
         start = _instant(recurrence_id)
         for found in _expand_event(event, components, start, start + timedelta(days=1)):
             if found.recurrence_id is not None and edits.rid_key(found.recurrence_id) == wanted:
-                return found
-        return None
+                return [found]
+        return []
 
     async def perform(
         self, approval: Approval, change: Change, result: dict[str, Any], at: float
