@@ -486,3 +486,26 @@ async def test_a_confirm_after_the_event_became_unreadable_says_it_is_gone(
         "“Broken” (Mon 23 Mar 2026, 09:00–09:30) is no longer in the calendar. Nothing was "
         "changed: propose it again if it should still happen."
     )
+
+
+async def test_health_stops_counting_an_event_once_its_new_version_reads(
+    settings: CalendarSettings, clock: Clock
+) -> None:
+    readable = BAD_RDATE.replace("RDATE;VALUE=TIME:100000\r\n", "")
+    await _store_as_imported(settings, _calendar(BAD_RDATE))
+    server = build_server(settings, clock=clock)
+    transport = httpx2.ASGITransport(app=server.http_app())
+    async with (
+        Client(server) as client,
+        httpx2.AsyncClient(transport=transport, base_url="http://calendar") as http,
+    ):
+        broken = await day(client, "2026-03-16")
+        counted = (await http.get("/health")).json()
+        await _store_as_imported(settings, _calendar(readable))  # the fixed export, imported
+        fixed = await day(client, "2026-03-16")
+        after = (await http.get("/health")).json()
+
+    assert broken == []
+    assert counted["details"]["calendar"].startswith("reads skip 1 event ")
+    assert fixed == [("Broken", "2026-03-16T09:00:00+01:00", "2026-03-16T09:30:00+01:00")]
+    assert "details" not in after
