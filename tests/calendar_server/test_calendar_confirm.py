@@ -533,10 +533,16 @@ def test_a_moved_until_beside_a_zoned_start_is_utc_whatever_stands_for_utc(utc: 
     [
         ("DTSTART:20260316T100000", datetime(2026, 4, 13, 10), "UNTIL=20260414T093000;"),
         ("DTSTART;VALUE=DATE:20260316", date(2026, 4, 13), "UNTIL=20260414;"),
+        # Google's date UNTIL on a timed series: the end of that day, moved with the series
+        (
+            "DTSTART;TZID=Europe/Berlin:20260316T100000",
+            date(2026, 4, 13),
+            "UNTIL=20260414T212959Z;",
+        ),
     ],
-    ids=["floating stays floating", "a date stays a date"],
+    ids=["floating stays floating", "a date stays a date", "a date beside a zoned start"],
 )
-def test_a_moved_until_keeps_the_form_of_a_floating_or_date_start(
+def test_a_moved_until_takes_the_form_of_its_start(
     dtstart: str, until: date, expected: str
 ) -> None:
     assert expected in edits.rule_text(_series_moved(dtstart, until))

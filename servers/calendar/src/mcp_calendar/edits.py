@@ -232,7 +232,9 @@ def _shift_series(components: list[Event], rid: Moment, start: Moment, end: Mome
         )
     new_start = _shifted(old_start, delta, zone)
     if "UNTIL" in rule:
-        rule["UNTIL"] = [until(_shifted(u, delta, zone), new_start) for u in rule["UNTIL"]]
+        rule["UNTIL"] = [
+            until(_shifted(until(u, old_start), delta, zone), new_start) for u in rule["UNTIL"]
+        ]
     _set_times(master, new_start, new_start + _span(start, end))
     if "EXDATE" in master:
         dates = [_shifted(d.dt, delta, zone) for d in exdates(master)]
