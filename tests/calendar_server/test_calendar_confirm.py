@@ -3,15 +3,22 @@ changed since it was proposed; scopes of recurring events."""
 
 import sqlite3
 from contextlib import closing
-from typing import Any
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
+from pathlib import Path
+from typing import Any, cast
+from zoneinfo import ZoneInfo
 
+import dateutil.tz
 import pytest
 from fastmcp import Client
+from icalendar import Event
 
 from calendar_server.calls import add, approve, day, mint, propose
 from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
-from mcp_calendar.ics import import_file
+from mcp_calendar import edits
+from mcp_calendar.ics import export_calendar, import_file
+from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings
 
 pytestmark = pytest.mark.anyio
@@ -461,3 +468,104 @@ async def test_moving_a_moved_occurrence_and_the_following_ones_puts_it_where_as
         "2026-03-24T16:00:00+01:00",
         "2026-03-31T16:00:00+02:00",
     ]
+
+
+async def test_a_series_move_writes_an_until_in_utc_that_exports_and_imports_again(
+    client: Client[Any], clock: Clock, settings: CalendarSettings, tmp_path: Path
+) -> None:
+    # A weekly series as Google Calendar exports it: a zoned start, UNTIL in UTC.
+    google = (
+        "BEGIN:VCALENDAR\r\nPRODID:-//Google Inc//Google Calendar 70.9054//EN\r\n"
+        "VERSION:2.0\r\nBEGIN:VEVENT\r\nDTSTART;TZID=Europe/Berlin:20260316T100000\r\n"
+        "DTEND;TZID=Europe/Berlin:20260316T110000\r\n"
+        "RRULE:FREQ=WEEKLY;UNTIL=20260413T080000Z;BYDAY=MO\r\n"
+        "UID:0a1b2c3d4e5f@google.com\r\nSUMMARY:Team sync\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+    )
+    await import_file(settings, google.encode(), "personal", writable=True, at=0)
+
+    await approve(
+        client,
+        clock,
+        await propose(
+            client,
+            "propose_event_move",
+            event="team sync",
+            occurrence="2026-03-23",
+            scope="series",
+            start="2026-03-24T09:30",
+        ),
+    )
+    exported = await export_calendar(settings, None)
+    again = settings.model_copy(update={"data_dir": tmp_path / "again"})
+    await import_file(again, exported, "personal", writable=True, at=0)
+    async with Client(build_server(again, clock=clock)) as reimported:
+        after = await starts(reimported, "2026-03-16", "2026-05-30")
+
+    assert "UNTIL=20260414T073000Z" in exported.decode()
+    assert (
+        await starts(client, "2026-03-16", "2026-05-30")
+        == after
+        == [
+            "2026-03-17T09:30:00+01:00",
+            "2026-03-24T09:30:00+01:00",
+            "2026-03-31T09:30:00+02:00",
+            "2026-04-07T09:30:00+02:00",
+            "2026-04-14T09:30:00+02:00",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "utc",
+    [UTC, ZoneInfo("UTC"), dateutil.tz.UTC, timezone(timedelta(0), "UTC")],
+    ids=["datetime.UTC", "ZoneInfo('UTC') (icalendar's)", "dateutil's", "a named offset of 0"],
+)
+def test_a_moved_until_beside_a_zoned_start_is_utc_whatever_stands_for_utc(utc: tzinfo) -> None:
+    edited = _series_moved(
+        "DTSTART;TZID=Europe/Berlin:20260316T100000", datetime(2026, 4, 13, 8, tzinfo=utc)
+    )
+
+    assert "UNTIL=20260414T073000Z;" in edits.rule_text(edited)
+
+
+@pytest.mark.parametrize(
+    ("dtstart", "until", "expected"),
+    [
+        ("DTSTART:20260316T100000", datetime(2026, 4, 13, 10), "UNTIL=20260414T093000;"),
+        ("DTSTART;VALUE=DATE:20260316", date(2026, 4, 13), "UNTIL=20260414;"),
+        # Google's date UNTIL on a timed series: the end of that day, moved with the series
+        (
+            "DTSTART;TZID=Europe/Berlin:20260316T100000",
+            date(2026, 4, 13),
+            "UNTIL=20260414T212959Z;",
+        ),
+    ],
+    ids=["floating stays floating", "a date stays a date", "a date beside a zoned start"],
+)
+def test_a_moved_until_takes_the_form_of_its_start(
+    dtstart: str, until: date, expected: str
+) -> None:
+    assert expected in edits.rule_text(_series_moved(dtstart, until))
+
+
+def _series_moved(dtstart: str, until: date) -> Event:
+    """A weekly Monday series until ``until``, moved as a series from its second Monday
+    to Tuesday, half an hour earlier (a day later for an all-day series)."""
+    master = cast(
+        Event,
+        Event.from_ical(
+            f"BEGIN:VEVENT\r\nUID:u\r\nSUMMARY:Sync\r\n{dtstart}\r\n"
+            "RRULE:FREQ=WEEKLY;BYDAY=MO\r\nEND:VEVENT\r\n"
+        ),
+    )
+    rule: Any = master["RRULE"]
+    rule["UNTIL"] = [until]
+    first = master.decoded("DTSTART")
+    if isinstance(first, datetime):
+        was: date = datetime(2026, 3, 23, 10, tzinfo=first.tzinfo)
+        now: date = was + timedelta(days=1, minutes=-30)
+        length = timedelta(hours=1)
+    else:
+        was, now, length = date(2026, 3, 23), date(2026, 3, 24), timedelta(days=1)
+    [edited] = edits.move([master], was, "series", now, now + length).kept
+    return edited

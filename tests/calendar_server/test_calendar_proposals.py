@@ -1,5 +1,6 @@
 """Producer tools: a proposal says the change in local time, lists overlaps, changes nothing."""
 
+from datetime import date, timedelta
 from typing import Any
 
 import pytest
@@ -7,7 +8,7 @@ from fastmcp import Client
 
 from calendar_server.calls import add, day, propose
 from fakes.clock import Clock
-from fakes.tool_calls import call_error
+from fakes.tool_calls import call, call_error
 from mcp_calendar.ics import import_file
 from mcp_calendar.settings import CalendarSettings
 
@@ -239,3 +240,137 @@ async def test_the_agent_and_timezone_are_filled_in_by_the_assistant(client: Cli
     ]
     for name in confirm_tools:
         assert meta[name]["fastmcp"]["tags"] == ["confirm"]
+
+
+async def _months(client: Client[Any], title: str, start: str, end: str) -> list[str]:
+    """The days (YYYY-MM-DD) the event falls on, read three months at a time."""
+    found: list[str] = []
+    first = date.fromisoformat(start)
+    last = date.fromisoformat(end)
+    while first <= last:
+        chunk = min(first + timedelta(days=89), last)
+        events = await call(client, "get_events", start=first.isoformat(), end=chunk.isoformat())
+        found += [e["start"][:10] for e in events["events"] if e["title"] == title]
+        first = chunk + timedelta(days=1)
+    return found
+
+
+async def test_monthly_on_the_31st_says_it_skips_months_and_offers_the_last_day(
+    client: Client[Any], clock: Clock
+) -> None:
+    proposal = await propose(
+        client,
+        "propose_event_add",
+        title="Rent",
+        start="2026-03-31",
+        recurrence="FREQ=MONTHLY;BYMONTHDAY=31",
+    )
+    await add(
+        client, clock, title="Rent", start="2026-03-31", recurrence="FREQ=MONTHLY;BYMONTHDAY=31"
+    )
+    await add(
+        client, clock, title="Payroll", start="2026-03-31", recurrence="FREQ=MONTHLY;BYMONTHDAY=-1"
+    )
+
+    rent = await _months(client, "Rent", "2026-03-01", "2027-02-28")
+    payroll = await _months(client, "Payroll", "2026-03-01", "2027-02-28")
+
+    assert proposal["summary"] == (
+        "Add “Rent” Tue 31 Mar 2026 (all day) (Europe/Berlin), repeating "
+        "FREQ=MONTHLY;BYMONTHDAY=31: it fires in Jan, Mar, May, Jul, Aug, Oct and Dec only "
+        "(the months with a 31st); for the last day of the month, the rule is "
+        "FREQ=MONTHLY;BYMONTHDAY=-1"
+    )
+    assert rent == [
+        "2026-03-31",
+        "2026-05-31",
+        "2026-07-31",
+        "2026-08-31",
+        "2026-10-31",
+        "2026-12-31",
+        "2027-01-31",
+    ]
+    assert payroll == [
+        "2026-03-31",
+        "2026-04-30",
+        "2026-05-31",
+        "2026-06-30",
+        "2026-07-31",
+        "2026-08-31",
+        "2026-09-30",
+        "2026-10-31",
+        "2026-11-30",
+        "2026-12-31",
+        "2027-01-31",
+        "2027-02-28",
+    ]
+
+
+async def test_monthly_from_the_30th_names_the_months_and_the_rule_for_february_too(
+    client: Client[Any], clock: Clock
+) -> None:
+    said = (
+        await propose(
+            client,
+            "propose_event_add",
+            title="Invoice",
+            start="2026-01-30T09:00",
+            recurrence="FREQ=MONTHLY",
+        )
+    )["summary"]
+    offered = said.rsplit("the rule is ", 1)[1]
+    await add(client, clock, title="Invoice", start="2026-01-30T09:00", recurrence=offered)
+
+    invoices = await _months(client, "Invoice", "2026-01-01", "2026-04-30")
+
+    assert said == (
+        "Add “Invoice” Fri 30 Jan 2026, 09:00–10:00 (Europe/Berlin), repeating FREQ=MONTHLY: "
+        "it fires in Jan, Mar, Apr, May, Jun, Jul, Aug, Sep, Oct, Nov and Dec only (the months "
+        "with a 30th); for the 30th, or the last day of a shorter month, the rule is "
+        "FREQ=MONTHLY;BYMONTHDAY=28,29,30;BYSETPOS=-1"
+    )
+    assert invoices == ["2026-01-30", "2026-02-28", "2026-03-30", "2026-04-30"]
+
+
+@pytest.mark.parametrize(
+    ("start", "rule", "note"),
+    [
+        (
+            "2026-03-29",
+            "FREQ=MONTHLY;BYMONTHDAY=29",
+            ": it fires in Jan, Mar, Apr, May, Jun, Jul, Aug, Sep, Oct, Nov and Dec, and in Feb "
+            "only in leap years (next: 29 Feb 2028); for the 29th, or the last day of a shorter "
+            "month, the rule is FREQ=MONTHLY;BYMONTHDAY=28,29;BYSETPOS=-1",
+        ),
+        ("2026-03-31", "FREQ=MONTHLY;BYMONTHDAY=-1", ""),
+        ("2026-03-15", "FREQ=MONTHLY", ""),
+        ("2026-01-31", "FREQ=MONTHLY;BYMONTH=1,3,5", ""),
+        ("2026-01-31", "FREQ=YEARLY", ""),
+    ],
+)
+async def test_a_monthly_rule_is_said_to_skip_months_only_when_it_does(
+    client: Client[Any], start: str, rule: str, note: str
+) -> None:
+    said = (await propose(client, "propose_event_add", title="Bill", start=start, recurrence=rule))[
+        "summary"
+    ]
+
+    assert said.split(f"repeating {rule}", 1)[1] == note
+
+
+async def test_a_rule_with_an_until_in_utc_is_added_and_ends_there(
+    client: Client[Any], clock: Clock
+) -> None:
+    await add(
+        client,
+        clock,
+        title="Course",
+        start="2026-03-16T18:00",
+        recurrence="FREQ=WEEKLY;BYDAY=MO;UNTIL=20260330T170000Z",
+    )
+
+    assert await _months(client, "Course", "2026-03-01", "2026-04-30") == [
+        "2026-03-16",
+        "2026-03-23",
+        "2026-03-30",
+    ]

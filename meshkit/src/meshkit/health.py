@@ -3,7 +3,9 @@
 A check is an async callable that returns normally when healthy and raises when
 not; a ``CheckFailed`` has its message shown, any other error only its type. The
 answer is ``200 {"status": "ok", ...}`` or ``503`` naming each failing check. A check
-that hangs counts as failing after ``CHECK_TIMEOUT_S``.
+that hangs counts as failing after ``CHECK_TIMEOUT_S``. A healthy check may return a line
+worth an operator's look (say, records it had to skip): the answer lists it under
+``details``, by the check's name, and stays ``ok``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from starlette.responses import JSONResponse
 
 logger = logging.getLogger(__name__)
 
-Check = Callable[[], Awaitable[None]]
+Check = Callable[[], Awaitable[str | None]]
 CHECK_TIMEOUT_S = 2.0
 
 
@@ -25,12 +27,15 @@ class CheckFailed(Exception):
     """A failing check whose message is shown in the answer (write it without secrets)."""
 
 
-async def run_checks(checks: Mapping[str, Check]) -> dict[str, str]:
+async def run_checks(
+    checks: Mapping[str, Check], details: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Each check's result; the lines healthy checks return go into ``details``."""
     results: dict[str, str] = {}
     for name, check in checks.items():
         try:
             with anyio.fail_after(CHECK_TIMEOUT_S):
-                await check()
+                detail = await check()
         except TimeoutError:
             results[name] = f"fail: no answer within {CHECK_TIMEOUT_S:g}s"
         except CheckFailed as error:
@@ -40,6 +45,8 @@ async def run_checks(checks: Mapping[str, Check]) -> dict[str, str]:
             results[name] = f"fail: {type(error).__name__}"
         else:
             results[name] = "ok"
+            if detail and details is not None:
+                details[name] = detail
     return results
 
 
@@ -47,7 +54,8 @@ def health_endpoint(
     server: str, version: str, checks: Mapping[str, Check]
 ) -> Callable[[Request], Awaitable[JSONResponse]]:
     async def health(request: Request) -> JSONResponse:
-        results = await run_checks(checks)
+        details: dict[str, str] = {}
+        results = await run_checks(checks, details)
         failing = [name for name, result in results.items() if result != "ok"]
         body: dict[str, object] = {
             "status": "fail" if failing else "ok",
@@ -57,6 +65,8 @@ def health_endpoint(
         }
         if failing:
             body["failing"] = failing
+        if details:
+            body["details"] = details
         return JSONResponse(body, status_code=503 if failing else 200)
 
     return health

@@ -112,6 +112,7 @@ class Backend(Protocol):
         """Make the change and record ``result`` as the approval's answer, once."""
         ...
 
-    async def check(self) -> None:
-        """Health: the backend answers."""
+    async def check(self) -> str | None:
+        """Health: the backend answers (else raises); a line for ``/health``'s details,
+        such as events its reads skip, or None."""
         ...

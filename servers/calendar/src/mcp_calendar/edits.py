@@ -18,14 +18,19 @@ that stores iCalendar (local SQLite, CalDAV) applies these; the components are
                 occurrence moves
 
 "following" on the first occurrence is "series". A single event ignores the scope.
-Wall-clock arithmetic in the event's zone keeps 10:00 at 10:00 across DST changes.
+Wall-clock arithmetic in the event's zone keeps 10:00 at 10:00 across DST changes. An UNTIL
+written here takes the form RFC 5545 asks beside DTSTART: UTC (``Z``) for a zoned start,
+whatever object stands for UTC; a date for a date; floating for a floating start.
+
+Two components for one RECURRENCE-ID (an organizer's update beside its older version) are
+one: :func:`deduplicate` keeps the highest SEQUENCE, as every reader of the event should.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 
 from dateutil.rrule import rrulestr
@@ -64,7 +69,8 @@ def new_components(event: NewEvent) -> list[Event]:
 def parse_rule(rule: str, start: Moment | None = None) -> vRecur:
     """An RRULE value (``FREQ=WEEKLY;BYDAY=MO``, with or without ``RRULE:``), for a series
     from ``start`` (default: the rule's pattern alone); one no person means is refused
-    (``rules.py``) before dateutil runs it."""
+    (``rules.py``) before dateutil runs it. Its UNTIL takes the form beside ``start``
+    (:func:`until`): ``UNTIL=…Z`` and a local ``UNTIL`` both do for a zoned start."""
     text = rule.strip().removeprefix("RRULE:")
     try:
         parsed: vRecur = vRecur.from_ical(text)
@@ -72,14 +78,27 @@ def parse_rule(rule: str, start: Moment | None = None) -> vRecur:
         raise _not_a_rule(rule) from error
     if "FREQ" not in parsed:  # icalendar reads any words as a rule without parts
         raise _not_a_rule(rule)
-    refused = rules.problem(parsed, start if start is not None else _RULE_CHECK_START)
+    reference = start if start is not None else _RULE_CHECK_START
+    if "UNTIL" in parsed:
+        parsed["UNTIL"] = [until(u, reference) for u in parsed["UNTIL"]]
+    refused = rules.problem(parsed, reference)
     if refused is not None:
         raise InvalidRequest(f"The recurrence {text} cannot be used: {refused}.")
+    first = reference if isinstance(reference, datetime) else _midnight(reference)
     try:
-        rrulestr(text, dtstart=_RULE_CHECK_START)  # dateutil must expand it too
+        rrulestr(_text(parsed), dtstart=first)  # dateutil must expand it too
     except (ValueError, TypeError) as error:
         raise _not_a_rule(rule) from error
     return parsed
+
+
+def _text(rule: Any) -> str:
+    raw = rule.to_ical()
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def _midnight(day: date) -> datetime:
+    return datetime.combine(day, datetime.min.time())
 
 
 def _not_a_rule(rule: str) -> InvalidRequest:
@@ -87,6 +106,25 @@ def _not_a_rule(rule: str) -> InvalidRequest:
         f"{rule!r} is not a recurrence rule: use RFC 5545 RRULE syntax, "
         "e.g. FREQ=WEEKLY;BYDAY=MO or FREQ=MONTHLY;BYMONTHDAY=1;COUNT=6."
     )
+
+
+def deduplicate(components: list[Event]) -> list[Event]:
+    """One component per RECURRENCE-ID (the master's: none): of several, the highest
+    SEQUENCE, and of equal ones the last given. Each keeps the place of the first."""
+    kept: dict[str, Event] = {}
+    for component in components:
+        key = _rid(component)
+        if key not in kept or sequence(component) >= sequence(kept[key]):
+            kept[key] = component
+    return list(kept.values())
+
+
+def sequence(component: Event) -> int:
+    """The component's SEQUENCE (0 when it has none, or none that reads as a number)."""
+    try:
+        return int(component.get("SEQUENCE", 0))
+    except (TypeError, ValueError):
+        return 0
 
 
 def master_of(components: list[Event]) -> Event:
@@ -154,13 +192,13 @@ def _split(components: list[Event], rid: Moment) -> tuple[list[Event], list[Even
     master = master_of(components)
     cut = rid_key(rid)
     tail = [copy.deepcopy(c) for c in components if c is master or _rid(c) >= cut]
-    rule: Any = master["RRULE"]
+    rule = _the_rule(master)
     if "COUNT" in rule:
         before = _occurrences_before(master, rid)
         tail_master = master_of(tail)
         tail_master["RRULE"] = vRecur({**rule, "COUNT": [int(rule["COUNT"][0]) - before]})
     kept_rule = vRecur({k: v for k, v in rule.items() if k not in ("COUNT", "UNTIL")})
-    kept_rule["UNTIL"] = [_until_before(rid)]
+    kept_rule["UNTIL"] = [_until_before(rid, master.start)]
     master["RRULE"] = kept_rule
     if "EXDATE" in master:
         _filter_exdates(master, lambda key: key < cut)
@@ -183,7 +221,7 @@ def _shift_series(components: list[Event], rid: Moment, start: Moment, end: Mome
     delta = _wall(start, zone) - _wall(_like(rid, master.start), zone)
     days = (_day(start, zone) - _day(_like(rid, master.start), zone)).days
     old_start = master.start
-    rule: Any = master["RRULE"]
+    rule = _the_rule(master)
     if days % 7 and "BYDAY" in rule:
         rule["BYDAY"] = [shift_weekday(day, days) for day in rule["BYDAY"]]
     if days and any(part in rule for part in _DAY_BOUND):
@@ -192,9 +230,11 @@ def _shift_series(components: list[Event], rid: Moment, start: Moment, end: Mome
             "another day as a whole: move this occurrence, or cancel the series from here "
             "and add a new one."
         )
-    if "UNTIL" in rule:
-        rule["UNTIL"] = [_shifted(u, delta, zone) for u in rule["UNTIL"]]
     new_start = _shifted(old_start, delta, zone)
+    if "UNTIL" in rule:
+        rule["UNTIL"] = [
+            until(_shifted(until(u, old_start), delta, zone), new_start) for u in rule["UNTIL"]
+        ]
     _set_times(master, new_start, new_start + _span(start, end))
     if "EXDATE" in master:
         dates = [_shifted(d.dt, delta, zone) for d in exdates(master)]
@@ -263,8 +303,7 @@ def _shifted(moment: Any, delta: timedelta, zone: tzinfo | None) -> Moment:
     if isinstance(moment, datetime):
         if moment.tzinfo is not None and zone is not None:
             local = moment.astimezone(zone).replace(tzinfo=None) + delta
-            shifted = local.replace(tzinfo=zone)
-            return shifted.astimezone(moment.tzinfo) if moment.tzinfo is UTC else shifted
+            return local.replace(tzinfo=zone).astimezone(moment.tzinfo)
         plain: datetime = moment + delta
         return plain
     day: date = moment + timedelta(days=delta.days)
@@ -281,10 +320,25 @@ def _duration(component: Event) -> timedelta:
     return _span(component.start, component.end)
 
 
-def _until_before(rid: Moment) -> Moment:
+def _until_before(rid: Moment, start: Moment) -> Moment:
     if isinstance(rid, datetime):
-        return (rid - timedelta(seconds=1)).astimezone(UTC)
-    return rid - timedelta(days=1)
+        return until(rid - timedelta(seconds=1), start)
+    return until(rid - timedelta(days=1), start)
+
+
+def until(moment: Moment, start: Moment) -> Moment:
+    """``moment`` as an UNTIL beside DTSTART ``start`` (RFC 5545 3.3.10): UTC when the start
+    has a zone, a date when it is a date, floating when it is floating. A date beside a
+    time is the end of that day (an UNTIL date includes its day)."""
+    if not isinstance(start, datetime):
+        return moment.date() if isinstance(moment, datetime) else moment
+    if not isinstance(moment, datetime):
+        moment = datetime.combine(moment, time(23, 59, 59))
+    if start.tzinfo is None:
+        return moment.replace(tzinfo=None)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=start.tzinfo)
+    return moment.astimezone(UTC)
 
 
 def _occurrences_before(master: Event, rid: Moment) -> int:
@@ -302,9 +356,21 @@ def exdates(master: Event) -> list[Any]:
 
 
 def rule_text(master: Event) -> str:
-    """The master's RRULE as text (``FREQ=WEEKLY;BYDAY=MO``)."""
-    raw = master["RRULE"].to_ical()
-    return raw.decode() if isinstance(raw, bytes) else str(raw)
+    """The master's RRULE as text (``FREQ=WEEKLY;BYDAY=MO``; several joined by " and ")."""
+    found: Any = master["RRULE"]
+    return " and ".join(_text(rule) for rule in (found if isinstance(found, list) else [found]))
+
+
+def _the_rule(master: Event) -> Any:
+    """The series' one RRULE: a series of several moves or ends only one occurrence at a
+    time, or as a whole when cancelled."""
+    found: Any = master["RRULE"]
+    if isinstance(found, list):
+        raise InvalidRequest(
+            "This series repeats by more than one rule, so it cannot be split or moved as a "
+            "whole: move or cancel one occurrence, or cancel the series and add it again."
+        )
+    return found
 
 
 def _filter_exdates(master: Event, keep: Any) -> None:

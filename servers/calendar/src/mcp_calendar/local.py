@@ -4,15 +4,23 @@ Every event is stored as the VEVENTs a calendar file would hold (``store.py``), 
 recurrence (RRULE, EXDATE, overridden occurrences, DST in the event's IANA zone) is
 expanded by ``recurring_ical_events`` exactly as for an imported ``.ics``, and changes are
 ``edits.py``'s iCalendar edits.
+
+One event that cannot be expanded (a stored ``RDATE;VALUE=TIME``, anything icalendar,
+recurring-ical-events or dateutil raise on) never breaks a read: :func:`expand` and the
+backend's reads leave it out, log it once per version and count it (:class:`Skipped`) for
+the server's ``/health`` details. A CalDAV backend expands its objects with the same
+:func:`expand`. An all-day event ends at least a day after it starts.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from datetime import UTC, date, datetime, timedelta
+from functools import partial
+from typing import Any, Protocol, cast
 
 import recurring_ical_events  # type: ignore[import-untyped]
 from icalendar import Calendar, Event
@@ -26,6 +34,7 @@ from mcp_calendar.backend import (
     Moment,
     Move,
     Occurrence,
+    Version,
 )
 from mcp_calendar.errors import InvalidRequest, NotWritable, Stale
 from mcp_calendar.store import CalendarStore, Changes, EventRow, StoredCalendar, StoredEvent
@@ -62,9 +71,65 @@ class Expanded:
     occurrences: list[Occurrence]
 
 
+class Source(Protocol):
+    """The event occurrences are read from, as they name it: a stored row here
+    (:class:`~mcp_calendar.store.StoredEvent`), a calendar object on a CalDAV server."""
+
+    @property
+    def uid(self) -> str: ...
+
+    @property
+    def calendar(self) -> str: ...
+
+    @property
+    def version(self) -> Version: ...
+
+
+class Skipped:
+    """Events reads leave out because they cannot be expanded: each logged once per version
+    (one line, no traceback), and counted for ``/health`` until a version expands."""
+
+    def __init__(self) -> None:
+        self._versions: dict[str, Version] = {}
+
+    def guard(
+        self, uid: str, version: Version, read: Callable[[], list[Occurrence]]
+    ) -> list[Occurrence]:
+        """``read()``'s occurrences, or none when reading this event raises."""
+        try:
+            found = read()
+        except Exception as error:  # one event's fault, whatever raised it: the read goes on
+            self._note(uid, version, error)
+            return []
+        self._versions.pop(uid, None)
+        return found
+
+    def _note(self, uid: str, version: Version, error: Exception) -> None:
+        if self._versions.get(uid) == version:
+            return
+        self._versions[uid] = version
+        reason = " ".join(str(error).split()) or "no message"
+        logger.warning(
+            "event %s (version %s) is left out of reads: it cannot be expanded (%s: %s)",
+            uid,
+            version,
+            type(error).__name__,
+            reason[:300],
+        )
+
+    def detail(self) -> str | None:
+        """What ``/health`` says while some event is left out (no UIDs: /health is public)."""
+        count = len(self._versions)
+        if not count:
+            return None
+        events = "event" if count == 1 else "events"
+        return f"reads skip {count} {events} that cannot be expanded (named in the log)"
+
+
 class LocalBackend:
     def __init__(self, store: CalendarStore) -> None:
         self._store = store
+        self._skipped = Skipped()
         # Parsing iCalendar text costs about as much as expanding it: reads keep each
         # event's parsed form until its version changes. Changes parse afresh.
         self._parsed: dict[str, Parsed] = {}
@@ -80,7 +145,8 @@ class LocalBackend:
         deadline = time.monotonic() + EXPAND_BUDGET_S
         found: list[Occurrence] = []
         for event in stored:
-            found.extend(self._expand(event, start, end))
+            read = partial(self._expand, event, start, end)
+            found.extend(self._skipped.guard(event.uid, event.version, read))
             if len(found) > MAX_OCCURRENCES:
                 raise InvalidRequest(
                     f"More than {MAX_OCCURRENCES} events in this range: ask for a shorter one."
@@ -126,7 +192,7 @@ class LocalBackend:
                 low, high = min(low, cached.start), max(high, cached.end)
             if len(self._expanded) >= MAX_PARSED:
                 self._expanded.clear()
-            found = expand(event, parsed.components, low, high)
+            found = _expand_event(event, parsed.components, low, high)
             cached = self._expanded[event.uid] = Expanded(event.version, low, high, found)
         return [o for o in cached.occurrences if _overlaps(o, start, end)]
 
@@ -134,25 +200,30 @@ class LocalBackend:
         event = await self._store.event(uid)
         if event is None:
             return None
+        read = partial(self._find, event, recurrence_id)
+        found = self._skipped.guard(event.uid, event.version, read)
+        return found[0] if found else None  # an event reads skip is not in the calendar
+
+    def _find(self, event: StoredEvent, recurrence_id: Moment | None) -> list[Occurrence]:
         parsed = self._parse(event)
         components = parsed.components
         master = edits.master_of(components)
         if parsed.single is not None:
-            return parsed.single  # a single event, or a series whose rule is refused
+            return [parsed.single]  # a single event, or a series whose rule is refused
         if recurrence_id is None or "RRULE" not in master:
-            return _occurrence(event, master, master)
+            return [_occurrence(event, master, master)]
         wanted = edits.rid_key(recurrence_id)
         for component in components:
             if (
                 "RECURRENCE-ID" in component
                 and edits.rid_key(component.decoded("RECURRENCE-ID")) == wanted
             ):
-                return _occurrence(event, master, component)
+                return [_occurrence(event, master, component)]
         start = _instant(recurrence_id)
-        for found in expand(event, components, start, start + timedelta(days=1)):
+        for found in _expand_event(event, components, start, start + timedelta(days=1)):
             if found.recurrence_id is not None and edits.rid_key(found.recurrence_id) == wanted:
-                return found
-        return None
+                return [found]
+        return []
 
     async def perform(
         self, approval: Approval, change: Change, result: dict[str, Any], at: float
@@ -191,12 +262,28 @@ class LocalBackend:
 
         return await self._store.confirm(approval, work, at=at)
 
-    async def check(self) -> None:
+    async def check(self) -> str | None:
         await self._store.ping()
+        return self._skipped.detail()
 
 
 def expand(
-    event: StoredEvent, components: list[Event], start: datetime, end: datetime
+    event: Source,
+    components: list[Event],
+    start: datetime,
+    end: datetime,
+    *,
+    skipped: Skipped,
+) -> list[Occurrence]:
+    """The occurrences of one event (its master and changed occurrences, duplicates by
+    RECURRENCE-ID resolved by ``edits.deduplicate``) that fall in [start, end); none when
+    it cannot be expanded, noted in ``skipped``."""
+    read = partial(_expand_event, event, edits.deduplicate(components), start, end)
+    return skipped.guard(event.uid, event.version, read)
+
+
+def _expand_event(
+    event: Source, components: list[Event], start: datetime, end: datetime
 ) -> list[Occurrence]:
     master = edits.master_of(components)
     calendar = Calendar()
@@ -217,14 +304,17 @@ def expand(
 
 
 def _refused_rule(master: Event) -> str | None:
-    """Why the series' rule is not expanded (rules.py), or None."""
+    """Why the series' rules are not expanded (rules.py), or None. Several RRULEs (RFC 5545
+    allows them) are expanded together when each is one a person means."""
     if "RRULE" not in master:
         return None
     found: Any = master["RRULE"]
-    if isinstance(found, list):
-        return "more than one RRULE"
     start: Moment = master.decoded("DTSTART")
-    return rules.problem(found, start)
+    for rule in found if isinstance(found, list) else [found]:
+        refused = rules.problem(rule, start)
+        if refused is not None:
+            return refused
+    return None
 
 
 def _rid(component: Event) -> str:
@@ -237,6 +327,7 @@ def parse(event: StoredEvent) -> list[Event]:
 
 def row(calendar: str, components: list[Event]) -> EventRow:
     """What the store writes for these components: bounds for range reads included."""
+    components = edits.deduplicate(components)
     master = edits.master_of(components)
     starts = [_instant(c.start) for c in components]
     ends = [_instant(_end(c)) for c in components]
@@ -256,7 +347,7 @@ def row(calendar: str, components: list[Event]) -> EventRow:
     )
 
 
-def _occurrence(event: StoredEvent, master: Event, found: Event) -> Occurrence:
+def _occurrence(event: Source, master: Event, found: Event) -> Occurrence:
     start: Moment = found.decoded("DTSTART")
     series = "RRULE" in master or "RDATE" in master
     rid: Moment | None = None
@@ -292,13 +383,23 @@ def _at(moment: Moment, reference: datetime) -> datetime:
 
 
 def _end(component: Event) -> Moment:
-    if "DTEND" in component:
-        end: Moment = component.decoded("DTEND")
-        return end
     start: Moment = component.decoded("DTSTART")
-    if "DURATION" in component:
-        return start + component.decoded("DURATION")  # type: ignore[no-any-return]
-    return start if isinstance(start, datetime) else start + timedelta(days=1)
+    end: Moment
+    if "DTEND" in component:
+        end = component.decoded("DTEND")
+    elif "DURATION" in component:
+        end = start + component.decoded("DURATION")
+    else:
+        end = start
+    return end if isinstance(start, datetime) else _day_end(start, end)
+
+
+def _day_end(start: date, end: Moment) -> date:
+    """An all-day event's exclusive end: a whole day at least (an end at or before the
+    start, or a part of a day, as some producers write, is the start's day)."""
+    if isinstance(end, datetime):
+        end = end.date() + timedelta(days=1 if end.time() != datetime.min.time() else 0)
+    return max(end, start + timedelta(days=1))
 
 
 def _instant(moment: Moment) -> datetime:

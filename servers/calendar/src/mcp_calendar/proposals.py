@@ -3,8 +3,9 @@
 A ``propose_*`` call resolves the event (``lookup.py``), checks the calendar takes changes,
 and returns a :class:`~meshkit.proposals.Proposal` whose summary says the change in local
 time and names the busy events it overlaps (for a timed change, timed events only; for a
-recurring add, its first occurrence). The change waits for the user's tap
-(``changes.py``).
+recurring add, its first occurrence). A monthly add on the 29th, 30th or 31st says which
+months it fires in and the rule for the last day of every month (``rules.months_note``).
+The change waits for the user's tap (``changes.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from mcp_calendar import lookup, times
+from mcp_calendar import lookup, rules, times
 from mcp_calendar.backend import Backend, Moment, Occurrence
 from mcp_calendar.edits import parse_rule
 from mcp_calendar.errors import InvalidRequest, InvalidTime, NotFound, NotWritable
@@ -70,8 +71,9 @@ class Proposals:
                 zone = "UTC"  # an offset that is not the user's zone: kept as that instant
             event_tz = ZoneInfo(zone)
             first, last = first.astimezone(event_tz), last.astimezone(event_tz)
+        note = None
         if rule:
-            parse_rule(rule, first)
+            note = rules.months_note(parse_rule(rule, first), first)
         payload = AddPayload(
             agent=_required("agent", agent),
             timezone=tz.key,
@@ -86,6 +88,7 @@ class Proposals:
             description=_optional(description),
         )
         repeats = f", repeating {payload.rule}" if payload.rule else ""
+        repeats += f": {note}" if note else ""
         said = f"Add “{name}” {times.words(first, last, tz)} ({tz.key}){repeats}"
         overlaps = await self._overlaps(first, last, tz, skip=lambda o: False)
         return Proposal(

@@ -16,10 +16,17 @@ calendar, so they are refused, naming the part at fault:
 What is left costs at most MAX_PER_DAY occurrences a day; the backend bounds each query
 in count and time on top (``local.py``). The checks read the rule's parts (icalendar's
 ``vRecur``) before dateutil runs the rule (``INTERVAL=0`` makes it yield the start forever).
+
+A rule that is valid but not what its words suggest is said, not refused: "every month on
+the 31st" (``FREQ=MONTHLY;BYMONTHDAY=31``, or a monthly series from a 31st) skips the months
+without a 31st, as RFC 5545 asks. :func:`months_note` names the months it fires in and the
+rule for the last day of every month (``BYMONTHDAY=-1``; for the 29th or 30th,
+``BYMONTHDAY=28,29,30;BYSETPOS=-1``: that day, or the last of a shorter month).
 """
 
 from __future__ import annotations
 
+import calendar
 from datetime import date, datetime
 from typing import Any
 
@@ -34,6 +41,9 @@ SEARCH_YEARS = 100  # a rule with no date in this long never has one (Feb 29 has
 CYCLE_YEARS = 400
 _SUB_DAY = ("BYHOUR", "BYMINUTE", "BYSECOND")
 _NOT_A_PATTERN = ("FREQ", "INTERVAL", "COUNT", "UNTIL", "WKST")
+_OTHER_DAYS = ("BYDAY", "BYYEARDAY", "BYWEEKNO", "BYSETPOS")  # a monthly rule by other days
+_MONTHS = [calendar.month_abbr[m] for m in range(13)]
+_ORDINALS = {29: "29th", 30: "30th", 31: "31st"}
 
 
 def problem(parts: vRecur, start: date) -> str | None:
@@ -56,6 +66,72 @@ def problem(parts: vRecur, start: date) -> str | None:
             "the start matches it"
         )
     return None
+
+
+def months_note(parts: vRecur, start: date) -> str | None:
+    """For a monthly rule on the 29th, 30th or 31st that some of its months lack: the
+    months it fires in, and the rule for that day or the last of a shorter month
+    (``BYMONTHDAY=-1`` for the 31st). None for any other rule."""
+    day = _month_day(parts, start)
+    if day is None:
+        return None
+    visited = _months_visited(parts, start)
+    always = [m for m in visited if calendar.monthrange(2027, m)[1] >= day]  # 2027: not leap
+    leap = day == 29 and 2 in visited
+    if len(always) == len(visited):
+        return None
+    fired = _listed([_MONTHS[m] for m in always])
+    if leap:
+        fired = f"it fires in {fired}, and in Feb only in leap years{_next_leap(parts, start)}"
+    else:
+        fired = f"it fires in {fired} only (the months with a {_ORDINALS[day]})"
+    instead: Any = vRecur({k: v for k, v in parts.items() if k != "BYMONTHDAY"})
+    if day == 31:
+        instead["BYMONTHDAY"] = [-1]
+        meaning = "the last day of the month"
+    else:
+        instead["BYMONTHDAY"] = list(range(28, day + 1))
+        instead["BYSETPOS"] = [-1]
+        meaning = f"the {_ORDINALS[day]}, or the last day of a shorter month"
+    raw = instead.to_ical()
+    text = raw.decode() if isinstance(raw, bytes) else str(raw)
+    return f"{fired}; for {meaning}, the rule is {text}"
+
+
+def _month_day(parts: vRecur, start: date) -> int | None:
+    """The one day of the month (29 to 31) a monthly rule fires on, else None."""
+    if str(_one(parts, "FREQ")).upper() != "MONTHLY" or any(p in parts for p in _OTHER_DAYS):
+        return None
+    days = parts.get("BYMONTHDAY") or [start.day]
+    listed = days if isinstance(days, list) else [days]
+    if len(listed) != 1 or not isinstance(listed[0], int) or listed[0] < 29:
+        return None
+    day: int = listed[0]
+    return day
+
+
+def _months_visited(parts: vRecur, start: date) -> list[int]:
+    """The months (1-12) the rule's INTERVAL and BYMONTH let it fire in, in order."""
+    step = _one(parts, "INTERVAL") or 1
+    stepped = {(start.month - 1 + k * step) % 12 + 1 for k in range(12)}
+    wanted = parts.get("BYMONTH")
+    if wanted:
+        listed = wanted if isinstance(wanted, list) else [wanted]
+        stepped &= {int(m) for m in listed}
+    return sorted(stepped)
+
+
+def _next_leap(parts: vRecur, start: date) -> str:
+    if (_one(parts, "INTERVAL") or 1) != 1:
+        return ""
+    year = start.year if (start.month, start.day) <= (2, 29) else start.year + 1
+    while not calendar.isleap(year):
+        year += 1
+    return f" (next: 29 Feb {year})"
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _frequency(parts: vRecur) -> str | None:

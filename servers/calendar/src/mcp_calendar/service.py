@@ -157,12 +157,12 @@ class CalendarService:
             raise InvalidRequest(f"Ask for at most {limit.days} days at once.")
         return begin, finish
 
-    async def check(self) -> None:
-        await self._backend.check()
+    async def check(self) -> str | None:
+        return await self._backend.check()
 
 
 def out(o: Occurrence, tz: tzinfo) -> EventOut:
-    end = o.end if isinstance(o.end, datetime) else o.end - timedelta(days=1)
+    end = o.end if isinstance(o.end, datetime) else max(o.start, o.end - timedelta(days=1))
     return EventOut(
         id=o.uid,
         occurrence=None if o.recurrence_id is None else o.recurrence_id.isoformat(),

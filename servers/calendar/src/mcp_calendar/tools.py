@@ -128,7 +128,13 @@ def add_producer_tools(
         calendar: Annotated[str | None, Field(max_length=60)] = None,
         recurrence: Annotated[
             str | None,
-            Field(max_length=200, description="RRULE, e.g. FREQ=WEEKLY;BYDAY=MO"),
+            Field(
+                max_length=200,
+                description=(
+                    "RRULE, e.g. FREQ=WEEKLY;BYDAY=MO; the last day of every month (what "
+                    "'monthly on the 31st' means): FREQ=MONTHLY;BYMONTHDAY=-1"
+                ),
+            ),
         ] = None,
         location: Annotated[str | None, Field(max_length=200)] = None,
         description: Annotated[str | None, Field(max_length=2000)] = None,
