@@ -387,3 +387,145 @@ async def test_a_refusal_google_does_not_retry_reaches_the_model_as_one_line(
     fake.fail_next(403, "forbidden")
     message = await call_error(gclient, "get_events", start="2026-03-17")
     assert message == "Google Calendar refused the request (403 forbidden)."
+
+
+def _exceptions(fake: FakeGoogleCalendar) -> None:
+    """What the user did to the stand-up in Google's own app: the 16 Mar one renamed, the
+    30 Mar one moved to Tue 31 Mar 11:00 with Bo, the 6 Apr one deleted, the 13 Apr one
+    renamed (at its own time)."""
+    berlin = {"timeZone": "Europe/Berlin"}
+
+    def at(day: str, clock: str) -> dict[str, str]:
+        offset = "+01:00" if day < "2026-03-29" else "+02:00"
+        return {"dateTime": f"{day}T{clock}:00{offset}", **berlin}
+
+    for original, utc, title, start, end in [
+        ("2026-03-16", "20260316T083000Z", "Stand-up (kick-off)", None, None),
+        ("2026-03-30", "20260330T073000Z", "Stand-up with Bo", ("2026-03-31", "11:00"), "11:15"),
+        ("2026-04-13", "20260413T073000Z", "Stand-up (retro)", None, None),
+    ]:
+        day, clock = start or (original, "09:30")
+        fake.put(
+            OWNER,
+            {
+                "id": f"{STANDUP}_{utc}",
+                "recurringEventId": STANDUP,
+                "originalStartTime": at(original, "09:30"),
+                "summary": title,
+                "start": at(day, clock),
+                "end": at(day, end or "09:45"),
+            },
+        )
+    fake.put(
+        OWNER,
+        {
+            "id": f"{STANDUP}_20260406T073000Z",
+            "recurringEventId": STANDUP,
+            "originalStartTime": at("2026-04-06", "09:30"),
+            "status": "cancelled",
+            "start": at("2026-04-06", "09:30"),
+            "end": at("2026-04-06", "09:45"),
+        },
+    )
+
+
+async def _standups(client: Client[Any]) -> list[tuple[str, str]]:
+    found = await call(client, "get_events", start="2026-03-16", end="2026-04-20")
+    return [(e["title"], e["start"]) for e in found["events"] if e["title"].startswith("Stand")]
+
+
+async def test_moving_the_whole_series_keeps_cancelled_dates_and_changed_occurrences(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    _exceptions(google[0])
+    proposal = await propose(
+        gclient,
+        "propose_event_move",
+        event="stand-up",
+        occurrence="2026-03-23",
+        scope="series",
+        start="2026-03-24T08:00",
+    )
+    await approve(gclient, clock, proposal)
+    assert await _standups(gclient) == [
+        ("Stand-up (kick-off)", "2026-03-17T08:00:00+01:00"),
+        ("Stand-up", "2026-03-24T08:00:00+01:00"),
+        ("Stand-up with Bo", "2026-03-31T11:00:00+02:00"),  # moved on its own: stays put
+        ("Stand-up (retro)", "2026-04-14T08:00:00+02:00"),  # 7 Apr stays cancelled
+    ]
+
+
+async def test_moving_this_and_following_keeps_the_exceptions_on_both_sides(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    _exceptions(google[0])
+    proposal = await propose(
+        gclient,
+        "propose_event_move",
+        event="stand-up",
+        occurrence="2026-03-23",
+        scope="following",
+        start="2026-03-24T10:00",
+    )
+    await approve(gclient, clock, proposal)
+    assert await _standups(gclient) == [
+        ("Stand-up (kick-off)", "2026-03-16T09:30:00+01:00"),
+        ("Stand-up", "2026-03-24T10:00:00+01:00"),
+        ("Stand-up with Bo", "2026-03-31T11:00:00+02:00"),
+        ("Stand-up (retro)", "2026-04-14T10:00:00+02:00"),  # 7 Apr stays cancelled
+    ]
+
+
+async def test_a_series_move_shifts_the_rdates_and_exdates_of_an_imported_series(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    fake, _ = google
+    # Recurrence lines as Google keeps them for an .ics imported into Google Calendar.
+    fake.edit(
+        OWNER,
+        STANDUP,
+        recurrence=[
+            "RRULE:FREQ=WEEKLY;BYDAY=MO",
+            "EXDATE;TZID=Europe/Berlin:20260406T093000",
+            "RDATE;TZID=Europe/Berlin:20260325T093000",
+        ],
+    )
+    before = await _standups(gclient)
+    assert [start for _, start in before] == [
+        "2026-03-16T09:30:00+01:00",
+        "2026-03-23T09:30:00+01:00",
+        "2026-03-25T09:30:00+01:00",
+        "2026-03-30T09:30:00+02:00",
+        "2026-04-13T09:30:00+02:00",
+    ]
+    proposal = await propose(
+        gclient,
+        "propose_event_move",
+        event="stand-up",
+        occurrence="2026-03-23",
+        scope="series",
+        start="2026-03-24T09:30",
+    )
+    await approve(gclient, clock, proposal)
+    assert [start for _, start in await _standups(gclient)] == [
+        "2026-03-17T09:30:00+01:00",
+        "2026-03-24T09:30:00+01:00",
+        "2026-03-26T09:30:00+01:00",
+        "2026-03-31T09:30:00+02:00",
+        "2026-04-14T09:30:00+02:00",
+    ]
+
+
+async def test_cancelling_this_and_following_keeps_the_changes_before_it(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    _exceptions(google[0])
+    proposal = await propose(
+        gclient,
+        "propose_event_cancel",
+        event="stand-up",
+        occurrence="2026-03-23",
+        scope="following",
+    )
+    await approve(gclient, clock, proposal)
+    assert await _standups(gclient) == [("Stand-up (kick-off)", "2026-03-16T09:30:00+01:00")]
