@@ -430,7 +430,7 @@ def _exceptions(fake: FakeGoogleCalendar) -> None:
 
 
 async def _standups(client: Client[Any]) -> list[tuple[str, str]]:
-    found = await call(client, "get_events", start="2026-03-16", end="2026-04-20")
+    found = await call(client, "get_events", start="2026-03-16", end="2026-04-19")
     return [(e["title"], e["start"]) for e in found["events"] if e["title"].startswith("Stand")]
 
 
