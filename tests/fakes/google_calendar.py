@@ -173,8 +173,12 @@ class FakeGoogleCalendar:
         self.calendars[calendar.id] = calendar
 
     def put(self, calendar: str, event: Resource) -> Resource:
-        """Store an event directly (as if made in Google's own app)."""
-        return self._save(self._calendar(calendar), {"status": "confirmed", **event})
+        """Store an event directly (as if made in Google's own app): an exception shares
+        its series' iCalUID."""
+        found = self._calendar(calendar)
+        series = found.events.get(event.get("recurringEventId", ""), {})
+        uid = series.get("iCalUID") or f"{event.get('recurringEventId') or event['id']}@google.com"
+        return self._save(found, {"status": "confirmed", "iCalUID": uid, **event})
 
     def edit(self, calendar: str, event_id: str, **fields: Any) -> Resource:
         """Change a stored event elsewhere (its ETag changes; a series whose times or rule
