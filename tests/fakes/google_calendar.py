@@ -552,7 +552,7 @@ def _rule_set(lines: list[str], first: datetime, zone: ZoneInfo | None) -> rrule
     has_rule = False
     for line in lines:
         head, _, value = line.partition(":")
-        name, *parameters = head.upper().split(";")
+        name = head.upper().split(";")[0]
         if name in ("RRULE", "EXRULE"):
             rule = rrulestr(_until(value, zone), dtstart=first)
             (rules.rrule if name == "RRULE" else rules.exrule)(rule)  # type: ignore[arg-type]

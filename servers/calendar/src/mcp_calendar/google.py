@@ -238,7 +238,7 @@ class GoogleBackend:
             return
         ended, left = google_events.ended_before(master, rid)
         tail, redo = google_events.following_series(
-            master, rid, change.start, change.end, left, exceptions
+            master, rid, change.start, change.end, left=left, exceptions=exceptions
         )
         await self._events(calendar_id, "patch", master["id"], ended, etag)
         inserted = await self._events(calendar_id, "insert", body=tail)

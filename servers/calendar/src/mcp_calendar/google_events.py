@@ -163,7 +163,7 @@ def shifted_series(
         if "UNTIL" in rule:
             rule["UNTIL"] = [shift(u) for u in rule["UNTIL"]]
     dates = [(name, shift(when_)) for name, when_ in listed_dates(master, shift.tz)]
-    cancelled, redo = _exceptions(master, exceptions, rid, start, end, shift)
+    cancelled, redo = _exceptions(master, exceptions, rid=rid, start=start, end=end, shift=shift)
     dates += [("EXDATE", shift(original)) for original in cancelled]
     patch["recurrence"] = _recurrence(master, rule, dates, zone)
     return patch, redo
@@ -196,6 +196,7 @@ def following_series(
     rid: Moment,
     start: Moment,
     end: Moment,
+    *,
     left: int | None,
     exceptions: list[Resource],
 ) -> tuple[Resource, list[Redo]]:
@@ -214,7 +215,7 @@ def following_series(
         rule["UNTIL"] = [shift(u) for u in rule["UNTIL"]]
     cut = edits.rid_key(rid)
     later = [e for e in exceptions if edits.rid_key(_original(e, shift.tz)) >= cut]
-    cancelled, redo = _exceptions(master, later, rid, start, end, shift)
+    cancelled, redo = _exceptions(master, later, rid=rid, start=start, end=end, shift=shift)
     dates = [
         (name, shift(when_))
         for name, when_ in listed_dates(master, shift.tz)
@@ -244,6 +245,7 @@ KEPT = ("summary", "location", "description", "transparency", "colorId")  # an e
 def _exceptions(
     master: Resource,
     exceptions: list[Resource],
+    *,
     rid: Moment,
     start: Moment,
     end: Moment,
