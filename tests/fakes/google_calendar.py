@@ -3,25 +3,67 @@
     GET    /calendar/v3/users/me/calendarList[/{calendarId}]
     GET    /calendar/v3/calendars/{calendarId}/events   timeMin timeMax singleEvents orderBy
                                                         q showDeleted maxResults pageToken
+                                                        timeZone iCalUID syncToken
     POST   /calendar/v3/calendars/{calendarId}/events
-    GET    /calendar/v3/calendars/{calendarId}/events/{eventId}
+    GET    /calendar/v3/calendars/{calendarId}/events/{eventId}                timeZone
     PATCH  /calendar/v3/calendars/{calendarId}/events/{eventId}      If-Match → 412
     DELETE /calendar/v3/calendars/{calendarId}/events/{eventId}      If-Match → 412; 410 gone
     GET    /calendar/v3/calendars/{calendarId}/events/{eventId}/instances  originalStart ...
     POST   /calendar/v3/freeBusy
     POST   /token      grant_type=refresh_token | authorization_code (form encoded)
 
-Google's model: a recurring event (``recurrence: ["RRULE:..."]``, a ``timeZone`` on its
-start) expands into instances whose ids are ``<id>_<original start, UTC basic>`` (or
-``_<date>`` all day); changing or deleting an instance stores an exception carrying
-``recurringEventId`` and ``originalStartTime`` (deleted: ``status: cancelled``). Every
-event has an ETag that changes with it; an instance not changed on its own carries its
-series' ETag. Errors have Google's JSON shape (``{"error": {"code", "message", "errors":
-[{"domain", "reason", "message"}]}}``). API calls need a bearer token the token endpoint
-issued and that is still valid: ``expire_access_tokens`` makes the next call answer 401
-(the client refreshes), ``revoke`` makes refreshing fail with ``invalid_grant``.
-``fail_next`` injects 403/429 ``rateLimitExceeded`` or 5xx answers; ``page_size`` caps a
-page (Google may return fewer items than ``maxResults``).
+Google's model: a recurring event (``recurrence``, a ``timeZone`` on its start) expands into
+instances whose ids are ``<id>_<original start, UTC basic>`` (or ``_<date>`` all day);
+changing or deleting an instance stores an exception carrying ``recurringEventId`` and
+``originalStartTime`` (deleted: ``status: cancelled``) and its series' ``iCalUID``. Errors
+have Google's JSON shape (``{"error": {"code", "message", "errors": [{"domain", "reason",
+"message"}]}}``). API calls need a bearer token the token endpoint issued and that is still
+valid: ``expire_access_tokens`` makes the next call answer 401 (the client refreshes),
+``revoke`` makes refreshing fail with ``invalid_grant``. ``fail_next`` injects 403/429
+``rateLimitExceeded`` or 5xx answers; ``page_size`` caps a page (Google may return fewer
+items than ``maxResults``).
+
+What it follows, and where Google says so:
+
+- ``recurrence`` is "a list of RRULE, EXRULE, RDATE and EXDATE lines ... as specified in
+  RFC5545" (Events resource, https://developers.google.com/calendar/v3/reference/events):
+  all four are expanded, with ``TZID``/``VALUE=DATE`` parameters and UTC values; a series
+  without an RRULE starts at its start (RFC 5545: DTSTART is the first instance).
+- events.list (https://developers.google.com/calendar/v3/reference/events/list): ``timeMin``
+  is an exclusive lower bound on the end, ``timeMax`` an exclusive upper bound on the start;
+  without ``singleEvents`` a recurring event is listed when one of its instances is in the
+  range (or no range is given), and "cancelled instances of recurring events (but not the
+  underlying recurring event) will still be included if showDeleted and singleEvents are
+  both False"; with ``singleEvents`` and ``showDeleted`` a deleted series' instances come as
+  cancelled. ``iCalUID`` lists the event with that iCalendar UID and its exceptions.
+- events.instances (https://developers.google.com/calendar/v3/reference/events/instances):
+  there ``timeMin`` is an inclusive lower bound on an instance's end.
+- ``timeZone``: "Time zone used in the response ... The default is the time zone of the
+  calendar": every ``dateTime`` (start, end, originalStartTime) is written with that zone's
+  offset, the same instant; each ``timeZone`` field and the list's own ``timeZone`` (the
+  calendar's) stay as they are.
+- Incremental sync (https://developers.google.com/calendar/api/guides/sync): the last page
+  of a list carries ``nextSyncToken`` (no other page does); a list with ``syncToken``
+  answers every event changed since, deleted ones included; ``iCalUID``, ``orderBy``, ``q``,
+  ``timeMin``, ``timeMax``, ``updatedMin`` and the extended-property filters cannot go with
+  it (400); a token Google no longer honours is 410 ``fullSyncRequired`` (the client does a
+  full sync again): ``expire_sync_tokens`` makes every token so.
+- ETags: every event resource has its own ``etag``, an instance too: an instance not
+  changed on its own gets one derived from its series' ETag and its id, so it changes when
+  the series does and differs from the series' and every other instance's.
+- events.patch (https://developers.google.com/calendar/v3/reference/events/patch): "the
+  field values you specify replace the existing values. Fields that you don't specify in
+  the request remain unchanged. Array fields, if specified, overwrite the existing arrays";
+  a nested object merges field by field and ``null`` clears a field (patch semantics,
+  https://developers.google.com/calendar/api/guides/performance#patch). A start or end
+  holding both ``date`` and ``dateTime`` after the merge is refused (400).
+- A series whose start or rule changes: an exception is the instance at its
+  ``originalStartTime``, "the time the instance would start according to the recurrence
+  data in the recurring event identified by recurringEventId" (Events resource). Google
+  does not document more; the fake keeps the exceptions whose original start is still an
+  instance of the changed series and drops the others (they name an instance that no
+  longer exists; Google Calendar's own "All events" edit warns that changes to other
+  events are lost). Deleting a series cancels its exceptions.
 
 Served by uvicorn (``fakes.serving``) and driven by the real google-api-python-client.
 """

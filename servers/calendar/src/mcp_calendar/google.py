@@ -4,9 +4,9 @@ Reads list each calendar's events with ``singleEvents`` (Google expands series, 
 own zone), page by page. A change is made with ``If-Match`` on the ETag captured when it
 was proposed: when the event changed since, Google answers 412 and nothing is changed
 (:class:`~mcp_calendar.errors.Stale`); a change to a series first checks that the chosen
-occurrence is as proposed, then edits the series under its own ETag
-(``google_events.py`` says how each scope maps to Google's model). Confirm-once is
-``records.py``'s.
+occurrence is as proposed, then edits the series under its own ETag and writes its
+changed occurrences again where they moved (``google_events.py`` says how each scope maps
+to Google's model). Confirm-once is ``records.py``'s.
 """
 
 from __future__ import annotations

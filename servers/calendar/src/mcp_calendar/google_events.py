@@ -1,19 +1,31 @@
 """Google Calendar event resources ↔ occurrences, and how a scope edits a series there.
 
-Google's model: a recurring event holds ``recurrence`` (``RRULE:``/``EXDATE:`` lines) and a
-``timeZone`` on its start; listed with ``singleEvents`` it expands into instances that name
-their series (``recurringEventId``) and their original start (``originalStartTime``), each
-with an ETag. An occurrence's ``uid`` is the series' id (or the event's), its
-``recurrence_id`` the original start, its ``version`` the ETag.
+Google's model: a recurring event holds ``recurrence`` (``RRULE``/``EXRULE``/``RDATE``/
+``EXDATE`` lines) and a ``timeZone`` on its start; listed with ``singleEvents`` it expands
+into instances that name their series (``recurringEventId``) and their original start
+(``originalStartTime``), each with an ETag. An instance changed or deleted on its own is an
+exception, listed (cancelled ones too) beside its series when not asked for single events.
+When a series' start or rule changes, an exception whose original start is no longer an
+instance is lost: a move writes the series' exceptions again where they moved. An
+occurrence's ``uid`` is the series' id (or the event's), its ``recurrence_id`` the original
+start, its ``version`` the ETag.
 
     scope       move                                     cancel
     this        patch the instance                       delete the instance
     following   the series ends before it (RRULE UNTIL;   the series ends before it
-                COUNT: what is left goes to the new one)
-                and a new series starts at the new time
-    series      the series' start (and BYDAY) shift by    delete the series
-                the wall-clock distance the occurrence
-                moves, in the series' zone
+                COUNT: what is left goes to the new one;  (its RDATEs and EXDATEs from
+                RDATEs/EXDATEs from it on go too) and a   it on go)
+                new series starts at the new time, with
+                the exceptions from it on (below)
+    series      the series' start, BYDAY, UNTIL, RDATEs   delete the series
+                and EXDATEs shift by the wall-clock
+                distance the occurrence moves, in the
+                series' zone, exceptions included
+
+Exceptions on a moved series, as the local backend's ``edits.py``: a cancelled occurrence
+becomes an EXDATE at its shifted date; a changed one is written again on the instance at its
+shifted original start with its own title, place, notes and times: the one the user moved
+where they said, one moved on its own where it is, any other shifted with its series.
 """
 
 from __future__ import annotations
