@@ -4,6 +4,7 @@ over HTTP and driven by the real google-api-python-client)."""
 from __future__ import annotations
 
 import json
+from datetime import date, timedelta
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -529,3 +530,51 @@ async def test_cancelling_this_and_following_keeps_the_changes_before_it(
     )
     await approve(gclient, clock, proposal)
     assert await _standups(gclient) == [("Stand-up (kick-off)", "2026-03-16T09:30:00+01:00")]
+
+
+async def test_an_all_day_series_moved_keeps_its_cancelled_and_renamed_days(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    fake, _ = google
+    fake.put(
+        OWNER,
+        {
+            "id": "bins000001",
+            "summary": "Bins out",
+            "start": {"date": "2026-03-16"},
+            "end": {"date": "2026-03-17"},
+            "recurrence": ["RRULE:FREQ=WEEKLY;COUNT=6"],
+        },
+    )
+    for day, change in [("20260330", {"status": "cancelled"}), ("20260406", {"summary": "Bins+"})]:
+        iso = f"{day[:4]}-{day[4:6]}-{day[6:]}"
+        following = (date.fromisoformat(iso) + timedelta(days=1)).isoformat()
+        fake.put(
+            OWNER,
+            {
+                "id": f"bins000001_{day}",
+                "recurringEventId": "bins000001",
+                "originalStartTime": {"date": iso},
+                "summary": "Bins out",
+                "start": {"date": iso},
+                "end": {"date": following},
+                **change,
+            },
+        )
+    proposal = await propose(
+        gclient,
+        "propose_event_move",
+        event="bins out",
+        occurrence="2026-03-23",
+        scope="following",
+        start="2026-03-24",
+    )
+    await approve(gclient, clock, proposal)
+    found = await call(gclient, "get_events", start="2026-03-16", end="2026-04-30")
+    assert [(e["title"], e["start"]) for e in found["events"] if e["title"].startswith("Bins")] == [
+        ("Bins out", "2026-03-16"),
+        ("Bins out", "2026-03-24"),
+        ("Bins+", "2026-04-07"),
+        ("Bins out", "2026-04-14"),
+        ("Bins out", "2026-04-21"),  # COUNT=6: five were left from 23 Mar, 31 Mar among them
+    ]
