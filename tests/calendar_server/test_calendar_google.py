@@ -578,3 +578,34 @@ async def test_an_all_day_series_moved_keeps_its_cancelled_and_renamed_days(
         ("Bins out", "2026-04-14"),
         ("Bins out", "2026-04-21"),  # COUNT=6: five were left from 23 Mar, 31 Mar among them
     ]
+
+
+async def test_a_series_of_listed_dates_only_moves_from_an_occurrence_on(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    fake, _ = google
+    fake.put(
+        OWNER,
+        {
+            "id": "course0001",
+            "summary": "First-aid course",
+            "start": {"dateTime": "2026-03-19T18:00:00+01:00", "timeZone": "Europe/Berlin"},
+            "end": {"dateTime": "2026-03-19T20:00:00+01:00", "timeZone": "Europe/Berlin"},
+            "recurrence": ["RDATE;TZID=Europe/Berlin:20260326T180000,20260402T180000"],
+        },
+    )
+    proposal = await propose(
+        gclient,
+        "propose_event_move",
+        event="first-aid course",
+        occurrence="2026-03-26",
+        scope="following",
+        start="2026-03-26T19:00",
+    )
+    await approve(gclient, clock, proposal)
+    found = await call(gclient, "get_events", start="2026-03-16", end="2026-04-30")
+    assert [e["start"] for e in found["events"] if e["title"] == "First-aid course"] == [
+        "2026-03-19T18:00:00+01:00",
+        "2026-03-26T19:00:00+01:00",
+        "2026-04-02T19:00:00+02:00",
+    ]

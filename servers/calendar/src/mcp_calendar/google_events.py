@@ -186,16 +186,16 @@ def ended_before(master: Resource, rid: Moment) -> tuple[Resource, int | None]:
     ``rid`` on go too), and how many occurrences a COUNT leaves for after it (None: no
     COUNT)."""
     rule = _rule(master)
-    assert rule is not None
-    left = None
-    if "COUNT" in rule:
-        left = int(rule["COUNT"][0]) - _before(master, rid)
-    kept = vRecur({k: v for k, v in rule.items() if k not in ("COUNT", "UNTIL")})
-    kept["UNTIL"] = [
-        (rid - timedelta(seconds=1)).astimezone(UTC)
-        if isinstance(rid, datetime)
-        else rid - timedelta(days=1)
-    ]
+    left, kept = None, None
+    if rule is not None:
+        if "COUNT" in rule:
+            left = int(rule["COUNT"][0]) - _before(master, rid)
+        kept = vRecur({k: v for k, v in rule.items() if k not in ("COUNT", "UNTIL")})
+        kept["UNTIL"] = [
+            (rid - timedelta(seconds=1)).astimezone(UTC)
+            if isinstance(rid, datetime)
+            else rid - timedelta(days=1)
+        ]
     zone = master["start"].get("timeZone")
     tz = ZoneInfo(zone) if zone else None
     cut = edits.rid_key(rid)
@@ -218,20 +218,20 @@ def following_series(
     zone = master["start"].get("timeZone")
     shift = Shift.of(master, rid, start)
     rule = _rule(master)
-    assert rule is not None
-    if left is not None:
-        rule["COUNT"] = [left]
-    if shift.days % 7 and "BYDAY" in rule:
-        rule["BYDAY"] = [edits.shift_weekday(day, shift.days) for day in rule["BYDAY"]]
-    if "UNTIL" in rule:
-        rule["UNTIL"] = [shift(u) for u in rule["UNTIL"]]
+    if rule is not None:
+        if left is not None:
+            rule["COUNT"] = [left]
+        if shift.days % 7 and "BYDAY" in rule:
+            rule["BYDAY"] = [edits.shift_weekday(day, shift.days) for day in rule["BYDAY"]]
+        if "UNTIL" in rule:
+            rule["UNTIL"] = [shift(u) for u in rule["UNTIL"]]
     cut = edits.rid_key(rid)
     later = [e for e in exceptions if edits.rid_key(_original(e, shift.tz)) >= cut]
     cancelled, redo = _exceptions(master, later, rid=rid, start=start, end=end, shift=shift)
     dates = [
         (name, shift(when_))
         for name, when_ in listed_dates(master, shift.tz)
-        if edits.rid_key(when_) >= cut
+        if edits.rid_key(when_) > cut or (name == "EXDATE" and edits.rid_key(when_) == cut)
     ]
     dates += [("EXDATE", shift(original)) for original in cancelled]
     body: Resource = {
