@@ -4,8 +4,8 @@ over HTTP and driven by the real google-api-python-client)."""
 from __future__ import annotations
 
 import json
-from datetime import date, timedelta
 from collections.abc import AsyncIterator
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
