@@ -609,3 +609,23 @@ async def test_a_series_of_listed_dates_only_moves_from_an_occurrence_on(
         "2026-03-26T19:00:00+01:00",
         "2026-04-02T19:00:00+02:00",
     ]
+
+
+async def test_a_series_moved_by_a_whole_week_moves_its_exceptions_with_it(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    _exceptions(google[0])
+    proposal = await propose(
+        gclient,
+        "propose_event_move",
+        event="stand-up",
+        occurrence="2026-03-23",
+        scope="series",
+        start="2026-03-30T09:30",
+    )
+    await approve(gclient, clock, proposal)
+    assert await _standups(gclient) == [
+        ("Stand-up (kick-off)", "2026-03-23T09:30:00+01:00"),
+        ("Stand-up", "2026-03-30T09:30:00+02:00"),
+        ("Stand-up with Bo", "2026-03-31T11:00:00+02:00"),  # now the 6 Apr one, moved
+    ]  # 13 Apr (was 6 Apr) stays cancelled; the retro moved to 20 Apr

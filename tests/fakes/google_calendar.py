@@ -64,6 +64,10 @@ What it follows, and where Google says so:
   instance of the changed series and drops the others (they name an instance that no
   longer exists; Google Calendar's own "All events" edit warns that changes to other
   events are lost). Deleting a series cancels its exceptions.
+- ``status`` (Events resource): a cancelled exception of a live series means the instance
+  is not shown; a cancelled event keeps its details "so that they can be restored
+  (undeleted)": a PATCH setting ``status: confirmed`` restores it (any other change to a
+  cancelled event is 410).
 
 Served by uvicorn (``fakes.serving``) and driven by the real google-api-python-client.
 """
@@ -435,7 +439,8 @@ class FakeGoogleCalendar:
             raise ApiError(404, "notFound", "Not Found")
         if request.method == "GET":
             return _render(event, _zone(calendar, query))
-        if event["status"] == "cancelled":
+        restored = request.method == "PATCH" and body.get("status") == "confirmed"
+        if event["status"] == "cancelled" and not restored:
             raise ApiError(410, "deleted", "Resource has been deleted")
         match = request.headers.get("if-match")
         if match is not None and match != event["etag"]:

@@ -234,6 +234,7 @@ class GoogleBackend:
                 master, rid, change.start, change.end, exceptions
             )
             await self._events(calendar_id, "patch", master["id"], patch, etag)
+            await self._reset(calendar_id, master, patch, exceptions)
             await self._redo(calendar_id, master["id"], redo)
             return
         ended, left = google_events.ended_before(master, rid)
@@ -266,6 +267,29 @@ class GoogleBackend:
             if not token:
                 break
         return found
+
+    async def _reset(
+        self, calendar_id: str, master: Resource, patch: Resource, exceptions: list[Resource]
+    ) -> None:
+        """An exception whose original start is still an instance of the moved series (a
+        move by whole periods) now stands for another occurrence: it becomes the series'
+        own again (a cancelled one restored) before the exceptions are written again."""
+        for exception in exceptions:
+            page = await self._client.call(
+                partial(
+                    _call,
+                    "instances",
+                    calendarId=calendar_id,
+                    eventId=master["id"],
+                    originalStart=exception["originalStartTime"].get("dateTime")
+                    or exception["originalStartTime"]["date"],
+                    showDeleted=True,
+                )
+            )
+            for instance in page.get("items", [])[:1]:
+                if instance.get("etag") == exception.get("etag"):
+                    body = google_events.reset(master, patch, exception)
+                    await self._events(calendar_id, "patch", instance["id"], body)
 
     async def _redo(self, calendar_id: str, series_id: str, redo: list[Redo]) -> None:
         """Write the changed occurrences again on the moved series, each on the instance

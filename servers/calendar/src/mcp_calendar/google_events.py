@@ -287,6 +287,18 @@ def _exceptions(
     return cancelled, redo
 
 
+def reset(master: Resource, patch: Resource, exception: Resource) -> Resource:
+    """The patch that makes an exception its moved series' plain instance again (restored
+    if cancelled: Google keeps a cancelled event's details so that it can be undeleted)."""
+    zone = master["start"].get("timeZone")
+    tz = ZoneInfo(zone) if zone else None
+    original = _original(exception, tz)
+    span = moment(patch["end"], tz) - moment(patch["start"], tz)  # type: ignore[operator]
+    body: Resource = {key: master.get(key) for key in KEPT}
+    body.update(status="confirmed", start=when(original, zone), end=when(original + span, zone))
+    return body
+
+
 def _original(exception: Resource, tz: ZoneInfo | None) -> Moment:
     return moment(exception["originalStartTime"], tz)
 
