@@ -293,7 +293,7 @@ def reset(master: Resource, patch: Resource, exception: Resource) -> Resource:
     zone = master["start"].get("timeZone")
     tz = ZoneInfo(zone) if zone else None
     original = _original(exception, tz)
-    span = moment(patch["end"], tz) - moment(patch["start"], tz)  # type: ignore[operator]
+    span = moment(patch["end"], tz) - moment(patch["start"], tz)
     body: Resource = {key: master.get(key) for key in KEPT}
     body.update(status="confirmed", start=when(original, zone), end=when(original + span, zone))
     return body
