@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -387,3 +388,244 @@ async def test_a_refusal_google_does_not_retry_reaches_the_model_as_one_line(
     fake.fail_next(403, "forbidden")
     message = await call_error(gclient, "get_events", start="2026-03-17")
     assert message == "Google Calendar refused the request (403 forbidden)."
+
+
+def _exceptions(fake: FakeGoogleCalendar) -> None:
+    """What the user did to the stand-up in Google's own app: the 16 Mar one renamed, the
+    30 Mar one moved to Tue 31 Mar 11:00 with Bo, the 6 Apr one deleted, the 13 Apr one
+    renamed (at its own time)."""
+    berlin = {"timeZone": "Europe/Berlin"}
+
+    def at(day: str, clock: str) -> dict[str, str]:
+        offset = "+01:00" if day < "2026-03-29" else "+02:00"
+        return {"dateTime": f"{day}T{clock}:00{offset}", **berlin}
+
+    for original, utc, title, start, end in [
+        ("2026-03-16", "20260316T083000Z", "Stand-up (kick-off)", None, None),
+        ("2026-03-30", "20260330T073000Z", "Stand-up with Bo", ("2026-03-31", "11:00"), "11:15"),
+        ("2026-04-13", "20260413T073000Z", "Stand-up (retro)", None, None),
+    ]:
+        day, clock = start or (original, "09:30")
+        fake.put(
+            OWNER,
+            {
+                "id": f"{STANDUP}_{utc}",
+                "recurringEventId": STANDUP,
+                "originalStartTime": at(original, "09:30"),
+                "summary": title,
+                "start": at(day, clock),
+                "end": at(day, end or "09:45"),
+            },
+        )
+    fake.put(
+        OWNER,
+        {
+            "id": f"{STANDUP}_20260406T073000Z",
+            "recurringEventId": STANDUP,
+            "originalStartTime": at("2026-04-06", "09:30"),
+            "status": "cancelled",
+            "start": at("2026-04-06", "09:30"),
+            "end": at("2026-04-06", "09:45"),
+        },
+    )
+
+
+async def _standups(client: Client[Any]) -> list[tuple[str, str]]:
+    found = await call(client, "get_events", start="2026-03-16", end="2026-04-19")
+    return [(e["title"], e["start"]) for e in found["events"] if e["title"].startswith("Stand")]
+
+
+async def test_moving_the_whole_series_keeps_cancelled_dates_and_changed_occurrences(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    _exceptions(google[0])
+    proposal = await propose(
+        gclient,
+        "propose_event_move",
+        event="stand-up",
+        occurrence="2026-03-23",
+        scope="series",
+        start="2026-03-24T08:00",
+    )
+    await approve(gclient, clock, proposal)
+    assert await _standups(gclient) == [
+        ("Stand-up (kick-off)", "2026-03-17T08:00:00+01:00"),
+        ("Stand-up", "2026-03-24T08:00:00+01:00"),
+        ("Stand-up with Bo", "2026-03-31T11:00:00+02:00"),  # moved on its own: stays put
+        ("Stand-up (retro)", "2026-04-14T08:00:00+02:00"),  # 7 Apr stays cancelled
+    ]
+
+
+async def test_moving_this_and_following_keeps_the_exceptions_on_both_sides(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    _exceptions(google[0])
+    proposal = await propose(
+        gclient,
+        "propose_event_move",
+        event="stand-up",
+        occurrence="2026-03-23",
+        scope="following",
+        start="2026-03-24T10:00",
+    )
+    await approve(gclient, clock, proposal)
+    assert await _standups(gclient) == [
+        ("Stand-up (kick-off)", "2026-03-16T09:30:00+01:00"),
+        ("Stand-up", "2026-03-24T10:00:00+01:00"),
+        ("Stand-up with Bo", "2026-03-31T11:00:00+02:00"),
+        ("Stand-up (retro)", "2026-04-14T10:00:00+02:00"),  # 7 Apr stays cancelled
+    ]
+
+
+async def test_a_series_move_shifts_the_rdates_and_exdates_of_an_imported_series(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    fake, _ = google
+    # Recurrence lines as Google keeps them for an .ics imported into Google Calendar.
+    fake.edit(
+        OWNER,
+        STANDUP,
+        recurrence=[
+            "RRULE:FREQ=WEEKLY;BYDAY=MO",
+            "EXDATE;TZID=Europe/Berlin:20260406T093000",
+            "RDATE;TZID=Europe/Berlin:20260325T093000",
+        ],
+    )
+    before = await _standups(gclient)
+    assert [start for _, start in before] == [
+        "2026-03-16T09:30:00+01:00",
+        "2026-03-23T09:30:00+01:00",
+        "2026-03-25T09:30:00+01:00",
+        "2026-03-30T09:30:00+02:00",
+        "2026-04-13T09:30:00+02:00",
+    ]
+    proposal = await propose(
+        gclient,
+        "propose_event_move",
+        event="stand-up",
+        occurrence="2026-03-23",
+        scope="series",
+        start="2026-03-24T09:30",
+    )
+    await approve(gclient, clock, proposal)
+    assert [start for _, start in await _standups(gclient)] == [
+        "2026-03-17T09:30:00+01:00",
+        "2026-03-24T09:30:00+01:00",
+        "2026-03-26T09:30:00+01:00",
+        "2026-03-31T09:30:00+02:00",
+        "2026-04-14T09:30:00+02:00",
+    ]
+
+
+async def test_cancelling_this_and_following_keeps_the_changes_before_it(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    _exceptions(google[0])
+    proposal = await propose(
+        gclient,
+        "propose_event_cancel",
+        event="stand-up",
+        occurrence="2026-03-23",
+        scope="following",
+    )
+    await approve(gclient, clock, proposal)
+    assert await _standups(gclient) == [("Stand-up (kick-off)", "2026-03-16T09:30:00+01:00")]
+
+
+async def test_an_all_day_series_moved_keeps_its_cancelled_and_renamed_days(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    fake, _ = google
+    fake.put(
+        OWNER,
+        {
+            "id": "bins000001",
+            "summary": "Bins out",
+            "start": {"date": "2026-03-16"},
+            "end": {"date": "2026-03-17"},
+            "recurrence": ["RRULE:FREQ=WEEKLY;COUNT=6"],
+        },
+    )
+    for day, change in [("20260330", {"status": "cancelled"}), ("20260406", {"summary": "Bins+"})]:
+        iso = f"{day[:4]}-{day[4:6]}-{day[6:]}"
+        following = (date.fromisoformat(iso) + timedelta(days=1)).isoformat()
+        fake.put(
+            OWNER,
+            {
+                "id": f"bins000001_{day}",
+                "recurringEventId": "bins000001",
+                "originalStartTime": {"date": iso},
+                "summary": "Bins out",
+                "start": {"date": iso},
+                "end": {"date": following},
+                **change,
+            },
+        )
+    proposal = await propose(
+        gclient,
+        "propose_event_move",
+        event="bins out",
+        occurrence="2026-03-23",
+        scope="following",
+        start="2026-03-24",
+    )
+    await approve(gclient, clock, proposal)
+    found = await call(gclient, "get_events", start="2026-03-16", end="2026-04-30")
+    assert [(e["title"], e["start"]) for e in found["events"] if e["title"].startswith("Bins")] == [
+        ("Bins out", "2026-03-16"),
+        ("Bins out", "2026-03-24"),
+        ("Bins+", "2026-04-07"),
+        ("Bins out", "2026-04-14"),
+        ("Bins out", "2026-04-21"),  # COUNT=6: five were left from 23 Mar, 31 Mar among them
+    ]
+
+
+async def test_a_series_of_listed_dates_only_moves_from_an_occurrence_on(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    fake, _ = google
+    fake.put(
+        OWNER,
+        {
+            "id": "course0001",
+            "summary": "First-aid course",
+            "start": {"dateTime": "2026-03-19T18:00:00+01:00", "timeZone": "Europe/Berlin"},
+            "end": {"dateTime": "2026-03-19T20:00:00+01:00", "timeZone": "Europe/Berlin"},
+            "recurrence": ["RDATE;TZID=Europe/Berlin:20260326T180000,20260402T180000"],
+        },
+    )
+    proposal = await propose(
+        gclient,
+        "propose_event_move",
+        event="first-aid course",
+        occurrence="2026-03-26",
+        scope="following",
+        start="2026-03-26T19:00",
+    )
+    await approve(gclient, clock, proposal)
+    found = await call(gclient, "get_events", start="2026-03-16", end="2026-04-30")
+    assert [e["start"] for e in found["events"] if e["title"] == "First-aid course"] == [
+        "2026-03-19T18:00:00+01:00",
+        "2026-03-26T19:00:00+01:00",
+        "2026-04-02T19:00:00+02:00",
+    ]
+
+
+async def test_a_series_moved_by_a_whole_week_moves_its_exceptions_with_it(
+    gclient: Client[Any], clock: Clock, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    _exceptions(google[0])
+    proposal = await propose(
+        gclient,
+        "propose_event_move",
+        event="stand-up",
+        occurrence="2026-03-23",
+        scope="series",
+        start="2026-03-30T09:30",
+    )
+    await approve(gclient, clock, proposal)
+    assert await _standups(gclient) == [
+        ("Stand-up (kick-off)", "2026-03-23T09:30:00+01:00"),
+        ("Stand-up", "2026-03-30T09:30:00+02:00"),
+        ("Stand-up with Bo", "2026-03-31T11:00:00+02:00"),  # now the 6 Apr one, moved
+    ]  # 13 Apr (was 6 Apr) stays cancelled; the retro moved to 20 Apr

@@ -3,25 +3,71 @@
     GET    /calendar/v3/users/me/calendarList[/{calendarId}]
     GET    /calendar/v3/calendars/{calendarId}/events   timeMin timeMax singleEvents orderBy
                                                         q showDeleted maxResults pageToken
+                                                        timeZone iCalUID syncToken
     POST   /calendar/v3/calendars/{calendarId}/events
-    GET    /calendar/v3/calendars/{calendarId}/events/{eventId}
+    GET    /calendar/v3/calendars/{calendarId}/events/{eventId}                timeZone
     PATCH  /calendar/v3/calendars/{calendarId}/events/{eventId}      If-Match → 412
     DELETE /calendar/v3/calendars/{calendarId}/events/{eventId}      If-Match → 412; 410 gone
     GET    /calendar/v3/calendars/{calendarId}/events/{eventId}/instances  originalStart ...
     POST   /calendar/v3/freeBusy
     POST   /token      grant_type=refresh_token | authorization_code (form encoded)
 
-Google's model: a recurring event (``recurrence: ["RRULE:..."]``, a ``timeZone`` on its
-start) expands into instances whose ids are ``<id>_<original start, UTC basic>`` (or
-``_<date>`` all day); changing or deleting an instance stores an exception carrying
-``recurringEventId`` and ``originalStartTime`` (deleted: ``status: cancelled``). Every
-event has an ETag that changes with it; an instance not changed on its own carries its
-series' ETag. Errors have Google's JSON shape (``{"error": {"code", "message", "errors":
-[{"domain", "reason", "message"}]}}``). API calls need a bearer token the token endpoint
-issued and that is still valid: ``expire_access_tokens`` makes the next call answer 401
-(the client refreshes), ``revoke`` makes refreshing fail with ``invalid_grant``.
-``fail_next`` injects 403/429 ``rateLimitExceeded`` or 5xx answers; ``page_size`` caps a
-page (Google may return fewer items than ``maxResults``).
+Google's model: a recurring event (``recurrence``, a ``timeZone`` on its start) expands into
+instances whose ids are ``<id>_<original start, UTC basic>`` (or ``_<date>`` all day);
+changing or deleting an instance stores an exception carrying ``recurringEventId`` and
+``originalStartTime`` (deleted: ``status: cancelled``) and its series' ``iCalUID``. Errors
+have Google's JSON shape (``{"error": {"code", "message", "errors": [{"domain", "reason",
+"message"}]}}``). API calls need a bearer token the token endpoint issued and that is still
+valid: ``expire_access_tokens`` makes the next call answer 401 (the client refreshes),
+``revoke`` makes refreshing fail with ``invalid_grant``. ``fail_next`` injects 403/429
+``rateLimitExceeded`` or 5xx answers; ``page_size`` caps a page (Google may return fewer
+items than ``maxResults``).
+
+What it follows, and where Google says so:
+
+- ``recurrence`` is "a list of RRULE, EXRULE, RDATE and EXDATE lines ... as specified in
+  RFC5545" (Events resource, https://developers.google.com/calendar/v3/reference/events):
+  all four are expanded, with ``TZID``/``VALUE=DATE`` parameters and UTC values; a series
+  without an RRULE starts at its start (RFC 5545: DTSTART is the first instance).
+- events.list (https://developers.google.com/calendar/v3/reference/events/list): ``timeMin``
+  is an exclusive lower bound on the end, ``timeMax`` an exclusive upper bound on the start;
+  without ``singleEvents`` a recurring event is listed when one of its instances is in the
+  range (or no range is given), and "cancelled instances of recurring events (but not the
+  underlying recurring event) will still be included if showDeleted and singleEvents are
+  both False"; with ``singleEvents`` and ``showDeleted`` a deleted series' instances come as
+  cancelled. ``iCalUID`` lists the event with that iCalendar UID and its exceptions.
+- events.instances (https://developers.google.com/calendar/v3/reference/events/instances):
+  there ``timeMin`` is an inclusive lower bound on an instance's end.
+- ``timeZone``: "Time zone used in the response ... The default is the time zone of the
+  calendar": every ``dateTime`` (start, end, originalStartTime) is written with that zone's
+  offset, the same instant; each ``timeZone`` field and the list's own ``timeZone`` (the
+  calendar's) stay as they are.
+- Incremental sync (https://developers.google.com/calendar/api/guides/sync): the last page
+  of a list carries ``nextSyncToken`` (no other page does); a list with ``syncToken``
+  answers every event changed since, deleted ones included; ``iCalUID``, ``orderBy``, ``q``,
+  ``timeMin``, ``timeMax``, ``updatedMin`` and the extended-property filters cannot go with
+  it (400); a token Google no longer honours is 410 ``fullSyncRequired`` (the client does a
+  full sync again): ``expire_sync_tokens`` makes every token so.
+- ETags: every event resource has its own ``etag``, an instance too: an instance not
+  changed on its own gets one derived from its series' ETag and its id, so it changes when
+  the series does and differs from the series' and every other instance's.
+- events.patch (https://developers.google.com/calendar/v3/reference/events/patch): "the
+  field values you specify replace the existing values. Fields that you don't specify in
+  the request remain unchanged. Array fields, if specified, overwrite the existing arrays";
+  a nested object merges field by field and ``null`` clears a field (patch semantics,
+  https://developers.google.com/calendar/api/guides/performance#patch). A start or end
+  holding both ``date`` and ``dateTime`` after the merge is refused (400).
+- A series whose start or rule changes: an exception is the instance at its
+  ``originalStartTime``, "the time the instance would start according to the recurrence
+  data in the recurring event identified by recurringEventId" (Events resource). Google
+  does not document more; the fake keeps the exceptions whose original start is still an
+  instance of the changed series and drops the others (they name an instance that no
+  longer exists; Google Calendar's own "All events" edit warns that changes to other
+  events are lost). Deleting a series cancels its exceptions.
+- ``status`` (Events resource): a cancelled exception of a live series means the instance
+  is not shown; a cancelled event keeps its details "so that they can be restored
+  (undeleted)": a PATCH setting ``status: confirmed`` restores it (any other change to a
+  cancelled event is 410).
 
 Served by uvicorn (``fakes.serving``) and driven by the real google-api-python-client.
 """
@@ -29,6 +75,7 @@ Served by uvicorn (``fakes.serving``) and driven by the real google-api-python-c
 from __future__ import annotations
 
 import base64
+import hashlib
 import itertools
 import re
 import secrets
@@ -38,7 +85,7 @@ from typing import Any
 from urllib.parse import unquote
 from zoneinfo import ZoneInfo
 
-from dateutil.rrule import rrulestr
+from dateutil.rrule import rruleset, rrulestr
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -49,6 +96,19 @@ API = "/calendar/v3"
 _ID = re.compile(r"[a-v0-9]{5,1024}")  # base32hex, as events.insert documents for ids
 MAX_RESULTS = 2500
 WINDOW = timedelta(days=800)  # how far around a query a series is expanded
+# events.list parameters a syncToken does not go with
+SYNC_EXCLUDES = frozenset(
+    {
+        "iCalUID",
+        "orderBy",
+        "privateExtendedProperty",
+        "q",
+        "sharedExtendedProperty",
+        "timeMin",
+        "timeMax",
+        "updatedMin",
+    }
+)
 
 
 class ApiError(Exception):
@@ -74,6 +134,7 @@ class FakeCalendar:
     time_zone: str = "Europe/Berlin"
     primary: bool = False
     events: dict[str, Resource] = field(default_factory=dict)  # masters, singles, exceptions
+    changed: dict[str, int] = field(default_factory=dict)  # event id → its last change's number
 
     def entry(self) -> Resource:
         return {
@@ -104,6 +165,8 @@ class FakeGoogleCalendar:
         self.token_requests: list[dict[str, str]] = []
         self._faults: list[tuple[int, str]] = []
         self._etags = itertools.count(3_181_161_784_712_000, 1_000)
+        self._changes = itertools.count(1)
+        self._sync_generation = 0  # expire_sync_tokens: tokens of older generations are 410
         self.app = Starlette(
             routes=[
                 Route("/token", self._token, methods=["POST"]),
@@ -156,16 +219,23 @@ class FakeGoogleCalendar:
         self.calendars[calendar.id] = calendar
 
     def put(self, calendar: str, event: Resource) -> Resource:
-        """Store an event directly (as if made in Google's own app)."""
-        stored = self._stamp({"status": "confirmed", **event})
-        self._calendar(calendar).events[stored["id"]] = stored
-        return stored
+        """Store an event directly (as if made in Google's own app): an exception shares
+        its series' iCalUID."""
+        found = self._calendar(calendar)
+        series = found.events.get(event.get("recurringEventId", ""), {})
+        uid = series.get("iCalUID") or f"{event.get('recurringEventId') or event['id']}@google.com"
+        return self._save(found, {"status": "confirmed", "iCalUID": uid, **event})
 
     def edit(self, calendar: str, event_id: str, **fields: Any) -> Resource:
-        """Change a stored event elsewhere (its ETag changes)."""
-        events = self._calendar(calendar).events
-        events[event_id] = self._stamp({**events[event_id], **fields})
-        return events[event_id]
+        """Change a stored event elsewhere (its ETag changes; a series whose times or rule
+        change loses the exceptions it no longer has, as through the API)."""
+        found = self._calendar(calendar)
+        before = found.events[event_id]
+        return self._changed(found, before, self._save(found, {**before, **fields}))
+
+    def expire_sync_tokens(self) -> None:
+        """Google let the sync tokens expire: the next incremental sync answers 410."""
+        self._sync_generation += 1
 
     def stored(self, calendar: str, event_id: str) -> Resource | None:
         return self._calendar(calendar).events.get(event_id)
@@ -262,18 +332,10 @@ class FakeGoogleCalendar:
             raise ApiError(
                 400, "invalid", "The requested ordering is not available for the particular query."
             )
-        low, high = _range(query)
-        deleted = query.get("showDeleted") == "true"
-        found = []
-        for event in calendar.events.values():
-            if single:
-                if "recurringEventId" in event:
-                    continue  # reached through its series
-                found.extend(self._expand(calendar, event, low, high, deleted))
-            elif (deleted or event["status"] != "cancelled") and (
-                "recurrence" in event or _overlaps(calendar, event, low, high)
-            ):
-                found.append(event)
+        if "syncToken" in query:
+            found = self._since(calendar, query)
+        else:
+            found = self._listed(calendar, query, single)
         wanted = query.get("q", "").casefold()
         if wanted:
             found = [
@@ -286,13 +348,58 @@ class FakeGoogleCalendar:
             ]
         if query.get("orderBy") == "startTime":
             found.sort(key=lambda e: _instant(calendar, e["start"]))
+        page = self._page(found, query, _zone(calendar, query))
+        if "nextPageToken" not in page:
+            token = f"{self._sync_generation}:{max(calendar.changed.values(), default=0)}"
+            page["nextSyncToken"] = base64.urlsafe_b64encode(token.encode()).decode()
         return {
             "kind": "calendar#events",
             "summary": calendar.summary,
             "timeZone": calendar.time_zone,
             "accessRole": calendar.access_role,
-            **self._page(found, query),
+            **page,
         }
+
+    def _listed(
+        self, calendar: FakeCalendar, query: dict[str, str], single: bool
+    ) -> list[Resource]:
+        low, high = _range(query)
+        ranged = "timeMin" in query or "timeMax" in query
+        deleted = query.get("showDeleted") == "true"
+        found = []
+        for event in calendar.events.values():
+            if "iCalUID" in query and event.get("iCalUID") != query["iCalUID"]:
+                continue
+            if single:
+                if "recurringEventId" in event:
+                    continue  # reached through its series
+                found.extend(self._expand(calendar, event, low, high, deleted))
+            elif "recurringEventId" in event:  # an exception: cancelled ones are listed too
+                if _overlaps(calendar, event, low, high):
+                    found.append(event)
+            elif deleted or event["status"] != "cancelled":
+                if "recurrence" not in event:
+                    if _overlaps(calendar, event, low, high):
+                        found.append(event)
+                elif not ranged or self._expand(calendar, event, low, high, deleted=False):
+                    found.append(event)
+        return found
+
+    def _since(self, calendar: FakeCalendar, query: dict[str, str]) -> list[Resource]:
+        """What changed since the sync token's list, deleted events included."""
+        if SYNC_EXCLUDES & set(query):
+            raise ApiError(400, "invalid", "Sync token cannot be used with these parameters.")
+        try:
+            generation, since = map(
+                int, base64.urlsafe_b64decode(query["syncToken"]).decode().split(":")
+            )
+        except ValueError:
+            raise ApiError(400, "invalid", "Invalid sync token value.") from None
+        if generation != self._sync_generation:
+            raise ApiError(
+                410, "fullSyncRequired", "Sync token is no longer valid, a full sync is required."
+            )
+        return [e for i, e in calendar.events.items() if calendar.changed.get(i, 0) > since]
 
     def _instances(self, request: Request, query: dict[str, str], body: Resource) -> Resource:
         calendar = self._calendar(request.path_params["cal"])
@@ -300,17 +407,18 @@ class FakeGoogleCalendar:
         if master is None or master["status"] == "cancelled":
             raise ApiError(404, "notFound", "Not Found")
         low, high = _range(query)
-        found = self._expand(calendar, master, low, high, query.get("showDeleted") == "true")
+        deleted = query.get("showDeleted") == "true"
+        found = self._expand(calendar, master, low, high, deleted, inclusive=True)
         if "originalStart" in query:
             wanted = _moment(query["originalStart"])
             found = [e for e in found if _moment_of(e["originalStartTime"]) == wanted]
         return {
             "kind": "calendar#events",
             "timeZone": calendar.time_zone,
-            **self._page(found, query),
+            **self._page(found, query, _zone(calendar, query)),
         }
 
-    def _page(self, found: list[Resource], query: dict[str, str]) -> Resource:
+    def _page(self, found: list[Resource], query: dict[str, str], zone: str) -> Resource:
         size = min(int(query.get("maxResults", "250")), MAX_RESULTS, self.page_size)
         offset = 0
         if "pageToken" in query:
@@ -318,7 +426,7 @@ class FakeGoogleCalendar:
                 offset = int(base64.urlsafe_b64decode(query["pageToken"]).decode())
             except ValueError:
                 raise ApiError(400, "invalid", "Invalid page token value.") from None
-        page: Resource = {"items": found[offset : offset + size]}
+        page: Resource = {"items": [_render(e, zone) for e in found[offset : offset + size]]}
         if offset + size < len(found):
             page["nextPageToken"] = base64.urlsafe_b64encode(str(offset + size).encode()).decode()
         return page
@@ -330,19 +438,42 @@ class FakeGoogleCalendar:
         if event is None:
             raise ApiError(404, "notFound", "Not Found")
         if request.method == "GET":
-            return event
-        if event["status"] == "cancelled":
+            return _render(event, _zone(calendar, query))
+        restored = request.method == "PATCH" and body.get("status") == "confirmed"
+        if event["status"] == "cancelled" and not restored:
             raise ApiError(410, "deleted", "Resource has been deleted")
         match = request.headers.get("if-match")
         if match is not None and match != event["etag"]:
             raise ApiError(412, "conditionNotMet", "Precondition Failed")
         if request.method == "DELETE":
-            calendar.events[event_id] = self._stamp({**event, "status": "cancelled"})
+            self._save(calendar, {**event, "status": "cancelled"})
+            for exception in self._exceptions(calendar, event_id):
+                self._save(calendar, {**exception, "status": "cancelled"})
             return None
-        changed = {**event, **body}
+        changed = _merged(event, body)
         _check_times(changed)
-        calendar.events[event_id] = self._stamp(changed)
-        return calendar.events[event_id]
+        return _render(
+            self._changed(calendar, event, self._save(calendar, changed)), calendar.time_zone
+        )
+
+    def _exceptions(self, calendar: FakeCalendar, master_id: str) -> list[Resource]:
+        return [e for e in calendar.events.values() if e.get("recurringEventId") == master_id]
+
+    def _changed(self, calendar: FakeCalendar, before: Resource, after: Resource) -> Resource:
+        """A series whose start or rule changed keeps only the exceptions whose original
+        start is still one of its instances."""
+        if "recurrence" not in after or all(
+            before.get(k) == after.get(k) for k in ("start", "recurrence")
+        ):
+            return after
+        for exception in self._exceptions(calendar, after["id"]):
+            original = _moment_of(exception["originalStartTime"])
+            around = _start_of(exception["originalStartTime"])
+            kept = _originals(after, around - timedelta(days=1), around + timedelta(days=1))
+            if not any(_same_moment(original, k) for k in kept):
+                del calendar.events[exception["id"]]
+                calendar.changed.pop(exception["id"], None)
+        return after
 
     def _insert(self, calendar: FakeCalendar, body: Resource) -> Resource:
         if calendar.access_role not in ("owner", "writer"):
@@ -353,11 +484,11 @@ class FakeGoogleCalendar:
         if event_id in calendar.events:
             raise ApiError(409, "duplicate", "The requested identifier already exists.")
         _check_times(body)
-        event = self._stamp(
-            {"status": "confirmed", "iCalUID": f"{event_id}@google.com", **body, "id": event_id}
+        event = self._save(
+            calendar,
+            {"status": "confirmed", "iCalUID": f"{event_id}@google.com", **body, "id": event_id},
         )
-        calendar.events[event_id] = event
-        return event
+        return _render(event, calendar.time_zone)
 
     def _free_busy(self, request: Request, query: dict[str, str], body: Resource) -> Resource:
         low, high = _moment(body["timeMin"]), _moment(body["timeMax"])
@@ -403,11 +534,12 @@ class FakeGoogleCalendar:
         low: datetime,
         high: datetime,
         deleted: bool,
+        inclusive: bool = False,
     ) -> list[Resource]:
         if event["status"] == "cancelled" and not deleted:
             return []
         if "recurrence" not in event:
-            return [event] if _overlaps(calendar, event, low, high) else []
+            return [event] if _overlaps(calendar, event, low, high, inclusive) else []
         found = []
         for original in _originals(event, low - WINDOW, high + WINDOW):
             instance = calendar.events.get(_instance_id(event["id"], original))
@@ -415,7 +547,7 @@ class FakeGoogleCalendar:
                 instance = _derived(event, original)
             elif instance["status"] == "cancelled" and not deleted:
                 continue
-            if _overlaps(calendar, instance, low, high):
+            if _overlaps(calendar, instance, low, high, inclusive):
                 found.append(instance)
         return found
 
@@ -433,23 +565,82 @@ class FakeGoogleCalendar:
                 return _derived(master, original)
         return None
 
-    def _stamp(self, event: Resource) -> Resource:
+    def _save(self, calendar: FakeCalendar, event: Resource) -> Resource:
+        """Store a new version of the event: a new ETag, and a change a sync token sees."""
         now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
-        return {**event, "etag": f'"{next(self._etags)}"', "updated": now, "kind": "calendar#event"}
+        stored = {
+            **event,
+            "etag": f'"{next(self._etags)}"',
+            "updated": now,
+            "kind": "calendar#event",
+        }
+        calendar.events[stored["id"]] = stored
+        calendar.changed[stored["id"]] = next(self._changes)
+        return stored
 
 
 def _originals(master: Resource, low: datetime, high: datetime) -> list[datetime | date]:
     start = master["start"]
-    lines = [line for line in master["recurrence"] if line.startswith(("RRULE", "EXDATE"))]
     if "date" in start:
-        first: datetime = datetime.combine(date.fromisoformat(start["date"]), datetime.min.time())
-        rule = rrulestr("\n".join(lines), dtstart=first, forceset=True, unfold=True)
+        first = datetime.combine(date.fromisoformat(start["date"]), datetime.min.time())
+        rules = _rule_set(master["recurrence"], first, None)
         naive_low, naive_high = low.replace(tzinfo=None), high.replace(tzinfo=None)
-        return [d.date() for d in rule.between(naive_low, naive_high, inc=True)]
+        return [d.date() for d in rules.between(naive_low, naive_high, inc=True)]
     zone = ZoneInfo(start["timeZone"])
     first = datetime.fromisoformat(start["dateTime"]).astimezone(zone)
-    rule = rrulestr("\n".join(lines), dtstart=first, forceset=True, unfold=True)
-    return list(rule.between(low, high, inc=True))
+    return list(_rule_set(master["recurrence"], first, zone).between(low, high, inc=True))
+
+
+def _rule_set(lines: list[str], first: datetime, zone: ZoneInfo | None) -> rruleset:
+    """RRULE, EXRULE, RDATE and EXDATE lines (RFC 5545, ``TZID``/``VALUE=DATE`` parameters)
+    as one set from ``first``; a rule's UNTIL in the series' own form (dateutil wants UTC
+    beside a zoned start)."""
+    rules = rruleset()
+    has_rule = False
+    for line in lines:
+        head, _, value = line.partition(":")
+        name = head.upper().split(";")[0]
+        if name in ("RRULE", "EXRULE"):
+            rule = rrulestr(_until(value, zone), dtstart=first)
+            (rules.rrule if name == "RRULE" else rules.exrule)(rule)  # type: ignore[arg-type]
+            has_rule = has_rule or name == "RRULE"
+        elif name in ("RDATE", "EXDATE"):
+            named = [
+                p.partition("=")[2] for p in head.split(";")[1:] if p.upper().startswith("TZID=")
+            ]
+            tz = ZoneInfo(named[0]) if named else zone
+            for text in value.split(","):
+                moment = _listed_moment(text.strip(), tz, first, zone)
+                (rules.rdate if name == "RDATE" else rules.exdate)(moment)
+    if not has_rule:
+        rules.rdate(first)  # RFC 5545: DTSTART is the first instance
+    return rules
+
+
+def _until(rule: str, zone: ZoneInfo | None) -> str:
+    def fixed(found: re.Match[str]) -> str:
+        day, clock, utc = found.group(1), found.group(2) or "", found.group(3) or ""
+        if zone is None:
+            return f"UNTIL={day}{clock}"
+        local = datetime.strptime(day + (clock or "T235959"), "%Y%m%dT%H%M%S")
+        instant = local.replace(tzinfo=UTC if utc else zone).astimezone(UTC)
+        return f"UNTIL={instant:%Y%m%dT%H%M%S}Z"
+
+    return re.sub(r"UNTIL=(\d{8})(T\d{6})?(Z)?", fixed, rule)
+
+
+def _listed_moment(
+    text: str, tz: ZoneInfo | None, first: datetime, zone: ZoneInfo | None
+) -> datetime:
+    if len(text) == 8:
+        day = datetime.strptime(text, "%Y%m%d")
+        return day if zone is None else datetime.combine(day.date(), first.timetz())
+    moment = datetime.strptime(text.rstrip("Z"), "%Y%m%dT%H%M%S")
+    if zone is None:
+        return moment
+    if text.endswith("Z"):
+        return moment.replace(tzinfo=UTC).astimezone(zone)
+    return moment.replace(tzinfo=tz or zone)
 
 
 def _derived(master: Resource, original: datetime | date) -> Resource:
@@ -464,9 +655,12 @@ def _derived(master: Resource, original: datetime | date) -> Resource:
         )
     else:
         times = ({"date": original.isoformat()}, {"date": (original + span).isoformat()})
+    instance_id = _instance_id(master["id"], original)
+    digest = hashlib.sha256(f"{master['etag']}{instance_id}".encode()).digest()
     return {
         **instance,
-        "id": _instance_id(master["id"], original),
+        "etag": f'"{int.from_bytes(digest[:7], "big")}"',
+        "id": instance_id,
         "recurringEventId": master["id"],
         "originalStartTime": dict(times[0]),
         "start": times[0],
@@ -488,6 +682,8 @@ def _check_times(event: Resource) -> None:
             )
     if "recurrence" in event and "dateTime" in event["start"] and "timeZone" not in event["start"]:
         raise ApiError(400, "invalid", "Missing time zone definition for start time.")
+    if any({"date", "dateTime"} <= set(event[side]) for side in ("start", "end")):
+        raise ApiError(400, "invalid", "Invalid start time: a date and a dateTime.")
     if _start_of(event["end"]) < _start_of(event["start"]):
         raise ApiError(400, "timeRangeEmpty", "The specified time range is empty.")
 
@@ -526,8 +722,53 @@ def _instant(calendar: FakeCalendar, when: Resource) -> datetime:
     return datetime.combine(moment, datetime.min.time(), tzinfo=ZoneInfo(calendar.time_zone))
 
 
-def _overlaps(calendar: FakeCalendar, event: Resource, low: datetime, high: datetime) -> bool:
-    return _instant(calendar, event["start"]) < high and _instant(calendar, event["end"]) > low
+def _overlaps(
+    calendar: FakeCalendar,
+    event: Resource,
+    low: datetime,
+    high: datetime,
+    inclusive: bool = False,
+) -> bool:
+    """timeMax bounds the start (exclusive); timeMin the end: exclusive for events.list,
+    inclusive for events.instances."""
+    end = _instant(calendar, event["end"])
+    return _instant(calendar, event["start"]) < high and (end >= low if inclusive else end > low)
+
+
+def _same_moment(a: datetime | date, b: datetime | date) -> bool:
+    if isinstance(a, datetime) and isinstance(b, datetime):
+        return a == b
+    return not isinstance(a, datetime) and not isinstance(b, datetime) and a == b
+
+
+def _merged(old: Resource, patch: Resource) -> Resource:
+    """Patch semantics: given fields replace, nested objects merge, arrays are replaced
+    whole, null clears a field."""
+    merged = dict(old)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, dict) and isinstance(old.get(key), dict):
+            merged[key] = _merged(old[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _zone(calendar: FakeCalendar, query: dict[str, str]) -> str:
+    return query.get("timeZone") or calendar.time_zone
+
+
+def _render(event: Resource, zone: str) -> Resource:
+    """The event with its times written in ``zone`` (the same instants)."""
+    tz = ZoneInfo(zone)
+    shown = dict(event)
+    for side in ("start", "end", "originalStartTime"):
+        when = event.get(side)
+        if when and "dateTime" in when:
+            moment = datetime.fromisoformat(when["dateTime"]).astimezone(tz)
+            shown[side] = {**when, "dateTime": moment.isoformat()}
+    return shown
 
 
 def _rfc(moment: datetime) -> str:

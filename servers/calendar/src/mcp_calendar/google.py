@@ -4,9 +4,9 @@ Reads list each calendar's events with ``singleEvents`` (Google expands series, 
 own zone), page by page. A change is made with ``If-Match`` on the ETag captured when it
 was proposed: when the event changed since, Google answers 412 and nothing is changed
 (:class:`~mcp_calendar.errors.Stale`); a change to a series first checks that the chosen
-occurrence is as proposed, then edits the series under its own ETag
-(``google_events.py`` says how each scope maps to Google's model). Confirm-once is
-``records.py``'s.
+occurrence is as proposed, then edits the series under its own ETag and writes its
+changed occurrences again where they moved (``google_events.py`` says how each scope maps
+to Google's model). Confirm-once is ``records.py``'s.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from mcp_calendar.backend import (
 )
 from mcp_calendar.errors import InvalidRequest, NotFound, NotWritable, Stale
 from mcp_calendar.google_api import ApiFailure, GoogleClient
-from mcp_calendar.google_events import Resource
+from mcp_calendar.google_events import Redo, Resource
 from mcp_calendar.records import ConfirmationRecords
 from meshkit.proposals import Approval, Confirmed
 
@@ -228,14 +228,84 @@ class GoogleBackend:
                 await self._events(calendar_id, "patch", master["id"], ended, etag)
             return
         assert isinstance(change, Move)
+        exceptions = await self._exceptions(calendar_id, master)
         if whole:
-            patch = google_events.shifted_series(master, rid, change.start, change.end)
+            patch, redo = google_events.shifted_series(
+                master, rid, change.start, change.end, exceptions
+            )
             await self._events(calendar_id, "patch", master["id"], patch, etag)
+            await self._reset(calendar_id, master, patch, exceptions)
+            await self._redo(calendar_id, master["id"], redo)
             return
         ended, left = google_events.ended_before(master, rid)
-        tail = google_events.following_series(master, rid, change.start, change.end, left)
+        tail, redo = google_events.following_series(
+            master, rid, change.start, change.end, left=left, exceptions=exceptions
+        )
         await self._events(calendar_id, "patch", master["id"], ended, etag)
-        await self._events(calendar_id, "insert", body=tail)
+        inserted = await self._events(calendar_id, "insert", body=tail)
+        await self._redo(calendar_id, inserted["id"], redo)
+
+    async def _exceptions(self, calendar_id: str, master: Resource) -> list[Resource]:
+        """The series' changed and cancelled occurrences (Google lists them, cancelled ones
+        too, beside their series when not asked for single events)."""
+        found: list[Resource] = []
+        token: str | None = None
+        for _ in range(MAX_PAGES):
+            page = await self._client.call(
+                partial(
+                    _call,
+                    "list",
+                    calendarId=calendar_id,
+                    iCalUID=master.get("iCalUID"),
+                    showDeleted=True,
+                    maxResults=PAGE,
+                    pageToken=token,
+                )
+            )
+            found += [i for i in page.get("items", []) if i.get("recurringEventId") == master["id"]]
+            token = page.get("nextPageToken")
+            if not token:
+                break
+        return found
+
+    async def _reset(
+        self, calendar_id: str, master: Resource, patch: Resource, exceptions: list[Resource]
+    ) -> None:
+        """An exception whose original start is still an instance of the moved series (a
+        move by whole periods) now stands for another occurrence: it becomes the series'
+        own again (a cancelled one restored) before the exceptions are written again."""
+        for exception in exceptions:
+            page = await self._client.call(
+                partial(
+                    _call,
+                    "instances",
+                    calendarId=calendar_id,
+                    eventId=master["id"],
+                    originalStart=exception["originalStartTime"].get("dateTime")
+                    or exception["originalStartTime"]["date"],
+                    showDeleted=True,
+                )
+            )
+            for instance in page.get("items", [])[:1]:
+                if instance.get("etag") == exception.get("etag"):
+                    body = google_events.reset(master, patch, exception)
+                    await self._events(calendar_id, "patch", instance["id"], body)
+
+    async def _redo(self, calendar_id: str, series_id: str, redo: list[Redo]) -> None:
+        """Write the changed occurrences again on the moved series, each on the instance
+        at its new original start."""
+        for again in redo:
+            page = await self._client.call(
+                partial(
+                    _call,
+                    "instances",
+                    calendarId=calendar_id,
+                    eventId=series_id,
+                    originalStart=google_events.query_time(again.original),
+                )
+            )
+            for instance in page.get("items", [])[:1]:
+                await self._events(calendar_id, "patch", instance["id"], again.body)
 
     async def _events(
         self,
