@@ -1,0 +1,157 @@
+"""A real CalDAV server for the tests: Radicale (a dev dependency) as its own process.
+
+``python -m radicale`` with a config of our own: htpasswd auth with plain passwords (one
+user), filesystem storage in a temporary directory, owner-only rights, a free loopback
+port. :func:`radicale` starts it, waits until the port accepts a connection (with a
+deadline, watching that the process is still alive), and stops it afterwards. A calendar
+is a collection made with MKCALENDAR (:meth:`Radicale.make_calendar`); another client's
+edits go straight to the server over HTTP (:meth:`Radicale.put`), as a phone would make them.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2
+
+from fakes.serving import free_port
+
+USER = "ada"
+PASSWORD = "correct horse battery staple"  # noqa: S105 (the test server's own user)
+START_DEADLINE_S = 30.0
+
+_MKCALENDAR = """<?xml version="1.0" encoding="utf-8"?>
+<C:mkcalendar xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav">
+  <D:set><D:prop>
+    <D:displayname>{name}</D:displayname>
+    <C:supported-calendar-component-set><C:comp name="{component}"/></C:supported-calendar-component-set>
+  </D:prop></D:set>
+</C:mkcalendar>
+"""
+
+
+@dataclass(frozen=True)
+class Radicale:
+    url: str  # http://127.0.0.1:PORT/
+    user: str
+    password: str
+    log: Path
+
+    def _http(self) -> httpx2.Client:
+        return httpx2.Client(base_url=self.url, auth=(self.user, self.password), timeout=10)
+
+    def make_calendar(self, calendar_id: str, name: str, component: str = "VEVENT") -> str:
+        """A new calendar collection (of events, or of ``component``s: VTODO for a task
+        list) in the user's home; its URL."""
+        path = f"/{self.user}/{calendar_id}/"
+        body = _MKCALENDAR.format(name=name, component=component)
+        with self._http() as http:
+            answer = http.request("MKCALENDAR", path, content=body)
+        answer.raise_for_status()
+        return f"{self.url.rstrip('/')}{path}"
+
+    def put(self, calendar_id: str, name: str, ics: str, if_match: str | None = None) -> str:
+        """Store ``ics`` as ``name`` in the calendar (another client's write); its new ETag."""
+        headers = {"Content-Type": "text/calendar; charset=utf-8"}
+        if if_match is not None:
+            headers["If-Match"] = if_match
+        with self._http() as http:
+            answer = http.put(f"/{self.user}/{calendar_id}/{name}", content=ics, headers=headers)
+        answer.raise_for_status()
+        return answer.headers["ETag"]
+
+    def delete(self, calendar_id: str, name: str) -> None:
+        """Delete the object (another client's delete)."""
+        with self._http() as http:
+            answer = http.delete(f"/{self.user}/{calendar_id}/{name}")
+        answer.raise_for_status()
+
+    def get(self, calendar_id: str, name: str) -> tuple[str, str]:
+        """The object's text and ETag as the server holds them."""
+        with self._http() as http:
+            answer = http.get(f"/{self.user}/{calendar_id}/{name}")
+        answer.raise_for_status()
+        return answer.text, answer.headers["ETag"]
+
+    def names(self, calendar_id: str) -> list[str]:
+        """The object names (``x.ics``) in the calendar, as the server's storage holds them."""
+        body = '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:getetag/></D:prop></D:propfind>'
+        with self._http() as http:
+            answer = http.request(
+                "PROPFIND", f"/{self.user}/{calendar_id}/", content=body, headers={"Depth": "1"}
+            )
+        answer.raise_for_status()
+        prefix = f"<href>/{self.user}/{calendar_id}/"
+        text = answer.text.replace("<D:href>", "<href>").replace("</D:href>", "</href>")
+        return sorted(
+            part.split("</href>")[0]
+            for part in text.split(prefix)[1:]
+            if part.split("</href>")[0]
+        )
+
+
+def _config(root: Path, port: int) -> Path:
+    users = root / "users"
+    users.write_text(f"{USER}:{PASSWORD}\n")
+    (root / "collections").mkdir()
+    config = root / "config"
+    config.write_text(
+        "[server]\n"
+        f"hosts = 127.0.0.1:{port}\n"
+        "[auth]\n"
+        "type = htpasswd\n"
+        f"htpasswd_filename = {users}\n"
+        "htpasswd_encryption = plain\n"
+        "[rights]\n"
+        "type = owner_only\n"
+        "[storage]\n"
+        "type = multifilesystem\n"
+        f"filesystem_folder = {root / 'collections'}\n"
+        "[logging]\n"
+        "level = warning\n"
+    )
+    return config
+
+
+def _wait_for_port(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    deadline = time.monotonic() + START_DEADLINE_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"radicale exited: {log.read_text()[-2000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"radicale did not listen on {port}: {log.read_text()[-2000:]}")
+
+
+@contextmanager
+def radicale(root: Path) -> Iterator[Radicale]:
+    """Radicale serving from ``root`` (a fresh directory) until the block ends."""
+    root.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    log = root / "radicale.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "radicale", "--config", str(_config(root, port))],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            _wait_for_port(process, port, log)
+            yield Radicale(f"http://127.0.0.1:{port}/", USER, PASSWORD, log)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
