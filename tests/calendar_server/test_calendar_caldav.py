@@ -195,11 +195,11 @@ async def test_an_event_added_is_a_new_object_on_the_server_and_a_replay_adds_no
     proposal = await propose(
         dclient, "propose_event_add", title="Lunch with Ana", start="2026-03-18T12:30"
     )
-    action = "act_lunch"
+    action = "act_1a2b3c4d5e6f"
     done = await approve(dclient, clock, proposal, action)
     again = await approve(dclient, clock, proposal, action)
 
-    assert again == done
+    assert (again["message"], again["replayed"]) == (done["message"], True)
     assert len(server.names(work)) == 3
     day = await call(dclient, "get_events", start="2026-03-18")
     assert [(e["title"], e["start"]) for e in day["events"]] == [
@@ -211,12 +211,12 @@ async def test_the_same_add_confirmed_under_another_approval_is_refused(
     dclient: Client[Any], clock: Clock, server: Radicale, work: str
 ) -> None:
     proposal = await propose(dclient, "propose_event_add", title="Lunch", start="2026-03-18T12:30")
-    await approve(dclient, clock, proposal, "act_one")
+    await approve(dclient, clock, proposal, "act_000000000001")
     error = await call_error(
         dclient,
         "confirm_event_add",
         payload=proposal["payload"],
-        approval=mint(clock, "event_add", proposal["payload"], "act_two"),
+        approval=mint(clock, "event_add", proposal["payload"], "act_000000000002"),
     )
     assert "added already" in error
     assert len(server.names(work)) == 3

@@ -28,7 +28,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, ClassVar, TypeVar, cast
 from urllib.parse import quote, unquote, urlsplit
@@ -289,14 +289,14 @@ class CalDAVBackend:
             first = await self._records.first(approval.action_id)
             if first is not None:
                 return Confirmed(first, replayed=True)
-            await self._apply(change)
+            await self._apply(change, datetime.fromtimestamp(at, UTC))
             await self._records.record(approval, result, at)
             return Confirmed(result, replayed=False)
 
-    async def _apply(self, change: Change) -> None:
+    async def _apply(self, change: Change, now: datetime) -> None:
         if isinstance(change, Add):
             calendar = await self._calendar(change.event.calendar)
-            body = _text(edits.new_components(change.event), [])
+            body = _text(edits.new_components(change.event), [], now)
             await self._write(partial(_create, calendar.remote, change.event.uid, body))
             return
         target = change.target
@@ -314,14 +314,14 @@ class CalDAVBackend:
             assert isinstance(change, Cancel)
             edited = edits.cancel(item.events, target.recurrence_id, target.scope)
         if edited.kept:
-            body = _text(edited.kept, item.timezones)
+            body = _text(edited.kept, item.timezones, now)
             await self._write(partial(_replace, item.url, item.etag, body))
         else:
             await self._write(partial(_delete, item.url, item.etag))
         if edited.split:
             assert target.recurrence_id is not None
             uid = f"{target.uid}_R{edits.rid_key(target.recurrence_id)}"
-            body = _text(edits.rename(edited.split, uid), item.timezones)
+            body = _text(edits.rename(edited.split, uid), item.timezones, now)
             await self._write(partial(_create, calendar.remote, uid, body))
 
     async def _write(self, work: Callable[[Any], None]) -> None:
@@ -430,14 +430,17 @@ def _refusals(work: Callable[[Any], None]) -> Callable[[Any], None]:
     return write
 
 
-def _text(events: list[Event], zones: list[Timezone]) -> bytes:
-    """A calendar object: the events and the VTIMEZONEs they use (kept as read, else made)."""
+def _text(events: list[Event], zones: list[Timezone], now: datetime) -> bytes:
+    """A calendar object: the events (each with the DTSTAMP RFC 5545 requires) and the
+    VTIMEZONEs they use (kept as read, else made)."""
     calendar = Calendar()
     calendar.add("prodid", PRODID)
     calendar.add("version", "2.0")
     for zone in zones:
         calendar.add_component(zone)
     for event in events:
+        if "DTSTAMP" not in event:
+            event.add("dtstamp", now)
         calendar.add_component(event)
     calendar.add_missing_timezones()
     return calendar.to_ical()
