@@ -118,7 +118,7 @@ def dav_settings(
         data_dir=tmp_path / "data",
         caldav_url=server.url,
         caldav_user=server.user,
-        caldav_password_file=str(password),  # type: ignore[arg-type] (read by its validator)
+        caldav_password_file=str(password),  # a path: its validator reads the file
         caldav_calendars=calendars,
         **more,
     )

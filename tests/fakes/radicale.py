@@ -24,14 +24,16 @@ import httpx2
 from fakes.serving import free_port
 
 USER = "ada"
-PASSWORD = "correct horse battery staple"  # noqa: S105 (the test server's own user)
+PASSWORD = "correct horse battery staple"
 START_DEADLINE_S = 30.0
 
 _MKCALENDAR = """<?xml version="1.0" encoding="utf-8"?>
 <C:mkcalendar xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav">
   <D:set><D:prop>
     <D:displayname>{name}</D:displayname>
-    <C:supported-calendar-component-set><C:comp name="{component}"/></C:supported-calendar-component-set>
+    <C:supported-calendar-component-set>
+      <C:comp name="{component}"/>
+    </C:supported-calendar-component-set>
   </D:prop></D:set>
 </C:mkcalendar>
 """
@@ -82,7 +84,10 @@ class Radicale:
 
     def names(self, calendar_id: str) -> list[str]:
         """The object names (``x.ics``) in the calendar, as the server's storage holds them."""
-        body = '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:getetag/></D:prop></D:propfind>'
+        body = (
+            '<?xml version="1.0"?>'
+            '<D:propfind xmlns:D="DAV:"><D:prop><D:getetag/></D:prop></D:propfind>'
+        )
         with self._http() as http:
             answer = http.request(
                 "PROPFIND", f"/{self.user}/{calendar_id}/", content=body, headers={"Depth": "1"}
@@ -91,9 +96,7 @@ class Radicale:
         prefix = f"<href>/{self.user}/{calendar_id}/"
         text = answer.text.replace("<D:href>", "<href>").replace("</D:href>", "</href>")
         return sorted(
-            part.split("</href>")[0]
-            for part in text.split(prefix)[1:]
-            if part.split("</href>")[0]
+            part.split("</href>")[0] for part in text.split(prefix)[1:] if part.split("</href>")[0]
         )
 
 

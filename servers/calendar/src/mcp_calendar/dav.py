@@ -30,15 +30,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import quote, unquote, urlsplit
 from zoneinfo import ZoneInfo
 
 import anyio
-import caldav  # type: ignore[import-untyped]
-from caldav.elements import dav  # type: ignore[import-untyped]
-from caldav.elements.base import BaseElement  # type: ignore[import-untyped]
-from caldav.lib import error  # type: ignore[import-untyped]
+from caldav.calendarobjectresource import Event as DavEvent
+from caldav.davclient import DAVClient
+from caldav.elements import dav
+from caldav.elements.base import BaseElement
+from caldav.lib import error
 from icalendar import Calendar, Event, Timezone
 
 from mcp_calendar import edits, local, times
@@ -68,7 +69,7 @@ MAX_OCCURRENCES = 20_000  # as the local backend
 PRODID = "-//clawmesh//calendar//EN"
 
 
-class _CTag(BaseElement):  # type: ignore[misc]
+class _CTag(BaseElement):
     """CalendarServer's collection tag: servers without sync-tokens still change it."""
 
     tag: ClassVar[str] = "{http://calendarserver.org/ns/}getctag"
@@ -181,8 +182,7 @@ class CalDAVBackend:
                 found += self._expand(item, start, end)
                 if len(found) > MAX_OCCURRENCES:
                     raise InvalidRequest(
-                        f"More than {MAX_OCCURRENCES} events in this range: ask for a shorter "
-                        "one."
+                        f"More than {MAX_OCCURRENCES} events in this range: ask for a shorter one."
                     )
         zone = ZoneInfo(self._settings.timezone)
         return sorted(found, key=lambda o: (_instant(o.start, zone), o.title))
@@ -216,7 +216,7 @@ class CalDAVBackend:
     def _read(self, calendar_id: str, remote: Any) -> DavObject:
         url, etag = str(remote.url), str(remote.etag or "")
         try:
-            parsed = cast(Calendar, Calendar.from_ical(remote.data))
+            parsed = Calendar.from_ical(remote.data)
         except ValueError as failure:
             self._unreadable_once(url, etag, f"not iCalendar ({failure})")
             return DavObject(url, etag, calendar_id, "", [], [])
@@ -338,7 +338,7 @@ class CalDAVBackend:
 
 
 def _client(settings: CalendarSettings) -> Any:
-    return caldav.DAVClient(
+    return DAVClient(
         url=settings.caldav_url,
         username=settings.caldav_user,
         password=settings.caldav_password.get_secret_value(),
@@ -391,17 +391,17 @@ def _by_uid(_: Any, remote: Any, uid: str) -> Any:
 
 def _create(remote: Any, uid: str, body: bytes, client: Any) -> None:
     url = remote.url.join(f"{quote(uid, safe='@')}.ics")
-    item = caldav.Event(client, url=url, parent=remote)
+    item = DavEvent(client, url=url, parent=remote)
     item.save(raw_data=body, no_overwrite=True)
 
 
 def _replace(url: str, etag: str, body: bytes, client: Any) -> None:
-    item = caldav.Event(client, url=url, props={dav.GetEtag.tag: etag})
+    item = DavEvent(client, url=url, props={dav.GetEtag.tag: etag})
     item.save(raw_data=body, precondition="etag")
 
 
 def _delete(url: str, etag: str, client: Any) -> None:
-    caldav.Event(client, url=url).delete(if_match=etag)
+    DavEvent(client, url=url).delete(if_match=etag)
 
 
 def _refusals(work: Callable[[Any], None]) -> Callable[[Any], None]:
@@ -423,8 +423,7 @@ def _refusals(work: Callable[[Any], None]) -> Callable[[Any], None]:
             ) from None
         except error.DAVError as failure:
             raise InvalidRequest(
-                f"The CalDAV server refused the change ({_reason(failure)}): nothing was "
-                "changed."
+                f"The CalDAV server refused the change ({_reason(failure)}): nothing was changed."
             ) from None
 
     return write
@@ -443,7 +442,8 @@ def _text(events: list[Event], zones: list[Timezone], now: datetime) -> bytes:
             event.add("dtstamp", now)
         calendar.add_component(event)
     calendar.add_missing_timezones()
-    return calendar.to_ical()
+    text: bytes = calendar.to_ical()
+    return text
 
 
 def _instant(moment: Moment, zone: ZoneInfo) -> datetime:

@@ -85,7 +85,7 @@ class CalendarSettings(ApprovalSettings):
         "address, as list_calendars shows it), comma-separated; new events go to the first. "
         "Unset: every calendar of events found, new events to CALENDAR_DEFAULT_CALENDAR.",
     )
-    caldav_timeout_s: float = Field(default=20.0, gt=0, description="One CalDAV request at most")
+    caldav_timeout_s: int = Field(default=20, gt=0, description="One CalDAV request at most (s)")
     work_start: time = Field(default=time(9), description="Working hours start (free time)")
     work_end: time = Field(default=time(17), description="Working hours end (free time)")
 
