@@ -11,11 +11,14 @@ from __future__ import annotations
 import secrets
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from caldav.davclient import DAVClient
 from fastmcp import Client
 from pydantic import ValidationError
 
@@ -23,8 +26,13 @@ from calendar_server.calls import BERLIN, approve, mint, propose
 from fakes.clock import Clock
 from fakes.radicale import Radicale, radicale
 from fakes.tool_calls import call, call_error
+from mcp_calendar.backend import Move, Target
+from mcp_calendar.dav import CalDAVBackend
+from mcp_calendar.errors import Stale
+from mcp_calendar.records import ConfirmationRecords
 from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings
+from meshkit.proposals import Approval
 
 pytestmark = pytest.mark.anyio
 
@@ -313,6 +321,22 @@ async def test_a_change_made_in_another_client_shows_at_the_next_read(
     ]
 
 
+async def test_a_calendar_unchanged_since_the_last_read_is_not_queried_again(
+    dclient: Client[Any], server: Radicale, work: str
+) -> None:
+    await call(dclient, "get_events", start="2026-03-16", end="2026-03-23")
+    queried = server.reports(work)
+    again = await call(dclient, "get_events", start="2026-03-17")
+    unchanged = server.reports(work)
+    server.put(work, "gym.ics", single("gym@x", "Gym", "20260317T180000", "20260317T190000"))
+    changed = await call(dclient, "get_events", start="2026-03-17")
+
+    assert unchanged == queried
+    assert [e["title"] for e in again["events"]] == ["Dentist"]
+    assert server.reports(work) > unchanged
+    assert [e["title"] for e in changed["events"]] == ["Dentist", "Gym"]
+
+
 async def test_a_move_of_an_event_edited_elsewhere_since_is_refused_by_its_etag(
     dclient: Client[Any], clock: Clock, server: Radicale, work: str
 ) -> None:
@@ -337,6 +361,51 @@ async def test_a_move_of_an_event_edited_elsewhere_since_is_refused_by_its_etag(
         "should still happen."
     )
     assert server.get(work, "dentist.ics") == before
+
+
+class RacedClient(DAVClient):
+    """The caldav client, with another client's edit landing just before its first PUT:
+    the race no check before the write can close."""
+
+    def __init__(self, race: Callable[[], object], **arguments: Any) -> None:
+        super().__init__(**arguments)
+        self._race: Callable[[], object] | None = race
+
+    def put(self, url: str, body: str, headers: Mapping[str, str] | None = None) -> Any:
+        if self._race is not None:
+            race, self._race = self._race, None
+            race()
+        return super().put(url, body, headers or {})
+
+
+async def test_a_write_that_loses_a_race_is_refused_by_the_servers_412(
+    tmp_path: Path, server: Radicale, work: str
+) -> None:
+    settings = dav_settings(tmp_path, server, [work])
+    elsewhere = single(DENTIST, "Dentist", "20260319T150000", "20260319T160000")
+
+    def connect() -> DAVClient:
+        return RacedClient(
+            lambda: server.put(work, "dentist.ics", elsewhere),
+            url=server.url,
+            username=server.user,
+            password=server.password,
+        )
+
+    records = ConfirmationRecords(tmp_path / "records.sqlite3", clock=time.time)
+    backend = CalDAVBackend(settings, records, connect)
+    async with records.lifespan():
+        now = await backend.occurrence(DENTIST, None)
+        assert now is not None
+        target = Target(DENTIST, now.version, None, "this")
+        move = Move(target, now.start + timedelta(days=1), now.end + timedelta(days=1))
+        approval = Approval("act_00000000000a", "default", "calendar", "event_move", 0)
+        with pytest.raises(Stale):
+            await backend.perform(approval, move, {"message": "moved"}, 0.0)
+        assert await records.first("act_00000000000a") is None
+
+    assert "DTSTART;TZID=Europe/Berlin:20260319T150000" in server.get(work, "dentist.ics")[0]
+    assert server.answers("PUT", work, "dentist.ics")[-1] == "412 Precondition Failed"
 
 
 async def test_a_cancel_of_an_event_deleted_elsewhere_says_it_is_gone(

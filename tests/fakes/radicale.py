@@ -3,7 +3,8 @@
 ``python -m radicale`` with a config of our own: htpasswd auth with plain passwords (one
 user), filesystem storage in a temporary directory, owner-only rights, a free loopback
 port. :func:`radicale` starts it, waits until the port accepts a connection (with a
-deadline, watching that the process is still alive), and stops it afterwards. A calendar
+deadline, watching that the process is still alive), and stops it afterwards. It logs
+each request (level info), so a test can count what a client asked. A calendar
 is a collection made with MKCALENDAR (:meth:`Radicale.make_calendar`); another client's
 edits go straight to the server over HTTP (:meth:`Radicale.put`), as a phone would make them.
 """
@@ -82,6 +83,17 @@ class Radicale:
         answer.raise_for_status()
         return answer.text, answer.headers["ETag"]
 
+    def reports(self, calendar_id: str) -> int:
+        """REPORT requests (queries) the calendar has answered, as Radicale's log says."""
+        wanted = f"REPORT request for '/{self.user}/{calendar_id}/'"
+        return self.log.read_text().count(wanted)
+
+    def answers(self, method: str, calendar_id: str, name: str) -> list[str]:
+        """The statuses of the ``method`` requests for that object, oldest first (its log)."""
+        wanted = f"{method} response status for '/{self.user}/{calendar_id}/{name}'"
+        lines = self.log.read_text().splitlines()
+        return [line.rsplit(": ", 1)[-1] for line in lines if wanted in line]
+
     def names(self, calendar_id: str) -> list[str]:
         """The object names (``x.ics``) in the calendar, as the server's storage holds them."""
         body = (
@@ -118,7 +130,7 @@ def _config(root: Path, port: int) -> Path:
         "type = multifilesystem\n"
         f"filesystem_folder = {root / 'collections'}\n"
         "[logging]\n"
-        "level = warning\n"
+        "level = info\n"
     )
     return config
 
