@@ -186,6 +186,31 @@ async def test_calendars_are_discovered_and_task_lists_left_out(
     assert not any(name == "Reminders" for name in ids.values())
 
 
+async def test_a_calendar_the_account_may_only_read_is_read_but_never_changed(
+    tmp_path: Path, server: Radicale, work: str, clock: Clock
+) -> None:
+    holidays = f"readonly-{secrets.token_hex(3)}"
+    server.make_calendar(holidays, "Holidays")
+    server.put(
+        holidays, "easter.ics", single("easter@x", "Easter", "20260405T000000", "20260406T000000")
+    )
+    settings = dav_settings(tmp_path, server, [work, holidays])
+    async with Client(build_server(settings, clock=clock)) as client:
+        found = await call(client, "list_calendars")
+        error = await call_error(client, "propose_event_cancel", event="easter")
+        added = await call_error(
+            client, "propose_event_add", title="Picnic", start="2026-04-05T12:00", calendar=holidays
+        )
+        day = await call(client, "get_events", start="2026-04-05")
+    assert [(c["id"], c["writable"]) for c in found["calendars"]] == [
+        (work, True),
+        (holidays, False),
+    ]
+    assert "read-only" in error
+    assert "read-only" in added
+    assert [e["title"] for e in day["events"]] == ["Easter"]
+
+
 async def test_a_calendar_named_in_the_settings_but_not_on_the_server_is_said_so(
     tmp_path: Path, server: Radicale, work: str, clock: Clock
 ) -> None:

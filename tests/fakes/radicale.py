@@ -1,12 +1,14 @@
 """A real CalDAV server for the tests: Radicale (a dev dependency) as its own process.
 
-``python -m radicale`` with a config of our own: htpasswd auth with plain passwords (one
-user), filesystem storage in a temporary directory, owner-only rights, a free loopback
-port. :func:`radicale` starts it, waits until the port accepts a connection (with a
-deadline, watching that the process is still alive), and stops it afterwards. It logs
-each request (level info), so a test can count what a client asked. A calendar
-is a collection made with MKCALENDAR (:meth:`Radicale.make_calendar`); another client's
-edits go straight to the server over HTTP (:meth:`Radicale.put`), as a phone would make them.
+``python -m radicale`` with a config of our own: htpasswd auth with plain passwords (the
+user, and an admin who makes the calendars the user may only read), filesystem storage in a
+temporary directory, rights from a file (the user's own calendars; read-only ones named
+``readonly-…``), a free loopback port. :func:`radicale` starts it, waits until the port
+accepts a connection (with a deadline, watching that the process is still alive), and
+stops it afterwards. It logs each request (level info), so a test can count what a client
+asked. A calendar is a collection made with MKCALENDAR (:meth:`Radicale.make_calendar`);
+another client's edits go straight to the server over HTTP (:meth:`Radicale.put`), as a
+phone would make them.
 """
 
 from __future__ import annotations
@@ -26,6 +28,37 @@ from fakes.serving import free_port
 
 USER = "ada"
 PASSWORD = "correct horse battery staple"
+ADMIN = "admin"  # writes the calendars the user may only read (a shared, read-only one)
+ADMIN_PASSWORD = "admin password"
+READ_ONLY = "readonly-"  # the user's calendars whose id starts so are read-only for them
+# First matching section wins (Radicale's rights "from_file"): R/W are principals, r/w
+# calendars.
+RIGHTS = f"""
+[admin]
+user: {ADMIN}
+collection: .*
+permissions: RrWw
+
+[root]
+user: .+
+collection:
+permissions: R
+
+[principal]
+user: .+
+collection: {{user}}
+permissions: RW
+
+[read-only]
+user: .+
+collection: {{user}}/{READ_ONLY}[^/]+
+permissions: r
+
+[calendars]
+user: .+
+collection: {{user}}/[^/]+
+permissions: rw
+"""
 START_DEADLINE_S = 30.0
 
 _MKCALENDAR = """<?xml version="1.0" encoding="utf-8"?>
@@ -47,15 +80,17 @@ class Radicale:
     password: str
     log: Path
 
-    def _http(self) -> httpx2.Client:
-        return httpx2.Client(base_url=self.url, auth=(self.user, self.password), timeout=10)
+    def _http(self, admin: bool = False) -> httpx2.Client:
+        auth = (ADMIN, ADMIN_PASSWORD) if admin else (self.user, self.password)
+        return httpx2.Client(base_url=self.url, auth=auth, timeout=10)
 
     def make_calendar(self, calendar_id: str, name: str, component: str = "VEVENT") -> str:
         """A new calendar collection (of events, or of ``component``s: VTODO for a task
-        list) in the user's home; its URL."""
+        list) in the user's home; its URL. An id starting with ``readonly-`` is a calendar
+        the user may read only (made by the admin)."""
         path = f"/{self.user}/{calendar_id}/"
         body = _MKCALENDAR.format(name=name, component=component)
-        with self._http() as http:
+        with self._http(admin=calendar_id.startswith(READ_ONLY)) as http:
             answer = http.request("MKCALENDAR", path, content=body)
         answer.raise_for_status()
         return f"{self.url.rstrip('/')}{path}"
@@ -65,7 +100,7 @@ class Radicale:
         headers = {"Content-Type": "text/calendar; charset=utf-8"}
         if if_match is not None:
             headers["If-Match"] = if_match
-        with self._http() as http:
+        with self._http(admin=calendar_id.startswith(READ_ONLY)) as http:
             answer = http.put(f"/{self.user}/{calendar_id}/{name}", content=ics, headers=headers)
         answer.raise_for_status()
         return answer.headers["ETag"]
@@ -114,7 +149,9 @@ class Radicale:
 
 def _config(root: Path, port: int) -> Path:
     users = root / "users"
-    users.write_text(f"{USER}:{PASSWORD}\n")
+    users.write_text(f"{USER}:{PASSWORD}\n{ADMIN}:{ADMIN_PASSWORD}\n")
+    rights = root / "rights"
+    rights.write_text(RIGHTS)
     (root / "collections").mkdir()
     config = root / "config"
     config.write_text(
@@ -125,7 +162,8 @@ def _config(root: Path, port: int) -> Path:
         f"htpasswd_filename = {users}\n"
         "htpasswd_encryption = plain\n"
         "[rights]\n"
-        "type = owner_only\n"
+        "type = from_file\n"
+        f"file = {rights}\n"
         "[storage]\n"
         "type = multifilesystem\n"
         f"filesystem_folder = {root / 'collections'}\n"

@@ -2,13 +2,14 @@
 Nextcloud, Fastmail, Radicale…) through the ``caldav`` library.
 
 The calendars are discovered from the account's principal (CALENDAR_CALDAV_CALENDARS keeps
-some of them); a calendar's id is the last part of its address. A read asks the server for
-the objects that overlap the range (a ``calendar-query`` with a ``time-range``: the server
-evaluates recurrence) and expands them here with the local backend's expansion
-(``local.expand``), so a series reads the same on both backends. Each calendar's objects of
-the last range read are kept with the calendar's sync-token (or CTag): a read within that
-range asks for the token only, and reads again when it changed — an edit made in another
-client shows at the next read.
+some of them); a calendar's id is the last part of its address, and it is read-only when
+the server says the account may not write it (RFC 3744's current-user-privilege-set).
+A read asks the server for the objects that overlap the range (a ``calendar-query`` with a
+``time-range``: the server evaluates recurrence) and expands them here with the local
+backend's expansion (``local.expand``), so a series reads the same on both backends. Each
+calendar's objects of the last range read are kept with the calendar's sync-token (or
+CTag): a read within that range asks for the token only, and reads again when it changed,
+so an edit made in another client shows at the next read.
 
 An event is one calendar object: the master VEVENT and its changed occurrences, plus the
 VTIMEZONEs they use. A change is ``edits.py``'s edit of those components, written back
@@ -67,6 +68,8 @@ WINDOW_MARGIN = timedelta(days=1)  # around a range read, for the lookups that f
 MAX_WINDOW = timedelta(days=800)  # a kept range grows to cover later ones up to this
 MAX_OCCURRENCES = 20_000  # as the local backend
 PRODID = "-//clawmesh//calendar//EN"
+# RFC 3744 privileges that let the account change a calendar's events (unsaid: writable).
+WRITE_PRIVILEGES = {"{DAV:}all", "{DAV:}write", "{DAV:}write-content", "{DAV:}bind"}
 
 
 class _CTag(BaseElement):
@@ -361,8 +364,11 @@ def _discover(client: Any) -> list[DavCalendar]:
         if kinds and "VEVENT" not in kinds:
             continue
         calendar_id = _calendar_id(str(remote.url))
-        name = remote.get_display_name() or calendar_id
-        found.append(DavCalendar(CalendarInfo(calendar_id, name, writable=True), remote))
+        said = remote.get_properties([dav.DisplayName(), dav.CurrentUserPrivilegeSet()])
+        name = said.get(dav.DisplayName.tag) or calendar_id
+        privileges = said.get(dav.CurrentUserPrivilegeSet.tag)
+        writable = privileges is None or bool(WRITE_PRIVILEGES & set(privileges))
+        found.append(DavCalendar(CalendarInfo(calendar_id, str(name), writable), remote))
     return found
 
 
