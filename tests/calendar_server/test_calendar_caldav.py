@@ -346,6 +346,40 @@ async def test_a_change_made_in_another_client_shows_at_the_next_read(
     ]
 
 
+# Thunderbird's all-day event: DTSTART/DTEND as dates, DTEND the day after (exclusive).
+ALL_DAY = """BEGIN:VCALENDAR\r
+PRODID:-//Mozilla.org/NONSGML Mozilla Calendar V1.1//EN\r
+VERSION:2.0\r
+BEGIN:VEVENT\r
+CREATED:20260301T090000Z\r
+LAST-MODIFIED:20260301T090000Z\r
+DTSTAMP:20260301T090000Z\r
+UID:1f0c7a52-3b1e-4a0e-9a57-5b3f0a0c2d11\r
+SUMMARY:Ana's birthday\r
+DTSTART;VALUE=DATE:20260319\r
+DTEND;VALUE=DATE:20260320\r
+TRANSP:TRANSPARENT\r
+END:VEVENT\r
+END:VCALENDAR\r
+"""
+
+
+async def test_an_all_day_event_reads_as_days_and_moves_as_days(
+    dclient: Client[Any], clock: Clock, server: Radicale, work: str
+) -> None:
+    server.put(work, "birthday.ics", ALL_DAY)
+    proposal = await propose(
+        dclient, "propose_event_move", event="birthday", start="2026-03-20", end="2026-03-20"
+    )
+    await approve(dclient, clock, proposal)
+
+    moved = await call(dclient, "get_events", start="2026-03-18", end="2026-03-22")
+    assert [(e["title"], e["start"], e["end"]) for e in moved["events"]] == [
+        ("Ana's birthday", "2026-03-20", "2026-03-20")
+    ]
+    assert "DTSTART;VALUE=DATE:20260320" in server.get(work, "birthday.ics")[0]
+
+
 async def test_a_calendar_unchanged_since_the_last_read_is_not_queried_again(
     dclient: Client[Any], server: Radicale, work: str
 ) -> None:

@@ -334,7 +334,9 @@ class CalDAVBackend:
             self._windows.clear()  # whatever happened, the next read asks the server
 
     async def check(self) -> None:
+        """The server answers for the account, and the calendars named are in it."""
         await self._run(_principal)
+        await self._known()
 
 
 # --- the library's calls (in the worker thread) ---------------------------------------------
