@@ -20,11 +20,12 @@ from typing import Any
 import pytest
 from caldav.davclient import DAVClient
 from fastmcp import Client
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from calendar_server.calls import BERLIN, approve, mint, propose
 from fakes.clock import Clock
 from fakes.radicale import Radicale, radicale
+from fakes.serving import free_port
 from fakes.tool_calls import call, call_error
 from mcp_calendar.backend import Move, Target
 from mcp_calendar.dav import CalDAVBackend
@@ -483,6 +484,31 @@ async def test_a_cancel_of_an_event_deleted_elsewhere_says_it_is_gone(
     assert error == (
         "“Dentist” (Tue 17 Mar 2026, 10:00–11:00) is no longer in the calendar. "
         "Nothing was changed: propose it again if it should still happen."
+    )
+
+
+async def test_a_server_that_does_not_answer_is_one_line_for_the_model(
+    tmp_path: Path, server: Radicale, clock: Clock
+) -> None:
+    settings = dav_settings(tmp_path, server, [])
+    closed = settings.model_copy(update={"caldav_url": f"http://127.0.0.1:{free_port()}/"})
+    async with Client(build_server(closed, clock=clock)) as client:
+        error = await call_error(client, "get_events", start="2026-03-17")
+    assert error.startswith("The CalDAV server did not answer as expected ("), error
+    assert error.endswith("): try again later.")
+    assert "\n" not in error, error
+
+
+async def test_a_wrong_app_password_is_said_to_the_operator(
+    tmp_path: Path, server: Radicale, clock: Clock
+) -> None:
+    settings = dav_settings(tmp_path, server, [])
+    wrong = settings.model_copy(update={"caldav_password_file": SecretStr("not the password")})
+    async with Client(build_server(wrong, clock=clock)) as client:
+        error = await call_error(client, "list_calendars")
+    assert error == (
+        "The CalDAV server refused the account (CALENDAR_CALDAV_USER and its app password): "
+        "the operator should check them."
     )
 
 
