@@ -381,6 +381,47 @@ async def test_an_all_day_event_reads_as_days_and_moves_as_days(
     assert "DTSTART;VALUE=DATE:20260320" in server.get(work, "birthday.ics")[0]
 
 
+# Google Calendar's invitation to one occurrence of someone else's series, as a CalDAV
+# client files it: the changed occurrence alone, its series nowhere in the calendar.
+INVITATION = """BEGIN:VCALENDAR\r
+PRODID:-//Google Inc//Google Calendar 70.9054//EN\r
+VERSION:2.0\r
+CALSCALE:GREGORIAN\r
+METHOD:REQUEST\r
+BEGIN:VEVENT\r
+DTSTART:20260318T140000Z\r
+DTEND:20260318T150000Z\r
+DTSTAMP:20260310T120000Z\r
+ORGANIZER;CN=Ben:mailto:ben@example.com\r
+UID:7kukuqrfedlm2f9t0vr42q2g1a@google.com\r
+RECURRENCE-ID:20260318T130000Z\r
+SEQUENCE:1\r
+STATUS:CONFIRMED\r
+SUMMARY:Design review\r
+END:VEVENT\r
+END:VCALENDAR\r
+"""
+
+
+async def test_an_invitation_to_one_occurrence_reads_and_moves_as_a_single_event(
+    dclient: Client[Any], clock: Clock, server: Radicale, work: str
+) -> None:
+    server.put(work, "invitation.ics", INVITATION)
+    day = await call(dclient, "get_events", start="2026-03-18")
+    proposal = await propose(
+        dclient, "propose_event_move", event="design review", start="2026-03-18T16:00"
+    )
+    await approve(dclient, clock, proposal)
+    moved = await call(dclient, "get_events", start="2026-03-18")
+
+    assert [(e["title"], e["start"], e["recurring"]) for e in day["events"]] == [
+        ("Design review", "2026-03-18T15:00:00+01:00", False)
+    ]
+    assert [(e["title"], e["start"]) for e in moved["events"]] == [
+        ("Design review", "2026-03-18T16:00:00+01:00")
+    ]
+
+
 async def test_a_calendar_unchanged_since_the_last_read_is_not_queried_again(
     dclient: Client[Any], server: Radicale, work: str
 ) -> None:

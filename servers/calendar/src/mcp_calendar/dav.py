@@ -224,6 +224,10 @@ class CalDAVBackend:
             self._unreadable_once(url, etag, f"not iCalendar ({failure})")
             return DavObject(url, etag, calendar_id, "", [], [])
         found = [c for c in parsed.subcomponents if isinstance(c, Event)]
+        if len(found) == 1 and "RECURRENCE-ID" in found[0]:
+            # One occurrence of someone else's series (an invitation to it alone): a
+            # single event here, as import reads it; a change writes it back as one.
+            found[0].pop("RECURRENCE-ID")
         masters = [c for c in found if "RECURRENCE-ID" not in c]
         if len(masters) != 1 or "UID" not in masters[0]:
             if found:
