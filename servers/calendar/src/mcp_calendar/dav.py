@@ -66,7 +66,6 @@ T = TypeVar("T")
 CALENDARS_TTL_S = 600.0  # names and the calendar list change rarely: asked again after this
 WINDOW_MARGIN = timedelta(days=1)  # around a range read, for the lookups that follow it
 MAX_WINDOW = timedelta(days=800)  # a kept range grows to cover later ones up to this
-MAX_OCCURRENCES = 20_000  # as the local backend
 PRODID = "-//clawmesh//calendar//EN"
 # RFC 3744 privileges that let the account change a calendar's events (unsaid: writable).
 WRITE_PRIVILEGES = {"{DAV:}all", "{DAV:}write", "{DAV:}write-content", "{DAV:}bind"}
@@ -181,11 +180,19 @@ class CalDAVBackend:
     async def occurrences(self, start: datetime, end: datetime) -> list[Occurrence]:
         found: list[Occurrence] = []
         for calendar in await self._known():
-            for item in (await self._window(calendar, start, end)).objects:
+            objects = (await self._window(calendar, start, end)).objects
+            deadline = time.monotonic() + local.EXPAND_BUDGET_S
+            for item in objects:
                 found += self._expand(item, start, end)
-                if len(found) > MAX_OCCURRENCES:
+                if len(found) > local.MAX_OCCURRENCES:
                     raise InvalidRequest(
-                        f"More than {MAX_OCCURRENCES} events in this range: ask for a shorter one."
+                        f"More than {local.MAX_OCCURRENCES} events in this range: ask for a "
+                        "shorter one."
+                    )
+                if time.monotonic() > deadline:
+                    raise InvalidRequest(
+                        "This range holds more than the calendar can go through at once: ask "
+                        "for a shorter one."
                     )
         zone = ZoneInfo(self._settings.timezone)
         return sorted(found, key=lambda o: (_instant(o.start, zone), o.title))
@@ -206,6 +213,7 @@ class CalDAVBackend:
         low, high = start - WINDOW_MARGIN, end + WINDOW_MARGIN
         if (
             kept is not None
+            and state is not None
             and kept.state == state
             and max(high, kept.end) - min(low, kept.start) <= MAX_WINDOW
         ):
