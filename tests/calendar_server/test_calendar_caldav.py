@@ -316,6 +316,29 @@ async def test_a_move_of_the_series_with_each_scope_keeps_its_exceptions(
     assert len(server.names(work)) == OBJECTS[("move", scope)]
 
 
+async def test_after_a_following_move_each_part_is_its_own_event(
+    dclient: Client[Any], clock: Clock, server: Radicale, work: str
+) -> None:
+    moved = await propose(
+        dclient,
+        "propose_event_move",
+        event="stand-up",
+        occurrence="2026-03-16",
+        start="2026-03-16T11:00",
+        scope="following",
+    )
+    await approve(dclient, clock, moved)
+    earlier = await propose(
+        dclient, "propose_event_cancel", event="stand-up", occurrence="2026-03-02", scope="series"
+    )
+    await approve(dclient, clock, earlier)
+
+    assert await spring(dclient) == [
+        row for row in AT_11["following"] if row != ("Stand-up", "2026-03-02T09:30:00+01:00")
+    ]
+    assert len(server.names(work)) == 2
+
+
 @pytest.mark.parametrize("scope", ["this", "following", "series"])
 async def test_a_cancel_of_the_series_with_each_scope_keeps_its_exceptions(
     dclient: Client[Any], clock: Clock, server: Radicale, work: str, scope: str
