@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         default_port=8102,
         argv=args,
         description=__doc__,
-        secrets=lambda settings: [settings.relay_credential],
+        secrets=lambda settings: [settings.relay_credential, settings.caldav_password_file],
     )
 
 
