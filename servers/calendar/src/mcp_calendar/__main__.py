@@ -12,8 +12,11 @@
                                        the one-time Google consent: writes the token file
                                        into $CALENDAR_CREDENTIALS_DIR (CALENDAR_BACKEND=google)
 
-Events live in $DATA_DIR/calendar.sqlite3 (CALENDAR_BACKEND=local), or in Google
-Calendar (CALENDAR_BACKEND=google, CALENDAR_IDS, CALENDAR_CREDENTIALS_DIR). Times without an
+Events live in $DATA_DIR/calendar.sqlite3 (CALENDAR_BACKEND=local), in Google
+Calendar (CALENDAR_BACKEND=google, CALENDAR_IDS, CALENDAR_CREDENTIALS_DIR), or on a CalDAV
+server such as iCloud, Nextcloud or Fastmail (CALENDAR_BACKEND=caldav, CALENDAR_CALDAV_URL,
+CALENDAR_CALDAV_USER, CALENDAR_CALDAV_PASSWORD_FILE holding an app password, optionally
+CALENDAR_CALDAV_CALENDARS; docs/calendars.md). Times without an
 offset are read in the caller's zone, else CALENDAR_TIMEZONE. Approval tokens are checked
 with pending-actions' public key: MESH_APPROVAL_PUBLIC_KEY_FILE, else
 $DATA_DIR/approval_public_key.
@@ -49,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         default_port=8102,
         argv=args,
         description=__doc__,
-        secrets=lambda settings: [settings.relay_credential],
+        secrets=lambda settings: [settings.relay_credential, settings.caldav_password_file],
     )
 
 

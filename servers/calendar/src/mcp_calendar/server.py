@@ -1,6 +1,7 @@
 """The calendar MCP surface, whatever the backend: read and producer tools over
 CalendarService and Proposals (``tools``), and its change kinds (``changes``) with their
-confirm tools from the consent kernel."""
+confirm tools from the consent kernel. The backend is built here: local (SQLite), google
+or caldav, each optional one's library imported only when it is the one configured."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ INSTRUCTIONS = (
     "(this occurrence, this and following, or the whole series)."
 )
 GOOGLE_DB_FILE = "calendar_google.sqlite3"  # the google backend's confirm-once record
+CALDAV_DB_FILE = "calendar_caldav.sqlite3"  # the caldav backend's confirm-once record
 
 
 def build_server(
@@ -47,6 +49,8 @@ def build_server(
     backend: Backend
     if settings.backend == "google":
         store, backend = _google_backend(settings, clock)
+    elif settings.backend == "caldav":
+        store, backend = _caldav_backend(settings, clock)
     else:
         store = CalendarStore(settings.db_path, max_bytes=settings.max_db_bytes, clock=clock)
         backend = LocalBackend(store)
@@ -90,3 +94,17 @@ def _google_backend(
         settings.data_dir / GOOGLE_DB_FILE, max_bytes=settings.max_db_bytes, clock=clock
     )
     return records, GoogleBackend(settings.ids, GoogleClient(settings), records)
+
+
+def _caldav_backend(
+    settings: CalendarSettings, clock: Callable[[], float]
+) -> tuple[ConfirmationRecords, Backend]:
+    """The CalDAV backend and its confirm-once record. The caldav library and its HTTP
+    stack (niquests, lxml, vobject's kin) are imported here, where this backend is built,
+    so a local calendar never loads them."""
+    from mcp_calendar.dav import CalDAVBackend  # noqa: PLC0415 (an optional backend)
+
+    records = ConfirmationRecords(
+        settings.data_dir / CALDAV_DB_FILE, max_bytes=settings.max_db_bytes, clock=clock
+    )
+    return records, CalDAVBackend(settings, records)

@@ -1,4 +1,10 @@
-"""Calendar server settings (env prefix ``CALENDAR_``, plus ``DATA_DIR`` shared by every server)."""
+"""Calendar server settings (env prefix ``CALENDAR_``, plus ``DATA_DIR`` shared by every server).
+
+The backend is ``local`` (SQLite), ``google`` (CALENDAR_IDS, CALENDAR_CREDENTIALS_DIR) or
+``caldav`` (CALENDAR_CALDAV_URL, CALENDAR_CALDAV_USER, the app password in the file
+CALENDAR_CALDAV_PASSWORD_FILE, and optionally CALENDAR_CALDAV_CALENDARS): a missing one
+stops startup with its name.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,10 @@ from pathlib import Path
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from meshkit.settings import ApprovalSettings
+from meshkit.settings import ApprovalSettings, SecretFile
 
 DB_FILE = "calendar.sqlite3"
 GOOGLE_API_URL = "https://www.googleapis.com/calendar/v3/"
@@ -22,10 +28,11 @@ TOKEN_FILE = "token.json"  # noqa: S105 (a file name) the user's token, `mcp_cal
 class CalendarSettings(ApprovalSettings):
     model_config = SettingsConfigDict(env_prefix="CALENDAR_", extra="ignore")
 
-    backend: Literal["local", "google"] = Field(
+    backend: Literal["local", "google", "caldav"] = Field(
         default="local",
-        description="Where events live: local (SQLite under DATA_DIR) or google (Google "
-        "Calendar, with the credentials in CALENDAR_CREDENTIALS_DIR).",
+        description="Where events live: local (SQLite under DATA_DIR), google (Google "
+        "Calendar, with the credentials in CALENDAR_CREDENTIALS_DIR) or caldav (iCloud, "
+        "Nextcloud, Fastmail or any CalDAV server: CALENDAR_CALDAV_*).",
     )
     timezone: str = Field(
         default="UTC",
@@ -58,6 +65,27 @@ class CalendarSettings(ApprovalSettings):
     google_threads: int = Field(
         default=4, ge=1, le=32, description="Google requests at once (the client is synchronous)"
     )
+    caldav_url: str | None = Field(
+        default=None,
+        description="caldav: the server's address, e.g. https://caldav.icloud.com/, "
+        "https://cloud.example.org/remote.php/dav/ or https://caldav.fastmail.com/dav/ "
+        "(the calendars are discovered from it).",
+    )
+    caldav_user: str | None = Field(
+        default=None, description="caldav: the account's user name (often the e-mail address)."
+    )
+    caldav_password_file: SecretFile = Field(
+        default=None,
+        description="caldav: CALENDAR_CALDAV_PASSWORD_FILE, a file holding the account's app "
+        "password (an app-specific password, never the account's own).",
+    )
+    caldav_calendars: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="caldav: the calendars to use, by id (the last part of the calendar's "
+        "address, as list_calendars shows it), comma-separated; new events go to the first. "
+        "Unset: every calendar of events found, new events to CALENDAR_DEFAULT_CALENDAR.",
+    )
+    caldav_timeout_s: int = Field(default=20, gt=0, description="One CalDAV request at most (s)")
     work_start: time = Field(default=time(9), description="Working hours start (free time)")
     work_end: time = Field(default=time(17), description="Working hours end (free time)")
 
@@ -74,11 +102,15 @@ class CalendarSettings(ApprovalSettings):
     @field_validator("ids", mode="before")
     @classmethod
     def _split_commas(cls, value: object) -> object:
-        if isinstance(value, str):
-            value = [part.strip() for part in value.split(",") if part.strip()]
+        value = _comma_list(value)
         if isinstance(value, list) and not value:
             raise ValueError("name at least one calendar, e.g. primary")
         return value
+
+    @field_validator("caldav_calendars", mode="before")
+    @classmethod
+    def _split_calendars(cls, value: object) -> object:
+        return _comma_list(value)
 
     @field_validator("google_api_url")
     @classmethod
@@ -91,10 +123,36 @@ class CalendarSettings(ApprovalSettings):
             raise ValueError("CALENDAR_WORK_END must be after CALENDAR_WORK_START")
         return self
 
+    @model_validator(mode="after")
+    def _caldav_account(self) -> CalendarSettings:
+        if self.backend != "caldav":
+            return self
+        missing = [
+            name
+            for name, value in (
+                ("CALENDAR_CALDAV_URL", self.caldav_url),
+                ("CALENDAR_CALDAV_USER", self.caldav_user),
+                ("CALENDAR_CALDAV_PASSWORD_FILE", self.caldav_password_file),
+            )
+            if not value
+        ]
+        if missing:
+            raise ValueError(f"CALENDAR_BACKEND=caldav needs {', '.join(missing)}")
+        return self
+
+    @property
+    def caldav_password(self) -> SecretStr:
+        assert self.caldav_password_file is not None  # the backend is caldav: checked at start
+        return self.caldav_password_file
+
     @property
     def new_events_calendar(self) -> str:
-        """Where new events go: the local default calendar, or the first Google one."""
-        return self.ids[0] if self.backend == "google" else self.default_calendar
+        """Where new events go: the first Google or named CalDAV calendar, else the default."""
+        if self.backend == "google":
+            return self.ids[0]
+        if self.backend == "caldav" and self.caldav_calendars:
+            return self.caldav_calendars[0]
+        return self.default_calendar
 
     @property
     def client_file(self) -> Path:
@@ -107,3 +165,9 @@ class CalendarSettings(ApprovalSettings):
     @property
     def db_path(self) -> Path:
         return self.data_dir / DB_FILE
+
+
+def _comma_list(value: object) -> object:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
