@@ -66,3 +66,20 @@ def test_chatty_http_loggers_are_quieted() -> None:
     configure_logging("DEBUG")
     assert logging.getLogger("httpx2").getEffectiveLevel() >= logging.WARNING
     assert logging.getLogger("httpx").getEffectiveLevel() >= logging.WARNING
+
+
+def test_caldav_mending_an_event_writes_no_event_text_to_the_log(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # caldav warns with a diff of the event's text when it mends what a server sent.
+    from caldav.lib import vcal
+
+    configure_logging("DEBUG")
+    broken = (
+        "BEGIN:VCALENDAR\nVERSION:2.0\nBEGIN:VEVENT\nUID:a\nDTSTAMP:20260101T000000Z\n"
+        "DTSTAMP:20260101T000000Z\nSUMMARY:Therapy with Dr Who\nDTSTART:20260101T100000Z\n"
+        "END:VEVENT\nEND:VCALENDAR\n"
+    )
+    mended = vcal.fix(broken)
+    assert mended.count("DTSTAMP") == 1  # it did mend (and would have logged the diff)
+    assert "Therapy" not in capsys.readouterr().err

@@ -20,6 +20,9 @@ REDACTED = "***"
 _BOT_TOKEN = re.compile(r"(?<!\d)\d{5,}:[A-Za-z0-9_-]{30,}")
 # Loggers that print full request URLs (Bot API URLs carry the token) or are chatty.
 _QUIET = ("httpx", "httpx2", "httpcore", "httpcore2", "uvicorn.access", "mcp", "fastmcp", "docket")
+# Loggers that write personal data below ERROR: caldav warns with a diff of the event text
+# whenever it mends the iCalendar data a server sent.
+_ERRORS_ONLY = ("caldav",)
 
 
 class Redactor:
@@ -63,6 +66,8 @@ def configure_logging(
     root.setLevel(level)
     for name in _QUIET:
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
+    for name in _ERRORS_ONLY:
+        logging.getLogger(name).setLevel(max(logging.ERROR, root.level))
     # Libraries that install their own handlers would bypass redaction: route them to root.
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "fastmcp", "mcp"):
         lib = logging.getLogger(name)

@@ -56,7 +56,6 @@ from mcp_calendar.backend import (
 from mcp_calendar.errors import CalendarError, InvalidRequest, NotFound, NotWritable, Stale
 from mcp_calendar.records import ConfirmationRecords
 from mcp_calendar.settings import CalendarSettings
-from mcp_calendar.store import StoredEvent
 from meshkit.proposals import Approval, Confirmed
 
 logger = logging.getLogger(__name__)
@@ -94,6 +93,10 @@ class DavObject:
     events: list[Event]  # the master first, then its changed occurrences
     timezones: list[Timezone]
 
+    @property
+    def version(self) -> str:
+        return self.etag
+
 
 @dataclass(frozen=True)
 class Window:
@@ -118,6 +121,7 @@ class CalDAVBackend:
         self._client: Any = None
         self._limiter: anyio.CapacityLimiter | None = None
         self._confirming: anyio.Lock | None = None
+        self._skipped = local.Skipped()
         self._calendars: tuple[float, list[DavCalendar]] | None = None
         self._windows: dict[str, Window] = {}
         self._unreadable: set[tuple[str, str]] = set()  # (url, etag) logged once
@@ -236,6 +240,7 @@ class CalDAVBackend:
             # One occurrence of someone else's series (an invitation to it alone): a
             # single event here, as import reads it; a change writes it back as one.
             found[0].pop("RECURRENCE-ID")
+        found = edits.deduplicate(found)
         masters = [c for c in found if "RECURRENCE-ID" not in c]
         if len(masters) != 1 or "UID" not in masters[0]:
             if found:
@@ -251,8 +256,7 @@ class CalDAVBackend:
             logger.warning("caldav object %s is not read: %s", url, why)
 
     def _expand(self, item: DavObject, start: datetime, end: datetime) -> list[Occurrence]:
-        event = StoredEvent(item.uid, item.calendar, 0, [])
-        found = local.expand(event, item.events, start, end)
+        found = local.expand(item, item.events, start, end, skipped=self._skipped)
         master = item.events[0]
         series = "RRULE" in master or "RDATE" in master
         return [
@@ -345,10 +349,12 @@ class CalDAVBackend:
         finally:
             self._windows.clear()  # whatever happened, the next read asks the server
 
-    async def check(self) -> None:
-        """The server answers for the account, and the calendars named are in it."""
+    async def check(self) -> str | None:
+        """The server answers for the account, and the calendars named are in it; a line
+        for ``/health``'s details while reads leave an event out."""
         await self._run(_principal)
         await self._known()
+        return self._skipped.detail()
 
 
 # --- the library's calls (in the worker thread) ---------------------------------------------
