@@ -1,0 +1,66 @@
+"""The calendar corpus's figures (issue 27, point 8): every test calendar of the icalendar and
+recurring-ical-events sdists imported, read, exported, re-imported and compared with ical
+(tests/calendar_server/corpus.py does the work; the test holds the expected differences).
+
+uv run python -m bench.calendar_corpus [--fetch] [--list] [--slowest 5]
+
+Prints files, events, imported, skipped by reason, tracebacks and disagreements by kind;
+--list adds every skip, traceback and disagreement, one a line (file, event, kind, detail).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from calendar_server import corpus  # noqa: E402 (tests/ on the path first)
+
+
+async def run(show: bool, slowest: int) -> None:
+    began = time.perf_counter()
+    files = corpus.calendars()
+    missing = corpus.missing_sdists()
+    if missing:
+        print(f"not fetched (the wheels' calendars instead): {', '.join(missing)}")
+    outcomes = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for number, corpus_file in enumerate(files):
+            outcomes.append(await corpus.check(corpus_file, Path(scratch) / str(number)))
+    for line in corpus.figures(outcomes):
+        print(line)
+    print(f"seconds: {time.perf_counter() - began:.1f}")
+    for outcome in sorted(outcomes, key=lambda o: -o.seconds)[:slowest]:
+        print(f"  {outcome.seconds:6.2f} s  {outcome.file}")
+    if show:
+        for outcome in outcomes:
+            for where, reason in outcome.skipped:
+                print(f"skipped\t{outcome.file}\t{where}\t{reason}")
+            for line in outcome.tracebacks:
+                print(f"traceback\t{outcome.file}\t{line}")
+            if outcome.reference_failed:
+                print(f"no reference\t{outcome.file}\t{outcome.reference_failed}")
+            for d in outcome.disagreements:
+                print(f"disagreement\t{d.file}\t{d.event}\t{d.kind}\t{d.detail}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.calendar_corpus")
+    parser.add_argument("--fetch", action="store_true", help="fetch the sdists first")
+    parser.add_argument("--list", action="store_true", help="every skip and disagreement")
+    parser.add_argument("--slowest", type=int, default=5, help="the slowest files shown")
+    args = parser.parse_args()
+    if args.fetch:
+        for line in corpus.fetch():
+            print(line)
+    anyio.run(run, args.list, args.slowest)
+
+
+if __name__ == "__main__":
+    main()

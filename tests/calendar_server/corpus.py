@@ -1,0 +1,521 @@
+"""The calendar corpus (issue 27, point 8): every test calendar of the icalendar and
+recurring-ical-events source distributions, through the local calendar, checked against an
+independent iCalendar implementation (the ``ical`` package, test-only).
+
+Where the files come from: the sdists uv.lock pins, fetched by its URL and sha256 into
+``$XDG_CACHE_HOME/clawmesh/calendar-corpus`` (``make calendar-corpus``, which ``make pytest``
+runs; ``python -m calendar_server.corpus`` with ``tests`` on the path). The sdists hold two
+calendars the wheels leave out (icalendar's ``docs/tutorials/example.ics``,
+recurring-ical-events' ``benchmark/issue42.ics``, 4778 events); their ``.ics`` members are read
+from the archives, whose hash is checked on every read. Without the archives (offline) the
+installed wheels' calendars are used and ``sdists()`` says which archive is missing.
+
+For each file (``check``): import (``ics.import_file`` into a fresh ``DATA_DIR``), reads
+(``LocalBackend.occurrences``) over several windows (the year of the first and of the last
+start, the DST changes of Europe/Berlin and America/New_York that follow the first start, and
+2026), export and re-import (the same occurrences again), and the occurrences ical finds in
+the same windows. What differs is a ``Disagreement`` (file, event, kind, detail): the test
+holds the table of those expected, each with its RFC 5545 reason.
+
+The import API is changing (issue 27 point 1: ``Imported.skipped``/``warnings``, a file refused
+whole only when it is no iCalendar at all): ``_import`` reads either, the current
+``ImportProblems`` (every event refused with the file) as skipped events.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import sys
+import tarfile
+import time
+import tomllib
+import traceback
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta, tzinfo
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import icalendar
+import recurring_ical_events  # type: ignore[import-untyped]
+from ical.calendar_stream import CalendarStream
+from ical.compat import enable_compat_mode
+
+from mcp_calendar import ics
+from mcp_calendar.backend import Occurrence
+from mcp_calendar.errors import InvalidRequest
+from mcp_calendar.local import LocalBackend
+from mcp_calendar.settings import CalendarSettings
+from mcp_calendar.store import CalendarStore
+
+ROOT = Path(__file__).resolve().parents[2]
+LIBRARIES = ("icalendar", "recurring-ical-events")
+TIMEZONE = "Europe/Berlin"  # CALENDAR_TIMEZONE: floating times are read there
+DST_ZONES = ("Europe/Berlin", "America/New_York")
+NOW_YEAR = 2026
+CALENDAR = "corpus"
+
+
+@dataclass(frozen=True)
+class Sdist:
+    name: str
+    url: str
+    sha256: str
+
+    @property
+    def file(self) -> str:
+        return self.url.rsplit("/", 1)[1]
+
+
+@dataclass(frozen=True)
+class CorpusFile:
+    name: str  # e.g. icalendar/tests/calendars/x.ics, recurring_ical_events/test/calendars/y.ics
+    text: bytes
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    file: str
+    event: str  # a UID, "event N" or "*" (the whole file)
+    kind: str
+    detail: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.file, self.event, self.kind)
+
+
+@dataclass
+class Outcome:
+    file: str
+    events: int = 0  # VEVENTs in the file
+    uids: int = 0  # distinct UIDs among them: the events the calendar would hold
+    imported: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, reason)
+    warnings: list[str] = field(default_factory=list)
+    tracebacks: list[str] = field(default_factory=list)
+    reference_failed: str | None = None
+    disagreements: list[Disagreement] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+# --- the files ---
+
+
+def sdists(lock: Path = ROOT / "uv.lock") -> list[Sdist]:
+    """The libraries' sdists as uv.lock pins them."""
+    packages = tomllib.loads(lock.read_text())["package"]
+    found = []
+    for package in packages:
+        if package["name"] in LIBRARIES:
+            sdist = package["sdist"]
+            algorithm, digest = sdist["hash"].split(":", 1)
+            assert algorithm == "sha256"
+            found.append(Sdist(package["name"], sdist["url"], digest))
+    assert len(found) == len(LIBRARIES), f"uv.lock pins {found}"
+    return found
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "clawmesh" / "calendar-corpus"
+
+
+def fetch(directory: Path | None = None) -> list[str]:
+    """Download the sdists missing from the cache, each checked against uv.lock's sha256;
+    one line per archive. A hash that differs is an error (ValueError), a download that
+    fails is said and left to the fallback (the wheels' calendars)."""
+    directory = directory or cache_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for sdist in sdists():
+        target = directory / sdist.file
+        if target.exists() and _digest(target.read_bytes()) == sdist.sha256:
+            lines.append(f"{sdist.file}: cached")
+            continue
+        try:
+            with urllib.request.urlopen(sdist.url, timeout=60) as response:  # noqa: S310 (uv.lock's https URL)
+                data = response.read()
+        except OSError as error:
+            lines.append(f"{sdist.file}: cannot fetch ({error}); the tests use the wheels' files")
+            continue
+        if _digest(data) != sdist.sha256:
+            raise ValueError(f"{sdist.file}: sha256 differs from uv.lock's: not kept")
+        partial = target.with_suffix(".partial")
+        partial.write_bytes(data)
+        partial.replace(target)
+        lines.append(f"{sdist.file}: fetched, sha256 matches uv.lock")
+    return lines
+
+
+def missing_sdists(directory: Path | None = None) -> list[str]:
+    directory = directory or cache_dir()
+    return [s.file for s in sdists() if not (directory / s.file).exists()]
+
+
+def calendars(directory: Path | None = None) -> list[CorpusFile]:
+    """Every .ics of the sdists (or, for an sdist not fetched, of its installed wheel)."""
+    directory = directory or cache_dir()
+    found: list[CorpusFile] = []
+    for sdist in sdists():
+        archive = directory / sdist.file
+        if archive.exists():
+            found.extend(_from_archive(archive, sdist))
+        else:
+            found.extend(_from_wheel(sdist.name))
+    return sorted(found, key=lambda f: f.name)
+
+
+def _from_archive(archive: Path, sdist: Sdist) -> Iterator[CorpusFile]:
+    data = archive.read_bytes()
+    if _digest(data) != sdist.sha256:
+        raise ValueError(f"{archive}: sha256 differs from uv.lock's; delete it and fetch again")
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        for member in tar.getmembers():
+            if member.isfile() and member.name.endswith(".ics"):
+                extracted = tar.extractfile(member)
+                assert extracted is not None
+                # "icalendar-7.3.2/src/icalendar/tests/x.ics" -> "icalendar/tests/x.ics"
+                name = member.name.split("/", 1)[1].removeprefix("src/")
+                yield CorpusFile(f"{sdist.name}:{name}", extracted.read())
+
+
+def _from_wheel(name: str) -> Iterator[CorpusFile]:
+    package = Path(icalendar.__file__ if name == "icalendar" else recurring_ical_events.__file__)
+    site = package.parent.parent
+    for path in sorted(package.parent.rglob("*.ics")):
+        yield CorpusFile(f"{name}:{path.relative_to(site)}", path.read_bytes())
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --- one file ---
+
+
+async def check(corpus_file: CorpusFile, data_dir: Path) -> Outcome:
+    """Import, read, export, re-import and compare one file (see the module docstring)."""
+    began = time.perf_counter()
+    outcome = Outcome(corpus_file.name)
+    starts = _survey(corpus_file.text, outcome)
+    windows = _windows(starts)
+    first = _settings(data_dir / "import")
+    imported = await _step(outcome, "import", _import(first, corpus_file.text, outcome))
+    if imported is not None:
+        ours = await _step(outcome, "read", _reads(first, windows))
+        exported = await _step(outcome, "export", ics.export_calendar(first, CALENDAR))
+        if ours is not None and exported is not None:
+            again = _settings(data_dir / "reimport")
+            back = Outcome(corpus_file.name)
+            if await _step(outcome, "re-import", _import(again, exported, back)) is not None:
+                for where, reason in back.skipped:
+                    outcome.disagreements.append(
+                        Disagreement(outcome.file, where, "round trip", f"skipped: {reason}")
+                    )
+                reread = await _step(outcome, "re-read", _reads(again, windows))
+                if reread is not None:
+                    _compare_round_trip(outcome, ours, reread)
+        if ours is not None:
+            reference = _reference(corpus_file.text, windows, outcome)
+            if reference is not None:
+                _compare(outcome, ours, reference)
+    outcome.seconds = time.perf_counter() - began
+    return outcome
+
+
+async def _step(outcome: Outcome, what: str, work: Any) -> Any:
+    try:
+        return await work
+    except InvalidRequest as error:  # a read the calendar declines, said in one line
+        outcome.disagreements.append(Disagreement(outcome.file, "*", f"{what} refused", str(error)))
+    except Exception as error:  # noqa: BLE001 (the corpus counts every traceback)
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        outcome.tracebacks.append(
+            f"{what}: {type(error).__name__}: {error} "
+            f"({Path(where.filename).name}:{where.lineno})"
+        )
+        outcome.disagreements.append(
+            Disagreement(outcome.file, "*", "traceback", f"{what}: {type(error).__name__}")
+        )
+    return None
+
+
+def _settings(data_dir: Path) -> CalendarSettings:
+    return CalendarSettings(
+        backend="local", timezone=TIMEZONE, default_calendar=CALENDAR, data_dir=data_dir
+    )
+
+
+def _survey(text: bytes, outcome: Outcome) -> list[datetime]:
+    """The file's VEVENTs and their starts as instants (icalendar, leniently)."""
+    try:
+        parsed = icalendar.Calendar.from_ical(text, multiple=True)
+    except Exception:  # noqa: BLE001 (not an iCalendar file: no events to count)
+        return []
+    zone = ZoneInfo(TIMEZONE)
+    uids, starts = set(), []
+    for calendar in parsed:
+        for component in calendar.walk("VEVENT"):
+            outcome.events += 1
+            uids.add(str(component.get("UID", f"#{outcome.events}")))
+            try:
+                start = component.decoded("DTSTART")
+            except Exception:  # noqa: BLE001, S112 (a start that does not parse: no window)
+                continue
+            if isinstance(start, datetime):
+                starts.append(start if start.tzinfo else start.replace(tzinfo=zone))
+            elif isinstance(start, date):
+                starts.append(datetime.combine(start, datetime.min.time(), tzinfo=zone))
+    outcome.uids = len(uids)
+    return [s for s in starts if 1900 <= s.year <= 2190]
+
+
+def _windows(starts: list[datetime]) -> list[tuple[datetime, datetime]]:
+    zone = ZoneInfo(TIMEZONE)
+    now = datetime(NOW_YEAR, 1, 1, tzinfo=zone)
+    windows = [(now, now.replace(year=NOW_YEAR + 1))]
+    if starts:
+        first, last = min(starts), max(starts)
+        for moment in (first, last):
+            day = datetime.combine(moment.astimezone(zone).date(), datetime.min.time(), zone)
+            windows.append((day, day + timedelta(days=366)))
+        for name in DST_ZONES:
+            change = _next_change(first, ZoneInfo(name))
+            if change is not None:
+                day = datetime.combine(change.date(), datetime.min.time(), zone)
+                windows.append((day - timedelta(days=3), day + timedelta(days=4)))
+    return sorted(set(windows))
+
+
+def _next_change(after: datetime, zone: tzinfo) -> datetime | None:
+    """The first day (at noon UTC) after ``after`` whose UTC offset differs from the day
+    before, within 20 years."""
+    day = after.astimezone(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
+    offset = day.astimezone(zone).utcoffset()
+    for _ in range(20 * 366):
+        day += timedelta(days=1)
+        current = day.astimezone(zone).utcoffset()
+        if current != offset:
+            return day
+    return None
+
+
+async def _import(settings: CalendarSettings, text: bytes, outcome: Outcome) -> bool:
+    """``ics.import_file``, whichever API it has (see the module docstring)."""
+    try:
+        done = await ics.import_file(settings, text, CALENDAR, writable=True, at=time.time())
+    except getattr(ics, "ImportProblems", ()) as problems:
+        for line in problems.lines:
+            where, reason = _problem_line(line)
+            outcome.skipped.append((where, reason))
+        outcome.skipped.append(("*", "file refused whole"))
+        return True
+    for skipped in getattr(done, "skipped", []):
+        outcome.skipped.append((skipped.where, skipped.reason))
+    outcome.warnings.extend(getattr(done, "warnings", []))
+    outcome.imported = done.changed + done.unchanged
+    return True
+
+
+_PROBLEM = re.compile(r"^(event \d+ \(“.*?”\)|UID .*?|a TZID|not an iCalendar file): (.*)$", re.S)
+
+
+def _problem_line(line: str) -> tuple[str, str]:
+    found = _PROBLEM.match(line)
+    if found is None:
+        return ("*", line)
+    where = re.sub(r" \(“.*?”\)$", "", found.group(1))
+    return (where, found.group(2))
+
+
+async def _reads(
+    settings: CalendarSettings, windows: list[tuple[datetime, datetime]]
+) -> dict[tuple[datetime, datetime], list[Occurrence]]:
+    store = CalendarStore(settings.db_path, max_bytes=settings.max_db_bytes)
+    try:
+        backend = LocalBackend(store)
+        return {window: await backend.occurrences(*window) for window in windows}
+    finally:
+        await store.aclose()
+
+
+# --- the independent implementation ---
+
+
+@dataclass(frozen=True)
+class Found:
+    uid: str
+    title: str
+    start: str
+    end: str
+
+
+def _reference(
+    text: bytes, windows: list[tuple[datetime, datetime]], outcome: Outcome
+) -> dict[tuple[datetime, datetime], list[Found]] | None:
+    zone = ZoneInfo(TIMEZONE)
+    try:
+        content = text.decode("utf-8-sig")
+        with enable_compat_mode(content) as compatible:
+            stream = CalendarStream.from_ics(compatible)
+            timelines = [calendar.timeline_tz(zone) for calendar in stream.calendars]
+            found = {}
+            for window in windows:
+                found[window] = [
+                    Found(
+                        str(event.uid or ""),
+                        str(event.summary or ""),
+                        _key(event.start, zone),
+                        _key(event.end, zone),
+                    )
+                    for timeline in timelines
+                    for event in timeline.overlapping(*window)
+                ]
+    except Exception as error:  # noqa: BLE001 (ical refuses what it cannot read)
+        outcome.reference_failed = f"{type(error).__name__}: {str(error).splitlines()[0][:120]}"
+        return None
+    return found
+
+
+def _key(moment: date | datetime, zone: tzinfo) -> str:
+    if isinstance(moment, datetime):
+        aware = moment if moment.tzinfo else moment.replace(tzinfo=zone)
+        return aware.astimezone(UTC).isoformat()
+    return moment.isoformat()
+
+
+def _ours(occurrences: list[Occurrence]) -> list[Found]:
+    zone = ZoneInfo(TIMEZONE)
+    return [Found(o.uid, o.title, _key(o.start, zone), _key(o.end, zone)) for o in occurrences]
+
+
+def _compare(
+    outcome: Outcome,
+    ours: dict[tuple[datetime, datetime], list[Occurrence]],
+    reference: dict[tuple[datetime, datetime], list[Found]],
+) -> None:
+    """Occurrences keyed by (title, start): one ical has alone is "missing", one we have
+    alone "extra", the same with another end "end"; counted once per event and kind."""
+    skipped = {where.removeprefix("UID ") for where, _ in outcome.skipped}
+    if "*" in skipped:
+        return  # the whole file was refused: its skips are the disagreement
+    seen: dict[tuple[str, str], list[str]] = {}
+    for window, found in reference.items():
+        mine = Counter(_ours(ours[window]))
+        theirs = Counter(found)
+        by_start_mine = {(f.title, f.start): f for f in mine}
+        by_start_theirs = {(f.title, f.start): f for f in theirs}
+        for f in theirs - mine:
+            if f.uid in skipped:
+                continue
+            other = by_start_mine.get((f.title, f.start))
+            if other is not None and other.end != f.end:
+                seen.setdefault((other.uid, "end"), []).append(f"{f.start}: {other.end}≠{f.end}")
+            elif other is None:
+                seen.setdefault((f.uid, "missing"), []).append(f.start)
+            else:
+                seen.setdefault((f.uid, "fewer"), []).append(f.start)
+        for f in mine - theirs:
+            other = by_start_theirs.get((f.title, f.start))
+            if other is None:
+                seen.setdefault((f.uid, "extra"), []).append(f.start)
+            elif other.end == f.end:
+                seen.setdefault((f.uid, "more"), []).append(f.start)
+    for (uid, kind), details in sorted(seen.items()):
+        unique = sorted(set(details))
+        shown = ", ".join(unique[:3]) + (f" and {len(unique) - 3} more" if len(unique) > 3 else "")
+        outcome.disagreements.append(Disagreement(outcome.file, uid, kind, shown))
+
+
+def _compare_round_trip(
+    outcome: Outcome,
+    before: dict[tuple[datetime, datetime], list[Occurrence]],
+    after: dict[tuple[datetime, datetime], list[Occurrence]],
+) -> None:
+    """What a re-import of the export reads: every field of every occurrence as before
+    (the version aside)."""
+    differing: dict[str, list[str]] = {}
+    for window, first in before.items():
+        again = Counter(_comparable(o) for o in after[window])
+        was = Counter(_comparable(o) for o in first)
+        for o in (was - again) + (again - was):
+            differing.setdefault(o[0], []).append(f"{o[3]}")
+    for uid, details in sorted(differing.items()):
+        outcome.disagreements.append(
+            Disagreement(outcome.file, uid, "round trip", ", ".join(sorted(set(details))[:3]))
+        )
+
+
+def _comparable(o: Occurrence) -> tuple[Any, ...]:
+    return (
+        o.uid,
+        o.calendar,
+        o.title,
+        o.start,
+        o.end,
+        o.recurrence_id,
+        o.zone,
+        o.rule,
+        o.location,
+        o.description,
+        o.busy,
+    )
+
+
+# --- the figures ---
+
+
+def figures(outcomes: list[Outcome]) -> list[str]:
+    """What bench/calendar_corpus.py prints: one line a figure."""
+    skipped: Counter[str] = Counter()
+    for outcome in outcomes:
+        refused = ("*", "file refused whole") in outcome.skipped
+        for where, reason in outcome.skipped:
+            if where != "*":
+                skipped[_reason_kind(reason)] += 1
+        if refused:
+            skipped["in a file refused whole"] += outcome.events
+    kinds = Counter(d.kind for o in outcomes for d in o.disagreements)
+    lines = [
+        f"files: {len(outcomes)}",
+        f"events (VEVENTs): {sum(o.events for o in outcomes)}"
+        f" ({sum(o.uids for o in outcomes)} UIDs)",
+        f"imported events: {sum(o.imported for o in outcomes)}",
+        f"files refused whole: "
+        f"{sum(('*', 'file refused whole') in o.skipped for o in outcomes)}",
+        f"skipped events: {sum(skipped.values())}",
+        *(f"  {count:5}  {reason}" for reason, count in skipped.most_common()),
+        f"files with a traceback: {sum(bool(o.tracebacks) for o in outcomes)}",
+        f"files ical cannot read (no reference): "
+        f"{sum(o.reference_failed is not None for o in outcomes)}",
+        f"disagreements: {sum(kinds.values())} (file, event, kind)",
+        *(f"  {count:5}  {kind}" for kind, count in kinds.most_common()),
+    ]
+    return lines
+
+
+def _reason_kind(reason: str) -> str:
+    """A skip reason without its details (values, positions)."""
+    return re.sub(r"\s*\(.*$", "", reason, flags=re.S).split(": ")[0]
+
+
+def main() -> int:
+    try:
+        lines = fetch()
+    except ValueError as error:
+        print(f"calendar corpus: {error}", file=sys.stderr)
+        return 1
+    for line in lines:
+        print(f"calendar corpus: {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
