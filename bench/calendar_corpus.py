@@ -14,6 +14,7 @@ import argparse
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import anyio
@@ -30,12 +31,14 @@ async def run(show: bool, slowest: int) -> None:
     if missing:
         print(f"not fetched (the wheels' calendars instead): {', '.join(missing)}")
     outcomes = []
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory(dir=corpus.scratch_parent()) as scratch:
         for number, corpus_file in enumerate(files):
             outcomes.append(await corpus.check(corpus_file, Path(scratch) / str(number)))
     for line in corpus.figures(outcomes):
         print(line)
     print(f"seconds: {time.perf_counter() - began:.1f}")
+    phases: Counter[str] = sum((o.phases for o in outcomes), Counter())
+    print("CPU seconds by step: " + ", ".join(f"{k} {v:.1f}" for k, v in phases.most_common()))
     for outcome in sorted(outcomes, key=lambda o: -o.seconds)[:slowest]:
         print(f"  {outcome.seconds:6.2f} s  {outcome.file}")
     if show:

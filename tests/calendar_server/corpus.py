@@ -103,6 +103,7 @@ class Outcome:
     reference_failed: str | None = None
     disagreements: list[Disagreement] = field(default_factory=list)
     seconds: float = 0.0
+    phases: Counter[str] = field(default_factory=Counter)  # CPU seconds by step
 
 
 # --- the files ---
@@ -193,6 +194,13 @@ def _from_wheel(name: str) -> Iterator[CorpusFile]:
         yield CorpusFile(f"{name}:{path.relative_to(site)}", path.read_bytes())
 
 
+def scratch_parent() -> str | None:
+    """Where the corpus's databases go: a tmpfs when there is one (each file opens five
+    SQLite databases; on a disk their creation costs ~60 ms each in fsyncs, in memory ~8)."""
+    shm = Path("/dev/shm")  # noqa: S108 (a private directory is made inside it)
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -208,6 +216,9 @@ async def check(corpus_file: CorpusFile, data_dir: Path) -> Outcome:
     windows = _windows(starts)
     first = _settings(data_dir / "import")
     imported = await _step(outcome, "import", _import(first, corpus_file.text, outcome))
+    for where, reason in outcome.skipped:
+        kind = "refused" if where == "*" else "skipped"
+        outcome.disagreements.append(Disagreement(outcome.file, where, kind, reason))
     if imported is not None:
         ours = await _step(outcome, "read", _reads(first, windows))
         exported = await _step(outcome, "export", ics.export_calendar(first, CALENDAR))
@@ -222,8 +233,10 @@ async def check(corpus_file: CorpusFile, data_dir: Path) -> Outcome:
                 reread = await _step(outcome, "re-read", _reads(again, windows))
                 if reread is not None:
                     _compare_round_trip(outcome, ours, reread)
-        if ours is not None:
+        if ours is not None and ("*", "file refused whole") not in outcome.skipped:
+            began_reference = time.process_time()
             reference = _reference(corpus_file.text, windows, outcome)
+            outcome.phases["ical"] += time.process_time() - began_reference
             if reference is not None:
                 _compare(outcome, ours, reference)
     outcome.seconds = time.perf_counter() - began
@@ -231,6 +244,7 @@ async def check(corpus_file: CorpusFile, data_dir: Path) -> Outcome:
 
 
 async def _step(outcome: Outcome, what: str, work: Any) -> Any:
+    began = time.process_time()
     try:
         return await work
     except InvalidRequest as error:  # a read the calendar declines, said in one line
@@ -244,6 +258,8 @@ async def _step(outcome: Outcome, what: str, work: Any) -> Any:
         outcome.disagreements.append(
             Disagreement(outcome.file, "*", "traceback", f"{what}: {type(error).__name__}")
         )
+    finally:
+        outcome.phases[what] += time.process_time() - began
     return None
 
 
@@ -253,28 +269,30 @@ def _settings(data_dir: Path) -> CalendarSettings:
     )
 
 
+_VEVENT = re.compile(rb"^BEGIN:VEVENT\r?$", re.M | re.I)
+_UID = re.compile(rb"^BEGIN:VEVENT\r?$(.*?)^END:VEVENT", re.M | re.I | re.S)
+_START = re.compile(rb"^DTSTART[;:][^\r\n]*?(\d{8})", re.M | re.I)
+
+
 def _survey(text: bytes, outcome: Outcome) -> list[datetime]:
-    """The file's VEVENTs and their starts as instants (icalendar, leniently)."""
-    try:
-        parsed = icalendar.Calendar.from_ical(text, multiple=True)
-    except Exception:  # noqa: BLE001 (not an iCalendar file: no events to count)
-        return []
-    zone = ZoneInfo(TIMEZONE)
-    uids, starts = set(), []
-    for calendar in parsed:
-        for component in calendar.walk("VEVENT"):
-            outcome.events += 1
-            uids.add(str(component.get("UID", f"#{outcome.events}")))
-            try:
-                start = component.decoded("DTSTART")
-            except Exception:  # noqa: BLE001, S112 (a start that does not parse: no window)
-                continue
-            if isinstance(start, datetime):
-                starts.append(start if start.tzinfo else start.replace(tzinfo=zone))
-            elif isinstance(start, date):
-                starts.append(datetime.combine(start, datetime.min.time(), tzinfo=zone))
+    """The file's VEVENTs, UIDs and start days, from its text (parsing a large file costs
+    seconds: the windows need days only)."""
+    uids = set()
+    for number, body in enumerate(_UID.findall(text)):
+        found = re.search(rb"^UID:([^\r\n]*)", body, re.M | re.I)
+        uids.add(found.group(1) if found else str(number).encode())
+    outcome.events = len(_VEVENT.findall(text))
     outcome.uids = len(uids)
-    return [s for s in starts if 1900 <= s.year <= 2190]
+    zone = ZoneInfo(TIMEZONE)
+    starts = []
+    for day in _START.findall(text):
+        try:
+            found_day = datetime.strptime(day.decode(), "%Y%m%d").replace(tzinfo=zone)
+        except ValueError:
+            continue
+        if 1900 <= found_day.year <= 2190:
+            starts.append(found_day)
+    return starts
 
 
 def _windows(starts: list[datetime]) -> list[tuple[datetime, datetime]]:
@@ -313,6 +331,8 @@ async def _import(settings: CalendarSettings, text: bytes, outcome: Outcome) -> 
         done = await ics.import_file(settings, text, CALENDAR, writable=True, at=time.time())
     except getattr(ics, "ImportProblems", ()) as problems:
         for line in problems.lines:
+            if re.fullmatch(r"and \d+ more", line):
+                continue  # the rest are not named (MAX_PROBLEMS)
             where, reason = _problem_line(line)
             outcome.skipped.append((where, reason))
         outcome.skipped.append(("*", "file refused whole"))
@@ -363,6 +383,11 @@ def _reference(
     zone = ZoneInfo(TIMEZONE)
     try:
         content = text.decode("utf-8-sig")
+        if not re.search(r"^BEGIN:VCALENDAR", content, re.M | re.I):
+            # A bare VEVENT (icalendar's tests/events/): the import reads it, ical reads no
+            # VCALENDAR in it; wrapped, ical still checks its occurrences.
+            content = f"BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//corpus//EN\r\n{content}"
+            content = f"{content.rstrip()}\r\nEND:VCALENDAR\r\n"
         with enable_compat_mode(content) as compatible:
             stream = CalendarStream.from_ics(compatible)
             timelines = [calendar.timeline_tz(zone) for calendar in stream.calendars]
