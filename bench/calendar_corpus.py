@@ -21,7 +21,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from calendar_server import corpus  # noqa: E402 (tests/ on the path first)
+from calendar_server import corpus
 
 
 async def run(show: bool, slowest: int) -> None:

@@ -75,7 +75,7 @@ class Sdist:
 
 @dataclass(frozen=True)
 class CorpusFile:
-    name: str  # e.g. icalendar/tests/calendars/x.ics, recurring_ical_events/test/calendars/y.ics
+    name: str  # icalendar/tests/calendars/x.ics, recurring-ical-events/benchmark/issue42.ics
     text: bytes
 
 
@@ -141,7 +141,7 @@ def fetch(directory: Path | None = None) -> list[str]:
             lines.append(f"{sdist.file}: cached")
             continue
         try:
-            with urllib.request.urlopen(sdist.url, timeout=60) as response:  # noqa: S310 (uv.lock's https URL)
+            with urllib.request.urlopen(sdist.url, timeout=60) as response:
                 data = response.read()
         except OSError as error:
             lines.append(f"{sdist.file}: cannot fetch ({error}); the tests use the wheels' files")
@@ -182,22 +182,28 @@ def _from_archive(archive: Path, sdist: Sdist) -> Iterator[CorpusFile]:
             if member.isfile() and member.name.endswith(".ics"):
                 extracted = tar.extractfile(member)
                 assert extracted is not None
-                # "icalendar-7.3.2/src/icalendar/tests/x.ics" -> "icalendar/tests/x.ics"
-                name = member.name.split("/", 1)[1].removeprefix("src/")
-                yield CorpusFile(f"{sdist.name}:{name}", extracted.read())
+                yield CorpusFile(_name(sdist.name, member.name), extracted.read())
 
 
 def _from_wheel(name: str) -> Iterator[CorpusFile]:
     package = Path(icalendar.__file__ if name == "icalendar" else recurring_ical_events.__file__)
     site = package.parent.parent
     for path in sorted(package.parent.rglob("*.ics")):
-        yield CorpusFile(f"{name}:{path.relative_to(site)}", path.read_bytes())
+        yield CorpusFile(str(path.relative_to(site)), path.read_bytes())
+
+
+def _name(sdist: str, member: str) -> str:
+    """A file as the wheel names it ("icalendar/tests/calendars/x.ics"), or, outside the
+    package, with the sdist's name ("recurring-ical-events/benchmark/issue42.ics")."""
+    inside = member.split("/", 1)[1].removeprefix("src/")
+    package = sdist.replace("-", "_")
+    return inside if inside.startswith(f"{package}/") else f"{sdist}/{inside}"
 
 
 def scratch_parent() -> str | None:
     """Where the corpus's databases go: a tmpfs when there is one (each file opens five
     SQLite databases; on a disk their creation costs ~60 ms each in fsyncs, in memory ~8)."""
-    shm = Path("/dev/shm")  # noqa: S108 (a private directory is made inside it)
+    shm = Path("/dev/shm")
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
@@ -249,11 +255,10 @@ async def _step(outcome: Outcome, what: str, work: Any) -> Any:
         return await work
     except InvalidRequest as error:  # a read the calendar declines, said in one line
         outcome.disagreements.append(Disagreement(outcome.file, "*", f"{what} refused", str(error)))
-    except Exception as error:  # noqa: BLE001 (the corpus counts every traceback)
+    except Exception as error:
         where = traceback.extract_tb(error.__traceback__)[-1]
         outcome.tracebacks.append(
-            f"{what}: {type(error).__name__}: {error} "
-            f"({Path(where.filename).name}:{where.lineno})"
+            f"{what}: {type(error).__name__}: {error} ({Path(where.filename).name}:{where.lineno})"
         )
         outcome.disagreements.append(
             Disagreement(outcome.file, "*", "traceback", f"{what}: {type(error).__name__}")
@@ -403,7 +408,7 @@ def _reference(
                     for timeline in timelines
                     for event in timeline.overlapping(*window)
                 ]
-    except Exception as error:  # noqa: BLE001 (ical refuses what it cannot read)
+    except Exception as error:
         outcome.reference_failed = f"{type(error).__name__}: {str(error).splitlines()[0][:120]}"
         return None
     return found
@@ -494,6 +499,44 @@ def _comparable(o: Occurrence) -> tuple[Any, ...]:
     )
 
 
+# --- the tables of expected differences ---
+
+PREFIXES = {"I/": "icalendar/tests/", "R/": "recurring_ical_events/test/calendars/"}
+
+
+@dataclass(frozen=True)
+class Row:
+    file: str
+    event: str  # ending in "…": a UID's beginning
+    kind: str
+    reason: str
+
+    def matches(self, disagreement: Disagreement) -> bool:
+        if (self.file, self.kind) != (disagreement.file, disagreement.kind):
+            return False
+        if self.event.endswith("…"):
+            return disagreement.event.startswith(self.event[:-1])
+        return self.event == disagreement.event
+
+
+def table(text: str, reasons: dict[str, Any]) -> list[Row]:
+    """Rows of ``file | event | kind | REASON`` (REASON a name in ``reasons``); a line
+    starting with ``|`` continues the file on the line before."""
+    rows, file = [], ""
+    for raw in text.strip().splitlines():
+        line = raw.strip()
+        if not line.startswith("|"):
+            file, _, line = line.partition(" ")
+            for short, long in PREFIXES.items():
+                if file.startswith(short):
+                    file = long + file.removeprefix(short)
+            if not line:
+                continue
+        _, event, kind, reason = (part.strip() for part in line.split("|"))
+        rows.append(Row(file, event, kind, reasons[reason]))
+    return rows
+
+
 # --- the figures ---
 
 
@@ -508,13 +551,12 @@ def figures(outcomes: list[Outcome]) -> list[str]:
         if refused:
             skipped["in a file refused whole"] += outcome.events
     kinds = Counter(d.kind for o in outcomes for d in o.disagreements)
-    lines = [
+    return [
         f"files: {len(outcomes)}",
         f"events (VEVENTs): {sum(o.events for o in outcomes)}"
         f" ({sum(o.uids for o in outcomes)} UIDs)",
         f"imported events: {sum(o.imported for o in outcomes)}",
-        f"files refused whole: "
-        f"{sum(('*', 'file refused whole') in o.skipped for o in outcomes)}",
+        f"files refused whole: {sum(('*', 'file refused whole') in o.skipped for o in outcomes)}",
         f"skipped events: {sum(skipped.values())}",
         *(f"  {count:5}  {reason}" for reason, count in skipped.most_common()),
         f"files with a traceback: {sum(bool(o.tracebacks) for o in outcomes)}",
@@ -523,7 +565,6 @@ def figures(outcomes: list[Outcome]) -> list[str]:
         f"disagreements: {sum(kinds.values())} (file, event, kind)",
         *(f"  {count:5}  {kind}" for kind, count in kinds.most_common()),
     ]
-    return lines
 
 
 def _reason_kind(reason: str) -> str:
