@@ -14,7 +14,6 @@ import argparse
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
 import anyio
@@ -37,8 +36,12 @@ async def run(show: bool, slowest: int) -> None:
     for line in corpus.figures(outcomes):
         print(line)
     print(f"seconds: {time.perf_counter() - began:.1f}")
-    phases: Counter[str] = sum((o.phases for o in outcomes), Counter())
-    print("CPU seconds by step: " + ", ".join(f"{k} {v:.1f}" for k, v in phases.most_common()))
+    phases: dict[str, float] = {}
+    for outcome in outcomes:
+        for step, seconds in outcome.phases.items():
+            phases[step] = phases.get(step, 0.0) + seconds
+    shown = sorted(phases.items(), key=lambda item: -item[1])
+    print("CPU seconds by step: " + ", ".join(f"{k} {v:.1f}" for k, v in shown))
     for outcome in sorted(outcomes, key=lambda o: -o.seconds)[:slowest]:
         print(f"  {outcome.seconds:6.2f} s  {outcome.file}")
     if show:

@@ -103,7 +103,7 @@ class Outcome:
     reference_failed: str | None = None
     disagreements: list[Disagreement] = field(default_factory=list)
     seconds: float = 0.0
-    phases: Counter[str] = field(default_factory=Counter)  # CPU seconds by step
+    phases: dict[str, float] = field(default_factory=dict)  # CPU seconds by step
 
 
 # --- the files ---
@@ -242,7 +242,7 @@ async def check(corpus_file: CorpusFile, data_dir: Path) -> Outcome:
         if ours is not None and ("*", "file refused whole") not in outcome.skipped:
             began_reference = time.process_time()
             reference = _reference(corpus_file.text, windows, outcome)
-            outcome.phases["ical"] += time.process_time() - began_reference
+            _spent(outcome, "ical", began_reference)
             if reference is not None:
                 _compare(outcome, ours, reference)
     outcome.seconds = time.perf_counter() - began
@@ -264,8 +264,12 @@ async def _step(outcome: Outcome, what: str, work: Any) -> Any:
             Disagreement(outcome.file, "*", "traceback", f"{what}: {type(error).__name__}")
         )
     finally:
-        outcome.phases[what] += time.process_time() - began
+        _spent(outcome, what, began)
     return None
+
+
+def _spent(outcome: Outcome, what: str, began: float) -> None:
+    outcome.phases[what] = outcome.phases.get(what, 0.0) + time.process_time() - began
 
 
 def _settings(data_dir: Path) -> CalendarSettings:
