@@ -348,7 +348,7 @@ async def _import(settings: CalendarSettings, text: bytes, outcome: Outcome) -> 
         outcome.skipped.append(("*", "file refused whole"))
         return True
     for skipped in getattr(done, "skipped", []):
-        outcome.skipped.append((skipped.where, skipped.reason))
+        outcome.skipped.append((_where(skipped.where), skipped.reason))
     outcome.warnings.extend(getattr(done, "warnings", []))
     outcome.imported = done.changed + done.unchanged
     return True
@@ -361,8 +361,12 @@ def _problem_line(line: str) -> tuple[str, str]:
     found = _PROBLEM.match(line)
     if found is None:
         return ("*", line)
-    where = re.sub(r" \(“.*?”\)$", "", found.group(1))
-    return (where, found.group(2))
+    return (_where(found.group(1)), found.group(2))
+
+
+def _where(where: str) -> str:
+    """ "event 3 (“Title”)" as "event 3": the table names events by position or UID."""
+    return re.sub(r" \(“.*?”\)$", "", where, flags=re.S)
 
 
 async def _reads(
