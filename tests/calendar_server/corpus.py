@@ -631,7 +631,8 @@ def main() -> int:
         print(f"calendar corpus: {error}", file=sys.stderr)
         return 1
     for line in lines:
-        print(f"calendar corpus: {line}")
+        if not line.endswith(": cached"):  # quiet on every make test but the first
+            print(f"calendar corpus: {line}")
     return 0
 
 
