@@ -14,7 +14,8 @@ For each file (``check``): import (``ics.import_file`` into a fresh ``DATA_DIR``
 (``LocalBackend.occurrences``) over several windows (the year of the first and of the last
 start, the DST changes of Europe/Berlin and America/New_York that follow the first start, and
 2026), export and re-import (the same occurrences again), and the occurrences ical finds in
-the same windows. What differs is a ``Disagreement`` (file, event, kind, detail): the test
+the same windows, and the zone each timed occurrence names (its DTSTART's TZID, or the IANA
+zone of a Windows name). What differs is a ``Disagreement`` (file, event, kind, detail): the test
 holds the table of those expected, each with its RFC 5545 reason.
 
 The import API is changing (issue 27 point 1: ``Imported.skipped``/``warnings``, a file refused
@@ -46,6 +47,7 @@ import icalendar
 import recurring_ical_events  # type: ignore[import-untyped]
 from ical.calendar_stream import CalendarStream
 from ical.compat import enable_compat_mode
+from icalendar.timezone.windows_to_olson import WINDOWS_TO_OLSON
 
 from mcp_calendar import ics
 from mcp_calendar.backend import Occurrence
@@ -240,6 +242,8 @@ async def check(corpus_file: CorpusFile, data_dir: Path) -> Outcome:
                 reread = await _step(outcome, "re-read", _reads(again, windows))
                 if reread is not None:
                     _compare_round_trip(outcome, ours, reread)
+        if ours is not None:
+            _compare_zones(outcome, ours, _zones(corpus_file.text))
         if ours is not None and ("*", "file refused whole") not in outcome.skipped:
             began_reference = time.process_time()
             reference = _reference(corpus_file.text, windows, outcome)
@@ -513,6 +517,43 @@ def _compare(
         unique = sorted(set(details))
         shown = ", ".join(unique[:3]) + (f" and {len(unique) - 3} more" if len(unique) > 3 else "")
         outcome.disagreements.append(Disagreement(outcome.file, uid, kind, shown))
+
+
+def _zones(text: bytes) -> dict[str, str]:
+    """Each UID's DTSTART TZID, as the file writes it."""
+    found = {}
+    for block in re.findall(rb"^BEGIN:VEVENT.*?^END:VEVENT", text, re.M | re.S | re.I):
+        uid = re.search(rb"^UID:([^\r\n]*)", block, re.M | re.I)
+        tzid = re.search(rb"^DTSTART;[^:\r\n]*TZID=\"?([^\";:\r\n]*)", block, re.M | re.I)
+        if uid and tzid:
+            found.setdefault(uid.group(1).decode(errors="replace"), tzid.group(1).decode())
+    return found
+
+
+def _real_zones(tzid: str) -> set[str]:
+    """The names an occurrence may give as its zone (issue 27 point 2): the TZID, the IANA
+    zone of a Windows name, or the IANA name inside a globally unique TZID
+    (/mozilla.org/20070129_1/America/New_York)."""
+    names = {tzid, WINDOWS_TO_OLSON.get(tzid, tzid)}
+    parts = tzid.strip("/").split("/")
+    names.update("/".join(parts[i:]) for i in range(len(parts)) if tzid.startswith("/"))
+    return names
+
+
+def _compare_zones(
+    outcome: Outcome,
+    ours: dict[tuple[datetime, datetime], list[Occurrence]],
+    tzids: dict[str, str],
+) -> None:
+    """Each timed occurrence names its event's zone (one disagreement an event)."""
+    wrong: dict[str, str] = {}
+    for occurrences in ours.values():
+        for o in occurrences:
+            tzid = tzids.get(o.uid)
+            if tzid and isinstance(o.start, datetime) and o.zone not in _real_zones(tzid):
+                wrong.setdefault(o.uid, f"TZID={tzid}, zone={o.zone}")
+    for uid, detail in sorted(wrong.items()):
+        outcome.disagreements.append(Disagreement(outcome.file, uid, "zone", detail))
 
 
 def _compare_round_trip(

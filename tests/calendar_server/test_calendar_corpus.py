@@ -100,6 +100,14 @@ CUSTOM_ZONE_AS_UTC = (
     "point 2: a custom VTIMEZONE (TZID=/Europe/CUSTOM) is stored as the first instant in "
     "UTC: after the DST change every occurrence is an hour early"
 )
+WINDOWS_ZONE_NAME = (
+    "point 2: a Windows TZID (Eastern Standard Time) is kept as a UTC instant: the occurrence "
+    "names UTC, not America/New_York (and a series drifts an hour at DST)"
+)
+CUSTOM_ZONE_NAME = (
+    "point 2: a custom VTIMEZONE's TZID (MyTimezone, Western/Central Europe, UTC+11) is kept "
+    "as a UTC instant: the occurrence names UTC"
+)
 FLOATING_UNTIL = (
     "point 4: floating DTSTART read in CALENDAR_TIMEZONE keeps its floating UNTIL: the "
     "export cannot be imported again"
@@ -400,6 +408,28 @@ R/rdate_hackerpublicradio.ics | * | refused | WHOLE_FILE
 R/rdate_hackerpublicradio.ics | event 1 | skipped | NO_UID
 R/recurring_events_changed_duration.ics | * | traceback | DTEND_AND_DURATION
 R/recurring_events_moved.ics | * | traceback | DTEND_AND_DURATION
+I/calendars/america_new_york.ics | noend123 | zone | CUSTOM_ZONE_NAME
+I/calendars/issue_218_bad_tzid.ics | 1961094_636238800000000000 | zone | CUSTOM_ZONE_NAME
+I/calendars/issue_466_respect_unique_timezone.ics
+    | 0cab49a0-1167-40f0-bfed-ecb4d117047d | zone | CUSTOM_ZONE_NAME
+I/calendars/issue_526_calendar_with_different_events.ics
+    | ical-jacadzaca-3 | zone | CUSTOM_ZONE_NAME
+I/calendars/issue_526_calendar_with_different_events.ics
+    | ical-jacadzaca-4 | zone | CUSTOM_ZONE_NAME
+I/calendars/issue_526_calendar_with_event_subset.ics | 1 | zone | CUSTOM_ZONE_NAME
+I/calendars/issue_526_calendar_with_events.ics | 1 | zone | CUSTOM_ZONE_NAME
+I/calendars/issue_526_calendar_with_events.ics | 2 | zone | CUSTOM_ZONE_NAME
+I/calendars/issue_526_calendar_with_shuffeled_events.ics | 1 | zone | CUSTOM_ZONE_NAME
+I/calendars/issue_526_calendar_with_shuffeled_events.ics | 2 | zone | CUSTOM_ZONE_NAME
+I/calendars/issue_722_timezone_transition_ambiguity.ics | 0 | zone | CUSTOM_ZONE_NAME
+I/calendars/issue_722_timezone_transition_ambiguity.ics | 1 | zone | CUSTOM_ZONE_NAME
+I/calendars/issue_722_timezone_transition_ambiguity.ics | 2 | zone | CUSTOM_ZONE_NAME
+I/calendars/issue_722_timezone_transition_ambiguity.ics | 3 | zone | CUSTOM_ZONE_NAME
+I/calendars/issue_836_do_not_quote_tzid.ics
+    | minimal-demo-event-est-20241028@exam… | zone | WINDOWS_ZONE_NAME
+I/calendars/timezone_same_start.ics
+    | 040000008200E00074C5B7101A82E0080000… | zone | WINDOWS_ZONE_NAME
+I/calendars/timezone_same_start_and_offset.ics | blafoobar | zone | WINDOWS_ZONE_NAME
 """,
     globals(),
 )
