@@ -521,7 +521,7 @@ def _compare(
 
 def _zones(text: bytes) -> dict[str, str]:
     """Each UID's DTSTART TZID, as the file writes it."""
-    found = {}
+    found: dict[str, str] = {}
     for block in re.findall(rb"^BEGIN:VEVENT.*?^END:VEVENT", text, re.M | re.S | re.I):
         uid = re.search(rb"^UID:([^\r\n]*)", block, re.M | re.I)
         tzid = re.search(rb"^DTSTART;[^:\r\n]*TZID=\"?([^\";:\r\n]*)", block, re.M | re.I)
