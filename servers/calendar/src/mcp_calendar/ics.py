@@ -184,10 +184,14 @@ class _Reader:
     def _prepare(self, event: Event, name: str, find: zones.Lookup) -> str | None:
         """Repair what can be (warned), or why the event is skipped."""
         for prop, message in event.errors:
-            if prop is None or prop.upper() in _WHEN:
-                return f"{prop or 'a line'} does not parse ({message})"
-            event.pop(prop, None)
-            self.warnings.append(f"{name}: its {prop} does not parse and was left out")
+            if prop is not None and prop.upper() in _WHEN:
+                return f"{prop} does not parse ({message})"
+            if prop is not None:
+                event.pop(prop, None)
+            self.warnings.append(f"{name}: {_what(prop)} does not parse and was left out")
+        if "RRULE" in event and not isinstance(event["RRULE"], list) and not event["RRULE"]:
+            event.pop("RRULE")
+            self.warnings.append(f"{name}: its RRULE is empty: it was read as a single event")
         for prop in _SINGLE:
             if isinstance(event.get(prop), list):
                 return f"it has more than one {prop}"
@@ -258,6 +262,10 @@ class _Reader:
         return [[_single(event, uid if len(kept) == 1 else None)] for event in kept]
 
 
+def _what(prop: str | None) -> str:
+    return "a line" if prop is None else f"its {prop}"
+
+
 def _summary(event: Event) -> str:
     found = event.get("SUMMARY", "untitled")
     return str(found[0] if isinstance(found, list) else found)
@@ -310,6 +318,9 @@ def _time_problem(event: Event) -> str | None:
     for name in _TIMES:
         if name in event and not times.supported(event.decoded(name)):
             return f"{name} is outside the years {times.FIRST_YEAR}–{times.LAST_YEAR}"
+    for name in ("RDATE", "EXDATE"):
+        if name in event and not all(_when(m) for m in zones.moments(event[name])):
+            return f"its {name} holds a value that is no date, time or period (e.g. VALUE=TIME)"
     if "DTEND" in event:
         start, end = event.decoded("DTSTART"), event.decoded("DTEND")
         if isinstance(start, datetime) != isinstance(end, datetime):
@@ -317,6 +328,12 @@ def _time_problem(event: Event) -> str | None:
         if _utc(end) < _utc(start):
             return "it ends before it starts"
     return None
+
+
+def _when(moment: object) -> bool:
+    if isinstance(moment, tuple):
+        return len(moment) == 2 and isinstance(moment[0], datetime | date)  # a period
+    return isinstance(moment, datetime | date)
 
 
 def _rule_problem(event: Event) -> str | None:
