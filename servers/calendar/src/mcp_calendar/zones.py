@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta, tzinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
 from typing import Any, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -29,6 +29,7 @@ from icalendar.timezone.windows_to_olson import WINDOWS_TO_OLSON
 
 TIMES = ("DTSTART", "DTEND", "RECURRENCE-ID", "EXDATE", "RDATE")
 Lookup = Callable[[str], tzinfo | None]
+DAY = timezone(timedelta(0), "a day")  # marks a value that is a date, whatever its TZID
 
 
 class CustomZone(tzinfo):
@@ -154,6 +155,8 @@ def retime(event: Event, find: Lookup, fallback: tzinfo | None) -> set[str]:
             if tzid is not None and zone is None:
                 unknown.add(str(tzid))
                 zone = fallback
+            if str(entry.params.get("VALUE", "")).upper() == "DATE":
+                zone = DAY  # DTSTART;TZID=…;VALUE=DATE is a day: the TZID says nothing
             values.append((_moments(entry), zone, tzid))
         if any(zone is None and tzid is not None for _, zone, tzid in values):
             continue
@@ -173,6 +176,8 @@ def _moments(entry: Any) -> list[Any]:
 def _placed(moment: Any, zone: tzinfo | None) -> Any:
     if isinstance(moment, tuple):  # an RDATE period: (start, end or duration)
         return tuple(_placed(part, zone) for part in moment)
+    if zone is DAY:
+        return moment.date() if isinstance(moment, datetime) else moment
     if not isinstance(moment, datetime) or zone is None:
         return moment
     return moment.replace(tzinfo=zone)
