@@ -56,6 +56,7 @@ _TIMES = ("DTSTART", "DTEND", "RECURRENCE-ID")
 _SINGLE = ("UID", "DTSTART", "DTEND", "DURATION", "RECURRENCE-ID")  # once per event
 # A property among these that does not parse skips the event; any other is dropped.
 _WHEN = frozenset({"DTSTART", "DTEND", "DURATION", "RRULE", "RDATE", "EXDATE", "RECURRENCE-ID"})
+_NO_CALENDAR = "not an iCalendar file: it holds no BEGIN:VCALENDAR"
 _TZID_LINE = re.compile(rb"^TZID[;:]", re.IGNORECASE)
 
 
@@ -103,6 +104,8 @@ def read_events(text: bytes, calendar: str, tz: ZoneInfo) -> Read:
 
 
 def _parse(text: bytes, warnings: list[str]) -> list[Component]:
+    if b"BEGIN:VCALENDAR" not in text.upper() and b"BEGIN:VEVENT" not in text.upper():
+        raise ImportProblems([_NO_CALENDAR])
     text = _one_tzid(text, warnings)
     try:
         found = Calendar.from_ical(text, multiple=True)
@@ -112,7 +115,7 @@ def _parse(text: bytes, warnings: list[str]) -> list[Component]:
         raise ImportProblems([f"a TZID cannot be read ({error.strerror})"]) from None
     tops: list[Component] = [c for c in found if c.name in ("VCALENDAR", "VEVENT")]
     if not tops:
-        raise ImportProblems(["not an iCalendar file: it holds no VCALENDAR"])
+        raise ImportProblems([_NO_CALENDAR])
     return tops
 
 
