@@ -191,3 +191,20 @@ async def test_a_tzid_that_names_nothing_is_read_in_the_calendars_zone_and_said_
         ),
         ("Offsite", "2026-03-23", "2026-03-23", None),  # VALUE=DATE: all day
     ]
+
+
+async def test_floating_times_are_read_in_the_files_x_wr_timezone(
+    client: Client[Any], settings: CalendarSettings
+) -> None:
+    # X-WR-TIMEZONE:Europe/Brussels and floating times (recurring-ical-events' issue 86),
+    # imported by a calendar whose own zone is New York's.
+    text = (RECURRING_CALENDARS / "issue_86_x_wr_timezone_without_time_zone_in_dt.ics").read_bytes()
+    elsewhere = settings.model_copy(update={"timezone": NEW_YORK})
+
+    done = await import_file(elsewhere, text, "personal", writable=True, at=0)
+    shown = await events(client, "2021-09-16", "2021-09-18", "Europe/Brussels")
+
+    assert (done.changed, done.skipped, done.warnings) == (1, [], [])
+    assert shown == [
+        ("Summary", "2021-09-16T21:00:00+02:00", "2021-09-16T22:45:00+02:00", "Europe/Brussels")
+    ]

@@ -13,7 +13,8 @@ property that does not parse other than a time or rule (dropped); ``DTEND`` besi
 
 Zones (``zones.py``): IANA and Windows names become IANA zones, a custom ``VTIMEZONE``
 is kept with the event and its own rules used, a ``TZID`` that names nothing is read in
-``CALENDAR_TIMEZONE`` (a warning says so), floating times too. Times keep their wall clock
+the file's ``X-WR-TIMEZONE`` if it has one, else ``CALENDAR_TIMEZONE`` (a warning says
+so), floating times too. Times keep their wall clock
 in their zone, never a fixed UTC instant. Events are keyed by UID: importing the same file
 again changes nothing, a newer export updates what changed, and ``--calendar X`` moves
 events stored in another calendar into X (the summary says how many, from where).
@@ -166,12 +167,14 @@ class _Reader:
             if tzid is not None:
                 self.originals.setdefault(tzid, text)
         find = zones.lookup(texts)
+        given = zones.iana(str(top.get("X-WR-TIMEZONE", "")))  # Google's, Apple's
+        here = (given, "the file's X-WR-TIMEZONE") if given else (self.tz, "CALENDAR_TIMEZONE")
         for component in top.walk("VEVENT"):
             self.number += 1
             event = cast(Event, component)
             name = f"event {self.number} (“{_summary(event)}”)"
             try:
-                problem = self._prepare(event, name, find)
+                problem = self._prepare(event, name, find, here)
             except Exception as error:
                 logger.info("import: %s cannot be read", name, exc_info=True)
                 problem = f"it cannot be read ({type(error).__name__}: {error})"
@@ -184,8 +187,12 @@ class _Reader:
                 continue
             self.events.setdefault(str(event["UID"]), []).append((self.number, event))
 
-    def _prepare(self, event: Event, name: str, find: zones.Lookup) -> str | None:
-        """Repair what can be (warned), or why the event is skipped."""
+    def _prepare(
+        self, event: Event, name: str, find: zones.Lookup, here: tuple[ZoneInfo, str]
+    ) -> str | None:
+        """Repair what can be (warned), or why the event is skipped; floating times and
+        unknown zones are read in ``here`` (the file's zone, else the calendar's)."""
+        tz, source = here
         for prop, message in event.errors:
             if prop is not None and prop.upper() in _WHEN:
                 return f"{prop} does not parse ({message})"
@@ -207,16 +214,16 @@ class _Reader:
         if "DTEND" in event and "DURATION" in event:
             event.pop("DURATION")
             self.warnings.append(f"{name}: it has both DTEND and DURATION: DTEND was used")
-        for tzid in sorted(zones.retime(event, find, self.tz) - self.unknown):
+        for tzid in sorted(zones.retime(event, find, tz) - self.unknown):
             self.unknown.add(tzid)
             self.warnings.append(
                 f"the time zone “{tzid}” is unknown and the file does not define it: its "
-                f"times were read in {self.tz.key} (CALENDAR_TIMEZONE)"
+                f"times were read in {tz.key} ({source})"
             )
-        _floating(event, self.tz)
+        _floating(event, tz)
         problem = _time_problem(event) or _rule_problem(event)
         if problem is None and "RRULE" in event:
-            _until(event, self.tz)
+            _until(event, tz)
             problem = _expand_problem(event)
         return problem
 

@@ -132,7 +132,8 @@ class CalendarStore(SQLiteStore):
                 (end, start),
             ).fetchall()
             for uid, ics in zones:
-                found[uid].zones.append(ics)
+                if uid in found:
+                    found[uid].zones.append(ics)
             return list(found.values())
 
         return await self._run(read)
