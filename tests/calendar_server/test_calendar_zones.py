@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from calendar_server.calls import approve, propose
+from fakes.clock import Clock
 from fakes.tool_calls import call
-from mcp_calendar.ics import import_file
+from mcp_calendar.ics import export_calendar, import_file
 from mcp_calendar.settings import CalendarSettings
 
 pytestmark = pytest.mark.anyio
@@ -208,3 +210,32 @@ async def test_floating_times_are_read_in_the_files_x_wr_timezone(
     assert shown == [
         ("Summary", "2021-09-16T21:00:00+02:00", "2021-09-16T22:45:00+02:00", "Europe/Brussels")
     ]
+
+
+async def test_moving_the_rest_of_a_custom_zone_series_keeps_both_halves_in_that_zone(
+    client: Client[Any], clock: Clock, settings: CalendarSettings, tmp_path: Path
+) -> None:
+    first = (DATA / "outlook_custom_zone.ics").read_bytes()
+    await import_file(settings, first, "personal", writable=True, at=0)
+
+    proposal = await propose(
+        client,
+        "propose_event_move",
+        event="stand-up",
+        occurrence="2026-03-16",
+        scope="following",
+        start="2026-03-16T08:00:00Z",  # 10:00 in the custom zone, an hour later
+    )
+    await approve(client, clock, proposal)
+    shown = await events(client, "2026-03-01", "2026-04-10", "UTC")
+    exported = await export_calendar(settings, None)
+
+    assert [(s, zone) for _, s, _, zone in shown] == [
+        ("2026-03-02T08:00:00+00:00", "Customized Time Zone"),
+        ("2026-03-09T07:00:00+00:00", "Customized Time Zone"),
+        *(
+            (f"2026-{day}T08:00:00+00:00", "Customized Time Zone")
+            for day in ("03-16", "03-23", "03-30", "04-06")
+        ),
+    ]
+    assert exported.count(b"BEGIN:VTIMEZONE") == 1

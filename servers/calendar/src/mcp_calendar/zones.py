@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
 from typing import Any, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -221,3 +221,9 @@ def tzids(components: Iterable[Event]) -> set[str]:
 def name(zone: tzinfo | None) -> str:
     """The zone's name for people: its IANA name, or a custom zone's TZID."""
     return str(getattr(zone, "key", None) or "UTC")
+
+
+def named(name: str) -> tzinfo:
+    """The zone an Occurrence's ``zone`` names, to put a payload's times in: its IANA
+    zone, else UTC (a custom zone's rules live with its event, which edits use)."""
+    return iana(name) or UTC
