@@ -239,3 +239,24 @@ async def test_moving_the_rest_of_a_custom_zone_series_keeps_both_halves_in_that
         ),
     ]
     assert exported.count(b"BEGIN:VTIMEZONE") == 1
+
+
+def test_a_historic_vtimezone_part_that_does_not_parse_is_left_out(tmp_path: Path) -> None:
+    # Prague's VTIMEZONE with its 1850 mean time written "+5744" (+00:57:44), as in
+    # icalendar's test calendar parsing_error_in_UTC_offset.ics, with an event using it.
+    historic = LIBRARIES / "icalendar" / "tests" / "calendars" / "parsing_error_in_UTC_offset.ics"
+    text = historic.read_text().replace(
+        "END:VTIMEZONE\n",
+        "END:VTIMEZONE\nBEGIN:VEVENT\nUID:opera@example.com\nSUMMARY:Opera\n"
+        "DTSTART;TZID=Europe/Prague:20260320T190000\nEND:VEVENT\n",
+    )
+    path = tmp_path / "prague.ics"
+    path.write_text(text)
+
+    done = run(tmp_path / "data", "import", str(path))
+
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [
+        "imported 1 events (0 unchanged) into calendar personal",
+        "  warning: a VTIMEZONE part whose offset does not parse was left out",
+    ]

@@ -59,6 +59,8 @@ _SINGLE = ("UID", "DTSTART", "DTEND", "DURATION", "RECURRENCE-ID")  # once per e
 _WHEN = frozenset({"DTSTART", "DTEND", "DURATION", "RRULE", "RDATE", "EXDATE", "RECURRENCE-ID"})
 _NO_CALENDAR = "not an iCalendar file: it holds no BEGIN:VCALENDAR"
 _TZID_LINE = re.compile(rb"^TZID[;:]", re.IGNORECASE)
+_OFFSET_LINE = re.compile(rb"^TZOFFSET(FROM|TO)[;:]", re.IGNORECASE)
+_OFFSET = re.compile(rb"^TZOFFSET(FROM|TO)[^:]*:[+-]([01]\d|2[0-3])[0-5]\d([0-5]\d)?\s*$", re.I)
 
 
 class ImportProblems(Exception):
@@ -107,7 +109,7 @@ def read_events(text: bytes, calendar: str, tz: ZoneInfo) -> Read:
 def _parse(text: bytes, warnings: list[str]) -> list[Component]:
     if b"BEGIN:VCALENDAR" not in text.upper() and b"BEGIN:VEVENT" not in text.upper():
         raise ImportProblems([_NO_CALENDAR])
-    text = _one_tzid(text, warnings)
+    text = _sound_vtimezones(text, warnings)
     try:
         found = Calendar.from_ical(text, multiple=True)
     except ValueError as error:
@@ -116,35 +118,56 @@ def _parse(text: bytes, warnings: list[str]) -> list[Component]:
         raise ImportProblems([f"a TZID cannot be read ({error.strerror})"]) from None
     tops: list[Component] = [c for c in found if c.name in ("VCALENDAR", "VEVENT")]
     if not tops:
-        raise ImportProblems([_NO_CALENDAR])
+        raise ImportProblems(["not an iCalendar file: no VCALENDAR in it ends (END:VCALENDAR)"])
     return tops
 
 
-def _one_tzid(text: bytes, warnings: list[str]) -> bytes:
-    """A VTIMEZONE naming several TZIDs keeps the first (icalendar cannot read it else)."""
-    if text.upper().count(b"\nTZID") <= text.upper().count(b"BEGIN:VTIMEZONE"):
+def _sound_vtimezones(text: bytes, warnings: list[str]) -> bytes:
+    """VTIMEZONEs icalendar can read: one TZID each (the first), and no sub-component whose
+    offset does not parse (a historic one, e.g. Prague's 1850 "+5744" for +00:57:44)."""
+    upper = text.upper()
+    if b"BEGIN:VTIMEZONE" not in upper:
         return text
     out: list[bytes] = []
-    depth, seen, dropping = 0, False, False
-    for line in text.splitlines(keepends=True):
-        if dropping and line[:1] in (b" ", b"\t"):
-            continue
-        dropping = False
-        upper = line.strip().upper()
-        if upper == b"BEGIN:VTIMEZONE":
+    part: list[bytes] | None = None  # the STANDARD/DAYLIGHT sub-component being read
+    depth, seen = 0, False
+    for line in _logical_lines(text):
+        head = line.strip().upper()
+        if head == b"BEGIN:VTIMEZONE":
             depth, seen = 1, False
-        elif depth and upper.startswith(b"BEGIN:"):
-            depth += 1
-        elif depth and upper.startswith(b"END:"):
-            depth -= 1
+        elif depth == 1 and head.startswith(b"BEGIN:"):
+            depth, part = 2, [line]
+            continue
+        elif depth == 2 and part is not None:
+            part.append(line)
+            if head.startswith(b"END:"):
+                depth = 1
+                if all(_OFFSET.match(p) for p in part if _OFFSET_LINE.match(p)):
+                    out.extend(part)
+                else:
+                    warnings.append("a VTIMEZONE part whose offset does not parse was left out")
+                part = None
+            continue
+        elif depth == 1 and head.startswith(b"END:"):
+            depth = 0
         elif depth == 1 and _TZID_LINE.match(line):
             if seen:
-                dropping = True
                 warnings.append("a VTIMEZONE names more than one TZID: the first was used")
                 continue
             seen = True
         out.append(line)
     return b"".join(out)
+
+
+def _logical_lines(text: bytes) -> list[bytes]:
+    """Content lines with their folded continuations joined (each keeps its own ending)."""
+    lines: list[bytes] = []
+    for line in text.splitlines(keepends=True):
+        if lines and line[:1] in (b" ", b"\t"):
+            lines[-1] += line
+        else:
+            lines.append(line)
+    return lines
 
 
 class _Reader:
