@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from fastmcp import Client
+from icalendar import Calendar
 
 from calendar_server.calls import day
 from fakes.tool_calls import call
@@ -482,3 +483,11 @@ async def test_importing_into_another_calendar_moves_the_events_and_says_so(
     )
     assert len(listed["events"]) == 3
     assert left["events"] == []
+
+
+async def test_an_export_writes_the_vtimezone_the_file_gave(family: Path, tmp_path: Path) -> None:
+    run(tmp_path / "data", "import", str(family))
+
+    exported = Calendar.from_ical(run(tmp_path / "data", "export").stdout)
+
+    assert exported.walk("VTIMEZONE") == Calendar.from_ical(FAMILY).walk("VTIMEZONE")
