@@ -55,6 +55,7 @@ CALENDAR_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,59}")
 MAX_PROBLEMS = 20  # listed before "and N more"
 _TIMES = ("DTSTART", "DTEND", "RECURRENCE-ID")
 _SINGLE = ("UID", "DTSTART", "DTEND", "DURATION", "RECURRENCE-ID")  # once per event
+_ONCE = ("SUMMARY", "LOCATION", "DESCRIPTION", "TRANSP", "SEQUENCE", "STATUS")  # the first
 # A property among these that does not parse skips the event; any other is dropped.
 _WHEN = frozenset({"DTSTART", "DTEND", "DURATION", "RRULE", "RDATE", "EXDATE", "RECURRENCE-ID"})
 _NO_CALENDAR = "not an iCalendar file: it holds no BEGIN:VCALENDAR"
@@ -215,28 +216,10 @@ class _Reader:
     ) -> str | None:
         """Repair what can be (warned), or why the event is skipped; floating times and
         unknown zones are read in ``here`` (the file's zone, else the calendar's)."""
+        problem = self._repair(event, name)
+        if problem is not None:
+            return problem
         tz, source = here
-        for prop, message in event.errors:
-            if prop is not None and prop.upper() in _WHEN:
-                return f"{prop} does not parse ({message})"
-            if prop is not None:
-                event.pop(prop, None)
-            self.warnings.append(f"{name}: {_what(prop)} does not parse and was left out")
-        if "RRULE" in event and not isinstance(event["RRULE"], list) and not event["RRULE"]:
-            event.pop("RRULE")
-            self.warnings.append(f"{name}: its RRULE is empty: it was read as a single event")
-        for prop in _SINGLE:
-            if isinstance(event.get(prop), list):
-                return f"it has more than one {prop}"
-        if "UID" not in event:
-            uid = _derived_uid(event)
-            event.add("uid", uid)
-            self.warnings.append(f"{name}: it has no UID: it was given {uid}")
-        if "DTSTART" not in event:
-            return "no start (DTSTART)"
-        if "DTEND" in event and "DURATION" in event:
-            event.pop("DURATION")
-            self.warnings.append(f"{name}: it has both DTEND and DURATION: DTEND was used")
         for tzid in sorted(zones.retime(event, find, tz) - self.unknown):
             self.unknown.add(tzid)
             self.warnings.append(
@@ -249,6 +232,37 @@ class _Reader:
             _until(event, tz)
             problem = _expand_problem(event)
         return problem
+
+    def _repair(self, event: Event, name: str) -> str | None:
+        """Properties that do not parse or come twice, a missing UID: repaired and warned,
+        or why the event is skipped."""
+        for prop, message in event.errors:
+            if prop is not None and prop.upper() in _WHEN:
+                return f"{prop} does not parse ({message})"
+            if prop is not None:
+                event.pop(prop, None)
+            self.warnings.append(f"{name}: {_what(prop)} does not parse and was left out")
+        for prop in _SINGLE:
+            if isinstance(event.get(prop), list):
+                return f"it has more than one {prop}"
+        for prop in _ONCE:
+            found = event.get(prop)
+            if isinstance(found, list):
+                event[prop] = found[0]
+                self.warnings.append(f"{name}: it has more than one {prop}: the first was used")
+        if "RRULE" in event and not isinstance(event["RRULE"], list) and not event["RRULE"]:
+            event.pop("RRULE")
+            self.warnings.append(f"{name}: its RRULE is empty: it was read as a single event")
+        if "UID" not in event:
+            uid = _derived_uid(event)
+            event.add("uid", uid)
+            self.warnings.append(f"{name}: it has no UID: it was given {uid}")
+        if "DTSTART" not in event:
+            return "no start (DTSTART)"
+        if "DTEND" in event and "DURATION" in event:
+            event.pop("DURATION")
+            self.warnings.append(f"{name}: it has both DTEND and DURATION: DTEND was used")
+        return None
 
     def result(self, calendar: str) -> Read:
         rows: list[EventRow] = []
