@@ -491,3 +491,43 @@ async def test_an_export_writes_the_vtimezone_the_file_gave(family: Path, tmp_pa
     exported = Calendar.from_ical(run(tmp_path / "data", "export").stdout)
 
     assert exported.walk("VTIMEZONE") == Calendar.from_ical(FAMILY).walk("VTIMEZONE")
+
+
+async def test_a_local_until_ends_the_series_and_the_latest_change_of_an_occurrence_wins(
+    client: Client[Any], settings: CalendarSettings
+) -> None:
+    text = calendar(
+        event(
+            "UID:yoga@x",
+            "SUMMARY:Yoga",
+            "DTSTART;TZID=Europe/Berlin:20260316T070000",
+            "DTEND;TZID=Europe/Berlin:20260316T080000",
+            "RRULE:FREQ=DAILY;UNTIL=20260318T070000",  # local, beside a TZID start
+        ),
+        event(
+            "UID:yoga@x",
+            "SEQUENCE:3",
+            "SUMMARY:Yoga (late)",
+            "RECURRENCE-ID;TZID=Europe/Berlin:20260317T070000",
+            "DTSTART;TZID=Europe/Berlin:20260317T090000",
+        ),
+        event(
+            "UID:yoga@x",
+            "SEQUENCE:1",
+            "SUMMARY:Yoga (early)",
+            "RECURRENCE-ID;TZID=Europe/Berlin:20260317T070000",
+            "DTSTART;TZID=Europe/Berlin:20260317T060000",
+        ),
+    )
+
+    done = await import_file(settings, text.encode(), "personal", writable=True, at=0)
+
+    assert (done.changed, done.skipped) == (1, [])
+    assert done.warnings == [
+        "UID yoga@x: an occurrence is changed more than once: the highest SEQUENCE was kept"
+    ]
+    assert [(t, s) for t, s, _ in await day(client, "2026-03-16", end="2026-03-22")] == [
+        ("Yoga", "2026-03-16T07:00:00+01:00"),
+        ("Yoga (late)", "2026-03-17T09:00:00+01:00"),
+        ("Yoga", "2026-03-18T07:00:00+01:00"),
+    ]
