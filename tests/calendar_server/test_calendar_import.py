@@ -531,3 +531,27 @@ async def test_a_local_until_ends_the_series_and_the_latest_change_of_an_occurre
         ("Yoga (late)", "2026-03-17T09:00:00+01:00"),
         ("Yoga", "2026-03-18T07:00:00+01:00"),
     ]
+
+
+ICALENDAR_CALENDARS = Path(sys.modules["icalendar"].__file__ or "").parent / "tests" / "calendars"
+
+
+async def test_a_stray_line_and_a_file_cut_short_still_import_what_they_hold(
+    tmp_path: Path, client: Client[Any], settings: CalendarSettings
+) -> None:
+    # A stray "X" line between components (icalendar's test calendar from its issue 104),
+    # and Google's export cut off inside its second event (a download that broke off).
+    stray = (ICALENDAR_CALENDARS / "issue_104_broken_calendar.ics").read_bytes()
+    google = (DATA / "google_family.ics").read_bytes()
+    cut = google[: google.index(b"ORGANIZER")]
+
+    first = await import_file(settings, stray, "personal", writable=True, at=0)
+    second = await import_file(settings, cut, "personal", writable=True, at=0)
+
+    assert first.warnings[0] == "lines that are no iCalendar content line were left out"
+    assert second.warnings[0] == (
+        "the file ends before END:VCALENDAR: it was read up to its last whole event"
+    )
+    assert (first.changed, second.changed) == (1, 1)
+    assert [title for title, *_ in await day(client, "2014-04-01")] == ["Broken Eevnt"]
+    assert [title for title, *_ in await day(client, "2026-03-17")] == ["Choir"]

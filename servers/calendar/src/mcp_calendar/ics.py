@@ -26,6 +26,7 @@ exactly as they came), generating one only for a zone no file gave.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import logging
 import re
@@ -59,6 +60,7 @@ _ONCE = ("SUMMARY", "LOCATION", "DESCRIPTION", "TRANSP", "SEQUENCE", "STATUS")  
 # A property among these that does not parse skips the event; any other is dropped.
 _WHEN = frozenset({"DTSTART", "DTEND", "DURATION", "RRULE", "RDATE", "EXDATE", "RECURRENCE-ID"})
 _NO_CALENDAR = "not an iCalendar file: it holds no BEGIN:VCALENDAR"
+_CONTENT_LINE = re.compile(rb"^[A-Za-z0-9-]+[;:]|^\s*$")
 _TZID_LINE = re.compile(rb"^TZID[;:]", re.IGNORECASE)
 _OFFSET_LINE = re.compile(rb"^TZOFFSET(FROM|TO)[;:]", re.IGNORECASE)
 _OFFSET = re.compile(rb"^TZOFFSET(FROM|TO)[^:]*:[+-]([01]\d|2[0-3])[0-5]\d([0-5]\d)?\s*$", re.I)
@@ -108,19 +110,55 @@ def read_events(text: bytes, calendar: str, tz: ZoneInfo) -> Read:
 
 
 def _parse(text: bytes, warnings: list[str]) -> list[Component]:
+    """The file's VCALENDARs (or bare VEVENTs). Lines that are no content line are left out
+    and a file cut short is read as far as it goes, each said in a warning."""
     if b"BEGIN:VCALENDAR" not in text.upper() and b"BEGIN:VEVENT" not in text.upper():
         raise ImportProblems([_NO_CALENDAR])
     text = _sound_vtimezones(text, warnings)
     try:
-        found = Calendar.from_ical(text, multiple=True)
+        tops = _tops(text)
     except ValueError as error:
-        raise ImportProblems([f"not an iCalendar file: {error}"]) from None
-    except OSError as error:  # a TZID too long for a zoneinfo path
-        raise ImportProblems([f"a TZID cannot be read ({error.strerror})"]) from None
-    tops: list[Component] = [c for c in found if c.name in ("VCALENDAR", "VEVENT")]
+        kept = b"".join(line for line in _logical_lines(text) if _CONTENT_LINE.match(line))
+        if kept == text:
+            raise ImportProblems([f"not an iCalendar file: {error}"]) from None
+        warnings.append("lines that are no iCalendar content line were left out")
+        text = kept
+        tops = _tops(text)
+    if not tops and b"END:VCALENDAR" not in text.upper():
+        with contextlib.suppress(ValueError):
+            tops = _tops(_closed(text))
+        if tops:
+            warnings.append(
+                "the file ends before END:VCALENDAR: it was read up to its last whole event"
+            )
     if not tops:
         raise ImportProblems(["not an iCalendar file: no VCALENDAR in it ends (END:VCALENDAR)"])
     return tops
+
+
+def _closed(text: bytes) -> bytes:
+    """A file cut short, up to its last whole component, and ended there."""
+    lines = _logical_lines(text)
+    open_: list[bytes] = []
+    whole = 0  # lines up to the last one where only the VCALENDAR was open
+    for number, line in enumerate(lines, start=1):
+        head = line.strip().upper()
+        if head.startswith(b"BEGIN:"):
+            open_.append(head[6:])
+        elif head.startswith(b"END:") and open_:
+            open_.pop()
+        if len(open_) <= 1:
+            whole = number
+    kept = b"".join(lines[:whole]).rstrip()
+    return kept + b"\r\n" + b"".join(b"END:" + name + b"\r\n" for name in open_[:1])
+
+
+def _tops(text: bytes) -> list[Component]:
+    try:
+        found = Calendar.from_ical(text, multiple=True)
+    except OSError as error:  # a TZID too long for a zoneinfo path
+        raise ImportProblems([f"a TZID cannot be read ({error.strerror})"]) from None
+    return [c for c in found if c.name in ("VCALENDAR", "VEVENT")]
 
 
 def _sound_vtimezones(text: bytes, warnings: list[str]) -> bytes:
