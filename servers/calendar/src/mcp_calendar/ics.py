@@ -6,21 +6,25 @@ said in a warning. Only a file that is no iCalendar at all is refused whole. It 
 what real producers write: several VCALENDARs in one file; an ``UNTIL`` whose type differs
 from ``DTSTART`` (Exchange's ``UNTIL=…Z`` on all-day series, Google's date ``UNTIL`` on
 timed ones, local ones: made ``DTSTART``'s type); changed occurrences whose series is not
-in the file (Google invitations: single events); repeated UIDs (the highest ``SEQUENCE``
-wins); an event without UID (one derived from its content, the same on every import); a
-property that does not parse other than a time or rule (dropped); ``DTEND`` beside
-``DURATION`` (``DTEND`` kept).
+in the file (Google invitations: single events); repeated UIDs and overrides (the highest
+``SEQUENCE`` wins); an event without UID (one derived from its content, the same on every
+import); a property that does not parse other than a time or rule (dropped); ``DTEND``
+beside ``DURATION`` (``DTEND`` kept); an empty ``RRULE`` (a single event); a VTIMEZONE with
+two TZIDs (the first) or a sub-component whose offset does not parse (left out); stray
+lines that are no content line (left out); a file cut short (read up to its last whole
+event).
 
 Zones (``zones.py``): IANA and Windows names become IANA zones, a custom ``VTIMEZONE``
 is kept with the event and its own rules used, a ``TZID`` that names nothing is read in
 the file's ``X-WR-TIMEZONE`` if it has one, else ``CALENDAR_TIMEZONE`` (a warning says
-so), floating times too. Times keep their wall clock
-in their zone, never a fixed UTC instant. Events are keyed by UID: importing the same file
-again changes nothing, a newer export updates what changed, and ``--calendar X`` moves
-events stored in another calendar into X (the summary says how many, from where).
+so), floating times too. Times keep their wall clock in their zone, never a fixed UTC
+instant. Events are keyed by UID: importing the same file again changes nothing, a newer
+export updates what changed, and ``--calendar X`` moves events stored in another calendar
+into X (the summary says how many, from where).
 
 Export writes the stored components with the VTIMEZONEs their files gave (custom zones
-exactly as they came), generating one only for a zone no file gave.
+with their own rules), generating one only for a zone no file gave; events whose custom
+zones share a TZID with other rules go into a VCALENDAR of their own.
 """
 
 from __future__ import annotations
@@ -111,7 +115,7 @@ def read_events(text: bytes, calendar: str, tz: ZoneInfo) -> Read:
 
 def _parse(text: bytes, warnings: list[str]) -> list[Component]:
     """The file's VCALENDARs (or bare VEVENTs). Lines that are no content line are left out
-    and a file cut short is read as far as it goes, each said in a warning."""
+    and a file cut short is read up to its last whole event, each said in a warning."""
     if b"BEGIN:VCALENDAR" not in text.upper() and b"BEGIN:VEVENT" not in text.upper():
         raise ImportProblems([_NO_CALENDAR])
     text = _sound_vtimezones(text, warnings)
