@@ -64,7 +64,7 @@ class _Changes:
 
     async def add(self, change: AddPayload, approval: Approval) -> Confirmed:
         tz = ZoneInfo(change.timezone)
-        zone = zones.named(change.zone) if change.zone else None
+        zone = ZoneInfo(change.zone) if change.zone else None
         start, end = _moment(change.start, zone), _moment(change.end, zone)
         new = NewEvent(
             uid=change.uid,
