@@ -160,6 +160,12 @@ DTSTART;TZID=Mars/Olympus_Mons:20260320T150000\r
 DTEND;TZID=Mars/Olympus_Mons:20260320T160000\r
 END:VEVENT\r
 BEGIN:VEVENT\r
+UID:planning@example.com\r
+SUMMARY:Planning\r
+DTSTART;TZID=W. Europe Standard Time:20260323T090000\r
+DTEND;TZID=W. Europe Standard Time:20260323T100000\r
+END:VEVENT\r
+BEGIN:VEVENT\r
 UID:allday@example.com\r
 SUMMARY:Offsite\r
 DTSTART;TZID=W. Europe Standard Time;VALUE=DATE:20260323\r
@@ -180,7 +186,7 @@ async def test_a_tzid_that_names_nothing_is_read_in_the_calendars_zone_and_said_
 
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines() == [
-        "imported 2 events (0 unchanged) into calendar personal",
+        "imported 3 events (0 unchanged) into calendar personal",
         "  warning: the time zone “Mars/Olympus_Mons” is unknown and the file does not "
         "define it: its times were read in Europe/Berlin (CALENDAR_TIMEZONE)",
     ]
@@ -192,6 +198,12 @@ async def test_a_tzid_that_names_nothing_is_read_in_the_calendars_zone_and_said_
             "Europe/Berlin",
         ),
         ("Offsite", "2026-03-23", "2026-03-23", None),  # VALUE=DATE: all day
+        (
+            "Planning",  # a Windows name without its VTIMEZONE
+            "2026-03-23T09:00:00+01:00",
+            "2026-03-23T10:00:00+01:00",
+            "Europe/Berlin",
+        ),
     ]
 
 
