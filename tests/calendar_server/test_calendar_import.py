@@ -314,10 +314,12 @@ DATA = Path(__file__).parent / "data"
 async def test_an_exchange_all_day_series_with_a_utc_until_keeps_its_last_day(
     client: Client[Any], settings: CalendarSettings
 ) -> None:
-    # UNTIL=20260326T230000Z: the start of Fri 27 March in Berlin, Exchange's last day.
+    # UNTIL=20260326T230000Z: the start of Fri 27 March in Berlin (the zone of the file's
+    # VTIMEZONE), Exchange's last day; imported by a calendar in New York.
     text = (DATA / "exchange_allday_until.ics").read_bytes()
+    elsewhere = settings.model_copy(update={"timezone": "America/New_York"})
 
-    done = await import_file(settings, text, "personal", writable=True, at=0)
+    done = await import_file(elsewhere, text, "personal", writable=True, at=0)
 
     assert (done.changed, done.skipped, done.warnings) == (1, [], [])
     assert await day(client, "2026-03-20", end="2026-04-05") == [

@@ -213,6 +213,15 @@ def _logical_lines(text: bytes) -> list[bytes]:
     return lines
 
 
+@dataclass(frozen=True)
+class _Here:
+    """A VCALENDAR's zones: where floating times are read (and why), and its producer's."""
+
+    tz: ZoneInfo
+    source: str
+    producer: tzinfo
+
+
 class _Reader:
     """Events checked one by one, then grouped by UID into what the store writes."""
 
@@ -234,7 +243,13 @@ class _Reader:
                 self.originals.setdefault(tzid, text)
         find = zones.lookup(texts)
         given = zones.iana(str(top.get("X-WR-TIMEZONE", "")))  # Google's, Apple's
-        here = (given, "the file's X-WR-TIMEZONE") if given else (self.tz, "CALENDAR_TIMEZONE")
+        defined = {find(t) for t in map(_tzid, texts) if t is not None} - {None}
+        only = next(iter(defined)) if len(defined) == 1 else None
+        here = _Here(
+            given or self.tz,
+            "the file's X-WR-TIMEZONE" if given else "CALENDAR_TIMEZONE",
+            producer=given or only or self.tz,  # Exchange gives its mailbox's zone
+        )
         for component in top.walk("VEVENT"):
             self.number += 1
             event = cast(Event, component)
@@ -253,15 +268,13 @@ class _Reader:
                 continue
             self.events.setdefault(str(event["UID"]), []).append((self.number, event))
 
-    def _prepare(
-        self, event: Event, name: str, find: zones.Lookup, here: tuple[ZoneInfo, str]
-    ) -> str | None:
+    def _prepare(self, event: Event, name: str, find: zones.Lookup, here: _Here) -> str | None:
         """Repair what can be (warned), or why the event is skipped; floating times and
-        unknown zones are read in ``here`` (the file's zone, else the calendar's)."""
+        unknown zones are read in ``here.tz`` (the file's zone, else the calendar's)."""
         problem = self._repair(event, name)
         if problem is not None:
             return problem
-        tz, source = here
+        tz, source = here.tz, here.source
         for tzid in sorted(zones.retime(event, find, tz) - self.unknown):
             self.unknown.add(tzid)
             self.warnings.append(
@@ -271,7 +284,7 @@ class _Reader:
         _floating(event, tz)
         problem = _time_problem(event) or _rule_problem(event)
         if problem is None and "RRULE" in event:
-            _until(event, tz)
+            _until(event, tz, here.producer)
             problem = _expand_problem(event)
         return problem
 
@@ -450,21 +463,23 @@ def _expand_problem(event: Event) -> str | None:
     return None
 
 
-def _until(event: Event, tz: ZoneInfo) -> None:
-    """UNTIL made DTSTART's type (RFC 5545): a date for a date, else a UTC time; a date
-    UNTIL on a timed series keeps that whole day, a floating one is read in DTSTART's zone."""
+def _until(event: Event, tz: tzinfo, producer: tzinfo) -> None:
+    """UNTIL made DTSTART's type (RFC 5545): a date for a date, else a UTC time. A date
+    UNTIL on a timed series keeps that whole day; a floating one is read in DTSTART's zone;
+    a UTC one on an all-day series is the day it starts in the producer's zone (Exchange
+    writes the last day's local midnight in UTC)."""
     rule: Any = event["RRULE"]
     if "UNTIL" not in rule:
         return
     start = event.decoded("DTSTART")
     until = rule["UNTIL"][0]
-    rule["UNTIL"] = [_until_like(until, start, tz)]
+    rule["UNTIL"] = [_until_like(until, start, tz, producer)]
 
 
-def _until_like(until: date, start: date, tz: tzinfo) -> date:
+def _until_like(until: date, start: date, tz: tzinfo, producer: tzinfo) -> date:
     if not isinstance(start, datetime):
         if isinstance(until, datetime):
-            return (until.astimezone(tz) if until.tzinfo else until).date()
+            return (until.astimezone(producer) if until.tzinfo else until).date()
         return until
     zone = start.tzinfo or tz
     if not isinstance(until, datetime):
