@@ -13,13 +13,13 @@ again.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel
 
-from mcp_calendar import times
+from mcp_calendar import times, zones
 from mcp_calendar.backend import Add, Backend, Cancel, Change, Moment, Move, NewEvent, Target
 from mcp_calendar.errors import Stale
 from mcp_calendar.models import (
@@ -85,7 +85,7 @@ class _Changes:
 
     async def move(self, change: MovePayload, approval: Approval) -> Confirmed:
         tz = ZoneInfo(change.timezone)
-        zone = ZoneInfo(change.zone) if change.zone else None
+        zone = zones.named(change.zone) if change.zone else None
         start, end = _moment(change.start, zone), _moment(change.end, zone)
         result = {
             "message": f"Moved “{change.title}” to {times.words(start, end, tz)} ({tz.key})",
@@ -130,12 +130,12 @@ class _Changes:
 
 
 def _target(change: TargetPayload) -> Target:
-    zone = ZoneInfo(change.zone) if change.zone else None
+    zone = zones.named(change.zone) if change.zone else None
     rid = None if change.occurrence is None else _moment(change.occurrence, zone)
     return Target(uid=change.uid, version=change.version, recurrence_id=rid, scope=change.scope)
 
 
-def _moment(text: str, zone: ZoneInfo | None) -> Moment:
+def _moment(text: str, zone: tzinfo | None) -> Moment:
     """A payload's time back: a date, or an aware datetime in the event's zone."""
     if len(text) == 10:
         return date.fromisoformat(text)

@@ -1,45 +1,77 @@
 """``.ics`` files in and out of the local calendar (``python -m mcp_calendar import|export``).
 
-Import checks every event of the file first (a property that does not parse, no start,
-an end before the start, a recurrence rule dateutil cannot expand, a changed occurrence
-without its series) and imports nothing when one fails, naming each with its place in
-the file. Events are keyed by UID: importing the same file again changes nothing, and a
-newer export of the same calendar updates the events that changed. A floating time
-(no zone) is read in ``CALENDAR_TIMEZONE``; a zone that is not an IANA name is kept as
-the UTC instant. Export writes the stored components with their VTIMEZONEs.
+Import reads event by event: what is valid is imported, each event that is not is skipped
+and named (its UID, or its place in the file) with the reason, and what was repaired is
+said in a warning. Only a file that is no iCalendar at all is refused whole. It accepts
+what real producers write: several VCALENDARs in one file; an ``UNTIL`` whose type differs
+from ``DTSTART`` (Exchange's ``UNTIL=…Z`` on all-day series, Google's date ``UNTIL`` on
+timed ones, local ones: made ``DTSTART``'s type); changed occurrences whose series is not
+in the file (Google invitations: single events); repeated UIDs and overrides (the highest
+``SEQUENCE`` wins); an event without UID (one derived from its content, the same on every
+import); a property that does not parse other than a time or rule (dropped); ``DTEND``
+beside ``DURATION`` (``DTEND`` kept); an empty ``RRULE`` (a single event); a VTIMEZONE with
+two TZIDs (the first) or a sub-component whose offset does not parse (left out); stray
+lines that are no content line (left out); a file cut short (read up to its last whole
+event).
+
+Zones (``zones.py``): IANA and Windows names become IANA zones, a custom ``VTIMEZONE``
+is kept with the event and its own rules used, a ``TZID`` that names nothing is read in
+the file's ``X-WR-TIMEZONE`` if it has one, else ``CALENDAR_TIMEZONE`` (a warning says
+so), floating times too. Times keep their wall clock in their zone, never a fixed UTC
+instant. Events are keyed by UID: importing the same file again changes nothing, a newer
+export updates what changed, and ``--calendar X`` moves events stored in another calendar
+into X (the summary says how many, from where).
+
+Export writes the stored components with the VTIMEZONEs their files gave (custom zones
+with their own rules), generating one only for a zone no file gave; events whose custom
+zones share a TZID with other rules go into a VCALENDAR of their own.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
+import logging
 import re
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, time, tzinfo
 from pathlib import Path
 from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 import anyio
 from dateutil.rrule import rrulestr
-from icalendar import Calendar, Event
+from icalendar import Calendar, Component, Event, Timezone
 
-from mcp_calendar import edits, rules, times
+from mcp_calendar import edits, rules, times, zones
 from mcp_calendar.local import parse, row
 from mcp_calendar.settings import CalendarSettings
-from mcp_calendar.store import CalendarStore, EventRow, StoredCalendar
+from mcp_calendar.store import CalendarStore, EventRow, StoredCalendar, StoredEvent
 from meshkit.private import private_file
 from meshkit.settings import fail, load_dotenv, load_settings
 from meshkit.storage import StorageFailed, StorageUnavailable
 
+logger = logging.getLogger(__name__)
+
 CALENDAR_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,59}")
 MAX_PROBLEMS = 20  # listed before "and N more"
 _TIMES = ("DTSTART", "DTEND", "RECURRENCE-ID")
+_SINGLE = ("UID", "DTSTART", "DTEND", "DURATION", "RECURRENCE-ID")  # once per event
+_ONCE = ("SUMMARY", "LOCATION", "DESCRIPTION", "TRANSP", "SEQUENCE", "STATUS")  # the first
+# A property among these that does not parse skips the event; any other is dropped.
+_WHEN = frozenset({"DTSTART", "DTEND", "DURATION", "RRULE", "RDATE", "EXDATE", "RECURRENCE-ID"})
+_NO_CALENDAR = "not an iCalendar file: it holds no BEGIN:VCALENDAR"
+_CONTENT_LINE = re.compile(rb"^[A-Za-z0-9-]+[;:]|^\s*$")
+_TZID_LINE = re.compile(rb"^TZID[;:]", re.IGNORECASE)
+_OFFSET_LINE = re.compile(rb"^TZOFFSET(FROM|TO)[;:]", re.IGNORECASE)
+_OFFSET = re.compile(rb"^TZOFFSET(FROM|TO)[^:]*:[+-]([01]\d|2[0-3])[0-5]\d([0-5]\d)?\s*$", re.I)
 
 
 class ImportProblems(Exception):
-    """The file cannot be imported; ``lines`` says why, one problem a line."""
+    """The file is no iCalendar at all; ``lines`` says why, one problem a line."""
 
     def __init__(self, lines: list[str]) -> None:
         super().__init__("\n".join(lines))
@@ -47,57 +79,350 @@ class ImportProblems(Exception):
 
 
 @dataclass(frozen=True)
+class Skipped:
+    where: str  # "UID abc" or "event 3 (“Title”)"
+    reason: str
+
+
+@dataclass(frozen=True)
+class Read:
+    """A file's events as rows to store, the events skipped, and what was repaired."""
+
+    rows: list[EventRow]
+    skipped: list[Skipped]
+    warnings: list[str]
+
+
+@dataclass(frozen=True)
 class Imported:
     changed: int
     unchanged: int
+    moved: int
     calendar: str
+    skipped: list[Skipped]
+    warnings: list[str]
+    moved_from: dict[str, int] = field(default_factory=dict)  # calendar -> events moved
 
 
-def read_events(text: bytes, calendar: str, tz: ZoneInfo) -> list[EventRow]:
-    """Every event of an iCalendar file as rows to store; ImportProblems on any bad one."""
+def read_events(text: bytes, calendar: str, tz: ZoneInfo) -> Read:
+    """Every event of an iCalendar file as rows to store, and those that cannot be;
+    ImportProblems when the file is no iCalendar at all."""
+    reader = _Reader(tz)
+    for top in _parse(text, reader.warnings):
+        reader.read(top)
+    return reader.result(calendar)
+
+
+def _parse(text: bytes, warnings: list[str]) -> list[Component]:
+    """The file's VCALENDARs (or bare VEVENTs). Lines that are no content line are left out
+    and a file cut short is read up to its last whole event, each said in a warning."""
+    if b"BEGIN:VCALENDAR" not in text.upper() and b"BEGIN:VEVENT" not in text.upper():
+        raise ImportProblems([_NO_CALENDAR])
+    text = _sound_vtimezones(text, warnings)
     try:
-        parsed = Calendar.from_ical(text)
+        tops = _tops(text)
     except ValueError as error:
-        raise ImportProblems([f"not an iCalendar file: {error}"]) from None
+        kept = b"".join(line for line in _logical_lines(text) if _CONTENT_LINE.match(line))
+        if kept == text:
+            raise ImportProblems([f"not an iCalendar file: {error}"]) from None
+        warnings.append("lines that are no iCalendar content line were left out")
+        text = kept
+        tops = _tops(text)
+    if not tops and b"END:VCALENDAR" not in text.upper():
+        with contextlib.suppress(ValueError):
+            tops = _tops(_closed(text))
+        if tops:
+            warnings.append(
+                "the file ends before END:VCALENDAR: it was read up to its last whole event"
+            )
+    if not tops:
+        raise ImportProblems(["not an iCalendar file: no VCALENDAR in it ends (END:VCALENDAR)"])
+    return tops
+
+
+def _closed(text: bytes) -> bytes:
+    """A file cut short, up to its last whole component, and ended there."""
+    lines = _logical_lines(text)
+    open_: list[bytes] = []
+    whole = 0  # lines up to the last one where only the VCALENDAR was open
+    for number, line in enumerate(lines, start=1):
+        head = line.strip().upper()
+        if head.startswith(b"BEGIN:"):
+            open_.append(head[6:])
+        elif head.startswith(b"END:") and open_:
+            open_.pop()
+        if len(open_) <= 1:
+            whole = number
+    kept = b"".join(lines[:whole]).rstrip()
+    return kept + b"\r\n" + b"".join(b"END:" + name + b"\r\n" for name in open_[:1])
+
+
+def _tops(text: bytes) -> list[Component]:
+    try:
+        found = Calendar.from_ical(text, multiple=True)
     except OSError as error:  # a TZID too long for a zoneinfo path
         raise ImportProblems([f"a TZID cannot be read ({error.strerror})"]) from None
-    problems: list[str] = []
-    series: dict[str, list[Event]] = {}
-    for number, component in enumerate(parsed.walk("VEVENT"), start=1):
-        event = cast(Event, component)
-        name = f"event {number} (“{event.get('SUMMARY', 'untitled')}”)"
-        problem = _problem(event)
-        if problem:
-            problems.append(f"{name}: {problem}")
+    return [c for c in found if c.name in ("VCALENDAR", "VEVENT")]
+
+
+def _sound_vtimezones(text: bytes, warnings: list[str]) -> bytes:
+    """VTIMEZONEs icalendar can read: one TZID each (the first), and no sub-component whose
+    offset does not parse (a historic one, e.g. Prague's 1850 "+5744" for +00:57:44)."""
+    upper = text.upper()
+    if b"BEGIN:VTIMEZONE" not in upper:
+        return text
+    out: list[bytes] = []
+    part: list[bytes] | None = None  # the STANDARD/DAYLIGHT sub-component being read
+    depth, seen = 0, False
+    for line in _logical_lines(text):
+        head = line.strip().upper()
+        if head == b"BEGIN:VTIMEZONE":
+            depth, seen = 1, False
+        elif depth == 1 and head.startswith(b"BEGIN:"):
+            depth, part = 2, [line]
             continue
-        _normalize(event, tz)
-        series.setdefault(str(event["UID"]), []).append(event)
-    for uid, components in series.items():
-        masters = [c for c in components if "RECURRENCE-ID" not in c]
-        if len(masters) != 1:
-            what = "no series for its changed occurrences" if not masters else "a repeated UID"
-            problems.append(f"UID {uid}: {what}")
-    if problems:
-        more = len(problems) - MAX_PROBLEMS
-        raise ImportProblems(problems[:MAX_PROBLEMS] + ([f"and {more} more"] if more > 0 else []))
-    return [row(calendar, components) for components in series.values()]
+        elif depth == 2 and part is not None:
+            part.append(line)
+            if head.startswith(b"END:"):
+                depth = 1
+                if all(_OFFSET.match(p) for p in part if _OFFSET_LINE.match(p)):
+                    out.extend(part)
+                else:
+                    warnings.append("a VTIMEZONE part whose offset does not parse was left out")
+                part = None
+            continue
+        elif depth == 1 and head.startswith(b"END:"):
+            depth = 0
+        elif depth == 1 and _TZID_LINE.match(line):
+            if seen:
+                warnings.append("a VTIMEZONE names more than one TZID: the first was used")
+                continue
+            seen = True
+        out.append(line)
+    return b"".join(out)
 
 
-def _problem(event: Event) -> str | None:
-    if event.errors:
-        prop, message = event.errors[0]
-        return f"{prop} does not parse ({message})"
-    if "UID" not in event:
-        return "no UID"
-    if "DTSTART" not in event:
-        return "no start (DTSTART)"
-    return _time_problem(event) or _rule_problem(event)
+def _logical_lines(text: bytes) -> list[bytes]:
+    """Content lines with their folded continuations joined (each keeps its own ending)."""
+    lines: list[bytes] = []
+    for line in text.splitlines(keepends=True):
+        if lines and line[:1] in (b" ", b"\t"):
+            lines[-1] += line
+        else:
+            lines.append(line)
+    return lines
+
+
+@dataclass(frozen=True)
+class _Here:
+    """A VCALENDAR's zones: where floating times are read (and why), and its producer's."""
+
+    tz: ZoneInfo
+    source: str
+    producer: tzinfo
+
+
+class _Reader:
+    """Events checked one by one, then grouped by UID into what the store writes."""
+
+    def __init__(self, tz: ZoneInfo) -> None:
+        self.tz = tz
+        self.number = 0
+        self.events: dict[str, list[tuple[int, Event]]] = {}
+        self.originals: dict[str, str] = {}  # TZID -> the file's VTIMEZONE, for exports
+        self.skipped: list[Skipped] = []
+        self.skipped_uids: set[str] = set()
+        self.warnings: list[str] = []
+        self.unknown: set[str] = set()
+
+    def read(self, top: Component) -> None:
+        texts = [cast(Timezone, t).to_ical().decode() for t in top.walk("VTIMEZONE")]
+        for text in texts:
+            tzid = _tzid(text)
+            if tzid is not None:
+                self.originals.setdefault(tzid, text)
+        find = zones.lookup(texts)
+        given = zones.iana(str(top.get("X-WR-TIMEZONE", "")))  # Google's, Apple's
+        defined = {find(t) for t in map(_tzid, texts) if t is not None} - {None}
+        only = next(iter(defined)) if len(defined) == 1 else None
+        here = _Here(
+            given or self.tz,
+            "the file's X-WR-TIMEZONE" if given else "CALENDAR_TIMEZONE",
+            producer=given or only or self.tz,  # Exchange gives its mailbox's zone
+        )
+        for component in top.walk("VEVENT"):
+            self.number += 1
+            event = cast(Event, component)
+            name = f"event {self.number} (“{_summary(event)}”)"
+            try:
+                problem = self._prepare(event, name, find, here)
+            except Exception as error:
+                logger.info("import: %s cannot be read", name, exc_info=True)
+                problem = f"it cannot be read ({type(error).__name__}: {error})"
+            if problem is not None:
+                uid = event.get("UID")
+                where = f"UID {uid}" if isinstance(uid, str) else name
+                self.skipped.append(Skipped(where, problem))
+                if isinstance(uid, str):
+                    self.skipped_uids.add(str(uid))
+                continue
+            self.events.setdefault(str(event["UID"]), []).append((self.number, event))
+
+    def _prepare(self, event: Event, name: str, find: zones.Lookup, here: _Here) -> str | None:
+        """Repair what can be (warned), or why the event is skipped; floating times and
+        unknown zones are read in ``here.tz`` (the file's zone, else the calendar's)."""
+        problem = self._repair(event, name)
+        if problem is not None:
+            return problem
+        tz, source = here.tz, here.source
+        for tzid in sorted(zones.retime(event, find, tz) - self.unknown):
+            self.unknown.add(tzid)
+            self.warnings.append(
+                f"the time zone “{tzid}” is unknown and the file does not define it: its "
+                f"times were read in {tz.key} ({source})"
+            )
+        _floating(event, tz)
+        problem = _time_problem(event) or _rule_problem(event)
+        if problem is None and "RRULE" in event:
+            _until(event, tz, here.producer)
+            problem = _expand_problem(event)
+        return problem
+
+    def _repair(self, event: Event, name: str) -> str | None:
+        """Properties that do not parse or come twice, a missing UID: repaired and warned,
+        or why the event is skipped."""
+        for prop, message in event.errors:
+            if prop is not None and prop.upper() in _WHEN:
+                return f"{prop} does not parse ({message})"
+            if prop is not None:
+                event.pop(prop, None)
+            self.warnings.append(f"{name}: {_what(prop)} does not parse and was left out")
+        for prop in _SINGLE:
+            if isinstance(event.get(prop), list):
+                return f"it has more than one {prop}"
+        for prop in _ONCE:
+            found = event.get(prop)
+            if isinstance(found, list):
+                event[prop] = found[0]
+                self.warnings.append(f"{name}: it has more than one {prop}: the first was used")
+        if "RRULE" in event and not isinstance(event["RRULE"], list) and not event["RRULE"]:
+            event.pop("RRULE")
+            self.warnings.append(f"{name}: its RRULE is empty: it was read as a single event")
+        if "UID" not in event:
+            uid = _derived_uid(event)
+            event.add("uid", uid)
+            self.warnings.append(f"{name}: it has no UID: it was given {uid}")
+        if "DTSTART" not in event:
+            return "no start (DTSTART)"
+        if "DTEND" in event and "DURATION" in event:
+            event.pop("DURATION")
+            self.warnings.append(f"{name}: it has both DTEND and DURATION: DTEND was used")
+        return None
+
+    def result(self, calendar: str) -> Read:
+        rows: list[EventRow] = []
+        for uid, found in self.events.items():
+            components = self._components(uid, found)
+            for group in components:
+                try:
+                    made = row(calendar, group)
+                except Exception as error:
+                    logger.info("import: UID %s cannot be stored", uid, exc_info=True)
+                    self.skipped.append(Skipped(f"UID {uid}", f"it cannot be read ({error})"))
+                    continue
+                given = {t: self.originals[t] for t in zones.tzids(group) if t in self.originals}
+                rows.append(replace(made, zones={**given, **made.zones}))
+        return Read(rows, self.skipped, self.warnings)
+
+    def _components(self, uid: str, found: list[tuple[int, Event]]) -> list[list[Event]]:
+        """The event's components (one group), or its orphaned overrides as singles."""
+        masters = [e for n, e in found if "RECURRENCE-ID" not in e]
+        overrides: dict[str, list[Event]] = {}
+        for _, event in found:
+            if "RECURRENCE-ID" in event:
+                overrides.setdefault(_rid(event), []).append(event)
+        if len(masters) > 1:
+            self.warnings.append(
+                f"UID {uid}: {len(masters)} copies of the event: the highest SEQUENCE was kept"
+            )
+        kept = [_latest(each) for each in overrides.values()]
+        if any(len(each) > 1 for each in overrides.values()):
+            self.warnings.append(
+                f"UID {uid}: an occurrence is changed more than once: the highest SEQUENCE was kept"
+            )
+        if masters:
+            return [[_latest(masters), *kept]]
+        if uid in self.skipped_uids:
+            self.skipped.extend(
+                Skipped(f"UID {uid}", "a changed occurrence of a series that was skipped")
+                for _ in kept
+            )
+            return []
+        self.warnings.append(
+            f"UID {uid}: changed occurrences without their series: imported as single events"
+        )
+        return [[_single(event, uid if len(kept) == 1 else None)] for event in kept]
+
+
+def _what(prop: str | None) -> str:
+    return "a line" if prop is None else f"its {prop}"
+
+
+def _summary(event: Event) -> str:
+    found = event.get("SUMMARY", "untitled")
+    return str(found[0] if isinstance(found, list) else found)
+
+
+def _tzid(text: str) -> str | None:
+    try:
+        return str(Timezone.from_ical(text)["TZID"])
+    except Exception:
+        return None
+
+
+def _derived_uid(event: Event) -> str:
+    """The same UID for the same event on every import (DTSTAMP, the export time, aside)."""
+    lines = [
+        line
+        for line in event.to_ical().splitlines()
+        if not line.upper().startswith((b"DTSTAMP", b"UID"))
+    ]
+    digest = hashlib.sha256(b"\n".join(lines)).hexdigest()
+    return f"{digest[:32]}@import.clawmesh"
+
+
+def _rid(event: Event) -> str:
+    return edits.rid_key(event.decoded("RECURRENCE-ID"))
+
+
+def _latest(events: list[Event]) -> Event:
+    """The copy with the highest SEQUENCE; among equals, the last in the file."""
+    return max(reversed(events), key=_sequence)
+
+
+def _sequence(event: Event) -> int:
+    try:
+        return int(event.get("SEQUENCE", 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _single(override: Event, uid: str | None) -> Event:
+    """A changed occurrence whose series is not here, as a single event."""
+    rid = _rid(override)
+    override.pop("RECURRENCE-ID")
+    if uid is None:
+        edits.rename([override], f"{override['UID']}_R{rid}")
+    return override
 
 
 def _time_problem(event: Event) -> str | None:
     for name in _TIMES:
         if name in event and not times.supported(event.decoded(name)):
             return f"{name} is outside the years {times.FIRST_YEAR}–{times.LAST_YEAR}"
+    for name in ("RDATE", "EXDATE"):
+        if name in event and not all(_when(m) for m in zones.moments(event[name])):
+            return f"its {name} holds a value that is no date, time or period (e.g. VALUE=TIME)"
     if "DTEND" in event:
         start, end = event.decoded("DTSTART"), event.decoded("DTEND")
         if isinstance(start, datetime) != isinstance(end, datetime):
@@ -107,46 +432,86 @@ def _time_problem(event: Event) -> str | None:
     return None
 
 
+def _when(moment: object) -> bool:
+    if isinstance(moment, tuple):
+        return len(moment) == 2 and isinstance(moment[0], datetime | date)  # a period
+    return isinstance(moment, datetime | date)
+
+
 def _rule_problem(event: Event) -> str | None:
     """A rule no person means (rules.py), checked before dateutil runs it."""
     if "RRULE" not in event:
         return None
     rule: Any = event["RRULE"]
     if isinstance(rule, list):
-        return "more than one RRULE"
+        return "it has more than one RRULE: a series here follows one rule"
     start = event.decoded("DTSTART")
     refused = rules.problem(rule, start)
     if refused is not None:
         return f"its RRULE cannot be used: {refused}"
+    return None
+
+
+def _expand_problem(event: Event) -> str | None:
+    start = event.decoded("DTSTART")
     try:
-        rrulestr(edits.rule_text(event), dtstart=_naive(start))
+        rrulestr(
+            edits.rule_text(event), dtstart=start if isinstance(start, datetime) else _naive(start)
+        )
     except (ValueError, TypeError) as error:
         return f"its RRULE cannot be expanded ({error})"
     return None
 
 
-def _normalize(event: Event, tz: ZoneInfo) -> None:
-    """Floating times in ``tz``; zones that are no IANA name as UTC instants."""
+def _until(event: Event, tz: tzinfo, producer: tzinfo) -> None:
+    """UNTIL made DTSTART's type (RFC 5545): a date for a date, else a UTC time. A date
+    UNTIL on a timed series keeps that whole day; a floating one is read in DTSTART's zone;
+    a UTC one on an all-day series is the day it starts in the producer's zone (Exchange
+    writes the last day's local midnight in UTC)."""
+    rule: Any = event["RRULE"]
+    if "UNTIL" not in rule:
+        return
+    start = event.decoded("DTSTART")
+    until = rule["UNTIL"][0]
+    rule["UNTIL"] = [_until_like(until, start, tz, producer)]
+
+
+def _until_like(until: date, start: date, tz: tzinfo, producer: tzinfo) -> date:
+    if not isinstance(start, datetime):
+        if isinstance(until, datetime):
+            return (until.astimezone(producer) if until.tzinfo else until).date()
+        return until
+    zone = start.tzinfo or tz
+    if not isinstance(until, datetime):
+        until = datetime.combine(until, time(23, 59, 59))
+    if until.tzinfo is None:
+        until = until.replace(tzinfo=zone)
+    return until.astimezone(UTC)
+
+
+def _floating(event: Event, tz: ZoneInfo) -> None:
+    """Floating times (no zone) are read in ``tz``."""
     for name in _TIMES:
         if name in event:
             value = event.decoded(name)
-            if _unzoned(value):
+            if isinstance(value, datetime) and value.tzinfo is None:
                 event.pop(name)
-                event.add(name.lower(), _zoned(value, tz))
-    if "EXDATE" in event:
-        dates = [d.dt for d in edits.exdates(event)]
-        if any(_unzoned(d) for d in dates):
-            event.pop("EXDATE")
-            for moment in dates:
-                event.add("exdate", _zoned(moment, tz) if _unzoned(moment) else moment)
+                event.add(name.lower(), value.replace(tzinfo=tz))
+    for name in ("EXDATE", "RDATE"):
+        if name in event:
+            moments = zones.moments(event[name])
+            if any(isinstance(m, datetime) and m.tzinfo is None for m in moments):
+                event.pop(name)
+                for moment in moments:
+                    event.add(name.lower(), _zoned(moment, tz))
 
 
-def _unzoned(value: object) -> bool:
-    return isinstance(value, datetime) and not isinstance(value.tzinfo, ZoneInfo)
-
-
-def _zoned(value: datetime, tz: ZoneInfo) -> datetime:
-    return value.replace(tzinfo=tz) if value.tzinfo is None else value.astimezone(UTC)
+def _zoned(value: Any, tz: ZoneInfo) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_zoned(part, tz) for part in value)
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=tz)
+    return value
 
 
 def _utc(moment: datetime | date) -> datetime:
@@ -164,32 +529,65 @@ def _naive(moment: datetime | date) -> datetime:
 async def import_file(
     settings: CalendarSettings, text: bytes, calendar: str, *, writable: bool, at: float
 ) -> Imported:
-    rows = read_events(text, calendar, ZoneInfo(settings.timezone))
+    read = read_events(text, calendar, ZoneInfo(settings.timezone))
     store = _store(settings)
     try:
         target = StoredCalendar(calendar, calendar.capitalize(), writable=writable)
-        changed = await store.write_all(target, rows, at)
+        written = await store.import_rows(target, read.rows, at)
     finally:
         await store.aclose()
-    return Imported(changed=changed, unchanged=len(rows) - changed, calendar=calendar)
+    return Imported(
+        changed=written.changed,
+        unchanged=len(read.rows) - written.changed,
+        moved=sum(written.moved.values()),
+        calendar=calendar,
+        skipped=read.skipped,
+        warnings=read.warnings,
+        moved_from=written.moved,
+    )
 
 
 async def export_calendar(settings: CalendarSettings, calendar: str | None) -> bytes:
+    """Every stored event (of ``calendar``, else of all) as one iCalendar file; events
+    whose custom zones share a TZID with different rules go into a VCALENDAR of their own."""
     store = _store(settings)
     try:
         events = await store.events_between(float("-inf"), float("inf"))
     finally:
         await store.aclose()
+    parts: list[tuple[Calendar, dict[str, str]]] = []
+    for event in events:
+        if calendar is None or event.calendar == calendar:
+            _export(event, parts)
+    if not parts:
+        parts.append((_vcalendar(), {}))
+    data = b""
+    for out, given in parts:
+        for text in given.values():
+            out.add_component(Timezone.from_ical(text))
+        out.add_missing_timezones()
+        data += out.to_ical()
+    return data
+
+
+def _export(event: StoredEvent, parts: list[tuple[Calendar, dict[str, str]]]) -> None:
+    components = parse(event)
+    needed = zones.tzids(components)
+    given = {t: text for t in needed for text in event.zones if _tzid(text) == t}
+    fits = [p for p in parts if all(p[1].get(t, text) == text for t, text in given.items())]
+    if not fits:
+        parts.append((_vcalendar(), {}))
+    out, zones_of = fits[0] if fits else parts[-1]
+    zones_of.update(given)
+    for component in components:
+        out.add_component(component)
+
+
+def _vcalendar() -> Calendar:
     out = Calendar()
     out.add("prodid", "-//clawmesh//mcp_calendar//EN")
     out.add("version", "2.0")
-    for event in events:
-        if calendar is None or event.calendar == calendar:
-            for component in parse(event):
-                out.add_component(component)
-    out.add_missing_timezones()
-    data: bytes = out.to_ical()
-    return data
+    return out
 
 
 def _store(settings: CalendarSettings) -> CalendarStore:
@@ -212,10 +610,21 @@ def main(argv: Sequence[str], command: str, now: float) -> int:
         return 1
 
 
+IMPORT_HELP = (
+    "Import an .ics file event by event: valid events are imported, each one that is not "
+    "is skipped and named with the reason. Events already in another calendar move to "
+    "--calendar. Exit status: 0 when events were imported (even with some skipped), 1 when "
+    "none could be, 2 when the database cannot be used."
+)
+
+
 def _main(argv: Sequence[str], command: str, now: float) -> int:
     load_dotenv()
     settings = load_settings(CalendarSettings)
-    parser = argparse.ArgumentParser(prog=f"python -m mcp_calendar {command}")
+    parser = argparse.ArgumentParser(
+        prog=f"python -m mcp_calendar {command}",
+        description=IMPORT_HELP if command == "import" else None,
+    )
     if command == "import":
         parser.add_argument("file", type=Path, help="an iCalendar (.ics) file")
         parser.add_argument("--calendar", default=settings.default_calendar)
@@ -229,30 +638,57 @@ def _main(argv: Sequence[str], command: str, now: float) -> int:
     if args.calendar is not None and not CALENDAR_ID.fullmatch(args.calendar):
         parser.error("--calendar takes lowercase letters, digits, - and _ (e.g. holidays)")
     if command == "export":
-        data = anyio.run(export_calendar, settings, args.calendar)
-        if args.file is None:
-            sys.stdout.buffer.write(data)
-            return 0
-        try:
-            private_file(args.file)  # a calendar is as private as the database it came from
-            args.file.write_bytes(data)
-        except OSError as error:
-            print(f"cannot write {args.file}: {error.strerror}", file=sys.stderr)
-            return 1
-        return 0
+        return _write_export(settings, args)
     try:
         text = args.file.read_bytes()
     except OSError as error:
         print(f"cannot read {args.file}: {error.strerror}", file=sys.stderr)
         return 1
     try:
-        done = anyio.run(_import, settings, text, args, now)
+        read = read_events(text, args.calendar, ZoneInfo(settings.timezone))
     except ImportProblems as problems:
-        _report(args.file, problems.lines)
+        _nothing(args.file, problems.lines)
         return 1
-    print(
+    if not read.rows:
+        lines = [f"{s.where}: {s.reason}" for s in read.skipped] or ["it holds no events"]
+        _nothing(args.file, _limited(lines) + _limited(read.warnings, "warning: "))
+        return 1
+    done = anyio.run(_import, settings, text, args, now)
+    for line in summary(done):
+        print(line)
+    return 0
+
+
+def summary(done: Imported) -> list[str]:
+    """What an import did, for the person who ran it: one line, then what was skipped."""
+    line = (
         f"imported {done.changed} events ({done.unchanged} unchanged) into calendar {done.calendar}"
     )
+    moved = ", ".join(f"moved {n} from calendar {c}" for c, n in sorted(done.moved_from.items()))
+    lines = [f"{line}; {moved}" if moved else line]
+    if done.skipped:
+        lines.append(f"skipped {len(done.skipped)} events:")
+        lines += _limited([f"{s.where}: {s.reason}" for s in done.skipped])
+    return lines + _limited(done.warnings, "warning: ")
+
+
+def _limited(lines: list[str], prefix: str = "") -> list[str]:
+    shown = [f"  {prefix}{line}" for line in lines[:MAX_PROBLEMS]]
+    more = len(lines) - MAX_PROBLEMS
+    return shown + ([f"  and {more} more"] if more > 0 else [])
+
+
+def _write_export(settings: CalendarSettings, args: argparse.Namespace) -> int:
+    data = anyio.run(export_calendar, settings, args.calendar)
+    if args.file is None:
+        sys.stdout.buffer.write(data)
+        return 0
+    try:
+        private_file(args.file)  # a calendar is as private as the database it came from
+        args.file.write_bytes(data)
+    except OSError as error:
+        print(f"cannot write {args.file}: {error.strerror}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -262,7 +698,7 @@ async def _import(
     return await import_file(settings, text, args.calendar, writable=not args.read_only, at=now)
 
 
-def _report(path: Path, lines: Iterable[str]) -> None:
+def _nothing(path: Path, lines: Iterable[str]) -> None:
     print(f"{path}: nothing was imported:", file=sys.stderr)
     for line in lines:
-        print(f"  {line}", file=sys.stderr)
+        print(line if line.startswith("  ") else f"  {line}", file=sys.stderr)

@@ -25,7 +25,7 @@ from typing import Any, Protocol, cast
 import recurring_ical_events  # type: ignore[import-untyped]
 from icalendar import Calendar, Event
 
-from mcp_calendar import edits, rules
+from mcp_calendar import edits, rules, zones
 from mcp_calendar.backend import (
     Add,
     CalendarInfo,
@@ -322,11 +322,18 @@ def _rid(component: Event) -> str:
 
 
 def parse(event: StoredEvent) -> list[Event]:
-    return [cast(Event, Event.from_ical(text)) for text in event.components]
+    """The event's components; times in a custom zone get that zone's stored rules."""
+    components = [cast(Event, Event.from_ical(text)) for text in event.components]
+    if event.zones and any(zones.iana(t) is None for t in zones.tzids(components)):
+        find = zones.lookup(event.zones)
+        for component in components:
+            zones.retime(component, find, None)
+    return components
 
 
 def row(calendar: str, components: list[Event]) -> EventRow:
-    """What the store writes for these components: bounds for range reads included."""
+    """What the store writes for these components: bounds for range reads included, and
+    the custom zones their times are in."""
     components = edits.deduplicate(components)
     master = edits.master_of(components)
     starts = [_instant(c.start) for c in components]
@@ -344,6 +351,7 @@ def row(calendar: str, components: list[Event]) -> EventRow:
             )
             for c in components
         },
+        zones=zones.used(components),
     )
 
 
@@ -353,7 +361,7 @@ def _occurrence(event: Source, master: Event, found: Event) -> Occurrence:
     rid: Moment | None = None
     if series:
         rid = found.decoded("RECURRENCE-ID") if "RECURRENCE-ID" in found else start
-    zone = getattr(start.tzinfo, "key", "UTC") if isinstance(start, datetime) else None
+    zone = zones.name(start.tzinfo) if isinstance(start, datetime) else None
     return Occurrence(
         uid=event.uid,
         calendar=event.calendar,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from mcp_calendar import lookup, rules, times
+from mcp_calendar import lookup, rules, times, zones
 from mcp_calendar.backend import Backend, Moment, Occurrence
 from mcp_calendar.edits import parse_rule
 from mcp_calendar.errors import InvalidRequest, InvalidTime, NotFound, NotWritable
@@ -121,7 +121,7 @@ class Proposals:
             )
         last = self._end_of(first, end, None, tz, keep=(found.start, found.end))
         if isinstance(first, datetime) and isinstance(last, datetime):
-            event_tz = ZoneInfo(found.zone or "UTC")
+            event_tz = zones.named(found.zone or "UTC")
             first, last = first.astimezone(event_tz), last.astimezone(event_tz)
         scope = scope if found.recurrence_id is not None else "this"
         payload = MovePayload(

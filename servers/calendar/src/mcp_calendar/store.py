@@ -7,6 +7,9 @@ events         (uid, calendar, title, version, starts_at, ends_at, updated_at): 
                rows a range must read
 components     (uid, rid, ics): the event's VEVENTs as iCalendar text, ``rid`` '' for the
                master, else its RECURRENCE-ID (mcp_calendar.edits.rid_key)
+timezones      (uid, tzid, ics): the VTIMEZONEs the event's file gave for its TZIDs, kept
+               per event (two files may give the same custom TZID different rules): reads
+               use a custom zone's own rules, exports write them back as they came
 confirmations  meshkit's confirm-once record
 
 The store keeps text and numbers; what they mean is the backend's (``local.py``).
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from meshkit.proposals import CONFIRMATIONS_SCHEMA, Approval, Confirmed, confirm_once
@@ -45,6 +48,12 @@ CREATE TABLE IF NOT EXISTS components (
     ics TEXT NOT NULL,
     PRIMARY KEY (uid, rid)
 );
+CREATE TABLE IF NOT EXISTS timezones (
+    uid TEXT NOT NULL REFERENCES events (uid) ON DELETE CASCADE,
+    tzid TEXT NOT NULL,
+    ics TEXT NOT NULL,
+    PRIMARY KEY (uid, tzid)
+);
 """
     + CONFIRMATIONS_SCHEMA
 )
@@ -63,6 +72,7 @@ class StoredEvent:
     calendar: str
     version: int
     components: list[str]  # iCalendar text, master first
+    zones: list[str] = field(default_factory=list)  # VTIMEZONE texts
 
 
 @dataclass(frozen=True)
@@ -75,6 +85,15 @@ class EventRow:
     starts_at: float
     ends_at: float | None
     components: dict[str, str]  # rid -> iCalendar text
+    zones: dict[str, str] = field(default_factory=dict)  # TZID -> VTIMEZONE text
+
+
+@dataclass(frozen=True)
+class Written:
+    """What an import wrote: events changed, and those moved here from other calendars."""
+
+    changed: int
+    moved: dict[str, int]  # calendar it came from -> events
 
 
 class CalendarStore(SQLiteStore):
@@ -106,6 +125,15 @@ class CalendarStore(SQLiteStore):
             for uid, calendar, version, ics in rows:
                 event = found.setdefault(uid, StoredEvent(uid, calendar, version, []))
                 event.components.append(ics)
+            zones = db.execute(
+                "SELECT t.uid, t.ics FROM events AS e JOIN timezones AS t ON t.uid = e.uid"
+                " WHERE e.starts_at < ? AND (e.ends_at IS NULL OR e.ends_at > ?)"
+                " ORDER BY t.uid, t.tzid",
+                (end, start),
+            ).fetchall()
+            for uid, ics in zones:
+                if uid in found:
+                    found[uid].zones.append(ics)
             return list(found.values())
 
         return await self._run(read)
@@ -122,27 +150,41 @@ class CalendarStore(SQLiteStore):
         )
 
     async def write_all(self, calendar: StoredCalendar, rows: Sequence[EventRow], at: float) -> int:
-        """Write ``rows`` into ``calendar`` in one transaction (an import); how many changed.
+        """Write ``rows`` into ``calendar`` (:meth:`import_rows`); how many changed."""
+        return (await self.import_rows(calendar, rows, at)).changed
+
+    async def import_rows(
+        self, calendar: StoredCalendar, rows: Sequence[EventRow], at: float
+    ) -> Written:
+        """Write ``rows`` into ``calendar`` in one transaction (an import).
 
         The calendar takes the writability given; an event whose components are already
-        stored as given keeps its version."""
+        stored as given, in this calendar, keeps its version; one stored in another
+        calendar moves here."""
 
-        def write(db: sqlite3.Connection) -> int:
+        def write(db: sqlite3.Connection) -> Written:
             changed = 0
+            moved: dict[str, int] = {}
             with transaction(db, "IMMEDIATE"):
                 changes = Changes(db, at)
                 changes.set_calendar(calendar)
                 for row in rows:
                     stored = changes.event(row.uid)
-                    if stored is not None and sorted(stored.components) == sorted(
-                        row.components.values()
-                    ):
+                    if stored is not None and stored.calendar != row.calendar:
+                        moved[stored.calendar] = moved.get(stored.calendar, 0) + 1
+                    elif stored is not None and _same(stored, row):
                         continue
                     changes.write(row)
                     changed += 1
-            return changed
+            return Written(changed, moved)
 
         return await self._run(write)
+
+
+def _same(stored: StoredEvent, row: EventRow) -> bool:
+    return sorted(stored.components) == sorted(row.components.values()) and set(
+        row.zones.values()
+    ) <= set(stored.zones)
 
 
 class Changes:
@@ -181,10 +223,14 @@ class Changes:
         parts = self._db.execute(
             "SELECT ics FROM components WHERE uid = ? ORDER BY rid", (uid,)
         ).fetchall()
-        return StoredEvent(uid, row[0], row[1], [ics for (ics,) in parts])
+        zones = self._db.execute(
+            "SELECT ics FROM timezones WHERE uid = ? ORDER BY tzid", (uid,)
+        ).fetchall()
+        return StoredEvent(uid, row[0], row[1], [ics for (ics,) in parts], [z for (z,) in zones])
 
     def write(self, row: EventRow) -> int:
-        """Store the event as given (its version one higher); the new version."""
+        """Store the event as given (its version one higher); the new version. Its zones
+        are added to those stored (an edit's components name the same zones)."""
         found = self._db.execute("SELECT version FROM events WHERE uid = ?", (row.uid,)).fetchone()
         version = 1 if found is None else found[0] + 1
         self._db.execute(
@@ -200,8 +246,13 @@ class Changes:
             "INSERT INTO components (uid, rid, ics) VALUES (?, ?, ?)",
             [(row.uid, rid, ics) for rid, ics in row.components.items()],
         )
+        self._db.executemany(
+            "INSERT OR REPLACE INTO timezones (uid, tzid, ics) VALUES (?, ?, ?)",
+            [(row.uid, tzid, ics) for tzid, ics in row.zones.items()],
+        )
         return int(version)
 
     def delete(self, uid: str) -> None:
         self._db.execute("DELETE FROM components WHERE uid = ?", (uid,))
+        self._db.execute("DELETE FROM timezones WHERE uid = ?", (uid,))
         self._db.execute("DELETE FROM events WHERE uid = ?", (uid,))
