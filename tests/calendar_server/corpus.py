@@ -37,7 +37,7 @@ import traceback
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
@@ -104,6 +104,8 @@ class Outcome:
     tracebacks: list[str] = field(default_factory=list)
     reference_failed: str | None = None  # ical refused the file whole
     unreferenced: set[str] = field(default_factory=set)  # UIDs ical cannot read alone either
+    file_uids: set[str] = field(default_factory=set)  # the UIDs the file writes
+    skipped_keys: set[str] = field(default_factory=set)  # skipped events as _compare names them
     disagreements: list[Disagreement] = field(default_factory=list)
     seconds: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)  # CPU seconds by step
@@ -285,6 +287,7 @@ def _settings(data_dir: Path) -> CalendarSettings:
 
 _VEVENT = re.compile(rb"^BEGIN:VEVENT\r?$", re.M | re.I)
 _UID = re.compile(rb"^BEGIN:VEVENT\r?$(.*?)^END:VEVENT", re.M | re.I | re.S)
+_FOLD = re.compile(rb"\r?\n[ \t]")
 _START = re.compile(rb"^DTSTART[;:][^\r\n]*?(\d{8})", re.M | re.I)
 
 
@@ -292,9 +295,11 @@ def _survey(text: bytes, outcome: Outcome) -> list[datetime]:
     """The file's VEVENTs, UIDs and start days, from its text (parsing a large file costs
     seconds: the windows need days only)."""
     uids = set()
-    for number, body in enumerate(_UID.findall(text)):
+    for number, body in enumerate(_UID.findall(_FOLD.sub(b"", text))):
         found = re.search(rb"^UID:([^\r\n]*)", body, re.M | re.I)
         uids.add(found.group(1) if found else str(number).encode())
+        if found:
+            outcome.file_uids.add(found.group(1).decode(errors="replace").strip())
     outcome.events = len(_VEVENT.findall(text))
     outcome.uids = len(uids)
     zone = ZoneInfo(TIMEZONE)
@@ -353,6 +358,7 @@ async def _import(settings: CalendarSettings, text: bytes, outcome: Outcome) -> 
         return True
     for skipped in getattr(done, "skipped", []):
         outcome.skipped.append((_where(skipped.where), skipped.reason))
+        outcome.skipped_keys.add(_skipped_as(skipped.where))
     outcome.warnings.extend(getattr(done, "warnings", []))
     outcome.imported = done.changed + done.unchanged
     return True
@@ -440,7 +446,7 @@ def _per_uid(content: str) -> dict[str, str]:
     for number, block in enumerate(re.findall(_BLOCK.format("VEVENT"), content, _FLAGS)):
         uid = re.search(r"^UID:([^\r\n]*)", block, re.M | re.I)
         plain = re.sub(_BLOCK.format("VALARM") + r"\n?", "", block, flags=_FLAGS)
-        events.setdefault(uid.group(1) if uid else f"event {number + 1}", []).append(plain)
+        events.setdefault(uid.group(1) if uid else f"{NO_UID} {number + 1}", []).append(plain)
     return {
         uid: f"{_HEAD}{zones}\r\n" + "\r\n".join(blocks) + "\r\nEND:VCALENDAR\r\n"
         for uid, blocks in events.items()
@@ -479,6 +485,18 @@ def _ours(occurrences: list[Occurrence]) -> list[Found]:
     return [Found(o.uid, o.title, _key(o.start, zone), _key(o.end, zone)) for o in occurrences]
 
 
+NO_UID = "no UID"
+DERIVED = "@import.clawmesh"  # the import's UID for an event without one (ics._derived_uid)
+
+
+def _by_file(found: Found, file_uids: set[str], *, ours: bool) -> Found:
+    """An event the file gives no UID, named by what the file says (its title; the start is
+    in the key): the import derives a stable UID for it, ical a random one."""
+    if found.uid in file_uids or (ours and not found.uid.endswith(DERIVED)):
+        return found
+    return replace(found, uid=f"{NO_UID} “{found.title}”")
+
+
 def _compare(
     outcome: Outcome,
     ours: dict[tuple[datetime, datetime], list[Occurrence]],
@@ -486,13 +504,15 @@ def _compare(
 ) -> None:
     """Occurrences keyed by (title, start): one ical has alone is "missing", one we have
     alone "extra", the same with another end "end"; counted once per event and kind."""
-    skipped = {where.removeprefix("UID ") for where, _ in outcome.skipped}
-    if "*" in skipped:
+    if ("*", "file refused whole") in outcome.skipped:
         return  # the whole file was refused: its skips are the disagreement
+    skipped = outcome.skipped_keys
+    uids = outcome.file_uids
+    uidless_unreferenced = any(u.startswith(NO_UID) for u in outcome.unreferenced)
     seen: dict[tuple[str, str], list[str]] = {}
     for window, found in reference.items():
-        mine = Counter(_ours(ours[window]))
-        theirs = Counter(found)
+        mine = Counter(_by_file(f, uids, ours=True) for f in _ours(ours[window]))
+        theirs = Counter(_by_file(f, uids, ours=False) for f in found)
         by_start_mine = {(f.title, f.start): f for f in mine}
         by_start_theirs = {(f.title, f.start): f for f in theirs}
         for f in theirs - mine:
@@ -506,7 +526,7 @@ def _compare(
             else:
                 seen.setdefault((f.uid, "fewer"), []).append(f.start)
         for f in mine - theirs:
-            if f.uid in outcome.unreferenced:
+            if f.uid in outcome.unreferenced or (uidless_unreferenced and f.uid.startswith(NO_UID)):
                 continue
             other = by_start_theirs.get((f.title, f.start))
             if other is None:
@@ -517,6 +537,13 @@ def _compare(
         unique = sorted(set(details))
         shown = ", ".join(unique[:3]) + (f" and {len(unique) - 3} more" if len(unique) > 3 else "")
         outcome.disagreements.append(Disagreement(outcome.file, uid, kind, shown))
+
+
+def _skipped_as(where: str) -> str:
+    """A skipped event as the comparison names it: its UID, or for "event 3 (“Title”)"
+    (no UID in the file) the title."""
+    found = re.fullmatch(r"event \d+ \((“.*”)\)", where, re.S)
+    return f"{NO_UID} {found.group(1)}" if found else where.removeprefix("UID ")
 
 
 def _zones(text: bytes) -> dict[str, str]:

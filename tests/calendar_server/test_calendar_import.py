@@ -223,6 +223,26 @@ def test_a_file_of_which_nothing_can_be_imported_exits_1_naming_why(tmp_path: Pa
     )
 
 
+def test_a_skipped_event_without_uid_is_named_by_its_place_not_a_derived_uid(
+    tmp_path: Path,
+) -> None:
+    # icalendar's tests/calendars/issue_82_expected_output.ics: no UID, no DTSTART.
+    path = tmp_path / "no-uid.ics"
+    path.write_text(
+        calendar(
+            event("UID:fine@example.com", "SUMMARY:Fine", "DTSTART:20260317T140000Z"),
+            event("SUMMARY:Nothing to show", "DTSTAMP:20260301T100000Z"),
+        )
+    )
+
+    done = run(tmp_path / "data", "import", str(path))
+
+    assert done.stdout.splitlines()[1:3] == [
+        "skipped 1 event:",
+        "  event 2 (“Nothing to show”): no start (DTSTART)",
+    ]
+
+
 def test_a_missing_file_and_a_bad_calendar_name_get_one_line(tmp_path: Path) -> None:
     missing = run(tmp_path / "data", "import", str(tmp_path / "nope.ics"))
     bad_name = run(tmp_path / "data", "import", str(tmp_path / "nope.ics"), "--calendar", "My Cal")

@@ -254,13 +254,13 @@ class _Reader:
             self.number += 1
             event = cast(Event, component)
             name = f"event {self.number} (“{_summary(event)}”)"
+            uid = event.get("UID")  # the file's: a derived one names nothing the user has
             try:
                 problem = self._prepare(event, name, find, here)
             except Exception as error:
                 logger.info("import: %s cannot be read", name, exc_info=True)
                 problem = f"it cannot be read ({type(error).__name__}: {error})"
             if problem is not None:
-                uid = event.get("UID")
                 where = f"UID {uid}" if isinstance(uid, str) else name
                 self.skipped.append(Skipped(where, problem))
                 if isinstance(uid, str):
@@ -667,7 +667,8 @@ def summary(done: Imported) -> list[str]:
     moved = ", ".join(f"moved {n} from calendar {c}" for c, n in sorted(done.moved_from.items()))
     lines = [f"{line}; {moved}" if moved else line]
     if done.skipped:
-        lines.append(f"skipped {len(done.skipped)} events:")
+        count = len(done.skipped)
+        lines.append(f"skipped {count} event{'' if count == 1 else 's'}:")
         lines += _limited([f"{s.where}: {s.reason}" for s in done.skipped])
     return lines + _limited(done.warnings, "warning: ")
 
