@@ -559,9 +559,9 @@ def _zones(text: bytes) -> dict[str, str]:
 
 def _real_zones(tzid: str) -> set[str]:
     """The names an occurrence may give as its zone (issue 27 point 2): the TZID, the IANA
-    zone of a Windows name, or the IANA name inside a globally unique TZID
-    (/mozilla.org/20070129_1/America/New_York)."""
-    names = {tzid, WINDOWS_TO_OLSON.get(tzid, tzid)}
+    zone of a Windows name, the Olson zone of a ``posix/`` name, or the IANA name inside a
+    globally unique TZID (/mozilla.org/20070129_1/America/New_York)."""
+    names = {tzid, WINDOWS_TO_OLSON.get(tzid, tzid), tzid.removeprefix("posix/")}
     parts = tzid.strip("/").split("/")
     names.update("/".join(parts[i:]) for i in range(len(parts)) if tzid.startswith("/"))
     return names

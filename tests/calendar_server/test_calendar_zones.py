@@ -86,6 +86,21 @@ async def test_an_exchange_w_europe_calendar_is_read_in_berlin_time(
     ]
 
 
+async def test_a_posix_tzid_is_read_as_its_iana_zone_not_the_files_vtimezone(
+    client: Client[Any], settings: CalendarSettings
+) -> None:
+    # icalendar's test calendar timezone_rdate.ics: TZID=posix/Europe/Vaduz with its
+    # VTIMEZONE. icalendar knows no "posix/" name, so it reads the file's rules and keeps
+    # them for that TZID in the process: the time was right, its zone named "UTC".
+    text = (LIBRARIES / "icalendar" / "tests" / "calendars" / "timezone_rdate.ics").read_bytes()
+
+    done = await import_file(settings, text, "personal", writable=True, at=0)
+    shown = await events(client, "2012-02-13", "2012-02-14", "Europe/Berlin")
+
+    assert done.changed == 1
+    assert shown == [("", "2012-02-13T10:00:00+01:00", "2012-02-13T10:00:00+01:00", "Europe/Vaduz")]
+
+
 CUSTOM_ELSEWHERE = """\
 BEGIN:VTIMEZONE\r
 TZID:Customized Time Zone\r

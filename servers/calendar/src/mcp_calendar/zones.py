@@ -63,8 +63,10 @@ class CustomZone(tzinfo):
 
 
 def iana(tzid: str) -> ZoneInfo | None:
-    """The IANA zone a TZID names, directly, as a Windows name, or as ``/vendor/Olson``."""
-    cleaned = tzid.strip().strip("/")
+    """The IANA zone a TZID names, directly, as a Windows name, or as ``/vendor/Olson``.
+    A ``posix/Olson`` name is its Olson zone: icalendar knows no ``posix/`` name and would
+    read it by the file's VTIMEZONE, kept process-wide for that TZID."""
+    cleaned = tzid.strip().strip("/").removeprefix("posix/")
     candidates = [cleaned]
     if cleaned in WINDOWS_TO_OLSON:
         candidates.append(WINDOWS_TO_OLSON[cleaned])
