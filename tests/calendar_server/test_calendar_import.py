@@ -440,16 +440,49 @@ async def test_inputs_that_gave_tracebacks_are_imported_or_skipped_in_one_line_e
 
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines() == [
-        "imported 2 events (0 unchanged) into calendar personal",
-        "skipped 2 events:",
-        "  UID two-rules@x: it has more than one RRULE: a series here follows one rule",
+        "imported 3 events (0 unchanged) into calendar personal",
+        "skipped 1 event:",
         "  UID two-starts@x: it has more than one DTSTART",
         "  warning: a VTIMEZONE names more than one TZID: the first was used",
+        "  warning: event 1 (“Two rules”): it has 2 RRULEs: the first is its rule, the dates "
+        "of the others were added as RDATEs",
         "  warning: event 2 (“Both ends”): it has both DTEND and DURATION: DTEND was used",
     ]
     assert await day(client, "2026-03-16") == [
+        ("Two rules", "2026-03-16T10:00:00+01:00", "2026-03-16T10:00:00+01:00"),
         ("Both ends", "2026-03-16T11:00:00+01:00", "2026-03-16T12:00:00+01:00"),
         ("Custom", "2026-03-16T15:00:00+01:00", "2026-03-16T15:00:00+01:00"),
+    ]
+
+
+async def test_a_series_with_several_rrules_fires_on_the_dates_of_each(
+    tmp_path: Path, client: Client[Any]
+) -> None:
+    # recurring-ical-events' test calendars: Cyrus IMAP (Fastmail) writes the same RRULE
+    # twice; multiple_rrule.ics adds a second, monthly one (RFC 5545 allows several).
+    calendars = Path(sys.modules["recurring_ical_events"].__file__ or "").parent / "test"
+    for name in ("duplicated_rrule", "multiple_rrule"):
+        text = (calendars / "calendars" / f"{name}.ics").read_text()
+        text = text.replace("UID:56cdc4dc", f"UID:{name}").replace("My repeating event", name)
+        (tmp_path / f"{name}.ics").write_text(text)
+
+    done = [
+        run(tmp_path / "data", "import", str(tmp_path / f"{n}.ics"))
+        for n in ("duplicated_rrule", "multiple_rrule")
+    ]
+    found = await call(
+        client, "get_events", start="2023-01-01", end="2023-04-01", timezone="Europe/London"
+    )
+
+    assert [d.returncode for d in done] == [0, 0]
+    days = {
+        name: [e["start"][:10] for e in found["events"] if e["title"] == name]
+        for name in ("duplicated_rrule", "multiple_rrule")
+    }
+    assert len(days["duplicated_rrule"]) == 12  # Thursdays 12 Jan to 30 Mar, once each
+    assert sorted(set(days["multiple_rrule"]) - set(days["duplicated_rrule"])) == [
+        "2023-02-13",  # the second rule's Mondays
+        "2023-03-13",
     ]
 
 

@@ -9,7 +9,9 @@ timed ones, local ones: made ``DTSTART``'s type); changed occurrences whose seri
 in the file (Google invitations: single events); repeated UIDs and overrides (the highest
 ``SEQUENCE`` wins); an event without UID (one derived from its content, the same on every
 import); a property that does not parse other than a time or rule (dropped); ``DTEND``
-beside ``DURATION`` (``DTEND`` kept); an empty ``RRULE`` (a single event); a VTIMEZONE with
+beside ``DURATION`` (``DTEND`` kept); an empty ``RRULE`` (a single event); several ``RRULE``s
+(RFC 5545 allows them: a repeated one is used once, the dates of the others, when each has
+an end, become ``RDATE``s; one series follows one rule); a VTIMEZONE with
 two TZIDs (the first) or a sub-component whose offset does not parse (left out); stray
 lines that are no content line (left out); a file cut short (read up to its last whole
 event).
@@ -58,6 +60,7 @@ logger = logging.getLogger(__name__)
 
 CALENDAR_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,59}")
 MAX_PROBLEMS = 20  # listed before "and N more"
+MAX_EXTRA_DATES = 1000  # a second RRULE's dates kept as RDATEs
 _TIMES = ("DTSTART", "DTEND", "RECURRENCE-ID")
 _SINGLE = ("UID", "DTSTART", "DTEND", "DURATION", "RECURRENCE-ID")  # once per event
 _ONCE = ("SUMMARY", "LOCATION", "DESCRIPTION", "TRANSP", "SEQUENCE", "STATUS")  # the first
@@ -282,11 +285,54 @@ class _Reader:
                 f"times were read in {tz.key} ({source})"
             )
         _floating(event, tz)
-        problem = _time_problem(event) or _rule_problem(event)
+        problem = _time_problem(event) or self._one_rule(event, name, tz, here.producer)
+        problem = problem or _rule_problem(event)
         if problem is None and "RRULE" in event:
             _until(event, tz, here.producer)
             problem = _expand_problem(event)
         return problem
+
+    def _one_rule(self, event: Event, name: str, tz: tzinfo, producer: tzinfo) -> str | None:
+        """Several RRULEs (RFC 5545 allows them; Cyrus writes one twice) as one series:
+        a repeated rule once, the dates of the others (each with an end) as RDATEs."""
+        found: Any = event.get("RRULE")
+        if not isinstance(found, list):
+            return None
+        distinct = list({rule.to_ical(): rule for rule in found}.values())
+        event["RRULE"] = distinct[0]
+        if len(distinct) == 1:
+            self.warnings.append(f"{name}: it has the same RRULE {len(found)} times: one was used")
+            return None
+        start = event.decoded("DTSTART")
+        dates: list[datetime | date] = []
+        for rule in distinct[1:]:
+            if "COUNT" not in rule and "UNTIL" not in rule:
+                return "it has more than one RRULE, one of them without end: a series here follows one rule"
+            refused = rules.problem(rule, start)
+            if refused is not None:
+                return f"its RRULE cannot be used: {refused}"
+            alone = Event()
+            alone.add("dtstart", start)
+            alone["RRULE"] = rule
+            _until(alone, tz, producer)
+            try:
+                moments = list(
+                    rrulestr(
+                        edits.rule_text(alone),
+                        dtstart=_naive(start) if not isinstance(start, datetime) else start,
+                    )
+                )
+            except (ValueError, TypeError) as error:
+                return f"its RRULE cannot be expanded ({error})"
+            dates += [m if isinstance(start, datetime) else m.date() for m in moments]
+        if len(dates) > MAX_EXTRA_DATES:
+            return f"it has more than one RRULE, and the others give over {MAX_EXTRA_DATES} dates"
+        event.add("rdate", sorted(set(dates)))
+        self.warnings.append(
+            f"{name}: it has {len(distinct)} RRULEs: the first is its rule, the dates of the "
+            "others were added as RDATEs"
+        )
+        return None
 
     def _repair(self, event: Event, name: str) -> str | None:
         """Properties that do not parse or come twice, a missing UID: repaired and warned,
