@@ -40,6 +40,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, tzinfo
+from itertools import islice
 from pathlib import Path
 from typing import Any, cast
 from zoneinfo import ZoneInfo
@@ -303,28 +304,11 @@ class _Reader:
         if len(distinct) == 1:
             self.warnings.append(f"{name}: it has the same RRULE {len(found)} times: one was used")
             return None
-        start = event.decoded("DTSTART")
         dates: list[datetime | date] = []
         for rule in distinct[1:]:
-            if "COUNT" not in rule and "UNTIL" not in rule:
-                return "it has more than one RRULE, one of them without end: a series here follows one rule"
-            refused = rules.problem(rule, start)
-            if refused is not None:
-                return f"its RRULE cannot be used: {refused}"
-            alone = Event()
-            alone.add("dtstart", start)
-            alone["RRULE"] = rule
-            _until(alone, tz, producer)
-            try:
-                moments = list(
-                    rrulestr(
-                        edits.rule_text(alone),
-                        dtstart=_naive(start) if not isinstance(start, datetime) else start,
-                    )
-                )
-            except (ValueError, TypeError) as error:
-                return f"its RRULE cannot be expanded ({error})"
-            dates += [m if isinstance(start, datetime) else m.date() for m in moments]
+            problem = _rule_dates(event.decoded("DTSTART"), rule, tz, producer, dates)
+            if problem is not None:
+                return problem
         if len(dates) > MAX_EXTRA_DATES:
             return f"it has more than one RRULE, and the others give over {MAX_EXTRA_DATES} dates"
         event.add("rdate", sorted(set(dates)))
@@ -482,6 +466,29 @@ def _when(moment: object) -> bool:
     if isinstance(moment, tuple):
         return len(moment) == 2 and isinstance(moment[0], datetime | date)  # a period
     return isinstance(moment, datetime | date)
+
+
+def _rule_dates(
+    start: datetime | date, rule: Any, tz: tzinfo, producer: tzinfo, dates: list[Any]
+) -> str | None:
+    """Add the dates of a further RRULE (one with an end) to ``dates``, or say why not."""
+    if "COUNT" not in rule and "UNTIL" not in rule:
+        return "it has more than one RRULE, one without end: a series here follows one rule"
+    refused = rules.problem(rule, start)
+    if refused is not None:
+        return f"its RRULE cannot be used: {refused}"
+    alone = Event()
+    alone.add("dtstart", start)
+    alone["RRULE"] = rule
+    _until(alone, tz, producer)
+    timed = isinstance(start, datetime)
+    try:
+        expanded = rrulestr(edits.rule_text(alone), dtstart=start if timed else _naive(start))
+        moments = list(islice(expanded, MAX_EXTRA_DATES + 1))
+    except (ValueError, TypeError) as error:
+        return f"its RRULE cannot be expanded ({error})"
+    dates += [moment if timed else moment.date() for moment in moments]
+    return None
 
 
 def _rule_problem(event: Event) -> str | None:
