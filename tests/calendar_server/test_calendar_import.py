@@ -90,6 +90,7 @@ UID:bad-1@example.com
 SUMMARY:Backwards
 DTSTART:20260317T140000Z
 DTEND:20260317T130000Z
+RRULE:FREQ=WEEKLY
 END:VEVENT
 BEGIN:VEVENT
 UID:bad-2@example.com
@@ -196,7 +197,12 @@ def test_a_file_of_which_nothing_can_be_imported_exits_1_naming_why(tmp_path: Pa
     only_bad = tmp_path / "bad.ics"
     only_bad.write_text(
         calendar(
-            event("UID:bad-1@example.com", "DTSTART:20260317T140000Z", "DTEND:20260317T130000Z"),
+            event(
+                "UID:bad-1@example.com",
+                "DTSTART:20260317T140000Z",
+                "DTEND:20260317T130000Z",
+                "RRULE:FREQ=WEEKLY",
+            ),
             event("UID:bad-2@example.com", "DTSTART:2026-03-17 soon"),
         )
     )
@@ -483,6 +489,24 @@ async def test_a_series_with_several_rrules_fires_on_the_dates_of_each(
     assert sorted(set(days["multiple_rrule"]) - set(days["duplicated_rrule"])) == [
         "2023-02-13",  # the second rule's Mondays
         "2023-03-13",
+    ]
+
+
+async def test_a_single_event_that_ends_before_it_starts_has_them_swapped(
+    tmp_path: Path, client: Client[Any]
+) -> None:
+    # recurring-ical-events' end_before_start_event.ics, as SabreDAV (Nextcloud) wrote it.
+    calendars = Path(sys.modules["recurring_ical_events"].__file__ or "").parent / "test"
+    path = calendars / "calendars" / "end_before_start_event.ics"
+
+    done = run(tmp_path / "data", "import", str(path))
+
+    assert done.stdout.splitlines() == [
+        "imported 1 events (0 unchanged) into calendar personal",
+        "  warning: event 1 (“test1”): it ends before it starts: its start and end were swapped",
+    ]
+    assert await day(client, "2019-03-04") == [
+        ("test1", "2019-03-04T08:00:00+01:00", "2019-03-04T08:30:00+01:00")
     ]
 
 

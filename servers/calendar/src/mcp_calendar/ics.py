@@ -9,12 +9,12 @@ timed ones, local ones: made ``DTSTART``'s type); changed occurrences whose seri
 in the file (Google invitations: single events); repeated UIDs and overrides (the highest
 ``SEQUENCE`` wins); an event without UID (one derived from its content, the same on every
 import); a property that does not parse other than a time or rule (dropped); ``DTEND``
-beside ``DURATION`` (``DTEND`` kept); an empty ``RRULE`` (a single event); several ``RRULE``s
-(RFC 5545 allows them: a repeated one is used once, the dates of the others, when each has
-an end, become ``RDATE``s; one series follows one rule); a VTIMEZONE with
-two TZIDs (the first) or a sub-component whose offset does not parse (left out); stray
-lines that are no content line (left out); a file cut short (read up to its last whole
-event).
+beside ``DURATION`` (``DTEND`` kept); an empty ``RRULE`` (a single event); a single event
+that ends before it starts (SabreDAV: start and end swapped); several ``RRULE``s (RFC 5545
+allows them: a repeated one is used once, the dates of the others, when each has an end,
+become ``RDATE``s: one series follows one rule); a VTIMEZONE with two TZIDs (the first) or
+a sub-component whose offset does not parse (left out); stray lines that are no content
+line (left out); a file cut short (read up to its last whole event).
 
 Zones (``zones.py``): IANA and Windows names become IANA zones, a custom ``VTIMEZONE``
 is kept with the event and its own rules used, a ``TZID`` that names nothing is read in
@@ -286,12 +286,25 @@ class _Reader:
                 f"times were read in {tz.key} ({source})"
             )
         _floating(event, tz)
+        self._swap_ends(event, name)
         problem = _time_problem(event) or self._one_rule(event, name, tz, here.producer)
         problem = problem or _rule_problem(event)
         if problem is None and "RRULE" in event:
             _until(event, tz, here.producer)
             problem = _expand_problem(event)
         return problem
+
+    def _swap_ends(self, event: Event, name: str) -> None:
+        """A single event whose DTEND is before its DTSTART (SabreDAV/Nextcloud wrote one):
+        the two swapped, as recurring-ical-events reads it. A series keeps its start (its
+        EXDATEs and overrides name it) and is skipped."""
+        if "DTEND" not in event or "RRULE" in event or "RDATE" in event:
+            return
+        start, end = event.decoded("DTSTART"), event.decoded("DTEND")
+        if isinstance(start, datetime) != isinstance(end, datetime) or _utc(end) >= _utc(start):
+            return
+        event["DTSTART"], event["DTEND"] = event["DTEND"], event["DTSTART"]
+        self.warnings.append(f"{name}: it ends before it starts: its start and end were swapped")
 
     def _one_rule(self, event: Event, name: str, tz: tzinfo, producer: tzinfo) -> str | None:
         """Several RRULEs (RFC 5545 allows them; Cyrus writes one twice) as one series:
