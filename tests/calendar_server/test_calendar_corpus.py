@@ -49,7 +49,6 @@ BAD_COUNT = "3.3.10: COUNT is a positive number (1*DIGIT): COUNT=-1 says no occu
 RSCALE = "RFC 7529 RSCALE rules are no RFC 5545 RRULE: dateutil cannot expand them"
 MIXED_TYPES = "3.8.2.2: DTEND MUST have DTSTART's value type (DATE vs DATE-TIME)"
 DATE_HOURS = "3.6.1/3.8.2.5: a DATE DTSTART takes a DURATION of whole days or weeks (PT1H here)"
-END_BEFORE_START = "3.8.2.2: DTEND MUST be later than DTSTART"
 BAD_DURATION = "3.3.6: P999999999999999999W is no duration a calendar can hold"
 BAD_EXDATE = "3.8.5.1: an empty EXDATE value: which occurrences are cancelled is unknown"
 BAD_RDATE = "3.3.9: 199709T180000Z is no DATE-TIME: the RDATE period cannot be read"
@@ -69,6 +68,11 @@ EXCHANGE_UNTIL = (
     "day in its zone in UTC (20200916T230000Z = 17 Sep 00:00 in GMT Standard Time, the "
     "file's one VTIMEZONE): the import keeps 17 Sep (issue 27 point 1), ical compares the "
     "instant with the date and drops it"
+)
+SWAPPED_ENDS = (
+    "3.8.2.2: DTEND MUST be later than DTSTART; SabreDAV (and others) wrote single events with "
+    "them swapped: the import swaps them back, as recurring-ical-events does (issue 132); "
+    "ical starts it at DTSTART"
 )
 BLANK_LINES = (
     "3.1: empty lines inside folded content lines (Mozilla Calendar 1.0): the import leaves "
@@ -259,11 +263,13 @@ I/todos/example.ics | * | refused | NO_EVENTS
 I/todos/example.ics | not an iCalendar file | skipped | NO_EVENTS
 R/alarm_absolute_edited.ics | cd047c29-d904-47eb-bdba-ab7abafee025 | fewer | ICAL_REPEATED_UID
 R/bad_rrule_missing_until_event.ics | UID blabla | skipped | BAD_RULE
-R/end_before_start_event.ics | UID UYDQSG9TH4DE0WM3QFL2J | skipped | END_BEFORE_START
+R/end_before_start_event.ics | UYDQSG9TH4DE0WM3QFL2J | extra | SWAPPED_ENDS
+R/end_before_start_event.ics | UYDQSG9TH4DE0WM3QFL2J | missing | SWAPPED_ENDS
 R/issue_113_period_rdate_duration.ics
     | no UID “The RDATE is a period with a… | extra | ICAL_RDATE_START
 R/issue_128_only_first_event.ics | event 1 | skipped | BAD_COUNT
-R/issue_132_swapped_start_and_end.ics | UID 84A72-65798A00-5-20465200 | skipped | END_BEFORE_START
+R/issue_132_swapped_start_and_end.ics | 84A72-65798A00-5-20465200 | extra | SWAPPED_ENDS
+R/issue_132_swapped_start_and_end.ics | 84A72-65798A00-5-20465200 | missing | SWAPPED_ENDS
 R/issue_148_edge_case_1.ics | 111 | fewer | ICAL_REPEATED_UID
 R/issue_148_edge_case_1.ics | 111 | missing | ICAL_REPEATED_UID
 R/issue_148_edge_case_2.ics | 111 | extra | ICAL_REPEATED_UID
