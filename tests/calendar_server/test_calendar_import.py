@@ -510,6 +510,20 @@ async def test_a_single_event_that_ends_before_it_starts_has_them_swapped(
     ]
 
 
+async def test_an_end_of_another_type_than_the_start_is_made_the_starts_type(
+    tmp_path: Path, client: Client[Any]
+) -> None:
+    # recurring-ical-events' issue_201_mixed_datetime_and_date.ics: a DATE start, a UTC end.
+    calendars = Path(sys.modules["recurring_ical_events"].__file__ or "").parent / "test"
+    path = calendars / "calendars" / "issue_201_mixed_datetime_and_date.ics"
+
+    done = run(tmp_path / "data", "import", str(path))
+
+    assert done.stdout.splitlines()[0] == "imported 1 events (0 unchanged) into calendar personal"
+    assert "the end was made the start's type" in done.stdout
+    assert await day(client, "2023-08-16") == [("Congés", "2023-07-24", "2023-08-16")]
+
+
 FLOATING_UNTIL = b"""BEGIN:VCALENDAR\r
 VERSION:2.0\r
 PRODID:-//test//EN\r

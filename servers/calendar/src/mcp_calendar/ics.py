@@ -10,7 +10,8 @@ in the file (Google invitations: single events); repeated UIDs and overrides (th
 ``SEQUENCE`` wins); an event without UID (one derived from its content, the same on every
 import); a property that does not parse other than a time or rule (dropped); ``DTEND``
 beside ``DURATION`` (``DTEND`` kept); an empty ``RRULE`` (a single event); a single event
-that ends before it starts (SabreDAV: start and end swapped); several ``RRULE``s (RFC 5545
+that ends before it starts (SabreDAV: start and end swapped); a ``DTEND`` of another type
+than ``DTSTART`` (made ``DTSTART``'s type); several ``RRULE``s (RFC 5545
 allows them: a repeated one is used once, the dates of the others, when each has an end,
 become ``RDATE``s: one series follows one rule); a VTIMEZONE with two TZIDs (the first) or
 a sub-component whose offset does not parse (left out); stray lines that are no content
@@ -39,7 +40,7 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime, time, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from itertools import islice
 from pathlib import Path
 from typing import Any, cast
@@ -286,6 +287,7 @@ class _Reader:
                 f"times were read in {tz.key} ({source})"
             )
         _floating(event, tz)
+        self._end_type(event, name)
         self._swap_ends(event, name)
         problem = _time_problem(event) or self._one_rule(event, name, tz, here.producer)
         problem = problem or _rule_problem(event)
@@ -293,6 +295,27 @@ class _Reader:
             _until(event, tz, here.producer)
             problem = _expand_problem(event)
         return problem
+
+    def _end_type(self, event: Event, name: str) -> None:
+        """A DTEND of another type than DTSTART made DTSTART's type (as ``UNTIL``): a time
+        becomes its day (the next one when it is past midnight), a day its midnight in the
+        start's zone."""
+        if "DTEND" not in event:
+            return
+        start, end = event.decoded("DTSTART"), event.decoded("DTEND")
+        if isinstance(start, datetime) == isinstance(end, datetime):
+            return
+        if isinstance(end, datetime):
+            day = end.date() + (timedelta(days=1) if end.time() != time() else timedelta())
+            event.pop("DTEND")
+            event.add("dtend", day)
+        else:
+            event.pop("DTEND")
+            event.add("dtend", datetime.combine(end, time(), start.tzinfo))
+        self.warnings.append(
+            f"{name}: its start and end are not both days or both times: "
+            "the end was made the start's type"
+        )
 
     def _swap_ends(self, event: Event, name: str) -> None:
         """A single event whose DTEND is before its DTSTART (SabreDAV/Nextcloud wrote one):
