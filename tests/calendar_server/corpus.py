@@ -16,7 +16,8 @@ start, the DST changes of Europe/Berlin and America/New_York that follow the fir
 2026), export and re-import (the same occurrences again), and the occurrences ical finds in
 the same windows, and the zone each timed occurrence names (its DTSTART's TZID, or the IANA
 zone of a Windows name). What differs is a ``Disagreement`` (file, event, kind, detail): the test
-holds the table of those expected, each with its RFC 5545 reason.
+holds the table of those expected, each with its RFC 5545 reason. Events the file gives no
+UID are matched by title and start (the import derives a stable UID, ical a random one).
 
 The import API is changing (issue 27 point 1: ``Imported.skipped``/``warnings``, a file refused
 whole only when it is no iCalendar at all): ``_import`` reads either, the current
@@ -503,7 +504,8 @@ def _compare(
     reference: dict[tuple[datetime, datetime], list[Found]],
 ) -> None:
     """Occurrences keyed by (title, start): one ical has alone is "missing", one we have
-    alone "extra", the same with another end "end"; counted once per event and kind."""
+    alone "extra", the same with another end "end"; counted once per event and kind. An
+    event without UID in the file is named "no UID “title”" on both sides (``_by_file``)."""
     if ("*", "file refused whole") in outcome.skipped:
         return  # the whole file was refused: its skips are the disagreement
     skipped = outcome.skipped_keys
