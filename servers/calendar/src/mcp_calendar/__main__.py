@@ -4,8 +4,10 @@
                                        needs MESH_TOKEN_SHA256)
     python -m mcp_calendar --stdio     stdio, for local MCP clients
     python -m mcp_calendar import FILE [--calendar ID] [--read-only]
-                                       load an .ics file (every event checked first;
-                                       importing it again changes nothing)
+                                       load an .ics file event by event (each one
+                                       skipped is named with its reason; importing it
+                                       again changes nothing; events stored in another
+                                       calendar move to ID); exit 1 when nothing could be
     python -m mcp_calendar export [FILE] [--calendar ID]
                                        write the calendar(s) as .ics (default: stdout)
     python -m mcp_calendar auth [--headless]

@@ -8,7 +8,8 @@ change was proposed against, and :class:`~mcp_calendar.errors.NotWritable` for a
 read-only calendar, and changes nothing then.
 
 Times: a timed occurrence's ``start``/``end`` are aware datetimes in the event's own zone
-(``zone``, IANA), an all-day one's are dates (``end`` exclusive, as in iCalendar).
+(``zone``: an IANA name, or the TZID of a zone its calendar file defines), an all-day one's
+are dates (``end`` exclusive, as in iCalendar).
 ``recurrence_id`` is the original start of an occurrence of a series (it names the
 occurrence even after it was moved), None for a single event.
 """
@@ -41,7 +42,7 @@ class Occurrence:
     start: Moment
     end: Moment
     recurrence_id: Moment | None
-    zone: str | None  # the event's IANA zone; None for all-day events
+    zone: str | None  # the event's zone (IANA, or a custom TZID); None for all-day events
     rule: str | None  # the series' RRULE, None for a single event
     location: str | None
     description: str | None

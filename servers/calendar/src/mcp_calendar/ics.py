@@ -462,15 +462,9 @@ def _rid(event: Event) -> str:
 
 
 def _latest(events: list[Event]) -> Event:
-    """The copy with the highest SEQUENCE; among equals, the last in the file."""
-    return max(reversed(events), key=_sequence)
-
-
-def _sequence(event: Event) -> int:
-    try:
-        return int(event.get("SEQUENCE", 0))
-    except (TypeError, ValueError):
-        return 0
+    """The copy with the highest SEQUENCE; among equals, the last in the file (as
+    ``edits.deduplicate`` keeps them for every reader)."""
+    return max(reversed(events), key=edits.sequence)
 
 
 def _single(override: Event, uid: str | None) -> Event:

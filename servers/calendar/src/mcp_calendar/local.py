@@ -1,8 +1,8 @@
 """The ``local`` backend: iCalendar components in SQLite, expanded by recurring-ical-events.
 
 Every event is stored as the VEVENTs a calendar file would hold (``store.py``), so
-recurrence (RRULE, EXDATE, overridden occurrences, DST in the event's IANA zone) is
-expanded by ``recurring_ical_events`` exactly as for an imported ``.ics``, and changes are
+recurrence (RRULE, EXDATE, overridden occurrences, DST in the event's zone: IANA, or the
+VTIMEZONE its file gave) is expanded by ``recurring_ical_events`` exactly as for an imported ``.ics``, and changes are
 ``edits.py``'s iCalendar edits.
 
 One event that cannot be expanded (a stored ``RDATE;VALUE=TIME``, anything icalendar,
