@@ -2,8 +2,8 @@
 
 Every event is stored as the VEVENTs a calendar file would hold (``store.py``), so
 recurrence (RRULE, EXDATE, overridden occurrences, DST in the event's zone: IANA, or the
-VTIMEZONE its file gave) is expanded by ``recurring_ical_events`` exactly as for an imported ``.ics``, and changes are
-``edits.py``'s iCalendar edits.
+VTIMEZONE its file gave) is expanded by ``recurring_ical_events`` exactly as for an
+imported ``.ics``, and changes are ``edits.py``'s iCalendar edits.
 
 One event that cannot be expanded (a stored ``RDATE;VALUE=TIME``, anything icalendar,
 recurring-ical-events or dateutil raise on) never breaks a read: :func:`expand` and the
