@@ -243,10 +243,10 @@ def test_a_skipped_event_without_uid_is_named_by_its_place_not_a_derived_uid(
 
     done = run(tmp_path / "data", "import", str(path))
 
-    assert done.stdout.splitlines()[1:3] == [
+    assert done.stdout.splitlines()[1:] == [
         "skipped 1 event:",
         "  event 2 (“Nothing to show”): no start (DTSTART)",
-    ]
+    ]  # and no warning of a UID given to an event that was not imported
 
 
 def test_a_missing_file_and_a_bad_calendar_name_get_one_line(tmp_path: Path) -> None:
@@ -502,7 +502,7 @@ async def test_a_single_event_that_ends_before_it_starts_has_them_swapped(
     done = run(tmp_path / "data", "import", str(path))
 
     assert done.stdout.splitlines() == [
-        "imported 1 events (0 unchanged) into calendar personal",
+        "imported 1 event (0 unchanged) into calendar personal",
         "  warning: event 1 (“test1”): it ends before it starts: its start and end were swapped",
     ]
     assert await day(client, "2019-03-04") == [
@@ -519,7 +519,7 @@ async def test_an_end_of_another_type_than_the_start_is_made_the_starts_type(
 
     done = run(tmp_path / "data", "import", str(path))
 
-    assert done.stdout.splitlines()[0] == "imported 1 events (0 unchanged) into calendar personal"
+    assert done.stdout.splitlines()[0] == "imported 1 event (0 unchanged) into calendar personal"
     assert "the end was made the start's type" in done.stdout
     assert await day(client, "2023-08-16") == [("Congés", "2023-07-24", "2023-08-16")]
 
@@ -552,7 +552,7 @@ async def test_a_floating_series_with_a_floating_until_exports_and_imports_back(
     assert first.returncode == 0
     assert (again.returncode, again.stdout) == (
         0,
-        "imported 1 events (0 unchanged) into calendar personal\n",
+        "imported 1 event (0 unchanged) into calendar personal\n",
     )
     assert "UNTIL=20260401T140000Z" in exported.read_text()  # 16:00 in Berlin, as UTC
     assert [start for _, start, _ in await day(client, "2026-03-16", end="2026-04-12")] == [

@@ -53,7 +53,7 @@ async def test_a_weekly_outlook_meeting_stays_at_11_after_the_us_dst_change_with
 
     assert (done.returncode, done.stdout, done.stderr) == (
         0,
-        "imported 1 events (0 unchanged) into calendar personal\n",
+        "imported 1 event (0 unchanged) into calendar personal\n",
         "",
     )
     days = ["02-26", "03-05", "03-12", "03-26", "04-09", "04-16", "04-23", "04-30"]
@@ -158,7 +158,7 @@ async def test_an_export_keeps_a_custom_vtimezone_and_imports_back_to_the_same_t
     original = (DATA / "outlook_custom_zone.ics").read_text()  # \n line ends, as exported
     vtimezone = original[original.index("BEGIN:VTIMEZONE") : original.index("END:VTIMEZONE")]
     assert vtimezone in exported.read_text()
-    assert again.stdout == "imported 1 events (0 unchanged) into calendar personal\n"
+    assert again.stdout == "imported 1 event (0 unchanged) into calendar personal\n"
     assert [s for _, s, _, _ in shown][:2] == [
         "2026-03-02T08:00:00+00:00",
         "2026-03-09T07:00:00+00:00",
@@ -284,6 +284,6 @@ def test_a_historic_vtimezone_part_that_does_not_parse_is_left_out(tmp_path: Pat
 
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines() == [
-        "imported 1 events (0 unchanged) into calendar personal",
+        "imported 1 event (0 unchanged) into calendar personal",
         "  warning: a VTIMEZONE part whose offset does not parse was left out",
     ]

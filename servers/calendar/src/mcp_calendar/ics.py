@@ -271,6 +271,8 @@ class _Reader:
                 if isinstance(uid, str):
                     self.skipped_uids.add(str(uid))
                 continue
+            if uid is None:
+                self.warnings.append(f"{name}: it has no UID: it was given {event['UID']}")
             self.events.setdefault(str(event["UID"]), []).append((self.number, event))
 
     def _prepare(self, event: Event, name: str, find: zones.Lookup, here: _Here) -> str | None:
@@ -375,9 +377,7 @@ class _Reader:
             event.pop("RRULE")
             self.warnings.append(f"{name}: its RRULE is empty: it was read as a single event")
         if "UID" not in event:
-            uid = _derived_uid(event)
-            event.add("uid", uid)
-            self.warnings.append(f"{name}: it has no UID: it was given {uid}")
+            event.add("uid", _derived_uid(event))  # said once the event is imported
         if "DTSTART" not in event:
             return "no start (DTSTART)"
         if "DTEND" in event and "DURATION" in event:
@@ -744,8 +744,10 @@ def _main(argv: Sequence[str], command: str, now: float) -> int:
 
 def summary(done: Imported) -> list[str]:
     """What an import did, for the person who ran it: one line, then what was skipped."""
+    events = "event" if done.changed == 1 else "events"
     line = (
-        f"imported {done.changed} events ({done.unchanged} unchanged) into calendar {done.calendar}"
+        f"imported {done.changed} {events} ({done.unchanged} unchanged) into calendar "
+        f"{done.calendar}"
     )
     moved = ", ".join(f"moved {n} from calendar {c}" for c, n in sorted(done.moved_from.items()))
     lines = [f"{line}; {moved}" if moved else line]
