@@ -13,7 +13,6 @@ no longer differs fails too (remove it). Events without UID are matched by title
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 from collections.abc import Iterator
@@ -30,10 +29,8 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Timezone .* is a globally unique TZID"),
 ]
 
-# Over this size a file runs in the bench, and here with CALENDAR_CORPUS_FULL=1: the one such
-# file (recurring-ical-events' benchmark/issue42.ics, 1.6 MB, 4778 events, a speed test of that
-# library) costs ~20 s of CPU once imported, more than the rest of the corpus together.
-LARGE = 1_000_000
+# Every file runs, the largest too (recurring-ical-events' benchmark/issue42.ics, 1.6 MB and
+# 4778 events of a real calendar: ~20 s of CPU, about as much as the rest of the corpus).
 FILES = corpus.calendars()
 # The sdists' calendars their wheels leave out (the same bytes otherwise).
 SDIST_ONLY = {"icalendar/docs/tutorials/example.ics", "recurring-ical-events/benchmark/issue42.ics"}
@@ -302,14 +299,6 @@ icalendar/docs/tutorials/example.ics
 ON_BASE: list[corpus.Row] = []
 
 
-def _size_marks(corpus_file: corpus.CorpusFile) -> list[pytest.MarkDecorator]:
-    if len(corpus_file.text) <= LARGE or os.environ.get("CALENDAR_CORPUS_FULL") == "1":
-        return []
-    return [
-        pytest.mark.skip(reason="large: python -m bench.calendar_corpus, CALENDAR_CORPUS_FULL=1")
-    ]
-
-
 @pytest.fixture
 def scratch(tmp_path: Path) -> Iterator[Path]:
     """Databases on a tmpfs when there is one (corpus.scratch_parent)."""
@@ -321,9 +310,7 @@ def scratch(tmp_path: Path) -> Iterator[Path]:
         yield Path(directory)
 
 
-@pytest.mark.parametrize(
-    "corpus_file", [pytest.param(f, id=f.name, marks=_size_marks(f)) for f in FILES]
-)
+@pytest.mark.parametrize("corpus_file", [pytest.param(f, id=f.name) for f in FILES])
 async def test_every_corpus_calendar_reads_as_ical_reads_it(
     corpus_file: corpus.CorpusFile, scratch: Path
 ) -> None:
