@@ -120,7 +120,6 @@ class CalDAVBackend:
         self._connect = client or partial(_client, settings)
         self._client: Any = None
         self._limiter: anyio.CapacityLimiter | None = None
-        self._confirming: anyio.Lock | None = None
         self._skipped = local.Skipped()
         self._calendars: tuple[float, list[DavCalendar]] | None = None
         self._windows: dict[str, Window] = {}
@@ -302,15 +301,8 @@ class CalDAVBackend:
     async def perform(
         self, approval: Approval, change: Change, result: dict[str, Any], at: float
     ) -> Confirmed:
-        if self._confirming is None:
-            self._confirming = anyio.Lock()
-        async with self._confirming:
-            first = await self._records.first(approval.action_id)
-            if first is not None:
-                return Confirmed(first, replayed=True)
-            await self._apply(change, datetime.fromtimestamp(at, UTC))
-            await self._records.record(approval, result, at)
-            return Confirmed(result, replayed=False)
+        now = datetime.fromtimestamp(at, UTC)
+        return await self._records.once(approval, result, at, partial(self._apply, change, now))
 
     async def _apply(self, change: Change, now: datetime) -> None:
         if isinstance(change, Add):

@@ -17,8 +17,6 @@ from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import anyio
-
 from mcp_calendar import google_events, times
 from mcp_calendar.backend import (
     Add,
@@ -49,7 +47,6 @@ class GoogleBackend:
         self._client = client
         self._records = records
         self._calendars: tuple[float, list[CalendarInfo], dict[str, str]] | None = None
-        self._confirming: anyio.Lock | None = None
         self._rules: dict[str, tuple[float, str | None]] = {}  # series id → (read at, RRULE)
 
     async def calendars(self) -> list[CalendarInfo]:
@@ -171,18 +168,13 @@ class GoogleBackend:
     async def perform(
         self, approval: Approval, change: Change, result: dict[str, Any], at: float
     ) -> Confirmed:
-        if self._confirming is None:
-            self._confirming = anyio.Lock()
-        async with self._confirming:
-            first = await self._records.first(approval.action_id)
-            if first is not None:
-                return Confirmed(first, replayed=True)
+        async def apply() -> None:
             try:
                 await self._apply(change)
             except ApiFailure as failure:
                 raise _failed(failure) from None
-            await self._records.record(approval, result, at)
-            return Confirmed(result, replayed=False)
+
+        return await self._records.once(approval, result, at, apply)
 
     async def _apply(self, change: Change) -> None:
         if isinstance(change, Add):

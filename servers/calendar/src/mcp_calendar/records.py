@@ -1,10 +1,10 @@
-"""Confirm-once for a backend whose events live elsewhere (Google): meshkit's
-confirmations table in ``$DATA_DIR/calendar.sqlite3``, around a change made over the network.
+"""Confirm-once for a backend whose events live elsewhere (Google, CalDAV): meshkit's
+confirmations table in its own SQLite file, around a change made over the network.
 
-The change cannot share the record's SQLite transaction, so the backend performs it
-between :meth:`ConfirmationRecords.first` and :meth:`ConfirmationRecords.record`, one
-confirm at a time. Were the process to die between the two, a replay finds the change made
-already: its If-Match (the ETag as proposed) answers 412, or its event id 409, and nothing
+The change cannot share the record's SQLite transaction, so :meth:`ConfirmationRecords.once`
+performs it between reading and writing the record, one confirm at a time. Were the
+process to die between the two, a replay finds the change made already: its If-Match (the
+ETag as proposed) answers 412, or its event id 409 (If-None-Match on CalDAV), and nothing
 happens twice.
 """
 
@@ -12,14 +12,37 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from meshkit.proposals import CONFIRMATIONS_SCHEMA, Approval
+import anyio
+
+from meshkit.proposals import CONFIRMATIONS_SCHEMA, Approval, Confirmed
 from meshkit.sqlite import SQLiteStore
 
 
 class ConfirmationRecords(SQLiteStore):
     SCHEMA = CONFIRMATIONS_SCHEMA
+    _confirming: anyio.Lock | None = None
+
+    async def once(
+        self,
+        approval: Approval,
+        result: dict[str, Any],
+        at: float,
+        change: Callable[[], Awaitable[None]],
+    ) -> Confirmed:
+        """Make ``change`` and record ``result`` for the approval, one confirm at a time; a
+        replayed approval answers its first result and changes nothing."""
+        if self._confirming is None:
+            self._confirming = anyio.Lock()
+        async with self._confirming:
+            first = await self.first(approval.action_id)
+            if first is not None:
+                return Confirmed(first, replayed=True)
+            await change()
+            await self.record(approval, result, at)
+            return Confirmed(result, replayed=False)
 
     async def first(self, action_id: str) -> dict[str, Any] | None:
         """The result recorded for this approval, if it was used before."""
