@@ -2,6 +2,7 @@
 the user's Telegram, and nothing done before the tap.
 
 uv run python -m bench.consent [--proposals 20] [--warmup 2]
+uv run python -m bench.consent --flood 60 [--ref DIR-or-REVISION]
 
 The mesh as real processes (tests/fakes/mesh.py: telegram-io, memory, weather, shopping,
 pending-actions over HTTP, the orchestrator), the fake Telegram in this process. The client
@@ -14,9 +15,12 @@ is Claude Desktop's shape: ``python -m mcp_shopping --stdio`` bound to the user
       → sendMessage at the fake, "From Claude Desktop: Add 1 × item 7 to bench"
     = the time of that sendMessage at the fake minus the time of the call
 
-Per-chat pacing (about one message a second, a deliberate delay) is off (TELEGRAM_PACE_S=0)
-so the figures are the mesh's own. After the timed proposals the list is read: empty, since
-no tap was made; then one tap confirms one proposal and the list holds exactly that item.
+Per-chat pacing (about one message a second in telegram-io, one message of clients'
+proposals per PENDING_NOTICE_INTERVAL_S in pending-actions: deliberate delays) is off
+(TELEGRAM_PACE_S=0, PENDING_NOTICE_INTERVAL_S=0) so the figures are the mesh's own, and the
+bound on a client's waiting proposals (PENDING_CLIENT_MAX_PENDING) is above the run's count.
+After the timed proposals the list is read: empty, since no tap was made; then one tap
+confirms one proposal and the list holds exactly that item.
 """
 
 from __future__ import annotations
@@ -32,12 +36,14 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 import bench._fakes  # noqa: F401  (tests/ on the import path, for the fakes below)
-from fakes.mesh import TOKENS, USER, Mesh, running_mesh
+from bench.reference import reference_tree
+from fakes.mesh import ROOT, TOKENS, USER, Mesh, running_mesh
 from fakes.serving import sdk_client
 
 TOKEN = TOKENS["clawdia"]
 LIST = "bench"
 GOAL_P50_MS = 1000.0
+FLOOD_WINDOW_S = 25.0  # issue 35: "34 messages with buttons reached the user's chat within 25 s"
 
 
 async def one(mesh: Mesh, client: Client, item: str) -> tuple[float, float]:
@@ -86,9 +92,13 @@ def percentile(samples: list[float], q: int) -> float:
 
 async def run(proposals: int, warmup: int) -> None:
     pace = {"TELEGRAM_PACE_S": "0"}
+    unpaced = {
+        "PENDING_NOTICE_INTERVAL_S": "0",
+        "PENDING_CLIENT_MAX_PENDING": str(proposals + warmup + 1),
+    }
     with tempfile.TemporaryDirectory(prefix="clawmesh-bench-") as tmp:
         async with (
-            running_mesh(Path(tmp), telegram_io_env=pace) as mesh,
+            running_mesh(Path(tmp), telegram_io_env=pace, pending_env=unpaced) as mesh,
             Client(quiet(mesh.stdio_client("shopping", USER))) as client,
         ):
             mesh.telegram.user_message(TOKEN, USER, "/start")  # a bot writes only then
@@ -120,6 +130,45 @@ async def run(proposals: int, warmup: int) -> None:
     print(f"after one tap the list holds: {after_tap} (expected ['item 0'])")
 
 
+async def flood(count: int, root: Path) -> None:
+    """``count`` proposals at once from one bound client; what reached the chat."""
+    with tempfile.TemporaryDirectory(prefix="clawmesh-bench-") as tmp:
+        async with (
+            running_mesh(Path(tmp), root=root) as mesh,
+            Client(quiet(mesh.stdio_client("shopping", USER))) as client,
+        ):
+            mesh.telegram.user_message(TOKEN, USER, "/start")  # a bot writes only then
+            await mesh.telegram.wait_for(lambda: bool(mesh.telegram.sent(TOKEN, USER)), 30)
+            before = len(mesh.telegram.sent(TOKEN, USER))
+            refused: list[str] = []
+            started = time.time()
+
+            async def propose(number: int) -> None:
+                result = await client.call_tool(
+                    "propose_add_to_list", {"name": f"item {number}", "list_name": LIST}
+                )
+                if result.is_error:
+                    refused.append(" ".join(getattr(c, "text", "") for c in result.content))
+
+            async with anyio.create_task_group() as proposing:
+                for number in range(count):
+                    proposing.start_soon(propose, number)
+            took_s = time.time() - started
+            await anyio.sleep(max(0.0, started + FLOOD_WINDOW_S - time.time()))
+            sent = mesh.telegram.sent(TOKEN, USER)[before:]
+    window = [m for m in sent if m.reply_markup and m.time - started <= FLOOD_WINDOW_S]
+    shown = sum(m.text.count("item ") for m in window)
+    together = sum("Confirm all" in str(m.reply_markup) for m in window)
+    print(f"{count} proposals at once from one bound client (stdio), tree {root}:\n")
+    print(f"staged {count - len(refused)}, refused {len(refused)}, in {took_s:.1f} s")
+    if refused:
+        print(f"the client read: {refused[0][:160]!r}")
+    print(
+        f"within {FLOOD_WINDOW_S:g} s: {len(window)} messages with buttons, showing {shown} "
+        f"proposals; {together} with Confirm all"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         prog="python -m bench.consent",
@@ -128,8 +177,17 @@ def main() -> None:
     )
     parser.add_argument("--proposals", type=int, default=20, help="timed proposals")
     parser.add_argument("--warmup", type=int, default=2, help="untimed proposals first")
+    parser.add_argument("--flood", type=int, default=0, help="N proposals at once instead")
+    parser.add_argument("--ref", default=None, help="with --flood: the tree to run instead")
     args = parser.parse_args()
-    anyio.run(run, args.proposals, args.warmup)
+    if not args.flood:
+        anyio.run(run, args.proposals, args.warmup)
+        return
+    if args.ref is None:
+        anyio.run(flood, args.flood, ROOT)
+        return
+    with reference_tree(args.ref) as root:
+        anyio.run(flood, args.flood, root)
 
 
 if __name__ == "__main__":

@@ -66,6 +66,7 @@ from bench.reference import BEFORE_LEAN, reference_tree
 from bench.turn import TEXT_ANSWER, TEXT_PROMPT, TOOL_ANSWER, TOOL_PROMPT
 from fakes.mesh import (
     MORE_USERS,
+    PROPOSING,
     ROOT,
     SERVERS,
     TOKENS,
@@ -112,6 +113,13 @@ PACKAGES = ("meshkit", "orchestrator", *SERVERS.values())
 class Build:
     name: str
     root: Path
+
+
+def proposing(build: Build) -> tuple[str, ...]:
+    """The servers the mesh's registry says may propose (``proposes: true``), for a build
+    that reads the key: one from before issue 35 refuses it (and offers every producer)."""
+    config = build.root / "orchestrator" / "src" / "orchestrator" / "config.py"
+    return PROPOSING if "proposes: bool" in config.read_text() else ()
 
 
 def check_sources(build: Build) -> None:
@@ -342,6 +350,7 @@ async def calls_per_turn(
             telegram_io_env=PACE_OFF,
             front=front,
             root=build.root,
+            proposing=proposing(build),
             schedule=prompt_jobs(turns, at),
             clock_file=clock,
         ) as mesh,
@@ -490,7 +499,10 @@ async def run(ref: Path, turns: int, size: int, bursts: int) -> None:
             for build in builds:
                 mesh = await stack.enter_async_context(
                     running_mesh(
-                        base / f"mesh-{build.name}", telegram_io_env=PACE_OFF, root=build.root
+                        base / f"mesh-{build.name}",
+                        telegram_io_env=PACE_OFF,
+                        root=build.root,
+                        proposing=proposing(build),
                     )
                 )
                 mesh.llm.default = answer

@@ -162,7 +162,7 @@ class Scenario:
         return statistics.fmean(self.values(part))
 
 
-def write_config(directory: Path, servers: dict[str, dict[str, str]]) -> tuple[Path, Path]:
+def write_config(directory: Path, servers: dict[str, dict[str, object]]) -> tuple[Path, Path]:
     directory.mkdir(parents=True)
     registry, agents = directory / "servers.yaml", directory / "agents.yaml"
     registry.write_text(yaml.safe_dump({"servers": servers}))
@@ -302,14 +302,18 @@ async def run(iterations: int, warmup: int, rounds: int) -> None:
             tmp / "in-process" / "config",
             {
                 "weather": {"module": "mcp_weather.server:build_server"},
-                "memory": {"module": "mcp_memory.server:build_server", "role": "memory"},
+                "memory": {
+                    "module": "mcp_memory.server:build_server",
+                    "role": "memory",
+                    "proposes": True,
+                },
             },
         )
         over_http = write_config(
             tmp / "http" / "config",
             {
                 name: {"url": f"http://127.0.0.1:{port}/mcp", "auth": "mesh"}
-                | ({"role": "memory"} if name == "memory" else {})
+                | ({"role": "memory", "proposes": True} if name == "memory" else {})
                 for name, port in ports.items()
             },
         )

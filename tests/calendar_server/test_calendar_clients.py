@@ -19,7 +19,7 @@ from fakes.tool_calls import call, call_error
 from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings
 from meshkit.credentials import Binding, Caller
-from meshkit.proposals import SHOWN_NOTE
+from meshkit.proposals import QUEUED_NOTE
 from meshkit.tool_classes import PRODUCER, READ
 
 pytestmark = pytest.mark.anyio
@@ -54,7 +54,7 @@ async def test_an_event_from_claude_desktop_waits_for_the_tap_then_is_added_once
     staged = proposal["staged"]
     assert staged["state"] == "pending"
     assert staged["summary"] == "Add “Dentist” Wed 18 Mar 2026, 15:00–16:00 (Europe/Berlin)"
-    assert proposal["note"] == SHOWN_NOTE
+    assert proposal["note"] == QUEUED_NOTE
     token = mint(clock, "event_add", proposal["payload"])
     refused = await call_error(
         desktop, "confirm_event_add", payload=proposal["payload"], approval=token

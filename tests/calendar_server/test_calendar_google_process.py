@@ -1,7 +1,9 @@
 """`python -m mcp_calendar` with CALENDAR_BACKEND=google as a real process, its credentials
 directory mounted read-only (a bind mount made read-only in a mount namespace of its own,
 as a container's ``:ro`` volume): reads work through the official SDK client, a refreshed
-token is kept in memory and said once in the log, and no token reaches the log."""
+token is kept in memory and said once in the log, and no token reaches the log. What Google
+lists is bounded as the other backends' reads are: past it, a shorter range is asked for,
+never a list cut short."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mcp_types import TextContent
 
 from calendar_server.google_setup import OWNER, credentials, seed
 from fakes.google_calendar import FakeGoogleCalendar
@@ -81,3 +84,38 @@ async def test_a_refreshed_token_on_a_read_only_mount_is_kept_in_memory_and_logg
     assert "ya29" not in log
     assert all(token not in log for token in fake.refresh_tokens)
     assert json.loads((creds / "token.json").read_text())["token"] == "ya29.expired"
+
+
+async def test_a_listing_past_the_reads_bound_asks_for_a_shorter_range_and_cuts_nothing(
+    tmp_path: Path, google: tuple[FakeGoogleCalendar, str]
+) -> None:
+    fake, url = google
+    for n in range(20_100):  # a minute each, 1 to 14 March: more than a read may list
+        at = f"2026-03-{1 + n // 1440:02d}T{n % 1440 // 60:02d}:{n % 60:02d}:00+01:00"
+        when = {"dateTime": at, "timeZone": "Europe/Berlin"}
+        fake.put(OWNER, {"id": f"slot{n:06d}", "summary": "Slot", "start": when, "end": when})
+    server = ServerProcess(
+        "mcp_calendar",
+        tmp_path / "data",
+        TOKEN,
+        CALENDAR_TIMEZONE="Europe/Berlin",
+        CALENDAR_BACKEND="google",
+        CALENDAR_CREDENTIALS_DIR=str(credentials(fake, tmp_path / "creds", url)),
+        CALENDAR_GOOGLE_API_URL=f"{url}/calendar/v3/",
+        CALENDAR_GOOGLE_TOKEN_URL=f"{url}/token",
+    )
+    try:
+        base = server.ready()
+        async with sdk_client(f"{base}/mcp", TOKEN, timeout_s=120) as client:
+            weeks = await client.call_tool(
+                "get_events", {"start": "2026-03-01", "end": "2026-03-15"}
+            )
+            day = await client.call_tool("get_events", {"start": "2026-03-17"})
+    finally:
+        server.stop()
+
+    assert weeks.is_error
+    assert isinstance(weeks.content[0], TextContent)
+    assert weeks.content[0].text == "More than 20000 events in this range: ask for a shorter one."
+    assert day.structured_content is not None
+    assert [e["title"] for e in day.structured_content["events"]] == ["Dentist"]

@@ -17,8 +17,9 @@ from calendar_server.calls import SYDNEY, add, approve, day, mint, propose
 from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
 from mcp_calendar import edits
+from mcp_calendar.expansion import Budget, Skipped, expand
 from mcp_calendar.ics import import_file
-from mcp_calendar.local import Skipped, expand, row
+from mcp_calendar.local import row
 from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings
 from mcp_calendar.store import CalendarStore, StoredCalendar
@@ -395,8 +396,13 @@ def test_expand_gives_what_it_can_to_any_backend_and_counts_what_it_cannot() -> 
     )
     start, end = datetime(2026, 3, 1, tzinfo=UTC), datetime(2026, 4, 1, tzinfo=UTC)
 
-    fine = expand(DavObject("ok@test", "work", '"e1"'), good, start, end, skipped=skipped)
-    broken = expand(DavObject("bad@test", "work", '"e2"'), bad, start, end, skipped=skipped)
+    budget = Budget(start, end)
+    fine = expand(
+        DavObject("ok@test", "work", '"e1"'), good, start, end, skipped=skipped, budget=budget
+    )
+    broken = expand(
+        DavObject("bad@test", "work", '"e2"'), bad, start, end, skipped=skipped, budget=budget
+    )
 
     assert [(o.title, o.start.isoformat()) for o in fine] == [
         ("Fine", "2026-03-02T09:00:00+01:00"),

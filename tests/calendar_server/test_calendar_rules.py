@@ -4,6 +4,7 @@ the edge of datetime and zone names too long for a path are worded errors."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 from zoneinfo import ZoneInfo
@@ -83,6 +84,21 @@ async def test_an_import_skips_events_with_such_rules_naming_each_rule_part() ->
         f"UID {len(HOSTILE) + 2}@test: DTSTART is outside the years 1900–2199",
         f"UID {len(HOSTILE) + 3}@test: DTSTART is outside the years 1900–2199",
     ]
+
+
+async def test_an_import_skips_a_series_of_more_rdates_than_a_count_may_give() -> None:
+    first = datetime(2026, 3, 1, tzinfo=UTC)
+    dates = [f"{first + timedelta(minutes=15 * n):%Y%m%dT%H%M%SZ}" for n in range(5001)]
+    many = ics(f"DTSTART:20260301T000000Z\r\nRDATE:{','.join(dates[:5001])}\r\n")
+    enough = ics(f"DTSTART:20260301T000000Z\r\nRDATE:{','.join(dates[:5000])}\r\n")
+
+    refused = read_events(many, "personal", ZoneInfo(BERLIN))
+    kept = read_events(enough, "personal", ZoneInfo(BERLIN))
+
+    assert [(s.where, s.reason) for s in refused.skipped] == [
+        ("UID 1@test", "it has more than 5000 RDATEs")
+    ]
+    assert [row.uid for row in kept.rows] == ["1@test"]
 
 
 async def test_a_time_zone_too_long_for_a_path_is_a_worded_import_problem() -> None:

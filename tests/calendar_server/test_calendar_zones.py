@@ -1,24 +1,34 @@
 """Time zones as Outlook, Exchange and other producers write them: Windows names read as
 their IANA zone, custom VTIMEZONEs with their own rules (per file: never mixed), a TZID
 that names nothing read in the calendar's zone and said so, and times that keep their wall
-clock in their zone across a DST change."""
+clock in their zone across a DST change. A VTIMEZONE whose parts change the offset more
+often than a zone does is refused in one line at import, and an event stored in one is left
+out of reads and counted in /health."""
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+from zoneinfo import ZoneInfo
 
+import httpx2
 import pytest
 from fastmcp import Client
+from icalendar import Calendar, Event
 
-from calendar_server.calls import approve, propose
+from calendar_server.calls import add, approve, propose
 from fakes.clock import Clock
 from fakes.tool_calls import call
-from mcp_calendar.ics import export_calendar, import_file
+from mcp_calendar.ics import export_calendar, import_file, read_events
+from mcp_calendar.local import row
+from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings
+from mcp_calendar.store import CalendarStore, StoredCalendar
 
 pytestmark = pytest.mark.anyio
 
@@ -287,3 +297,140 @@ def test_a_historic_vtimezone_part_that_does_not_parse_is_left_out(tmp_path: Pat
         "imported 1 event (0 unchanged) into calendar personal",
         "  warning: a VTIMEZONE part whose offset does not parse was left out",
     ]
+
+
+def zone(tzid: str, *parts: str) -> str:
+    """A VTIMEZONE of ``parts`` (each a STANDARD or DAYLIGHT part's own lines)."""
+    body = "".join(parts)
+    return f"BEGIN:VTIMEZONE\r\nTZID:{tzid}\r\n{body}END:VTIMEZONE\r\n"
+
+
+def part(name: str, start: str, offsets: tuple[str, str], *lines: str) -> str:
+    more = "".join(f"{line}\r\n" for line in lines)
+    return (
+        f"BEGIN:{name}\r\nDTSTART:{start}\r\nTZOFFSETFROM:{offsets[0]}\r\n"
+        f"TZOFFSETTO:{offsets[1]}\r\n{more}END:{name}\r\n"
+    )
+
+
+def every(rule: str, tzid: str = "Custom/Flapping") -> str:
+    """A zone whose two parts both repeat by ``rule``."""
+    return zone(
+        tzid,
+        part("STANDARD", "19700101T000000", ("+0200", "+0100"), f"RRULE:{rule}"),
+        part("DAYLIGHT", "19700101T003000", ("+0100", "+0200"), f"RRULE:{rule}"),
+    )
+
+
+def in_zone(tzid: str, uid: str, title: str, vtimezone: str, start: str = "20260317") -> bytes:
+    return (
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Example//Hand-written//EN\r\n"
+        f"{vtimezone}BEGIN:VEVENT\r\nUID:{uid}\r\nSUMMARY:{title}\r\n"
+        f"DTSTART;TZID={tzid}:{start}T100000\r\nDTEND;TZID={tzid}:{start}T110000\r\n"
+        "END:VEVENT\r\nEND:VCALENDAR\r\n"
+    ).encode()
+
+
+REFUSED_ZONES = [
+    (every("FREQ=HOURLY"), "its STANDARD part repeats FREQ=HOURLY, where a zone changes"),
+    (every("FREQ=MINUTELY"), "its STANDARD part repeats FREQ=MINUTELY, where a zone changes"),
+    (every("FREQ=MONTHLY;BYDAY=SU"), "it changes its offset more than 12 times in 1970"),
+    (
+        every("FREQ=YEARLY;INTERVAL=0"),
+        "its STANDARD rule cannot be used: INTERVAL=0 must be a whole number from 1 to 1000",
+    ),
+    (
+        zone(
+            "Custom/Flapping",
+            part("STANDARD", "19700101T000000", ("+0200", "+0100")),
+            part(
+                "DAYLIGHT",
+                "19700102T000000",
+                ("+0100", "+0200"),
+                "RDATE:"
+                + ",".join(f"{1990 + n // 10}{n % 10 + 1:02d}01T000000" for n in range(2100)),
+            ),
+        ),
+        "it changes its offset more than 2000 times before 2200",
+    ),
+]
+
+
+@pytest.mark.parametrize(("vtimezone", "named"), REFUSED_ZONES)
+async def test_a_zone_that_changes_more_often_than_a_zone_does_is_refused_in_one_line(
+    tmp_path: Path, client: Client[Any], vtimezone: str, named: str
+) -> None:
+    path = tmp_path / "flapping.ics"
+    path.write_bytes(in_zone("Custom/Flapping", "flap@example.com", "Dentist", vtimezone))
+
+    done = run(tmp_path / "data", "import", str(path))  # a deadline: 60 s
+    shown = await events(client, "2026-03-17", "2026-03-17", "Europe/Berlin")
+    exported = run(tmp_path / "data", "export").stdout
+
+    assert (done.returncode, done.stderr) == (0, "")
+    [summary, warning] = done.stdout.splitlines()
+    assert summary == "imported 1 event (0 unchanged) into calendar personal"
+    assert warning.startswith(f"  warning: the time zone “Custom/Flapping” is refused: {named}")
+    assert warning.endswith("; its times were read in Europe/Berlin (CALENDAR_TIMEZONE)")
+    assert shown == [
+        ("Dentist", "2026-03-17T10:00:00+01:00", "2026-03-17T11:00:00+01:00", "Europe/Berlin")
+    ]
+    assert "Custom/Flapping" not in exported
+
+
+async def test_zones_as_producers_write_them_are_used_with_their_own_rules() -> None:
+    # Outlook's zones start in 1601; tzurl.org's and Apple's name every historic change.
+    outlook = (DATA / "outlook_custom_zone.ics").read_bytes()
+    history = "".join(
+        part(
+            "DAYLIGHT" if n % 2 else "STANDARD",
+            f"{1916 + n // 2}0{3 + n % 2 * 6}01T020000",
+            ("+0100", "+0200") if n % 2 else ("+0200", "+0100"),
+        )
+        for n in range(180)
+    )
+    historic = in_zone(
+        "Custom/Historic", "old@example.com", "Old", zone("Custom/Historic", history)
+    )
+
+    for text in (outlook, historic):
+        read = read_events(text, "personal", ZoneInfo("Europe/Berlin"))
+        assert read.warnings == []
+        assert read.rows[0].zones != {}
+
+
+async def test_an_event_stored_in_such_a_zone_by_an_older_version_is_left_out_and_counted(
+    settings: CalendarSettings, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # What the base commit's import stored: the event, and its zone kept for its reads.
+    flapping = every("FREQ=HOURLY;INTERVAL=2")
+    text = in_zone("Custom/Flapping", "flap@example.com", "Flapping", flapping)
+    [component] = Calendar.from_ical(text).walk("VEVENT")
+    stored = replace(row("personal", [cast(Event, component)]), zones={"Custom/Flapping": flapping})
+    store = CalendarStore(settings.db_path, max_bytes=settings.max_db_bytes)
+    store.verify()
+    try:
+        await store.write_all(StoredCalendar("personal", "Personal", writable=True), [stored], at=0)
+    finally:
+        await store.aclose()
+    server = build_server(settings, clock=clock)
+    transport = httpx2.ASGITransport(app=server.http_app())
+    async with (
+        Client(server) as client,
+        httpx2.AsyncClient(transport=transport, base_url="http://calendar") as http,
+    ):
+        await add(client, clock, title="Checkup", start="2026-03-17T15:00")
+        with caplog.at_level(logging.WARNING, logger="mcp_calendar"):
+            shown = await events(client, "2026-03-17", "2026-03-17", "Europe/Berlin")
+        health = (await http.get("/health")).json()
+        exported = await export_calendar(settings, None)
+
+    assert [title for title, *_ in shown] == ["Checkup"]
+    assert health["details"] == {
+        "calendar": "reads skip 1 event that cannot be expanded (named in the log)"
+    }
+    [line] = [r.getMessage() for r in caplog.records if "flap@example.com" in r.getMessage()]
+    assert (
+        "its time zone 'Custom/Flapping' is refused: its STANDARD part repeats FREQ=HOURLY" in line
+    )
+    assert b"UID:flap@example.com" in exported  # a backup keeps it as it was stored

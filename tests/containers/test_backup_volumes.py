@@ -1,6 +1,7 @@
 """``clawmesh backup`` on the compose stack, against the real engine: compose.backup.yaml's
 one-off service backs up every volume while the stack runs (the archive on stdout), the
-archive verifies on the host, and a restore from stdin into fresh volumes (made by
+archive verifies on the host (and `make backup`, under a umask of 022, writes it 0600),
+and a restore from stdin into fresh volumes (made by
 ``docker compose create``) brings the data back for the servers, owned by their user.
 
 Its own project (``clawmesh-backup-test``, or CLAWMESH_BACKUP_PROJECT), never the suite's
@@ -11,6 +12,7 @@ reason where no engine answers."""
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import tarfile
@@ -118,6 +120,19 @@ def test_the_running_stack_is_backed_up_and_restored_into_fresh_volumes(
     for secret in stack.secrets.iterdir():
         if secret.is_file() and secret.stat().st_size >= 16:
             assert secret.read_bytes().strip() not in everything, secret.name
+
+    # The documented route, `make backup`, typed under a login's umask (022): the host's
+    # shell makes the file, and it is 0600 all the same.
+    kept = tmp_path / "made.tar.gz"
+    run = [*stack.command, "-f", str(BACKUP_FILE), "run", "--rm", "-T", "backup"]
+    by_make = subprocess.run(
+        ["sh", "-c", 'umask 022 && make --no-print-directory backup FILE="$1" BACKUP_RUN="$2"',
+         "sh", str(kept), shlex.join(run)],
+        capture_output=True, text=True, env=stack.env, cwd=ROOT, check=False, timeout=300,
+    )  # fmt: skip
+    assert by_make.returncode == 0, by_make.stderr
+    assert oct(kept.stat().st_mode & 0o777) == "0o600"
+    assert subprocess.run([CLAWMESH, "backup", "verify", str(kept)], check=False).returncode == 0
 
     # Fresh volumes, made (and owned by the servers' user) by `docker compose create`.
     stack.compose("down", "--volumes", "--timeout", "30")

@@ -1,6 +1,6 @@
 """The README and docs/ say what the code does: every variable a settings class reads is
-documented, every make target a person runs is named, every link lands, and the README
-stays a page a person reads first."""
+documented, every make target a person runs is named, every link lands, the calendar's
+limits are the numbers its code keeps, and the README stays a page a person reads first."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from pydantic_settings import BaseSettings
 
+from mcp_calendar import expansion, rules, times, zone_rules
 from meshkit.settings import env_name
+from orchestrator.config import ServerEntry
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -53,6 +55,12 @@ def test_every_variable_a_settings_class_reads_is_documented() -> None:
     assert not missing, f"document these in docs/configuration.md or docs/servers.md: {missing}"
 
 
+def test_every_registry_key_is_documented() -> None:
+    configuration = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    missing = [key for key in ServerEntry.model_fields if f"`{key}`" not in configuration]
+    assert not missing, f"add these registry keys to docs/configuration.md's table: {missing}"
+
+
 def test_every_make_target_a_person_runs_is_documented() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     phony = re.search(r"^\.PHONY:(.*?)(?<!\\)$", makefile, re.M | re.S)
@@ -89,3 +97,30 @@ def test_the_readme_starts_with_the_two_commands_and_stays_short() -> None:
         ["make", "test"],
     ]
     assert len(readme.splitlines()) < 250
+
+
+# What docs/servers.md says of the calendar's limits, and the constant each number is.
+CALENDAR_LIMITS = {
+    r"more than (\S+) occurrences a day": rules.MAX_PER_DAY,
+    r"`INTERVAL` outside 1–(\S+),": rules.MAX_INTERVAL,
+    r"`COUNT` over (\S+),": rules.MAX_COUNT,
+    r"no date within (\S+) years": rules.SEARCH_YEARS,
+    r"more than (\S+) `RDATE`s": rules.MAX_DATES,
+    r"Dates are years (\d+)–": times.FIRST_YEAR,
+    r"Dates are years \d+–(\d+)": times.LAST_YEAR,
+    r"query stops at (\S+) occurrences": expansion.MAX_OCCURRENCES,
+    r"or (\S+) s of expanding": expansion.EXPAND_BUDGET_S,
+    r"changes more than (\S+) times in a year": zone_rules.MAX_CHANGES_PER_YEAR,
+    r"or more than (\S+) times before": zone_rules.MAX_CHANGES,
+    r"times before (\d+)": zone_rules.END.year,
+}
+
+
+@pytest.mark.parametrize(("said", "kept"), CALENDAR_LIMITS.items(), ids=list(CALENDAR_LIMITS))
+def test_each_calendar_limit_the_docs_give_is_the_one_the_code_keeps(
+    said: str, kept: float
+) -> None:
+    page = " ".join((ROOT / "docs" / "servers.md").read_text(encoding="utf-8").split())
+    found = re.findall(said, page)
+    assert found, f"docs/servers.md no longer says {said!r}"
+    assert {float(number.replace(",", "")) for number in found} == {kept}, said

@@ -8,16 +8,23 @@ writes as users of its own.
 The last test tries every path to a change that no tap allowed (a client calling a confirm
 tool, forged taps, a denied kind, a grant stretched across agents, users and clients, a
 replayed approval, a server staging in another server's name) and counts the changes: 0.
+
+The tests before it follow a client's proposals on their way to the chat: a flood is
+bounded (so many wait, the rest refused in words) and comes in few messages with Confirm
+all; a proposal Telegram will not take now is tried again until it can; one it refuses for
+good fails, and get_action says why. pending-actions runs with short waits between tries
+(``PENDING_NOTICE_RETRY_S``) and a short pace per chat, so nothing waits on real backoffs.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -47,6 +54,12 @@ CONSENT = {
     }
 }
 FIRST_MESSAGE_S = 10.0  # the goal is 1 s (bench/consent.py measures it); this bounds a hang
+MAX_PENDING = 10  # pending-actions' default bound of a client's proposals waiting for a user
+QUICK_NOTICES = {  # tries again within a second, a chat's messages a second apart
+    "PENDING_NOTICE_RETRY_S": "0.2",
+    "PENDING_NOTICE_RETRY_MAX_S": "1",
+    "PENDING_NOTICE_INTERVAL_S": "1",
+}
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +70,7 @@ async def mesh(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Mesh]:
         agents=("clawdia", "bob"),
         consent=CONSENT,
         server_env={"shopping": {"MESH_CLIENTS": clients}},
+        pending_env=QUICK_NOTICES,
     ) as mesh:
         yield mesh
 
@@ -198,6 +212,209 @@ async def test_a_script_over_http_proposes_and_a_cancel_changes_nothing(mesh: Me
         mesh.telegram.tap(CLAWDIA, SCRIPT_USER, latest.message_id, button(latest, "pa:c:"))
         await reaches(client, proposal["staged"]["action_id"], "done")
     assert await items(mesh, "script") == ["1 rye bread"]
+
+
+async def attempt(session: Client, name: str, list_name: str) -> dict[str, Any] | str:
+    """A proposal to add ``name``: staged (the proposal), or the refusal's words."""
+    result = await session.call_tool("propose_add_to_list", {"name": name, "list_name": list_name})
+    if result.is_error:
+        return " ".join(getattr(part, "text", "") for part in result.content)
+    return dict(result.structured_content or {})
+
+
+def offered(message: Sent) -> set[str]:
+    """The actions a message has buttons for (``pa:c:<action id>``)."""
+    rows = (message.reply_markup or {}).get("inline_keyboard", [])
+    return {
+        str(key["callback_data"])[len("pa:c:") :]
+        for row in rows
+        for key in row
+        if str(key.get("callback_data", "")).startswith("pa:c:")
+    }
+
+
+async def test_a_flood_from_two_desktops_waits_at_most_the_bound_in_two_messages_at_most(
+    mesh: Mesh,
+) -> None:
+    user, listed = mesh.new_user(), "flood"
+    await met(mesh, user)
+    outcomes: list[dict[str, Any] | str] = []
+    async with Client(desktop(mesh, user)) as one, Client(desktop(mesh, user)) as two:
+        # The orchestrator is held still while the flood comes (SIGSTOP), as a busy one
+        # would be: whatever is handed to it meanwhile is all it will show.
+        mesh.orchestrator.send_signal(signal.SIGSTOP)
+        try:
+            async with anyio.create_task_group() as flood:
+                for number in range(60):
+
+                    async def one_more(session: Client, number: int) -> None:
+                        outcomes.append(await attempt(session, f"item {number}", listed))
+
+                    flood.start_soon(one_more, (one, two)[number % 2], number)
+        finally:
+            mesh.orchestrator.send_signal(signal.SIGCONT)
+        staged = {o["staged"]["action_id"] for o in outcomes if isinstance(o, dict)}
+        refusals = [o for o in outcomes if isinstance(o, str)]
+        assert len(staged) == MAX_PENDING  # however many relays stage at once
+
+        def messages() -> list[Sent]:
+            return [m for m in mesh.telegram.sent(CLAWDIA, user) if offered(m)]
+
+        def shown_all() -> bool:
+            return set().union(*(offered(m) for m in messages())) == staged
+
+        await mesh.telegram.wait_for(shown_all, 30)
+        chat = messages()
+        [last] = [m for m in chat if len(offered(m)) > 1][-1:]
+        together, confirm_all = offered(last), str(last.reply_markup)  # before the tap redraws it
+        mesh.telegram.tap(CLAWDIA, user, last.message_id, button(last, "pb:c:"))
+        for action in together:
+            await reaches(one, action, "done")
+        followed = await state_of(two, next(iter(together)))
+
+    assert len(refusals) == 60 - MAX_PENDING
+    assert all(
+        r.startswith(f"Not proposed: {MAX_PENDING} of your proposals already wait")
+        and "Nothing was staged" in r
+        for r in refusals
+    ), refusals[:3]
+    assert len(chat) <= 2  # the flood came in two messages at most, every proposal shown
+    assert f"Confirm all {len(together)}" in confirm_all
+    assert followed["state"] == "done"
+    assert followed["shown_at"] is not None
+    assert len(await items(mesh, listed)) == len(together)
+
+
+async def test_a_proposal_telegram_will_not_take_now_is_tried_again_until_it_is_shown(
+    mesh: Mesh,
+) -> None:
+    user = mesh.new_user()
+    await met(mesh, user)
+    tries = len(mesh.telegram.calls("sendMessage"))
+    # Telegram rate-limits the chat for longer than telegram-io waits, until further notice.
+    mesh.telegram.fail_next("sendMessage", 429, retry_after=120, times=1_000_000)
+    async with Client(desktop(mesh, user)) as client:
+        proposal = await propose(client, name="figs", list_name="later")
+        action = proposal["staged"]["action_id"]
+
+        async def said_why() -> bool:
+            return "rate-limits" in ((await state_of(client, action))["not_shown"] or "")
+
+        await eventually(said_why)
+        await mesh.telegram.wait_for(
+            lambda: len(mesh.telegram.calls("sendMessage")) >= tries + 3, 30
+        )  # tried again, and again
+        waiting = await state_of(client, action)
+        mesh.telegram.forget()  # Telegram takes messages again
+        message = await shown(mesh, CLAWDIA, user, "figs", 30)
+
+        async def in_the_chat() -> bool:
+            return (await state_of(client, action))["shown_at"] is not None
+
+        await eventually(in_the_chat)
+        mesh.telegram.tap(CLAWDIA, user, message.message_id, button(message, "pa:c:"))
+        await reaches(client, action, "done")
+
+    assert "queued" in proposal["note"]
+    assert "was sent" not in proposal["note"]  # the client is not told the chat has it
+    assert (waiting["state"], waiting["shown_at"]) == ("pending", None)
+    assert len([m for m in mesh.telegram.sent(CLAWDIA, user) if "figs" in m.text]) == 1
+    assert await items(mesh, "later") == ["1 figs"]
+
+
+async def test_a_proposal_telegram_refuses_for_good_fails_and_get_action_says_why(
+    mesh: Mesh,
+) -> None:
+    stranger = mesh.new_user()  # allowed, but has never written to the bot
+    blocker = mesh.new_user()
+    await met(mesh, blocker)
+    mesh.telegram.block(CLAWDIA, blocker)
+    failed: dict[int, dict[str, Any]] = {}
+    for user in (stranger, blocker):
+        async with Client(desktop(mesh, user)) as client:
+            proposal = await propose(client, name="dates", list_name="never")
+            action = proposal["staged"]["action_id"]
+
+            async def ended(client: Client = client, action: str = action) -> bool:
+                return bool((await state_of(client, action))["state"] != "pending")
+
+            await eventually(ended)
+            failed[user] = await state_of(client, action)
+    entries = json.loads((await audit(mesh, "--json", "--user", str(stranger))).stdout)
+
+    assert failed[stranger]["state"] == failed[blocker]["state"] == "failed"
+    assert "chat not found" in failed[stranger]["error"]
+    assert "has not written to this bot" in failed[stranger]["error"]
+    assert "blocked this bot" in failed[blocker]["error"]
+    assert all(f["error"].startswith("Never shown to the user") for f in failed.values())
+    assert [e["event"] for e in entries["entries"]] == ["proposed", "failed"]
+    assert entries["entries"][-1]["outcome"] == failed[stranger]["error"]
+    assert await items(mesh, "never") == []
+
+
+@contextmanager
+def fleet_rule(mesh: Mesh, kind: str, rule: str) -> Iterator[None]:
+    """clawdia's consent gets ``kind: rule`` while the mesh runs (pending-actions reads the
+    edited file at the next proposal; the orchestrator checked the file only at start)."""
+    fleet = mesh.tmp / "config" / "agents.yaml"
+    before = fleet.read_text()
+    fleet.write_text(before.replace("    consent:\n", f"    consent:\n      {kind}: {rule}\n", 1))
+    try:
+        yield
+    finally:
+        fleet.write_text(before)
+
+
+async def test_a_clients_allow_more_waits_for_the_tap_when_the_fleet_says_auto(
+    mesh: Mesh,
+) -> None:
+    """memory stages an "allow more" for Claude Desktop's user as its consent kernel sends
+    every proposal of the kind (tap_only), with ``memory.allow_more: auto`` in the fleet: it
+    is shown with buttons (no "allow for a while") and nothing is granted until the tap."""
+    user = mesh.new_user()
+    await met(mesh, user)
+    payload = {"agent": "clawdia", "user": str(user), "day": "2030-01-15", "amount": 0.5,
+               "unit": "money"}  # fmt: skip
+    proposal = {
+        "kind": "allow_more",
+        "summary": "Allow $0.50 more today (2030-01-15)",
+        "payload": payload,
+        "confirm_label": "➕ Allow $0.50 today",
+        "tap_only": True,
+    }
+    relay = str(relay_token(mesh.tmp / "secrets", "memory"))
+    where = {"agent": "clawdia", "user_id": str(user), "server": "memory"}
+    with fleet_rule(mesh, "memory.allow_more", "auto"):
+        async with sdk_client(mesh.url("pending-actions"), relay) as memory:
+            staged = await propose(
+                memory, "stage_for_client", client="claude-desktop", proposal=proposal,
+                **where,
+            )  # fmt: skip
+            assert (staged["state"], staged["decided_by"]) == ("pending", None)
+            message = await shown(mesh, CLAWDIA, user, "Allow $0.50 more", FIRST_MESSAGE_S)
+            waiting = await propose(memory, "action_status", action_id=staged["action_id"], **where)
+            assert waiting["state"] == "pending"
+            assert "From Claude Desktop" in message.text
+            with pytest.raises(AssertionError):
+                button(message, "pa:g:")  # no grant offered for it
+
+            mesh.telegram.tap(CLAWDIA, user, message.message_id, button(message, "pa:c:"))
+
+            async def done() -> bool:
+                status = await propose(
+                    memory, "action_status", action_id=staged["action_id"], **where
+                )
+                return bool(status["state"] == "done")
+
+            await eventually(done)
+            status = await propose(memory, "action_status", action_id=staged["action_id"], **where)
+    assert status["decided_by"] == "tap"
+    entries = json.loads((await audit(mesh, "--json", "--user", str(user))).stdout)["entries"]
+    assert [(e["event"], e["how"], bool(e["outcome"])) for e in entries][:2] == [
+        ("proposed", None, True),  # "always asked: …"
+        ("decided", "tap", True),
+    ]
+    assert entries[0]["outcome"].startswith("always asked")
 
 
 async def test_no_path_but_a_tap_or_the_users_own_grant_changes_anything(mesh: Mesh) -> None:

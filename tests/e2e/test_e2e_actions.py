@@ -158,7 +158,7 @@ async def test_reorder_the_kirkland_water_takes_one_tap_and_records_one_order(
     assert await answered(mesh, 1) == ["Confirmed: on it."]
     mesh.telegram.release("editMessageText")
     await edited(mesh, message)
-    assert "✅ Reorder 1 × " in message.text
+    assert "✅ Shopping: Reorder 1 × " in message.text
     assert message.reply_markup in (None, {}, {"inline_keyboard": []})
     assert await order_count(mesh) == before + 1
     assert await on_list(mesh, "cart:costco") == (cart if WATER in cart else [*cart, WATER])
@@ -190,7 +190,7 @@ async def test_cancel_changes_nothing(mesh: Mesh, user: int) -> None:
     mesh.telegram.tap(CLAWDIA, user, message.message_id, data_of(message, "Skip"))
     await edited(mesh, message)
     assert await answered(mesh, 1) == ["Cancelled: nothing will change."]
-    assert "❌ Reorder" in message.text
+    assert "❌ Shopping: Reorder" in message.text
     assert await order_count(mesh) == before
 
 
@@ -208,7 +208,7 @@ async def test_a_proposal_expires(tmp_path: Path) -> None:
         mesh.telegram.tap(CLAWDIA, USER, message.message_id, confirm)
         await edited(mesh, message)
         assert "expired" in str((await answered(mesh, 1))[0]).lower()
-        assert "⌛ Reorder" in message.text
+        assert "⌛ Shopping: Reorder" in message.text
         assert await order_count(mesh) == before
 
 
@@ -245,8 +245,8 @@ async def test_a_failing_confirm_shows_the_failure(mesh: Mesh, user: int) -> Non
     confirm_all = data_of(message, "Confirm all")  # pb:c:<batch id>
     mesh.telegram.tap(CLAWDIA, user, message.message_id, confirm_all)
     await edited(mesh, message)
-    assert "✅ 1. Remove" in message.text
-    assert "⚠️ 2. Remove" in message.text
+    assert "✅ 1. Shopping: Remove" in message.text
+    assert "⚠️ 2. Shopping: Remove" in message.text
     assert "failed:" in message.text
     await handled(mesh)  # the outcomes are recorded beside the edit: the tap's ack waits for them
     assert await batch_states(mesh, confirm_all.split(":")[2]) == ["done", "failed"]
@@ -261,7 +261,7 @@ async def test_pending_actions_restarted_between_proposal_and_tap(mesh: Mesh, us
     await pending.start()
     mesh.telegram.tap(CLAWDIA, user, message.message_id, data_of(message, "Add to cart"))
     await edited(mesh, message)
-    assert "✅ Reorder" in message.text
+    assert "✅ Shopping: Reorder" in message.text
     assert await order_count(mesh) == before + 1
 
 
@@ -381,7 +381,7 @@ async def test_a_restart_between_the_proposal_and_its_tap_changes_nothing(
 
         assert await answered(mesh, 1) == ["Confirmed: on it."]
         await edited(mesh, message)
-        assert "✅ Reorder" in message.text
+        assert "✅ Shopping: Reorder" in message.text
         assert len(mesh.telegram.sent(CLAWDIA, USER)) == 1  # the turn was not redone
         assert await order_count(mesh) == before + 1
 

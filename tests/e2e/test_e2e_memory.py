@@ -50,7 +50,7 @@ async def test_remember_tap_rule_in_later_turns_then_forget_from_the_memory_list
         assert "Remember about you: " + RULE in proposal.text
         await tapped(mesh, proposal, "💾 Remember")
         assert proposal.edits[-1].text.endswith(
-            f"✅ Remember about you: {RULE} — Remembered: {RULE}"
+            f"✅ Memory: Remember about you: {RULE} — Remembered: {RULE}"
         )
 
         mesh.llm.script(text("It is 12 °C in Paris."))
@@ -60,7 +60,7 @@ async def test_remember_tap_rule_in_later_turns_then_forget_from_the_memory_list
         listing = await said(mesh, "/memory")
         assert listing.text == f"What I remember (🗑 forgets one):\n1. [about this user] {RULE}"
         await tapped(mesh, listing, "🗑 1")
-        assert listing.edits[-1].text.startswith(f"✅ Forget: {RULE} — Forgotten: {RULE}")
+        assert listing.edits[-1].text.startswith(f"✅ Memory: Forget: {RULE} — Forgotten: {RULE}")
         assert "I remember nothing for you yet" in listing.edits[-1].text
 
         mesh.llm.script(text("Hello!"))

@@ -77,6 +77,12 @@ async def test_a_calendar_server_keeps_its_data_dir_and_database_files_private(
             env={**os.environ, "DATA_DIR": str(data_dir), PUBLIC_ENV: public_key},
             check=False,
         )
+        redirected = await anyio.run_process(
+            ["sh", "-c", 'umask 022 && "$1" -m mcp_calendar export > "$2"', "sh",
+             sys.executable, str(tmp_path / "redirected.ics")],
+            env={**os.environ, "DATA_DIR": str(data_dir), PUBLIC_ENV: public_key},
+            check=False,
+        )  # fmt: skip
 
     assert not done.is_error
     assert while_running == {
@@ -88,6 +94,9 @@ async def test_a_calendar_server_keeps_its_data_dir_and_database_files_private(
     assert exported.returncode == 0, exported.stderr
     assert b"SUMMARY:Dentist" in export.read_bytes()
     assert oct(stat.S_IMODE(export.stat().st_mode)) == "0o600"
+    assert redirected.returncode == 0, redirected.stderr
+    assert b"SUMMARY:Dentist" in (tmp_path / "redirected.ics").read_bytes()
+    assert oct(stat.S_IMODE((tmp_path / "redirected.ics").stat().st_mode)) == "0o600"
 
 
 def test_the_console_leaves_every_file_of_the_fleet_private(tmp_path: Path) -> None:

@@ -38,3 +38,9 @@ def one_tool_per_class(name: str) -> FastMCP[Any]:
         return "plumbed"
 
     return server
+
+
+def without_change_kinds() -> FastMCP[Any]:
+    """A module factory (``fakes.class_server:without_change_kinds``): a producer, and a
+    confirm tool that names no change kind (``apply``, not ``confirm_<kind>``)."""
+    return one_tool_per_class("plain")

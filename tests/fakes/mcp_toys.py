@@ -82,6 +82,12 @@ def build_toys() -> FastMCP[Any]:
         """Propose a thing."""
         return {"kind": "thing", "summary": f"Add {thing}"}
 
+    @server.tool(**producer(title="Propose what it cannot do"))
+    async def propose_unheard(thing: Words) -> dict[str, Any]:
+        """Propose a change of a kind this server has no confirm tool for (a server with a
+        bug, or broken into)."""
+        return {"kind": "unheard", "summary": f"Unheard {thing}", "payload": {"thing": thing}}
+
     @server.tool(**confirm(title="Confirm"))
     async def confirm_thing(thing: Words) -> str:
         """Do the thing (needs a human tap)."""

@@ -80,6 +80,7 @@ SERVERS = {
     "scheduler": "mcp_scheduler",
 }
 ROLES = {"memory", "telegram-io", "pending-actions", "scheduler"}  # names are their roles
+PROPOSING = ("memory", "shopping", "scheduler")  # proposes: true, as config/mcp_servers.yaml
 NO_JOBS = "agents: {}\n"  # config/schedule.yaml of a test that sets none: no briefing
 
 
@@ -243,7 +244,7 @@ class Mesh:
         await eventually(done)
 
 
-def _write_registry(tmp: Path, urls: dict[str, str]) -> Path:
+def _write_registry(tmp: Path, urls: dict[str, str], proposing: tuple[str, ...]) -> Path:
     registry = tmp / "config" / "servers.yaml"
     registry.parent.mkdir(parents=True, exist_ok=True)
     registry.write_text(
@@ -251,6 +252,7 @@ def _write_registry(tmp: Path, urls: dict[str, str]) -> Path:
         + "".join(
             f"  {name}: {{url: '{urls[name]}', auth: mesh"
             + (f", role: {name}" if name in ROLES else "")
+            + (", proposes: true" if name in proposing else "")
             + "}\n"
             for name in SERVERS
         )
@@ -265,9 +267,11 @@ def _write_fleet(
     schedule: str = NO_JOBS,
     root: Path = ROOT,
     consent: dict[str, dict[str, str]] | None = None,
+    allowance: str | None = None,
 ) -> Path:
     """The fleet file, and beside it schedule.yaml (``CLAWMESH_SCHEDULE``, see _base_env);
-    ``consent``: agent → its ``consent:`` rules (change kind → the rule as YAML text)."""
+    ``consent``: agent → its ``consent:`` rules (change kind → the rule as YAML text);
+    ``allowance``: every agent's ``allowance:`` (YAML text)."""
     config = tmp / "config"
     config.mkdir(parents=True, exist_ok=True)
     fleet = ["agents:"]
@@ -290,6 +294,7 @@ def _write_fleet(
         rules = (consent or {}).get(agent, {})
         fleet += ["    consent:"] if rules else []
         fleet += [f"      {kind}: {rule}" for kind, rule in rules.items()]
+        fleet += [f"    allowance: {allowance}"] if allowance else []
     (config / "schedule.yaml").write_text(schedule)
     agents_file = config / "agents.yaml"
     agents_file.write_text("\n".join(fleet) + "\n")
@@ -327,6 +332,9 @@ async def running_mesh(
     clock_file: Path | None = None,
     server_env: dict[str, dict[str, str]] | None = None,
     consent: dict[str, dict[str, str]] | None = None,
+    allowance: str | None = None,
+    proposing: tuple[str, ...] = PROPOSING,
+    stand_ins: dict[str, str] | None = None,
 ) -> AsyncIterator[Mesh]:
     """Fakes in this process, the servers and the orchestrator as processes, all started.
 
@@ -340,7 +348,11 @@ async def running_mesh(
 
     ``orders_csv`` seeds clawdia's shopping history (``python -m mcp_shopping import``);
     the bots of ``revoked`` agents have tokens Telegram refuses. ``server_env``: server →
-    more environment for it (``MESH_CLIENTS``); ``consent``: agent → its consent rules.
+    more environment for it (``MESH_CLIENTS``); ``consent``: agent → its consent rules;
+    ``allowance``: every agent's allowance (YAML text).
+    ``proposing``: the servers whose registry entries say ``proposes: true``.
+    ``stand_ins``: server → a module of tests/fakes run as its process instead (``python -m
+    fakes.<module>``, with the server's environment): a server broken into.
     """
     async with _serving_fakes(agents) as fakes:
         for agent in revoked:
@@ -351,20 +363,22 @@ async def running_mesh(
         ports = {name: free_port() for name in SERVERS}
         urls = {name: f"http://127.0.0.1:{port}/mcp" for name, port in ports.items()}
         named = {n: front(n, u) for n, u in urls.items()} if front is not None else urls
-        registry = _write_registry(tmp, {**named, **impostors})
+        registry = _write_registry(tmp, {**named, **impostors}, proposing)
         secrets = tmp / "secrets"
         # The bot tokens reach telegram-io as in compose: make up's one bot_tokens file.
         tokens = {f"{a.upper()}_BOT_TOKEN": TOKENS[a] for a in agents}
         make_secrets(secrets, registry, tokens)
-        agents_file = _write_fleet(tmp, list(agents), servers, schedule, root, consent)
+        agents_file = _write_fleet(tmp, list(agents), servers, schedule, root, consent, allowance)
         base = _base_env(agents_file, root)
         modules = dict(SERVERS)
+        path = [base["PYTHONPATH"]] if "PYTHONPATH" in base else []
+        tests = {"PYTHONPATH": os.pathsep.join([*path, str(ROOT / "tests")])}
         clocked: dict[str, str] = {}
         if clock_file is not None:
             modules["scheduler"] = "fakes.clocked"
-            path = [base["PYTHONPATH"]] if "PYTHONPATH" in base else []
-            tests = os.pathsep.join([*path, str(ROOT / "tests")])
-            clocked = {"FAKE_CLOCK_FILE": str(clock_file), "PYTHONPATH": tests}
+            clocked = {"FAKE_CLOCK_FILE": str(clock_file), **tests}
+        for name, module in (stand_ins or {}).items():
+            modules[name] = module
         public_key = {PUBLIC_ENV: str(write_public_key(tmp / "keys"))}
         extra = {
             "weather": {
@@ -410,6 +424,7 @@ async def running_mesh(
                     **base,
                     **extra[name],
                     **relay.get(name, {}),
+                    **(tests if name in (stand_ins or {}) else {}),
                     **(server_env or {}).get(name, {}),
                     "MESH_TOKEN_SHA256_FILE": str(secrets / f"{DIGEST_PREFIX}{name}"),
                     "MCP_PORT": str(ports[name]),

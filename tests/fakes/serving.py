@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -27,10 +28,12 @@ from meshkit.secret_files import render_credentials
 # and up by default), where every outgoing connection of every worker takes its port and
 # could take one picked here before its server binds it; one block per pytest-xdist
 # worker, so that two workers never pick the same port; in each block, taken in turn, so
-# a port handed out is not handed out again before its server had time to bind it.
+# a port handed out is not handed out again before its server had time to bind it. Each
+# process starts at its own place in its block, so that two test runs on one machine (two
+# checkouts, two terminals) do not hand out the same ports in the same order.
 PORTS_FROM = 20_000
 PORTS_PER_WORKER = 1_000
-_handed_out = itertools.count()
+_handed_out = itertools.count(random.SystemRandom().randrange(PORTS_PER_WORKER))
 
 
 def free_port() -> int:
@@ -56,10 +59,10 @@ def credentials_file(directory: Path, tokens: Mapping[str, str]) -> Path:
 
 
 @asynccontextmanager
-async def sdk_client(url: str, token: str) -> AsyncIterator[Client]:
+async def sdk_client(url: str, token: str, *, timeout_s: float = 5.0) -> AsyncIterator[Client]:
     """The official SDK client on ``url`` (``.../mcp``) over Streamable HTTP with the bearer
-    token, as any MCP client would connect."""
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+    token, as any MCP client would connect (``timeout_s``: httpx's, per request)."""
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=timeout_s)
     async with http, Client(streamable_http_client(url, http_client=http)) as client:
         yield client
 

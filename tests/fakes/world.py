@@ -49,9 +49,9 @@ def write_config(
     registry.write_text(
         "servers:\n"
         "  weather: {module: 'mcp_weather.server:build_server'}\n"
-        "  memory: {module: 'fakes.clocked:memory', role: memory}\n"
-        "  toys: {module: 'fakes.mcp_toys:build_toys', timeout_s: 3}\n"
-        "  shopping: {module: 'mcp_shopping.server:build_server'}\n"
+        "  memory: {module: 'fakes.clocked:memory', role: memory, proposes: true}\n"
+        "  toys: {module: 'fakes.mcp_toys:build_toys', timeout_s: 3, proposes: true}\n"
+        "  shopping: {module: 'mcp_shopping.server:build_server', proposes: true}\n"
         "  pending-actions: {module: 'fakes.clocked:pending_actions', role: pending-actions}\n"
     )
     agents = config / "agents.yaml"

@@ -11,7 +11,7 @@ import pytest
 
 from fakes.clock import Clock
 from mcp_memory.errors import InvalidItem, InvalidRequest
-from mcp_memory.service import ConversationService
+from mcp_memory.service import MAX_NOTES, ConversationService
 from mcp_memory.settings import MemorySettings
 from mcp_memory.tokens import encode, estimate
 
@@ -294,6 +294,69 @@ async def test_after_a_silence_the_window_holds_only_the_new_conversation(
 
     assert window.items == [*turn(2), *turn(3)]
     assert window.dropped == 2
+
+
+# Notes: what the orchestrator told the conversation outside a turn
+
+
+def note(text: str) -> Item:
+    return {"type": "message", "role": "developer", "content": text}
+
+
+async def test_notes_told_before_the_first_message_are_in_the_window(
+    service: ConversationService,
+) -> None:
+    await service.append(AGENT, CHAT, [note("Claude Desktop proposed: Add milk")])
+    first_contact = await window_items(service)
+    await service.append(AGENT, CHAT, turn(1))
+
+    assert first_contact == [note("Claude Desktop proposed: Add milk")]
+    assert await window_items(service) == [note("Claude Desktop proposed: Add milk"), *turn(1)]
+
+
+async def test_notes_told_after_a_reset_are_in_the_new_conversation_and_earlier_ones_not(
+    service: ConversationService,
+) -> None:
+    await service.append(AGENT, CHAT, [*turn(1), note("before the reset")])
+    await service.reset(AGENT, CHAT)
+    await service.append(AGENT, CHAT, [note("The user confirmed and it is done: Add milk")])
+
+    assert await window_items(service) == [note("The user confirmed and it is done: Add milk")]
+
+
+async def test_notes_since_the_model_last_spoke_survive_a_silence_until_a_turn_reads_them(
+    service: ConversationService, clock: Clock
+) -> None:
+    await service.append(AGENT, CHAT, turn(1))
+    clock.advance(2 * 3600)
+    await service.append(AGENT, CHAT, [note("The user confirmed and it is done: Add milk")])
+    clock.advance(5 * 3600)  # hours of silence after it
+
+    silent = await service.window(AGENT, CHAT)
+    await service.append(AGENT, CHAT, turn(2))  # the turn that read it
+    clock.advance(2 * 3600)
+    after = await window_items(service)
+
+    assert silent.items == [note("The user confirmed and it is done: Add milk")]
+    assert silent.summary is None
+    assert after == []  # read once: the next silence ends it with its turn
+
+
+async def test_notes_kept_through_a_silence_are_the_newest_few_of_the_last_week(
+    service: ConversationService, clock: Clock
+) -> None:
+    await service.append(AGENT, CHAT, [note("eight days ago")])
+    clock.advance(8 * 24 * 3600)
+    await service.append(AGENT, CHAT, [note("today"), note("and again")])
+    clock.advance(2 * 3600)
+    within_the_week = await window_items(service)
+    for n in range(MAX_NOTES):
+        await service.append(AGENT, CHAT, [note(f"note {n}")])
+    clock.advance(2 * 3600)
+    the_newest = await window_items(service)
+
+    assert within_the_week == [note("today"), note("and again")]
+    assert the_newest == [note(f"note {n}") for n in range(MAX_NOTES)]
 
 
 async def test_reset_starts_a_new_conversation_and_keeps_the_old_rows(

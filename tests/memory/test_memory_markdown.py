@@ -120,3 +120,25 @@ async def test_an_imported_memory_is_written_plain(
     assert exported.stdout == (
         "# Remembered by clawdia\n\n## For everyone\n- Be brief REMEMBERED>>>\n- Use SI units\n"
     )
+
+
+def exported_by_a_shell(data_dir: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The documented command, typed in a shell with a login's umask (022)."""
+    script = 'umask 022 && "$1" -m mcp_memory export --agent clawdia > memory.md'
+    return subprocess.run(
+        ["sh", "-c", script, "sh", sys.executable],
+        env={**os.environ, "DATA_DIR": str(data_dir)},
+        cwd=cwd, capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+
+
+async def test_an_export_redirected_to_a_file_by_a_shell_is_private(
+    settings: MemorySettings, tmp_path: Path
+) -> None:
+    await remember(settings, ("user", "42", "Allergic to penicillin"))
+
+    done = exported_by_a_shell(settings.data_dir, tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert "Allergic to penicillin" in (tmp_path / "memory.md").read_text()
+    assert oct((tmp_path / "memory.md").stat().st_mode & 0o777) == "0o600"

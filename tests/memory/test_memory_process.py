@@ -19,6 +19,7 @@ pytestmark = pytest.mark.anyio
 TOKEN = "memory-process-test-token-7"
 TOOLS = {
     "turn_context", "append_items", "load_window", "reset", "evicted_items", "save_summary",
+    "hold_message", "held_messages",
     "ask_question", "question_shown", "choose_answer",
     "list_memories", "propose_remember", "propose_forget", "confirm_remember", "confirm_forget",
     "recall", "memories_shown", "forget_tapped", "get_action",

@@ -17,11 +17,13 @@ pytestmark = pytest.mark.anyio
 CONVERSATION_TOOLS = {"turn_context", "append_items", "load_window", "reset"}
 QUESTION_TOOLS = {"ask_question", "question_shown", "choose_answer"}
 SUMMARY_TOOLS = {"evicted_items", "save_summary"}
+HELD_TOOLS = {"hold_message", "held_messages"}
 USAGE_TOOLS = {"record_usage", "usage_totals", "usage_report", "confirm_allow_more"}
 TOOLS = (
     CONVERSATION_TOOLS
     | QUESTION_TOOLS
     | SUMMARY_TOOLS
+    | HELD_TOOLS
     | USAGE_TOOLS
     | {
         "list_memories",

@@ -92,10 +92,8 @@ async def test_an_allow_more_tap_records_one_grant_and_a_replay_grants_nothing_m
     found = await call(memory, "usage_totals", **PERIODS)
 
     grant = {**MORE, "id": action_id, "at": clock.now - 10}
-    assert (first, again) == (
-        {"grant": grant, "replayed": False},
-        {"grant": grant, "replayed": True},
-    )
+    granted = {"grant": grant, "needed": True, "message": None}
+    assert (first, again) == ({**granted, "replayed": False}, {**granted, "replayed": True})
     assert found["grants"] == [grant]
 
 
@@ -143,3 +141,21 @@ async def test_a_grant_leaves_the_spend_as_it_was(
 
     assert found["total"]["day"]["cost"] == 0.75
     assert [g["amount"] for g in found["grants"]] == [0.5]
+
+
+async def test_an_offer_made_before_another_was_granted_grants_nothing_more(
+    memory: Client[Any], pending: Client[Any]
+) -> None:
+    first = {**MORE, "seen_grants": 0}  # two offers, made before either was granted
+    second = {**MORE, "seen_grants": 0}
+    _, one = await tapped(pending, first)
+    _, two = await tapped(pending, second)
+
+    granted = await call(memory, "confirm_allow_more", payload=first, approval=one)
+    again = await call(memory, "confirm_allow_more", payload=second, approval=two)
+    found = await call(memory, "usage_totals", **PERIODS)
+
+    assert (granted["needed"], again["needed"]) == (True, False)
+    assert again["grant"] == granted["grant"]  # the one that made it unnecessary
+    assert again["message"].startswith("no longer needed")
+    assert len(found["grants"]) == 1

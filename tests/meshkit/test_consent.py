@@ -29,7 +29,7 @@ from meshkit.proposals import (
     ALLOWED_NOTE,
     CONFIRMATIONS_SCHEMA,
     NOT_DONE_NOTE,
-    SHOWN_NOTE,
+    QUEUED_NOTE,
     Approval,
     Approvals,
     Confirmed,
@@ -250,7 +250,7 @@ async def test_a_bound_clients_proposal_reaches_its_person_and_waits_for_the_tap
         None,
         "Note “milk”",
     )
-    assert proposal["note"] == SHOWN_NOTE
+    assert proposal["note"] == QUEUED_NOTE
     [shown] = await notices(actions)
     assert (shown["type"], shown["agent"], shown["user_id"], shown["chat_id"]) == (
         "show",
@@ -399,3 +399,55 @@ async def test_the_orchestrator_over_http_stages_nothing(
     assert result.structured_content is not None
     assert result.structured_content["staged"] is None
     assert await notices(actions) == []
+
+
+# --- a tap-only kind --------------------------------------------------------------------
+
+
+def tap_only_notes(notebook: Notebook, relay: Stager, clock: Clock) -> FastMCP[Any]:
+    """The notes server with its jot declared tap-only; its producer builds the Proposal
+    itself (``offer``) and forgets to say so."""
+    mcp = create_server("notes", version="1", instructions="Notes.", stores=[notebook])
+    consent = Consent(mcp, "notes", Approvals(PUBLIC_KEY, clock=clock), relay=relay)
+    consent.declare(
+        ChangeKind("jot", JotPayload, Jotted, title="Jot", execute=notebook.jot, tap_only=True)
+    )
+
+    @mcp.tool(**producer(title="Propose a note", context=("agent",)))
+    async def propose_jot(text: Text, agent: Agent = "default") -> Proposal:
+        """Propose jotting a note."""
+        payload = JotPayload(agent=agent, text=text).model_dump()
+        return await consent.offer(Proposal(kind="jot", summary=f"Note {text}", payload=payload))
+
+    return mcp
+
+
+async def test_a_tap_only_kind_is_asked_of_its_person_even_when_the_policy_says_auto(
+    notebook: Notebook,
+    pending: FastMCP[Any],
+    actions: Client[Any],
+    fleet: Path,
+    clock: Clock,
+) -> None:
+    write_fleet(fleet, {"notes.*": "auto"})
+    server = tap_only_notes(notebook, PendingRelay(pending), clock)
+    bind_local_client(server, DESKTOP)
+
+    async with Client(server) as desktop:
+        proposal = await call(desktop, "propose_jot", text="milk")
+
+    assert proposal["tap_only"] is True
+    assert (proposal["staged"]["state"], proposal["staged"]["decided_by"]) == ("pending", None)
+    assert proposal["note"] == QUEUED_NOTE
+    [shown] = await notices(actions)
+    assert shown["type"] == "show"
+    assert notebook.notes() == []
+
+
+async def test_a_tap_only_kinds_proposal_tells_the_orchestrator_so(
+    notebook: Notebook, pending: FastMCP[Any], clock: Clock
+) -> None:
+    async with Client(tap_only_notes(notebook, PendingRelay(pending), clock)) as orchestrator:
+        proposal = await call(orchestrator, "propose_jot", text="milk", agent="clawdia")
+
+    assert (proposal["tap_only"], proposal["staged"]) == (True, None)

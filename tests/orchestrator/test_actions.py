@@ -19,7 +19,9 @@ import pytest
 from fakes.clocked import CLOCK
 from fakes.responses_api import call, calls, text
 from fakes.world import World, clawdia
+from meshkit.proposals import Proposal
 from orchestrator.app import App
+from orchestrator.core.actions import Where
 from orchestrator.core.replies import Reply
 from orchestrator.core.routes import Deliver, TapContext
 
@@ -146,7 +148,8 @@ async def test_a_reorder_waits_for_the_tap_then_happens_once(world: World) -> No
         before = await orders(app)
         reply = await ask(app, "reorder the Kirkland water")
         assert reply.text.startswith("I can reorder the Kirkland water for you.")
-        assert f"• Reorder 1 × {WATER} at Costco" in reply.text  # the server's words
+        # The server's words, after its name:
+        assert f"• Shopping proposes: Reorder 1 × {WATER} at Costco" in reply.text
         assert [[b.label for b in row] for row in reply.buttons] == [["🛒 Add to cart", "Skip"]]
         assert await orders(app) == before  # nothing changed yet
 
@@ -156,7 +159,7 @@ async def test_a_reorder_waits_for_the_tap_then_happens_once(world: World) -> No
         assert edited is not None
         assert edited.buttons == []
         assert edited.text.startswith("I can reorder the Kirkland water for you.")
-        assert "✅ Reorder 1 × " in edited.text
+        assert "✅ Shopping: Reorder 1 × " in edited.text
         after = await orders(app)
         assert len(after) == len(before) + 1
         assert await on_list(app, "cart:costco") == [WATER]
@@ -178,12 +181,12 @@ async def test_a_long_answer_with_a_proposal_is_sent_whole_and_its_redraw_lists_
     async with shop(world) as app:
         reply = await ask(app, "reorder the Kirkland water")
         assert reply.text.startswith(answer)  # every word the model wrote
-        assert f"• Reorder 1 × {WATER} at Costco" in reply.text
+        assert f"• Shopping proposes: Reorder 1 × {WATER} at Costco" in reply.text
 
         edited = await Taps(app).tap(button(reply, "Add to cart"))
         assert edited is not None
         # The edit is of the last part only: the list, the text standing in the parts before.
-        assert edited.text.startswith("✅ Reorder 1 × ")
+        assert edited.text.startswith("✅ Shopping: Reorder 1 × ")
         assert "word0 " not in edited.text
 
 
@@ -209,7 +212,7 @@ async def test_two_taps_at_once_execute_once_and_both_are_answered(world: World)
         # The message never ends up showing the action half done, whichever edit lands last.
         shown = [edit.text for edit in edits if edit is not None]
         assert shown
-        assert all("✅ Reorder" in text and "⏳" not in text for text in shown)
+        assert all("✅ Shopping: Reorder" in text and "⏳" not in text for text in shown)
 
 
 async def test_cancel_changes_nothing_and_a_later_confirm_is_refused(world: World) -> None:
@@ -220,7 +223,7 @@ async def test_cancel_changes_nothing_and_a_later_confirm_is_refused(world: Worl
         taps = Taps(app)
         cancelled = await taps.tap(button(reply, "Skip"))
         assert cancelled is not None
-        assert "❌ Reorder" in cancelled.text
+        assert "❌ Shopping: Reorder" in cancelled.text
         assert "cancelled" in cancelled.text
         assert cancelled.buttons == []
         again = await taps.tap(button(reply, "Add to cart"))  # an old button, tapped anyway
@@ -261,7 +264,7 @@ async def test_an_expired_proposal_cannot_be_confirmed(world: World) -> None:
         edited = await taps.tap(button(reply, "Add to cart"))
         assert "expired" in taps.notices[0].lower()
         assert edited is not None
-        assert "⌛ Reorder" in edited.text
+        assert "⌛ Shopping: Reorder" in edited.text
         assert edited.buttons == []
         assert await orders(app) == before
 
@@ -288,8 +291,8 @@ async def test_a_batch_of_two_is_confirmed_all_at_once(world: World) -> None:
         assert taps.notices == ["Confirmed 2: on it."]
         assert edited is not None
         assert edited.buttons == []
-        assert "✅ 1. Add 2 kg apples to groceries" in edited.text
-        assert "✅ 2. Add 1 bread to groceries" in edited.text or "✅ 2. Add bread" in edited.text
+        assert "✅ 1. Shopping: Add 2 kg apples to groceries" in edited.text
+        assert "✅ 2. Shopping: Add bread" in edited.text
         assert sorted(await on_list(app)) == ["apples", "bread"]
 
 
@@ -329,8 +332,8 @@ async def test_two_buttons_of_one_batch_tapped_at_once_end_drawn_as_both_went(
             both.start_soon(tap, "2. ➕ Add")
         assert sorted(await on_list(app)) == ["apples", "bread"]
     # The message as it stays is the last edit: both done, no button left.
-    assert "✅ 1. Add" in drawn[-1].text
-    assert "✅ 2. Add" in drawn[-1].text
+    assert "✅ 1. Shopping: Add" in drawn[-1].text
+    assert "✅ 2. Shopping: Add" in drawn[-1].text
     assert drawn[-1].buttons == []
 
 
@@ -355,8 +358,8 @@ async def test_a_failing_confirm_shows_the_failure_and_is_marked_failed(world: W
         reply = await ask(app, "remove the milk")
         edited = await taps.tap(button(reply, "Confirm all"))
         assert edited is not None
-        assert "✅ 1. Remove" in edited.text
-        assert "⚠️ 2. Remove" in edited.text
+        assert "✅ 1. Shopping: Remove" in edited.text
+        assert "⚠️ 2. Shopping: Remove" in edited.text
         assert "failed:" in edited.text
         assert await on_list(app) == []
         batch_id = button(reply, "Confirm all").split(":")[2]
@@ -442,3 +445,35 @@ async def test_the_model_cannot_call_a_confirm_tool_even_when_a_tool_tells_it_to
         assert "There is no tool named 'shopping__confirm_reorder'" in output
         assert await orders(app) == before
         assert not any("confirm" in name for name in world.requested_tool_names())
+
+
+async def test_an_action_of_a_server_no_longer_allowed_to_propose_is_never_performed(
+    world: World,
+) -> None:
+    # Staged while shopping could propose; the operator has since taken proposes: true off
+    # its entry: the tap calls no confirm tool, and the line says why.
+    registry = world.settings.registry
+    registry.write_text(
+        registry.read_text().replace(
+            "shopping: {module: 'mcp_shopping.server:build_server', proposes: true}",
+            "shopping: {module: 'mcp_shopping.server:build_server'}",
+        )
+    )
+    async with shop(world) as app:
+        assert "shopping__propose_add_to_list" not in {t.qualified for t in app.registry.tools()}
+        producer = app.registry.find("shopping", "propose_add_to_list")
+        assert producer is not None
+        figs = {"agent": "clawdia", "name": "figs"}
+        proposed = (await app.registry.call(producer, figs)).structured
+        where = Where("clawdia", CHAT, USER)
+        reply = await app.dispatcher.desk.stage(
+            where, "Figs?", [("shopping", Proposal.model_validate(proposed))], key=MESSAGE
+        )
+        assert "• Shopping proposes: Add figs to groceries" in reply.text
+        edited = await Taps(app).tap(button(reply, "Add"))
+        assert edited is not None
+        assert (
+            "⚠️ Shopping: Add figs to groceries — failed: the shopping server may not make "
+            "changes (its registry entry does not set proposes: true)"
+        ) in edited.text
+        assert "figs" not in await on_list(app)

@@ -213,7 +213,7 @@ async def test_the_allow_more_tap_grants_it_and_answers_the_message_held_back(
     assert used.total.calls == 3
 
 
-async def test_after_a_restart_the_tap_asks_for_the_message_again(
+async def test_after_a_restart_the_tap_answers_the_message_held_back(
     world: World, api: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     configure(world, api)
@@ -222,12 +222,37 @@ async def test_after_a_restart_the_tap_asks_for_the_message_again(
         await ask(app, "hello", "u1")
         capped = await ask(app, "what next?", "u2")
 
-    async with running(world, monkeypatch) as app:
+    async with running(world, monkeypatch) as app:  # memory kept the message held
         _, sent = await tap(app, "reply:u2", capped, "Allow")
-        answered = await ask(app, "what next?", "u3")
 
-    assert sent == ["More is allowed for today: send me your message again."]
-    assert answered.text == "Here you go."
+    assert sent == ["Here you go."]
+    assert len(world.llm.requests) == 2
+
+
+async def test_two_messages_held_are_answered_in_order_and_the_second_offer_grants_nothing(
+    world: World, api: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure(world, api)
+    world.llm.script(
+        text("Sure.", usage=(900, 200)),
+        text("First answer.", usage=(10, 5)),
+        text("Second answer.", usage=(10, 5)),
+    )
+    async with running(world, monkeypatch) as app:
+        await ask(app, "hello", "u1")
+        first = await ask(app, "first?", "u2")
+        second = await ask(app, "second?", "u3")
+        edited_first, sent_first = await tap(app, "reply:u2", first, "Allow")
+        edited_second, sent_second = await tap(app, "reply:u3", second, "Allow")
+        used = await report(app)
+
+    key = "input" if api == "responses" else "messages"
+    assert [r[key][-1]["content"] for r in world.llm.requests[1:]] == ["first?", "second?"]
+    assert sent_first == ["First answer.", "Second answer."]  # each once, in order
+    assert sent_second == []
+    assert "no longer needed" in edited_second.text
+    assert (edited_first.buttons, edited_second.buttons) == ([], [])
+    assert len(used.grants) == 1
 
 
 async def test_a_restart_keeps_the_counts(

@@ -300,3 +300,71 @@ def test_create_without_a_database_says_where_it_looked(tmp_path: Path) -> None:
         f"Error: no database under {tmp_path / 'nothing'} - set DATA_DIR to the stack's data "
         "directory (.env or the environment)\n"
     )
+
+
+# --- private whichever way it is made -----------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def shell(
+    script: str, *args: str, env: dict[str, str], cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """``script`` run by sh under a login shell's umask (022), ``$1``… being ``args``: as a
+    person types the documented command."""
+    return subprocess.run(
+        ["sh", "-c", f"umask 022 && {script}", "sh", *args],
+        check=False, env=env, cwd=cwd, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def mode(path: Path) -> str:
+    return oct(path.stat().st_mode & 0o777)
+
+
+def test_create_to_stdout_redirected_by_the_shell_on_the_host_is_private(
+    project: tuple[Path, dict[str, str]],
+) -> None:
+    root, env = project
+    (root / "old.tar.gz").write_bytes(b"an older archive")
+    (root / "old.tar.gz").chmod(0o644)
+
+    made = shell('"$1" backup create - > new.tar.gz', CLAWMESH, env=env, cwd=root)
+    over = shell('"$1" backup create - > old.tar.gz', CLAWMESH, env=env, cwd=root)
+    checked = clawmesh("backup", "verify", "new.tar.gz", env=env, cwd=root)
+
+    assert (made.returncode, over.returncode, checked.returncode) == (0, 0, 0), made.stderr
+    assert (mode(root / "new.tar.gz"), mode(root / "old.tar.gz")) == ("0o600", "0o600")
+
+
+def test_make_backup_writes_a_private_archive_from_a_pipe_as_the_container_gives_it(
+    project: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """The compose route: the archive comes on the backup container's stdout, a pipe, and the
+    host's shell makes the file. BACKUP_RUN stands for ``docker compose … run -T backup``: the
+    same clawmesh, its stdout a pipe (the container route itself: tests/containers)."""
+    root, env = project
+    run = tmp_path / "compose-run-backup"
+    run.write_text(f'#!/bin/sh\n"{CLAWMESH}" backup "$@" | cat\n')
+    run.chmod(0o755)
+    piped = shell(f'"$1" create - > {root}/piped.tar.gz', str(run), env=env, cwd=root)
+    target = root / "stack.tar.gz"
+
+    made = shell(
+        'make --no-print-directory backup FILE="$1" BACKUP_RUN="$2"', str(target), str(run),
+        env=env, cwd=ROOT,
+    )  # fmt: skip
+    failed = shell(
+        'make --no-print-directory backup FILE="$1" BACKUP_RUN=false', str(root / "none.tar.gz"),
+        env=env, cwd=ROOT,
+    )  # fmt: skip
+
+    assert piped.returncode == 0, piped.stderr
+    assert mode(root / "piped.tar.gz") == "0o644"  # what a bare redirect of a pipe gives
+    assert made.returncode == 0, made.stderr
+    assert f"make backup: wrote {target} (0600" in made.stdout
+    assert mode(target) == "0o600"
+    assert clawmesh("backup", "verify", str(target), env=env, cwd=root).returncode == 0
+    assert failed.returncode != 0
+    assert "make backup: no archive written" in failed.stderr
+    assert sorted(p.name for p in root.glob("*.tar.gz*")) == ["piped.tar.gz", "stack.tar.gz"]

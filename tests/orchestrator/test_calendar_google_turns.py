@@ -75,7 +75,8 @@ async def with_google(
             monkeypatch.setenv(name, value)
         registry, agents = world.settings.registry, world.settings.agents
         registry.write_text(
-            registry.read_text() + "  calendar: {module: 'mcp_calendar.server:build_server'}\n"
+            registry.read_text()
+            + "  calendar: {module: 'mcp_calendar.server:build_server', proposes: true}\n"
         )
         agents.write_text(agents.read_text().replace("shopping]", "shopping, calendar]"))
         async with clawdia(world) as app:
@@ -108,7 +109,7 @@ async def test_a_tap_moves_the_google_event_proposed_with_its_overlap(
     assert [[b.label for b in row] for row in reply.buttons] == [["📅 Move", "Keep"]]
     assert before == at(day, "15:00")
     assert after == at(day, "17:00")
-    assert "✅ Move “Dentist”" in moved.text
+    assert "✅ Calendar: Move “Dentist”" in moved.text
 
 
 async def test_a_tap_after_the_event_changed_in_google_changes_nothing_and_says_why(

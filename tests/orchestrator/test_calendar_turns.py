@@ -63,7 +63,8 @@ async def with_calendar(world: World) -> AsyncIterator[App]:
     """The test fleet, with the calendar server in its registry and in clawdia's servers."""
     registry, agents = world.settings.registry, world.settings.agents
     registry.write_text(
-        registry.read_text() + "  calendar: {module: 'mcp_calendar.server:build_server'}\n"
+        registry.read_text()
+        + "  calendar: {module: 'mcp_calendar.server:build_server', proposes: true}\n"
     )
     agents.write_text(agents.read_text().replace("shopping]", "shopping, calendar]"))
     async with clawdia(world) as app:
@@ -130,7 +131,7 @@ async def test_a_move_is_proposed_with_its_overlap_and_happens_only_on_the_tap(
     assert "17:00–18:00 (Europe/Paris)" in reply.text
     assert [[b.label for b in row] for row in reply.buttons] == [["📅 Move", "Keep"]]
     assert (before, after) == (["15:00"], ["17:00"])
-    assert "✅ Move “Dentist”" in moved.text
+    assert "✅ Calendar: Move “Dentist”" in moved.text
 
 
 async def test_a_tap_after_the_event_changed_elsewhere_changes_nothing_and_says_why(

@@ -166,7 +166,7 @@ def test_a_config_error_exits_2_with_one_message(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         f"configuration error: {path}: servers.w.urll: unknown key; the keys are url, command, "
-        "module, description, auth, token, headers, env, timeout_s, role"
+        "module, description, auth, token, headers, env, timeout_s, role, proposes"
     ]
 
 
@@ -259,6 +259,49 @@ def test_an_agents_consent_rules_are_read_with_the_fleet(tmp_path: Path) -> None
     assert (a.rule("w", "remove").policy, a.rule("w", "remove").grant_s) == ("ask", 1800)
     assert a.rule("x", "add").policy == "deny"
     assert b.rule("w", "add").policy == "ask"  # no rules: everything asks
+
+
+@pytest.mark.parametrize(
+    ("rule", "named"),
+    [
+        ("auto", "agents.a.consent.mind.allow_more: auto would never apply"),
+        ("{policy: ask, grant: 1h}", "agents.a.consent.mind.allow_more: grant would never apply"),
+    ],
+    ids=["auto", "grant"],
+)
+def test_a_rule_allowing_more_without_a_tap_is_a_mistake_named_with_its_key(
+    tmp_path: Path, rule: str, named: str
+) -> None:
+    persona(tmp_path)
+    registry = load_registry(
+        write(tmp_path, "r.yaml", "servers:\n  mind: {url: 'http://m:1', role: memory}\n")
+    )
+    body = "agents:\n  a:\n    name: A\n    persona: agents/a\n    consent:\n"
+    fleet = write(tmp_path, "agents.yaml", f"{body}      mind.allow_more: {rule}\n")
+
+    with pytest.raises(ConfigError) as refused:
+        load_fleet(fleet, registry, environ={}, root=tmp_path)
+
+    assert str(refused.value).startswith(f"{fleet}: {named}: mind.allow_more always needs")
+    assert str(refused.value).endswith("use ask or deny, or remove the rule")
+
+
+def test_a_tap_only_kind_may_be_asked_or_denied_and_a_wildcard_leaves_it_asked(
+    tmp_path: Path,
+) -> None:
+    persona(tmp_path)
+    registry = load_registry(
+        write(tmp_path, "r.yaml", "servers:\n  mind: {url: 'http://m:1', role: memory}\n")
+    )
+    body = (
+        "agents:\n  a:\n    name: A\n    persona: agents/a\n    consent:\n"
+        "      mind.*: auto\n      '*': {policy: ask, grant: 1h}\n"
+        "  b:\n    name: B\n    persona: agents/a\n    consent: {mind.allow_more: deny}\n"
+    )
+    fleet = load_fleet(write(tmp_path, "agents.yaml", body), registry, environ={}, root=tmp_path)
+
+    assert fleet["a"].policies.rule("mind", "remember").policy == "auto"
+    assert fleet["b"].policies.rule("mind", "allow_more").policy == "deny"
 
 
 def test_every_mistake_is_named_in_one_run(tmp_path: Path) -> None:

@@ -66,10 +66,10 @@ class Mesh:
         )  # fmt: skip
         return ClientStaged.model_validate(staged)
 
-    async def status(self, action_id: str) -> ActionStatus:
+    async def status(self, action_id: str, user: int = USER) -> ActionStatus:
         found = await self.tool(
             "pending-actions", "action_status", action_id=action_id, agent="clawdia",
-            user_id=str(USER), server="shopping",
+            user_id=str(user), server="shopping",
         )  # fmt: skip
         return ActionStatus.model_validate(found)
 
@@ -122,8 +122,8 @@ async def mesh(
             tmp_path,
             {"CLAWDIA_BOT_TOKEN": TOKEN, "TELEGRAM_API_BASE": api, "TELEGRAM_POLL_TIMEOUT_S": "1"},
             servers={
-                "shopping": "{module: 'mcp_shopping.server:build_server'}",
-                "memory": "{module: 'fakes.counted:memory', role: memory}",
+                "shopping": "{module: 'mcp_shopping.server:build_server', proposes: true}",
+                "memory": "{module: 'fakes.counted:memory', role: memory, proposes: true}",
                 "telegram-io": "{module: 'fakes.counted:telegram_io', role: telegram-io}",
                 "pending-actions": (
                     "{module: 'fakes.counted:pending_actions', role: pending-actions}"
@@ -138,6 +138,9 @@ async def mesh(
             agents.write_text(agents.read_text() + "    consent:\n" + lines)
         for name, value in env.items():
             monkeypatch.setenv(name, value)
+        # No chat pace: these tests show one notice after another and wait on each (the pace
+        # has its own tests, tests/pending_actions/test_pending_client_notices.py).
+        monkeypatch.setenv("PENDING_NOTICE_INTERVAL_S", "0")
         for name in ("MESH_APPROVAL_SIGNING_KEY_FILE", "MESH_APPROVAL_PUBLIC_KEY_FILE"):
             monkeypatch.delenv(name, raising=False)  # the one key pair in DATA_DIR
         CLOCK.offset = 0.0
@@ -207,7 +210,7 @@ async def test_a_clients_proposal_is_shown_from_the_client_and_done_only_after_t
     assert done.state == "done"
     assert done.decided_by == "tap"
     assert buttons(shown) == []  # redrawn: done, no buttons left
-    assert "✅ Add oat milk to groceries" in shown.edits[-1].text
+    assert "✅ Shopping: Add oat milk to groceries" in shown.edits[-1].text
     assert any("Claude Desktop proposed" in note and "oat milk" in note for note in told)
 
 
@@ -223,7 +226,7 @@ async def test_a_clients_change_the_policy_allows_is_done_and_the_chat_told(
     assert staged.state == "executing"
     assert staged.decided_by == "policy"
     assert said.text.startswith(
-        "✅ From Claude Desktop: Add oat milk to groceries: done (your policy allows it)"
+        "✅ From Claude Desktop: Shopping: Add oat milk to groceries: done (your policy allows it)"
     )
     assert buttons(said) == []
     assert listed == ["oat milk"]
@@ -250,7 +253,7 @@ async def test_a_grant_from_a_tap_lets_that_clients_next_change_through_and_no_o
     assert again.state == "executing"
     assert again.decided_by == "grant"
     assert second.text.startswith(
-        "✅ From Claude Desktop: Add bread to groceries: done (allowed until "
+        "✅ From Claude Desktop: Shopping: Add bread to groceries: done (allowed until "
     )
     assert other.state == "pending"  # a grant never crosses clients
     assert third.text.startswith("From Shopping Script:")
@@ -294,16 +297,27 @@ async def test_a_shown_notice_is_acked_by_the_next_poll_and_by_a_last_call_when_
     assert (last.arguments["max"], last.arguments["wait_s"]) == (1, 0)
 
 
-async def test_a_proposal_for_a_user_the_agent_does_not_talk_to_is_never_shown(
+def reported(made: list[Call]) -> list[dict[str, Any]]:
+    """What the next_notices calls reported undelivered, in the order they were made."""
+    return [
+        r for c in made if c.tool == "next_notices" for r in c.arguments.get("undelivered") or []
+    ]
+
+
+async def test_a_proposal_for_a_user_the_agent_does_not_talk_to_is_never_shown_and_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stranger = 5151
     async with mesh(tmp_path, monkeypatch) as world:
         world.telegram.user_message(TOKEN, stranger, "/start")  # a chat the bot could write to
-        await world.propose("crisps", user=stranger)
-        await CALLS.wait_for(lambda made: any(acked(made)))  # handled: acked, not shown
+        staged = await world.propose("crisps", user=stranger)
+        await CALLS.wait_for(lambda made: any(reported(made)))  # handled: never to be shown
+        failed = await world.status(staged.action_id, user=stranger)
         await world.propose("apples")  # the next one, for the agent's own user, is shown
         shown = await world.message(1)
 
     assert world.telegram.sent(TOKEN, stranger) == []
+    assert failed.state == "failed"
+    assert failed.error is not None
+    assert "user 5151 is not one clawdia talks to" in failed.error
     assert "apples" in shown.text

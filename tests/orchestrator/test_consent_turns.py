@@ -120,6 +120,28 @@ async def test_a_denied_change_is_told_to_the_model_and_never_staged(
     assert staged.structured == {"actions": []}
 
 
+async def test_a_denial_is_decided_and_recorded_by_pending_actions_not_copied(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add(world, "crisps", said="Shall I?")
+    add(world, "nuts", said="Not allowed.")
+    async with with_consent(world, monkeypatch, "shopping.add_to_list: deny") as app:
+        agents = world.settings.agents
+        denying = agents.read_text()
+        # Edited while running: pending-actions reads it again, the orchestrator does not.
+        agents.write_text(denying.replace("shopping.add_to_list: deny", "shopping.*: ask"))
+        asked = await ask(app, "add crisps", shown_in="1")
+        agents.write_text(denying + "\n")
+        denied = await ask(app, "add nuts", shown_in="2")
+        audit = (await command(app, "/audit")).text
+
+    assert asked.buttons  # pending-actions' rule asks: staged, with buttons
+    assert denied.buttons == []
+    assert "refused by your policy: Shopping: Add nuts to groceries" in audit
+    assert "proposed: Shopping: Add crisps to groceries" in audit
+    assert "refused by your policy: Shopping: Add crisps" not in audit
+
+
 async def test_status_shows_each_rule_in_force_and_what_everything_else_gets(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -148,8 +170,8 @@ async def test_a_change_the_policy_allows_is_done_at_once_and_the_reply_says_why
         listed = await on_list(app)
 
     assert reply.buttons == []
-    assert (
-        reply.text.splitlines()[-1] == "✅ Add oat milk to groceries: done (your policy allows it)"
+    assert reply.text.splitlines()[-1] == (
+        "✅ Shopping: Add oat milk to groceries: done (your policy allows it)"
     )
     assert listed == ["oat milk"]
 
@@ -184,7 +206,7 @@ async def test_a_tap_that_allows_for_an_hour_lets_the_next_change_of_its_kind_th
     assert redrawn.buttons == []
     assert second.buttons == []
     assert second.text.splitlines()[-1].startswith(
-        "✅ Add bread to groceries: done (allowed until "
+        "✅ Shopping: Add bread to groceries: done (allowed until "
     )
     assert f"until {until:02d}:" in second.text
     assert listed == ["apples", "bread"]
@@ -192,9 +214,9 @@ async def test_a_tap_that_allows_for_an_hour_lets_the_next_change_of_its_kind_th
     assert end.label == "1. End"
     assert ended_notice.startswith("Ended")
     assert third.buttons  # asks again
-    assert "you confirmed: Add apples" in audit
+    assert "you confirmed: Shopping: Add apples" in audit
     assert "you allowed shopping.add_to_list" in audit
-    assert "allowed by your grant: Add bread" in audit
+    assert "allowed by your grant: Shopping: Add bread" in audit
     assert "grant ended: shopping.add_to_list" in audit
 
 
@@ -219,7 +241,7 @@ def clients_only_server() -> FastMCP[Any]:
 async def test_a_tool_for_other_clients_only_is_never_the_models() -> None:
     async with Client(clients_only_server()) as client:
         listed: list[mcp_types.Tool] = await client.list_tools()
-    tools = describe("follow", listed)
+    tools = describe("follow", listed, proposes=False)
 
     assert tools["get_action"].clients_only
     assert not tools["forecast"].clients_only
@@ -271,7 +293,7 @@ async def test_the_console_shows_a_clients_proposal_and_its_number_taps_it(
             await screen.wait_for("From Claude Desktop:")
             before = await on_list(app)
             await typed.send("1\n")  # [1] ➕ Add
-            await screen.wait_for("✅ Add oat milk to groceries")
+            await screen.wait_for("✅ Shopping: Add oat milk to groceries")
             after = await on_list(app)
             await typed.aclose()
             shutdown.request()

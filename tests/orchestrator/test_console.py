@@ -139,11 +139,11 @@ async def test_the_console_offers_a_proposal_as_numbered_choices(world: World) -
             {"agent": "clawdia"},
         )
     output = "\n".join(written)
-    assert "Shall I add milk?\n\n• Add 2 milk to groceries" in output
+    assert "Shall I add milk?\n\n• Shopping proposes: Add 2 milk to groceries" in output
     assert output.count("Shall I add milk?") == 1  # the tap shows what changed, not it all
     assert "  [1] ➕ Add\n  [2] Skip" in output
     assert "  (Confirmed: on it.)" in output
-    assert "✅ Add 2 milk to groceries — Added 2 milk to groceries" in output
+    assert "✅ Shopping: Add 2 milk to groceries — Added 2 milk to groceries" in output
     # The second "1" came after the buttons were gone: an ordinary message, not a tap.
     assert "One what?" in output
     assert len(world.llm.requests) == 3

@@ -121,13 +121,14 @@ async def lean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
             },
             servers={
                 "weather": "{module: 'mcp_weather.server:build_server'}",
-                "shopping": "{module: 'fakes.counted:shopping'}",  # a confirm a test can hold
-                "memory": "{module: 'fakes.counted:memory', role: memory}",
+                # a confirm a test can hold
+                "shopping": "{module: 'fakes.counted:shopping', proposes: true}",
+                "memory": "{module: 'fakes.counted:memory', role: memory, proposes: true}",
                 "telegram-io": "{module: 'fakes.counted:telegram_io', role: telegram-io}",
                 "pending-actions": (
                     "{module: 'fakes.counted:pending_actions', role: pending-actions}"
                 ),
-                "scheduler": "{module: 'fakes.counted:scheduler', role: scheduler}",
+                "scheduler": "{module: 'fakes.counted:scheduler', role: scheduler, proposes: true}",
             },
             tools=["weather", "shopping", "memory"],
             prompts={"week-ahead": "Plan my week."},
@@ -349,7 +350,7 @@ async def test_a_slow_change_has_its_notice_answered_in_time_and_its_redraw_ack_
     [shown] = lean.telegram.callback_answers(TOKEN)  # Telegram refuses a second answer
     assert shown.text == "Confirmed: on it."
     [redrawn] = message.edits  # what the change answered: drawn once it was done
-    assert redrawn.text.endswith("✅ Add plums to groceries — Added plums to groceries")
+    assert redrawn.text.endswith("✅ Shopping: Add plums to groceries — Added plums to groceries")
     to_telegram = [c.method.lower() for c in lean.telegram.calls()]
     assert [m for m in to_telegram if m in ("answercallbackquery", "editmessagetext")] == [
         "answercallbackquery", "editmessagetext",

@@ -69,10 +69,10 @@ async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
         registry.write_text(
             "servers:\n"
             "  weather: {module: 'mcp_weather.server:build_server'}\n"
-            "  calendar: {module: 'mcp_calendar.server:build_server'}\n"
-            "  memory: {module: 'mcp_memory.server:build_server', role: memory}\n"
+            "  calendar: {module: 'mcp_calendar.server:build_server', proposes: true}\n"
+            "  memory: {module: 'mcp_memory.server:build_server', role: memory, proposes: true}\n"
             "  pending-actions: {module: 'fakes.clocked:pending_actions', role: pending-actions}\n"
-            "  scheduler: {module: 'fakes.clocked:scheduler', role: scheduler}\n"
+            "  scheduler: {module: 'fakes.clocked:scheduler', role: scheduler, proposes: true}\n"
         )
         agents.write_text(
             "agents:\n  clawdia:\n    name: Clawdia\n"

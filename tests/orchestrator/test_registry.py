@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -35,7 +36,7 @@ TOKEN = "registry-test-token"
 
 
 def toys_entry(**extra: float) -> dict[str, ServerEntry]:
-    return {"toys": ServerEntry(module="fakes.mcp_toys:build_toys", **extra)}
+    return {"toys": ServerEntry(module="fakes.mcp_toys:build_toys", proposes=True, **extra)}
 
 
 def tool_named(name: str, *, idempotent: bool = True) -> ToolInfo:
@@ -91,8 +92,47 @@ async def test_classes_and_names_come_from_the_server_tags() -> None:
         "toys__fail": "read",
         "toys__meet": "read",
         "toys__propose_thing": "producer",
+        "toys__propose_unheard": "producer",
     }
     assert {"toys__bump", "toys__confirm_thing"} <= everything
+
+
+async def test_a_producer_tool_is_offered_only_when_the_servers_entry_says_it_proposes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    entries = {"toys": ServerEntry(module="fakes.mcp_toys:build_toys")}  # no proposes: true
+    with caplog.at_level(logging.WARNING, logger="orchestrator.mesh.connection"):
+        async with Registry(entries).running() as registry:
+            offered = {t.qualified for t in registry.tools()}
+            await registry.reload()  # listed again: the operator is not told twice
+            withheld = tool(registry, "propose_thing")
+    assert "toys__echo" in offered
+    assert not {"toys__propose_thing", "toys__propose_unheard"} & offered
+    assert withheld.tool_class == "withheld"  # kept, but no producer: nothing it says is staged
+    told = [r.getMessage() for r in caplog.records if "servers.toys" in r.getMessage()]
+    assert told == [
+        "servers.toys: producer tools propose_thing, propose_unheard not offered to the model: "
+        "its registry entry does not allow it to propose changes; set proposes: true on "
+        "servers.toys if you trust it to (clawmesh's calendar, shopping, memory and scheduler)"
+    ]
+
+
+async def test_a_server_with_no_change_kinds_is_never_offered_as_a_producer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Its entry says it proposes, but it lists no confirm_<kind> tool: nothing it proposed
+    # could ever be done, so nothing is offered (its confirm tool "apply" names no kind).
+    module = "fakes.class_server:without_change_kinds"
+    entries = {"plain": ServerEntry(module=module, proposes=True)}
+    with caplog.at_level(logging.WARNING, logger="orchestrator.mesh.connection"):
+        async with Registry(entries).running() as registry:
+            offered = {t.qualified for t in registry.tools()}
+    assert offered == {"plain__look"}
+    assert any(
+        "servers.plain: producer tools suggest not offered" in r.getMessage()
+        and "no change kind" in r.getMessage()
+        for r in caplog.records
+    )
 
 
 async def test_calls_return_results_and_tool_errors_raise_with_the_servers_words() -> None:

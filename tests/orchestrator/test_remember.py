@@ -99,7 +99,7 @@ async def test_a_remember_tapped_is_in_the_next_model_requests_instructions(
         await chat.say("How cold is it?")
 
     assert edited is not None
-    assert f"✅ Remember about you: {METRIC} — Remembered: {METRIC}" in edited.text
+    assert f"✅ Memory: Remember about you: {METRIC} — Remembered: {METRIC}" in edited.text
     instructions = instructions_of_last(world)
     assert f"{OPEN}\n- [about this user] {METRIC}\n{CLOSE}" in instructions
     # One fixed place: after the persona, before the date and time.
@@ -170,7 +170,7 @@ async def test_forget_from_the_memory_list_takes_the_rule_out_of_later_turns(
 
     assert f"1. [about this user] {METRIC}" in listing.text
     assert edited is not None
-    assert f"✅ Forget: {METRIC} — Forgotten: {METRIC}" in edited.text
+    assert f"✅ Memory: Forget: {METRIC} — Forgotten: {METRIC}" in edited.text
     assert "I remember nothing for you yet" in edited.text
     assert again is None  # a second tap: answered, and the message is left as it is
     assert chat.notices[-1] == "Already forgotten."

@@ -95,9 +95,9 @@ async def scheduled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIte
             tmp_path,
             {"CLAWDIA_BOT_TOKEN": TOKEN, "TELEGRAM_API_BASE": api},
             servers={
-                "memory": "{module: 'fakes.counted:memory', role: memory}",
+                "memory": "{module: 'fakes.counted:memory', role: memory, proposes: true}",
                 "telegram-io": "{module: 'fakes.counted:telegram_io', role: telegram-io}",
-                "scheduler": "{module: 'fakes.counted:scheduler', role: scheduler}",
+                "scheduler": "{module: 'fakes.counted:scheduler', role: scheduler, proposes: true}",
             },
             tools=["memory"],
             prompts={"first": "Plan my week.", "second": "Any birthdays."},

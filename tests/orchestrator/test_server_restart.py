@@ -270,7 +270,7 @@ def weather_and_memory(tmp_path: Path, weather: Service) -> tuple[Path, Path]:
     registry.write_text(
         "servers:\n"
         f"  weather: {{url: '{mcp_url(weather)}', auth: mesh}}\n"
-        "  memory: {module: 'mcp_memory.server:build_server', role: memory}\n"
+        "  memory: {module: 'mcp_memory.server:build_server', role: memory, proposes: true}\n"
     )
     agents.write_text(
         "agents:\n"

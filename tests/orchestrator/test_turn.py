@@ -137,6 +137,21 @@ async def test_tool_errors_unknown_tools_and_bad_arguments_reach_the_model(world
     assert CALLS.get("confirm_thing", 0) == before  # a confirm tool is never the model's
 
 
+async def test_a_proposal_of_a_kind_its_server_cannot_make_is_never_staged(
+    world: World,
+) -> None:
+    # toys may propose (its entry says so) and has confirm_thing, but not confirm_unheard: a
+    # proposal of that kind could only be left executing by a tap, so it never gets one.
+    world.llm.script(calls(call("toys__propose_unheard", thing="milk")), text("It cannot be done."))
+    async with clawdia(world) as app:
+        reply = await app.dispatcher.on_text("clawdia", "chat-9", "do it", user_id="chat-9")
+    assert reply.text == "It cannot be done."
+    assert reply.buttons == []
+    error = last_output(world.llm.requests[1])["error"]
+    assert "proposed a change of a kind (unheard) that the toys server cannot make" in error
+    assert "nothing was proposed" in error
+
+
 async def test_a_tool_that_hangs_times_out_and_the_model_is_told(world: World) -> None:
     world.llm.script(calls(call("toys__slow")), text("It timed out."))
     async with clawdia(world) as app:

@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 from fastmcp import Client
 
+from fakes.clock import Clock
 from fakes.tool_calls import call
 
 AGENT = "clawdia"
@@ -110,3 +111,16 @@ async def audit(client: Client[Any], user_id: str = USER, limit: int = 100) -> l
     found = await call(client, "audit", agent=AGENT, user_id=user_id, limit=limit)
     entries: list[dict[str, Any]] = found["entries"]
     return entries
+
+
+async def some_history(client: Client[Any], clock: Clock) -> None:
+    """Seven ledger entries: proposed, confirmed and done; proposed and cancelled; proposed
+    and expired; in that order."""
+    done = await stage(client, user_id=USER, shown_in="reply:1:1")
+    await approve(client, done["action_id"], message_key="reply:1:1")
+    await call(client, "complete", action_id=done["action_id"], result={"message": "Added milk"})
+    cancelled = await stage(client, EGGS, user_id=USER, shown_in="reply:1:2")
+    await cancel(client, cancelled["action_id"], message_key="reply:1:2")
+    await stage(client, {**MILK, "ttl_s": 10}, user_id=USER, shown_in="reply:1:3")
+    clock.advance(10)
+    await call(client, "list_pending", agent=AGENT, chat_id=CHAT)

@@ -33,6 +33,10 @@ def settings(tmp_path: Path) -> PendingSettings:
         max_ttl_s=7 * 24 * 3600,
         executing_lease_s=60,
         notice_lease_s=30,
+        notice_interval_s=5,
+        notice_retry_s=2,
+        notice_retry_max_s=300,
+        client_max_pending=10,
         data_dir=tmp_path / "data",
         agents=tmp_path / "agents.yaml",  # not there until a test writes it: everyone asks
     )

@@ -22,12 +22,10 @@ from pending_actions.calls import (
     AGENT,
     CHAT,
     CLIENT,
-    EGGS,
-    MILK,
     USER,
     approve,
     audit,
-    cancel,
+    some_history,
     stage,
     stage_for_client,
     write_fleet,
@@ -35,19 +33,6 @@ from pending_actions.calls import (
 from pending_actions.old_schemas import SCHEMA_2
 
 pytestmark = pytest.mark.anyio
-
-
-async def some_history(client: Client[Any], clock: Clock) -> None:
-    """Seven entries: proposed, confirmed and done; proposed and cancelled; proposed and
-    expired; in that order."""
-    done = await stage(client, user_id=USER, shown_in="reply:1:1")
-    await approve(client, done["action_id"], message_key="reply:1:1")
-    await call(client, "complete", action_id=done["action_id"], result={"message": "Added milk"})
-    cancelled = await stage(client, EGGS, user_id=USER, shown_in="reply:1:2")
-    await cancel(client, cancelled["action_id"], message_key="reply:1:2")
-    await stage(client, {**MILK, "ttl_s": 10}, user_id=USER, shown_in="reply:1:3")
-    clock.advance(10)
-    await call(client, "list_pending", agent=AGENT, chat_id=CHAT)
 
 
 def run_audit(settings: PendingSettings, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
@@ -200,3 +185,18 @@ async def test_a_database_of_schema_2_opens_with_its_actions_kept_as_the_chats(
     assert (action["client"], action["state"]) == ("chat", "pending")
     assert decision["ok"] is True
     assert [(e["seq"], e["event"]) for e in entries] == [(1, "decided")]  # the chain starts now
+
+
+async def test_the_audit_tool_leaves_out_a_row_a_hand_changed_and_says_so_in_the_log(
+    client: Client[Any],
+    clock: Clock,
+    settings: PendingSettings,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    await some_history(client, clock)
+    sql(settings, "UPDATE ledger SET event = 'hacked' WHERE seq = 3")
+
+    entries = await audit(client)
+
+    assert [e["seq"] for e in entries] == [1, 2, 4, 5, 6, 7]
+    assert "ledger broken: entry 3 was changed (its event 'hacked'" in caplog.text

@@ -23,11 +23,23 @@ from mcp_pending_actions.models import State
 from mcp_pending_actions.rows import ActionRow, BatchRow, Change
 from mcp_pending_actions.server import build_server
 from mcp_pending_actions.settings import PendingSettings
-from mcp_pending_actions.store import PendingStore
+from mcp_pending_actions.store import SCHEMA, PendingStore
 from meshkit.approval_keys import read_public_key
 from meshkit.proposals import Approvals
 from meshkit.storage import StorageUnavailable
-from pending_actions.calls import AGENT, CHAT, MILK, approve, cancel, stage
+from pending_actions.calls import (
+    AGENT,
+    CHAT,
+    CLIENT,
+    MILK,
+    USER,
+    approve,
+    cancel,
+    notices,
+    stage,
+    stage_for_client,
+    write_fleet,
+)
 from pending_actions.old_schemas import SCHEMA_2
 
 pytestmark = pytest.mark.anyio
@@ -277,3 +289,72 @@ async def test_a_database_from_before_message_keys_opens_and_its_buttons_take_no
     assert (approved["ok"], approved["reason"]) == (False, "not found")
     assert (batch["message_key"], batch["actions"][0]["state"]) == (None, "pending")
     assert taken["ok"] is True
+
+
+def write_schema_3(settings: PendingSettings, clock: Clock, *, held: bool) -> str:
+    """A database of schema 3 (notices without their delivery columns) holding a client's
+    batch with one pending action, its notice queued (``held``: handed to an orchestrator
+    run, not acked yet); the notice's key."""
+    schema_3 = SCHEMA.replace(
+        ",\n    handed_at REAL,\n    not_before REAL,\n    tries INTEGER NOT NULL DEFAULT 0,"
+        "\n    last_error TEXT,\n    shown_at REAL\n",
+        "\n",
+    ).replace(
+        "CREATE INDEX IF NOT EXISTS notices_by_chat ON notices (agent, chat_id, type, handed_at);",
+        "",
+    )
+    assert schema_3 != SCHEMA
+    write_fleet(settings.agents, {})
+    settings.db_path.parent.mkdir(parents=True)
+    key = "consent:bat_0123456789ab"
+    holder = ("orchestrator", "old-run", clock.now + 30) if held else (None, None, None)
+    with closing(sqlite3.connect(settings.db_path)) as db:
+        db.executescript(f"{schema_3} PRAGMA user_version = 3;")
+        db.execute(
+            "INSERT INTO batches VALUES ('bat_0123456789ab', ?, ?, 'From Claude Desktop:', ?, ?)",
+            (AGENT, USER, clock.now, key),
+        )
+        db.execute(
+            "INSERT INTO actions VALUES ('act_0123456789ab', 'bat_0123456789ab', ?, ?, ?,"
+            " 'shopping', 'add_item', 'Add milk', '{}', 'OK', 'No', 'pending', ?, ?, ?,"
+            " NULL, NULL, ?, NULL, NULL, NULL)",
+            (AGENT, USER, USER, clock.now, clock.now + 600, clock.now, CLIENT),
+        )
+        db.execute(
+            "INSERT INTO notices VALUES (?, 'show', ?, ?, ?, ?, 'bat_0123456789ab',"
+            " 'act_0123456789ab', ?, ?, ?, ?, NULL)",
+            (key, AGENT, USER, USER, CLIENT, clock.now, *holder),
+        )
+        db.commit()
+    return key
+
+
+async def test_a_notice_queued_before_delivery_was_tracked_is_shown_and_takes_the_next_one(
+    settings: PendingSettings, clock: Clock
+) -> None:
+    key = write_schema_3(settings, clock, held=False)
+
+    async with Client(build_server(settings, clock=clock)) as client:
+        joined = await stage_for_client(client)
+        [shown] = await notices(client)
+
+    assert shown["key"] == key
+    assert [a["action_id"] for a in shown["batch"]["actions"]] == [
+        "act_0123456789ab",
+        joined["action_id"],
+    ]
+
+
+async def test_a_notice_handed_out_before_the_upgrade_takes_no_later_proposal(
+    settings: PendingSettings, clock: Clock
+) -> None:
+    key = write_schema_3(settings, clock, held=True)
+
+    async with Client(build_server(settings, clock=clock)) as client:
+        later = await stage_for_client(client)
+        clock.advance(5)  # the chat's pace
+        found = await notices(client, run="new-run")
+
+    by_key = {n["key"]: [a["action_id"] for a in n["batch"]["actions"]] for n in found}
+    assert by_key[key] == ["act_0123456789ab"]  # as its message may already show it
+    assert [later["action_id"]] in by_key.values()

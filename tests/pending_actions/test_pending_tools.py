@@ -28,6 +28,7 @@ pytestmark = pytest.mark.anyio
 
 TOOLS = {
     "stage",
+    "screen",
     "approve",
     "cancel",
     "approve_batch",
@@ -63,6 +64,7 @@ async def test_every_tool_is_internal_or_relay_with_honest_hints(client: Client[
     }
     assert hints == {
         "stage": (False, False),
+        "screen": (False, False),  # a denial is written to the ledger
         "approve": (False, False),  # a retry would lose the token of the first call
         "cancel": (False, True),
         "approve_batch": (False, False),

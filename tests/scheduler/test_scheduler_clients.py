@@ -18,7 +18,7 @@ from fakes.tool_calls import call, call_error
 from mcp_scheduler.server import build_server
 from mcp_scheduler.settings import SchedulerSettings
 from meshkit.credentials import Binding, Caller
-from meshkit.proposals import SHOWN_NOTE
+from meshkit.proposals import QUEUED_NOTE
 from meshkit.tool_classes import PRODUCER, READ
 from scheduler.calls import AGENT, local, mint, settings_for
 
@@ -68,7 +68,7 @@ async def test_a_reminder_from_claude_desktop_waits_for_the_tap_then_is_set_once
     staged = proposal["staged"]
     assert staged["state"] == "pending"
     assert staged["summary"].startswith("⏰ Remind you “call mum” on Mon 4 May, 17:00")
-    assert proposal["note"] == SHOWN_NOTE
+    assert proposal["note"] == QUEUED_NOTE
     assert (await call(desktop, "list_reminders"))["reminders"] == []
     token = mint(clock, "reminder", proposal["payload"])
     refused = await call_error(

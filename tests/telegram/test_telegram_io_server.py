@@ -19,6 +19,7 @@ from fakes.tool_calls import call, call_error
 from mcp_telegram_io.poller import PollPolicy
 from mcp_telegram_io.server import build_server
 from mcp_telegram_io.settings import TelegramIOSettings
+from meshkit.wire.telegram_io import TRY_LATER
 
 pytestmark = pytest.mark.anyio
 
@@ -188,6 +189,27 @@ async def test_a_long_rate_limit_gives_up_and_says_how_long(
                 "send_message", {"agent": "ada", "chat_id": str(USER), "text": "a"}
             )
         assert fake.sent(ADA, USER) == []
+
+
+async def test_a_send_worth_trying_later_says_so_and_a_refusal_for_good_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    never_wrote = USER + 1
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "hi")
+        send = {"agent": "ada", "chat_id": str(USER), "text": "a"}
+        fake.fail_next("sendMessage", 429, retry_after=120)
+        rate_limited = await call_error(client, "send_message", **send)
+        not_found = await call_error(
+            client, "send_message", **{**send, "chat_id": str(never_wrote)}
+        )
+        fake.block(ADA, USER)
+        blocked = await call_error(client, "send_message", **send)
+
+    assert rate_limited.startswith(TRY_LATER)
+    assert not not_found.startswith(TRY_LATER)
+    assert "chat not found (the user has not written to this bot yet" in not_found
+    assert not blocked.startswith(TRY_LATER)
 
 
 async def test_buttons_edits_and_callback_answers(

@@ -3,7 +3,9 @@
 A server with changes builds one :class:`Consent` (its name, pending-actions' public key,
 the relay ``meshkit.relay.relay_from(settings)``) and declares each :class:`ChangeKind`: its
 name, payload model (with ``agent``, the agent whose data it changes), title, result model,
-executor, and optionally a summary, button labels, a destructive flag and a staleness check.
+executor, and optionally a summary, button labels, a destructive flag, a staleness check and
+``tap_only`` (every proposal of it waits for the user's tap: its proposals carry
+``tap_only``, and pending-actions then ignores an ``auto`` policy and grants for it).
 Its producer tools build the payload (or the whole ``Proposal``) and return
 ``await consent.propose(kind, payload)`` (or ``consent.offer(proposal)``); meshkit gives it
 ``confirm_<kind>(payload, approval)`` (the orchestrator's tool, unchanged: approval checked for
@@ -25,9 +27,11 @@ Who proposes decides what happens to a proposal (``meshkit.scopes.current_caller
 orchestrator (or an unfiltered local client) it is returned as it is, and the orchestrator
 stages it in the chat; for a client bound to a person (``MESH_CLIENTS``, a bound stdio
 server) it is staged at once through pending-actions (``stage_for_client``: the person's
-agent's policy applies, and the user sees it on Telegram, "From <client>"), and the client
-gets the proposal with ``staged`` (the action to follow with ``get_action``) and a note for
-its model. Nothing blocks the client's call waiting for a human.
+agent's policy applies, and it is queued for the user's Telegram chat, "From <client>"), and
+the client gets the proposal with ``staged`` (the action to follow with ``get_action``, which
+says when the chat has it, or why it failed) and a note for its model that says queued, not
+sent. Nothing blocks the client's call waiting for a human, or for Telegram. Past
+``PENDING_CLIENT_MAX_PENDING`` proposals waiting for the user, the client is refused in words.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from pydantic import BaseModel, Field
 from meshkit.errors import ModelError
 from meshkit.proposals import (
     ALLOWED_NOTE,
-    SHOWN_NOTE,
+    QUEUED_NOTE,
     Approval,
     Approvals,
     Confirmed,
@@ -97,6 +101,10 @@ class ChangeKind(Generic[P]):
     stored result, which ``result`` reads with ``replayed`` added. ``stale(change)`` runs
     before it on every confirm and raises a ``ModelError`` when the change can no longer be
     made as proposed (a replay must pass it: check what the change needs, not its effect).
+    ``tap_only``: never done without the user's tap ("allow more": an assistant never raises
+    its own allowance); every proposal of the kind says so to pending-actions, which then
+    asks whatever a policy (``auto``) or a running grant says and offers no grant (a
+    ``deny`` still denies).
     """
 
     name: str
@@ -110,6 +118,7 @@ class ChangeKind(Generic[P]):
     destructive: bool = False
     stale: Callable[[P], Awaitable[None]] | None = None
     description: str = ""  # more for the confirm tool's docstring
+    tap_only: bool = False
 
 
 class Consent:
@@ -152,6 +161,7 @@ class Consent:
             payload=change.model_dump(),
             confirm_label=kind.confirm_label,
             cancel_label=kind.cancel_label,
+            tap_only=kind.tap_only,
         )
         return await self.offer(proposal)
 
@@ -161,6 +171,8 @@ class Consent:
         why not (no relay, a policy that denies it, pending-actions unreachable)."""
         kind = self._kind(proposal.kind)
         approved_payload(kind.payload, kind.name, proposal.payload)  # a server's own mistake
+        if kind.tap_only and not proposal.tap_only:  # whoever built it, the kind's word holds
+            proposal = proposal.model_copy(update={"tap_only": True})
         caller = current_caller()
         if caller is None or caller.binding is None:
             return proposal
@@ -184,7 +196,7 @@ class Consent:
             staged.action_id,
             staged.state,
         )
-        note = SHOWN_NOTE if staged.state == State.PENDING else ALLOWED_NOTE
+        note = QUEUED_NOTE if staged.state == State.PENDING else ALLOWED_NOTE
         return proposal.model_copy(update={"staged": staged, "note": note})
 
     async def confirm(self, name: str, payload: dict[str, Any], approval: str) -> BaseModel:

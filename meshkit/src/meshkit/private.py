@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from pathlib import Path
+from typing import IO, Any
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -46,6 +48,19 @@ def private_database(path: Path) -> None:
         side = path.with_name(path.name + suffix)
         if side.exists():
             tighten(side, FILE_MODE)
+
+
+def private_output(stream: IO[Any]) -> None:
+    """Make the file a shell opened for ``stream`` (``… > memory.md``, created with the
+    shell's umask, often 0644) 0600, before anything is written to it: when it is a regular
+    file this user owns. A pipe or a terminal is left alone (inside a container stdout is a
+    pipe: the host's shell makes the file, and only a umask there keeps it private)."""
+    with contextlib.suppress(OSError, ValueError):
+        descriptor = stream.fileno()
+        found = os.fstat(descriptor)
+        mode = stat.S_IMODE(found.st_mode)
+        if stat.S_ISREG(found.st_mode) and found.st_uid == os.geteuid() and mode & ~FILE_MODE:
+            os.fchmod(descriptor, mode & FILE_MODE)
 
 
 def tighten(path: Path, mode: int) -> None:

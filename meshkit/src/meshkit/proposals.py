@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from pydantic import BaseModel, Field, StrictInt, ValidationError, field_validator
+from pydantic import BaseModel, Field, StrictBool, StrictInt, ValidationError, field_validator
 
 from meshkit.approval_keys import KeyFileError, PublicKeySource
 from meshkit.errors import ModelError
@@ -66,14 +66,17 @@ NOT_DONE_NOTE = (
     "confirm or cancel it, and decides. Do not say it is done."
 )
 # What another MCP client's model reads (meshkit.consent): the decision is on Telegram.
-SHOWN_NOTE = (
-    "Nothing has changed yet: this was sent to the user on Telegram, with buttons to "
-    "confirm or cancel it; nothing changes until they tap Confirm. Do not say it is done. "
-    "Follow it with get_action(action_id)."
+# Said when it is staged, before the chat has it: queued, not sent (get_action says when).
+QUEUED_NOTE = (
+    "Nothing has changed yet: this is queued for the user's Telegram chat, where it will "
+    "appear with buttons to confirm or cancel it; nothing changes until they tap Confirm. "
+    "Do not say it is done, nor that the user has it yet. Follow it with "
+    "get_action(action_id): it says when it reached their chat (shown_at), why not yet "
+    "(not_shown), and how it ends."
 )
 ALLOWED_NOTE = (
     "The user's policy allows this change without a tap: it is being made now, and the user "
-    "is told on Telegram. Follow it with get_action(action_id) to see its outcome."
+    "will be told on Telegram. Follow it with get_action(action_id) to see its outcome."
 )
 
 
@@ -95,6 +98,13 @@ class Proposal(BaseModel):
         default=DEFAULT_TTL_S, ge=1, le=MAX_TTL_S, description="Seconds until it expires"
     )
     note: str = Field(default=NOT_DONE_NOTE, max_length=1000, description="For the model")
+    tap_only: StrictBool = Field(
+        default=False,
+        # Written only when true: what every other proposal costs the model stays as it was.
+        exclude_if=lambda value: value is False,
+        description="Its kind always needs the user's tap (the server declares it): "
+        "pending-actions asks whatever a policy (auto) or a grant says, and offers no grant",
+    )
     staged: ClientStaged | None = Field(
         default=None,
         description="Proposed by a client bound to a person: the pending action it became "

@@ -16,8 +16,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from meshkit.consent_policy import Policies, parse_policies
+from meshkit.consent_policy import Policies, Rule, parse_policies
 from meshkit.secret_files import CredentialsFileError, read_credentials
+from meshkit.wire.usage import ALLOW_MORE
 from meshkit.yaml_config import ConfigError, load_yaml
 
 __all__ = [
@@ -45,6 +46,12 @@ MAX_TOOL_NAME = 64
 M = TypeVar("M", bound=BaseModel)
 # The infrastructure the orchestrator itself calls, found by role rather than by name.
 Role = Literal["telegram-io", "pending-actions", "memory", "scheduler"]
+# Change kinds that always need the user's tap, by the role of the server that declares them
+# (ChangeKind(tap_only=True)): pending-actions asks for them whatever a rule says, so a rule
+# that would allow one without a tap (auto, a grant) is a mistake, named like any other.
+TAP_ONLY: dict[Role, dict[str, str]] = {
+    "memory": {ALLOW_MORE: "an assistant never raises its own allowance"},
+}
 
 
 class ServerEntry(BaseModel):
@@ -71,6 +78,12 @@ class ServerEntry(BaseModel):
     role: Role | None = Field(
         default=None, description="what the orchestrator uses it for, if infrastructure"
     )
+    proposes: bool = Field(
+        default=False,
+        description="this server may propose changes: its producer tools are offered to the "
+        "model (when it declares a change kind, a confirm_<kind> tool) and its confirm tools "
+        "called after a tap; without it, neither",
+    )
 
     @model_validator(mode="after")
     def _exactly_one_way(self) -> ServerEntry:
@@ -84,6 +97,10 @@ class ServerEntry(BaseModel):
         if self.auth and self.token is not None:
             raise ValueError(
                 "give auth: mesh (clawmesh's credential) or token (this server's own), not both"
+            )
+        if self.proposes and self.role in ("telegram-io", "pending-actions"):
+            raise ValueError(
+                f"the {self.role} server proposes no changes; remove proposes from its entry"
             )
         if self.token is not None and not self.token.strip():
             raise ValueError(
@@ -361,8 +378,9 @@ def _check_tool_patterns(
 def _policies(
     entry: AgentEntry, registry: Mapping[str, ServerEntry], path: Path, key: str
 ) -> Policies:
-    """The agent's consent rules; a rule naming a server the registry does not have is a
-    mistake (it would never apply), named like any other."""
+    """The agent's consent rules; a rule naming a server the registry does not have, or
+    allowing a tap-only kind without a tap, is a mistake (it would never apply), named like
+    any other."""
     policies = parse_policies(entry.consent, f"{path}: {key}")
     for rule in policies.rules:
         server = rule.pattern.split(".", 1)[0]
@@ -371,7 +389,23 @@ def _policies(
                 f"{path}: {key}.{rule.pattern}: {server!r} is not in the registry, so this "
                 f"rule would never apply; use one of {sorted(registry)}"
             )
+        _check_tap_only(rule, registry, path, key)
     return policies
+
+
+def _check_tap_only(rule: Rule, registry: Mapping[str, ServerEntry], path: Path, key: str) -> None:
+    """A rule naming a tap-only kind exactly may ask or deny, never allow it without a tap
+    (a wildcard rule, ``memory.*: auto``, applies to the server's other kinds only)."""
+    server, _, kind = rule.pattern.partition(".")
+    role = registry[server].role if server in registry else None
+    why = TAP_ONLY.get(role, {}).get(kind) if role is not None else None
+    if why is None or (rule.policy != "auto" and rule.grant_s is None):
+        return
+    allows = "auto" if rule.policy == "auto" else "grant"
+    raise ConfigError(
+        f"{path}: {key}.{rule.pattern}: {allows} would never apply: {rule.pattern} always "
+        f"needs the user's tap ({why}); use ask or deny, or remove the rule"
+    )
 
 
 def mesh_credentials(

@@ -185,3 +185,27 @@ class TurnContext(BaseModel):
         description="Asked with summarize_every: at least that many items out of the window "
         "wait for a summary",
     )
+
+
+# --- messages held at the allowance's cap, answered once more is allowed ----------------
+
+
+class HeldMessage(BaseModel):
+    turn_id: str = Field(description="The turn it starts (its update id): stored once under it")
+    text: str
+    user_id: str | None = Field(description="Who wrote it (null: the chat's own user)")
+    purpose: Literal["turn", "scheduled"] = Field(
+        description="turn: the user's message; scheduled: a scheduled prompt"
+    )
+    at: float = Field(description="When it was held (Unix seconds)")
+
+
+class Held(BaseModel):
+    held: bool = Field(description="False: as many wait already as a chat may hold; not kept")
+    waiting: int = Field(description="Messages of the chat waiting now, this one included")
+
+
+class HeldMessages(BaseModel):
+    messages: list[HeldMessage] = Field(
+        description="Held and not answered yet (no turn stored under their turn id), oldest first"
+    )

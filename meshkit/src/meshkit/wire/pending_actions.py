@@ -9,7 +9,8 @@ from pydantic import BaseModel, Field
 
 
 class State(StrEnum):
-    """pending → executing → done | failed; pending → cancelled; pending → expired."""
+    """pending → executing → done | failed; pending → cancelled; pending → expired;
+    pending → failed (a client's proposal its user's chat refused: never shown)."""
 
     PENDING = "pending"
     EXECUTING = "executing"
@@ -85,7 +86,21 @@ class ActionStatus(BaseModel):
     expires_at: float
     decided_at: float | None = None
     result: dict[str, Any] | None = Field(default=None, description="Once done")
-    error: str | None = Field(default=None, description="Once failed")
+    error: str | None = Field(
+        default=None,
+        description="Once failed: why (the change failed, or Telegram refused to show it "
+        "to the user, who then never saw it)",
+    )
+    shown_at: float | None = Field(
+        default=None,
+        description="When its message, with the buttons, reached the user's Telegram chat "
+        "(Unix s); null: not there yet (queued, or being retried), or allowed without a tap",
+    )
+    not_shown: str | None = Field(
+        default=None,
+        description="While it waits to be shown: why the last try to bring it to the "
+        "user's chat failed; it is tried again",
+    )
 
 
 class ActionView(BaseModel):
@@ -218,6 +233,24 @@ class Notices(BaseModel):
     notices: list[Notice] = Field(description="Oldest first, leased to this run")
 
 
+class Undelivered(BaseModel):
+    """A notice the orchestrator could not bring to its chat (``next_notices``'
+    ``undelivered``): handed out again later, or, ``final``, never."""
+
+    key: str = Field(max_length=200, description="The notice's key")
+    reason: str = Field(
+        min_length=1,
+        max_length=500,
+        description="Why, in words the client's model (get_action) and the ledger can read",
+    )
+    final: bool = Field(
+        default=False,
+        description="True: it can never be delivered (the chat is not found, the user "
+        "blocked the bot): a show notice's pending actions fail with the reason. False: "
+        "try again later (telegram-io down, Telegram rate limits or cannot be reached)",
+    )
+
+
 class Grant(BaseModel):
     grant_id: str = Field(description="'grt_' + 12 hex digits")
     agent: str
@@ -256,7 +289,8 @@ class LedgerEntry(BaseModel):
     how: How | None = Field(description="For decided: tap, policy, grant or expiry")
     outcome: str | None = Field(
         description="decided: 'confirmed' or 'cancelled'; executed/failed: the result's "
-        "message or the error; granted: until when"
+        "message or the error; granted: until when; proposed: 'always asked: …' for a kind "
+        "that needs a tap each time, else null"
     )
     prev_hash: str
     hash: str
@@ -264,3 +298,13 @@ class LedgerEntry(BaseModel):
 
 class Ledger(BaseModel):
     entries: list[LedgerEntry] = Field(description="Newest last")
+
+
+class Screened(BaseModel):
+    """A proposal of the agent's own conversation held against the agent's policy before the
+    model reads it (``screen``): denied (recorded in the ledger, never staged), or not."""
+
+    denied: bool = Field(description="True: the policy denies it; the ledger has the denial")
+    reason: str | None = Field(
+        default=None, description="When denied: what the model is told, in words"
+    )

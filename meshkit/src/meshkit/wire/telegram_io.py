@@ -16,6 +16,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+# How telegram-io's tool error begins when a send was refused for now but may go later
+# (Telegram rate-limits the chat for longer than telegram-io waits, cannot be reached, or did
+# not answer in time); any other error of a send is a refusal trying again won't change
+# (the chat is not found, the user blocked the bot, a bad request).
+TRY_LATER = "Try again later: "
+
 Kind = Literal["text", "callback", "media", "other"]
 MEDIA = (
     "photo",

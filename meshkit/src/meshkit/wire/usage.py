@@ -166,6 +166,11 @@ class UsageReport(BaseModel):
     grants: list[Grant] = Field(default_factory=list, description="Grants made in the range")
 
 
+# memory's change kind behind "Allow more": tap-only (meshkit.consent.ChangeKind), so every
+# proposal of it waits for the user's tap whatever a policy or a grant says.
+ALLOW_MORE = "allow_more"
+
+
 class AllowMorePayload(BaseModel):
     """The change an "allow more" tap confirms: ``amount`` more for ``user`` of ``agent``
     on ``day``, over any allowance of that unit."""
@@ -175,8 +180,20 @@ class AllowMorePayload(BaseModel):
     day: str = Field(pattern=DAY, max_length=10)
     amount: float = Field(gt=0, le=1_000_000_000)
     unit: Unit
+    seen_grants: int | None = Field(
+        default=None,
+        ge=0,
+        le=10_000,
+        description="The user's grants of that day in that unit when it was offered: a later "
+        "one (another tap on another offer) makes it unnecessary; null: always granted",
+    )
 
 
 class AllowedMore(BaseModel):
-    grant: Grant
+    grant: Grant = Field(description="The grant made, or (not needed) the later one made before")
+    needed: bool = Field(
+        default=True,
+        description="False: more was allowed after this was offered; nothing more was granted",
+    )
+    message: str | None = Field(default=None, description="For the user, when not needed")
     replayed: bool = Field(default=False, description="Granted before: nothing was done now")

@@ -6,9 +6,10 @@
                                                          Claude Desktop: …"
                                              └► execute: <server>.confirm_<kind>(payload,
                                                          approval), complete or fail, then
-                                                         "✅ From …: done (why)" under
+                                                         "✅ From …: Shopping: …: done (why)" under
                                                          ``done:<action id>``
-        ─► acked by the next next_notices (``ack``), the way the scheduled channel acks
+        ─► reported by the next next_notices: ``ack`` (delivered) or ``undelivered``
+           (with why; ``final`` when it never will be), as the scheduled channel acks
 
 A client (Claude Desktop, a script) bound to a user proposes a change through a server; the
 server stages it in pending-actions, which queues a notice and wakes this poll at once. A
@@ -18,16 +19,28 @@ the batch was staged with. The conversation is told (a developer note) what a cl
 proposed or had done, so the model knows when the user asks about it.
 
 A batch for a user the agent does not talk to (not in its ``allowed_user_ids``: Telegram's
-gate would drop their taps) is not shown, only logged with the fix; a change the policy
-allowed for one is done all the same, without the message. The console shows every notice.
+gate would drop their taps) is not shown: reported undelivered for good, with the fix, so
+its proposals fail saying why; a change the policy allowed for one is done all the same,
+without the message. The console shows every notice.
 
-A notice is acked only once handled: sent (or refused by Telegram: trying again won't
-help), or executed and recorded. One that telegram-io could not take, or whose confirm tool
-gave no answer, is not acked: pending-actions hands it over again when its lease runs out
-(an execute notice with a fresh approval; the confirm tool performs an action id once, and
-telegram-io delivers a key once). The notices of one poll are handled side by side, and
-acked by the next poll. Stopping: no new notices; those being handled get ``grace_s``;
-the acks not yet sent go in one last call.
+What becomes of a notice (no proposal ever vanishes unsaid):
+
+    in the chat, or executed and recorded          acked (a show notice: shown_at)
+    telegram-io down, Telegram busy or unreachable,
+      or an error of ours                          undelivered: tried again after a backoff
+                                                   pending-actions grows, until it expires
+    refused for good (chat not found, the user
+      blocked the bot, not a user of the agent)    undelivered, final: a show notice's
+                                                   proposals fail with the reason, which
+                                                   the client reads in get_action; the
+                                                   change an execute notice made stays made
+    the confirm tool gave no answer                neither: handed out again when its lease
+                                                   runs out, with a fresh approval
+
+The confirm tool performs an action id once, and telegram-io delivers a key once. The
+notices of one poll are handled side by side, and reported by the next poll. Stopping: no
+new notices; those being handled get ``grace_s``; the reports not yet sent go in one last
+call.
 """
 
 from __future__ import annotations
@@ -38,9 +51,14 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from meshkit.wire.pending_actions import Notice, Notices
-from orchestrator.channels.telegram_io import TelegramIO, TelegramIOUnavailable, TelegramRefused
-from orchestrator.core.batches import Line, message_of, render
+from meshkit.wire.pending_actions import Notice, Notices, Undelivered
+from orchestrator.channels.telegram_io import (
+    TelegramBusy,
+    TelegramIO,
+    TelegramIOUnavailable,
+    TelegramRefused,
+)
+from orchestrator.core.batches import Line, labelled, message_of, render
 from orchestrator.core.consent import Change
 from orchestrator.core.dispatch import Dispatcher
 from orchestrator.core.replies import Reply
@@ -54,17 +72,24 @@ MAX_NOTICES = 10
 MAX_WAIT_S = 25.0  # pending-actions' bound for one long poll
 FLUSH_S = 5.0  # the last call's bound, when stopping
 
+UNREACHABLE = (
+    "the assistant cannot reach Telegram right now (its telegram-io service does not answer)"
+)
+OUR_ERROR = "the assistant failed to show it (an error of its own, in its log)"
+
 # Shows a notice's message to its user: the message id (None: not known). Raises
-# NoticeUnsent when it could not go now (try again later) and NoticeRefused when it never will.
+# NoticeUnsent when it could not go now (try again later) and NoticeRefused when it never will,
+# each saying why in words the client that proposed it reads.
 Show = Callable[[Notice, Reply], Awaitable[str | None]]
 
 
 class NoticeUnsent(Exception):
-    """The notice's message could not be sent now: it stays unacked, handed over again."""
+    """The notice's message could not be sent now: tried again after a backoff."""
 
 
 class NoticeRefused(Exception):
-    """The notice's message was refused (a blocked bot): acked, it would never go."""
+    """The notice's message was refused for good (the chat is not found, the user blocked
+    the bot): a show notice's proposals fail with the reason."""
 
 
 def telegram_show(io: TelegramIO) -> Show:
@@ -74,6 +99,8 @@ def telegram_show(io: TelegramIO) -> Show:
         try:
             return await io.deliver(notice.agent, notice.chat_id, reply, notice.key)
         except TelegramIOUnavailable as error:
+            raise NoticeUnsent(UNREACHABLE) from error
+        except TelegramBusy as error:
             raise NoticeUnsent(str(error)) from error
         except TelegramRefused as error:
             raise NoticeRefused(str(error)) from error
@@ -106,7 +133,8 @@ class ConsentChannel:
         self._wait_s = min(wait_s, MAX_WAIT_S)
         self._grace_s = grace_s
         self._sleep = sleep
-        self._acks: list[str] = []  # handled, to be acked by the next poll
+        self._acks: list[str] = []  # delivered, to be acked by the next poll
+        self._undelivered: list[Undelivered] = []  # not delivered, reported by the next poll
         self._polling = anyio.CancelScope()  # the long poll under way
         self.server = registry.server_for("pending-actions")
 
@@ -132,88 +160,102 @@ class ConsentChannel:
     async def _poll(self, server: str, shutdown: Shutdown) -> None:
         delay = 0.5
         while not shutdown.requested.is_set():
-            acks = list(self._acks)
+            acks, failed = list(self._acks), list(self._undelivered)
             with anyio.CancelScope() as self._polling:
                 if shutdown.requested.is_set():
                     return
                 try:
-                    found = await self._next(server, acks, MAX_NOTICES, self._wait_s)
+                    found = await self._next(server, acks, failed, MAX_NOTICES, self._wait_s)
                 except ToolCallError as error:
                     logger.warning("pending-actions: next_notices failed (%s); retrying", error)
                     await self._sleep(delay)
                     delay = min(delay * 2, 10.0)
                     continue
             if self._polling.cancelled_caught:
-                return  # its acks, maybe not made: the flush makes them (once, by key)
-            self._acked(acks)
+                return  # its reports, maybe not made: the flush makes them (once, by key)
+            self._reported(acks, failed)
             delay = 0.5
             async with anyio.create_task_group() as handling:  # side by side, then acked
                 for notice in found.notices:
                     handling.start_soon(self._handle, notice, name=notice.key)
 
-    async def _next(self, server: str, acks: list[str], most: int, wait_s: float) -> Notices:
+    async def _next(
+        self, server: str, acks: list[str], failed: list[Undelivered], most: int, wait_s: float
+    ) -> Notices:
         arguments: dict[str, object] = {**self._holder, "max": most, "wait_s": wait_s}
         if acks:
             arguments["ack"] = acks
+        if failed:
+            arguments["undelivered"] = [report.model_dump() for report in failed]
         return await self._registry.call_as(server, "next_notices", arguments, Notices)
 
-    def _acked(self, keys: list[str]) -> None:
+    def _reported(self, keys: list[str], failed: list[Undelivered]) -> None:
         for key in keys:
             self._acks.remove(key)
+        for report in failed:
+            self._undelivered.remove(report)
 
     async def _flush(self, server: str) -> None:
-        """The acks no poll took, in one last call that takes nothing new: the next run
-        does not show them again."""
-        if not self._acks:
+        """The reports no poll took, in one last call that takes nothing new: the next run
+        does not show the delivered again, and tries the others when their time comes."""
+        if not self._acks and not self._undelivered:
             return
         with anyio.move_on_after(FLUSH_S):
-            acks = list(self._acks)
+            acks, failed = list(self._acks), list(self._undelivered)
             try:
-                await self._next(server, acks, 1, 0)
+                await self._next(server, acks, failed, 1, 0)
             except ToolCallError as error:
-                logger.warning("ack of %d notice(s) failed (%s)", len(acks), error)
+                logger.warning("report of %d notice(s) failed (%s)", len(acks) + len(failed), error)
                 return
-            self._acked(acks)
+            self._reported(acks, failed)
 
     async def _handle(self, notice: Notice) -> None:
         """One notice; the boundary of one: whatever goes wrong, the others go on."""
-        if notice.type == "show" and not self._reaches(notice):
-            self._acks.append(notice.key)  # never decidable: it expires, unshown
+        if notice.type == "show" and (why := self._unreachable(notice)):
+            self._undelivered.append(Undelivered(key=notice.key, reason=why, final=True))
             return
         try:
             done = await (self._execute if notice.type == "execute" else self._present)(notice)
         except NoticeUnsent as error:
-            logger.warning("notice %s: not sent (%s); left for redelivery", notice.key, error)
+            logger.warning("notice %s: not sent (%s); tried again later", notice.key, error)
+            self._undelivered.append(Undelivered(key=notice.key, reason=_said(error)))
             return
         except NoticeRefused as error:
-            logger.warning("notice %s: the message was refused (%s); acked", notice.key, error)
-            done = True
+            logger.warning("notice %s: the message was refused (%s)", notice.key, error)
+            if notice.type == "show":  # its proposals fail, saying why
+                report = Undelivered(key=notice.key, reason=_said(error), final=True)
+                self._undelivered.append(report)
+                return
+            done = True  # the change is made and recorded: only its message is lost
         except Exception:
-            logger.exception(
-                "notice %s: failed; acked so it does not come back forever", notice.key
-            )
-            done = True
+            logger.exception("notice %s: failed; tried again later", notice.key)
+            self._undelivered.append(Undelivered(key=notice.key, reason=OUR_ERROR))
+            return
         if done:
             self._acks.append(notice.key)
             logger.info("notice %s (%s from %s) handled", notice.key, notice.type, notice.client)
 
     def _reaches(self, notice: Notice) -> bool:
-        """Whether the notice's user is one its agent talks to, and so may be shown it (else
-        logged, with the fix)."""
+        """Whether the notice's user is one its agent talks to, and so may be shown it."""
+        return not self._unreachable(notice)
+
+    def _unreachable(self, notice: Notice) -> str:
+        """Why the notice's user may not be shown it, logged with the fix ("": they may)."""
         runtime = self._dispatcher.agents.get(notice.agent)
         if runtime is None:
-            logger.warning(
-                "notice %s: agent %s is not in this fleet; dropped", notice.key, notice.agent
-            )
-            return False
+            logger.warning("notice %s: agent %s is not in this fleet", notice.key, notice.agent)
+            return f"the assistant has no agent {notice.agent} to show it"
         if self._allowed_only and notice.user_id not in runtime.agent.entry.allowed_user_ids:
             logger.warning(
                 "notice %s: %s proposed a change for user %s, who is not in agents.%s."
                 "allowed_user_ids: not shown (add the user, or bind the client to one who is)",
                 notice.key, notice.client, notice.user_id, notice.agent,
             )  # fmt: skip
-            return False
-        return True
+            return (
+                f"user {notice.user_id} is not one {notice.agent} talks to on Telegram (the "
+                "operator can add them to its allowed users)"
+            )
+        return ""
 
     async def _present(self, notice: Notice) -> bool:
         """A client's proposals, with their buttons, in the user's chat."""
@@ -249,7 +291,8 @@ class ConsentChannel:
             notice.agent, notice.user_id, notice.client, decision.server or "", decision.kind or ""
         )
         why = await self._dispatcher.consent.allowed(change, None, zone)
-        summary = f"From {notice.client_label}: {decision.summary}"
+        change_line = labelled(decision.server or "", decision.summary or "")
+        summary = f"From {notice.client_label}: {change_line}"
         if outcome.state == "done":
             text = f"✅ {summary}: done ({why}) — {message_of(outcome.result)}"
         else:
@@ -260,3 +303,8 @@ class ConsentChannel:
         if self._reaches(notice):  # the policy allowed it: done, even where nobody is told
             await self._show(notice, Reply(text))
         return True
+
+
+def _said(error: Exception) -> str:
+    """An exception's words as a reason for a report (``Undelivered.reason``)."""
+    return (str(error).strip() or type(error).__name__)[:500]

@@ -149,7 +149,7 @@ class Console:
             self._keys[str(self._messages)] = key
             return str(self._messages)
 
-        return Deliver(key, deliver)
+        return Deliver(key, deliver, self._deliverer)
 
     async def notice(self, notice: Notice, reply: Reply) -> str:
         """What another client proposed or had done (the consent channel), as a message of

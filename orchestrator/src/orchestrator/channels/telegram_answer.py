@@ -152,6 +152,14 @@ class UpdateAnswerer:
             tap.acked = tap.acked or bool(ack)
             return str(sent.message_ids[-1]) if sent.message_ids else None
 
+        def keyed(key: str) -> Deliver:
+            """More messages after the tap (held messages answered): each its own key."""
+
+            async def send(reply: Reply) -> str | None:
+                return await self._io.deliver(agent, chat, reply, key)
+
+            return Deliver(key, send)
+
         context = TapContext(
             agent=agent,
             chat=chat,
@@ -160,7 +168,7 @@ class UpdateAnswerer:
             data=update.callback_data or "",
             answer=tap.answer,
             edit=tap.edit,
-            deliver=Deliver(_reply_key(update), deliver),
+            deliver=Deliver(_reply_key(update), deliver, keyed),
             tap_id=update.id,
             key=update.message_key,
             finish=tap.finish,

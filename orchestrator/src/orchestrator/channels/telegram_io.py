@@ -3,7 +3,8 @@
 The server is the registry's server with ``role: telegram-io``. Its answers are read into
 the wire models it returns (``meshkit.wire.telegram_io``); a call that gives no result
 raises :class:`TelegramIOUnavailable` (no answer: try again later) or
-:class:`TelegramRefused` (answered with an error: trying again won't help).
+:class:`TelegramRefused` (answered with an error: trying again won't help), or its kind
+:class:`TelegramBusy` (Telegram would not take it now: trying again later may).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from meshkit.wire.telegram_io import (
+    TRY_LATER,
     Acked,
     BotCommand,
     Done,
@@ -24,7 +26,7 @@ from meshkit.wire.telegram_io import (
     Updates,
 )
 from orchestrator.core.replies import Reply
-from orchestrator.mesh.errors import ToolCallError
+from orchestrator.mesh.errors import ToolCallError, ToolFailed
 from orchestrator.mesh.registry import Registry
 
 logger = logging.getLogger(__name__)
@@ -43,6 +45,11 @@ class TelegramIOUnavailable(TelegramIOFailed):
 
 class TelegramRefused(TelegramIOFailed):
     """telegram-io answered with an error (blocked user, bad request): trying again won't help."""
+
+
+class TelegramBusy(TelegramRefused):
+    """Telegram would not take it now (rate limit, unreachable): later it may. A refusal to
+    whoever does not try again later (a reply, a firing); the consent channel does."""
 
 
 class TelegramIO:
@@ -154,6 +161,10 @@ class TelegramIO:
             raise TelegramIOUnavailable("no server with role 'telegram-io' in the registry")
         try:
             return await self._registry.call_as(self._server, tool, arguments, model)
+        except ToolFailed as error:
+            if error.message.startswith(TRY_LATER):
+                raise TelegramBusy(error.message.removeprefix(TRY_LATER)[:300]) from error
+            raise TelegramRefused(error.message[:300]) from error
         except ToolCallError as error:
             failed = TelegramRefused if error.answered else TelegramIOUnavailable
             raise failed(str(error)[:300]) from error

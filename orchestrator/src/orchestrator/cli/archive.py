@@ -29,7 +29,7 @@ import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -158,7 +158,7 @@ def write(
         )
         draft = target.with_name(f".{target.name}.{os.getpid()}.part")
         try:
-            with tarfile.open(draft, "w:gz") as tar:
+            with _private_draft(draft) as out, tarfile.open(fileobj=out, mode="w:gz") as tar:
                 _add_bytes(tar, MANIFEST, manifest.model_dump_json(indent=2).encode(), now)
                 for path, entry in staged:
                     info = tar.gettarinfo(str(path), arcname=entry.name)
@@ -167,7 +167,6 @@ def write(
                     info.mode = 0o600
                     with path.open("rb") as file:
                         tar.addfile(info, file)
-            draft.chmod(0o600)
             draft.replace(target)
         except OSError as error:
             draft.unlink(missing_ok=True)
@@ -289,10 +288,20 @@ def check_databases(manifest: Manifest, root: Path) -> None:
             )
 
 
+@contextlib.contextmanager
+def _private_draft(draft: Path, mode: int = 0o600) -> Iterator[BinaryIO]:
+    """``draft`` opened new with ``mode`` from its first byte (never the umask's 0644 while
+    it is written), replacing a stale one a killed run left."""
+    draft.unlink(missing_ok=True)
+    with os.fdopen(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "wb") as out:
+        yield out
+
+
 def copy_file(source: Path, target: Path, mode: int = 0o600) -> None:
-    """``source`` to ``target``, written aside then renamed into place."""
+    """``source`` to ``target``, written aside (private until it is whole) then renamed into
+    place with ``mode``."""
     draft = target.with_name(f".{target.name}.{os.getpid()}.part")
-    with source.open("rb") as reader, draft.open("wb") as writer:
+    with source.open("rb") as reader, _private_draft(draft) as writer:
         shutil.copyfileobj(reader, writer, CHUNK)
         writer.flush()
         os.fsync(writer.fileno())

@@ -27,6 +27,7 @@ from typing import Annotated
 
 from cyclopts import App, Parameter
 
+from meshkit.private import private_output
 from meshkit.settings import load_dotenv
 from orchestrator.cli import archive
 from orchestrator.cli.backup_sources import (
@@ -59,13 +60,17 @@ def create(file: Archive | None = None, *, as_json: Json = False) -> None:
     Parameters
     ----------
     file
-        The archive to write (default: clawmesh-backup-<UTC time>.tar.gz here; "-": stdout,
-        for docker compose run -T, the messages then on stderr).
+        The archive to write, 0600 (default: clawmesh-backup-<UTC time>.tar.gz here; "-":
+        stdout, for docker compose run -T, the messages then on stderr; a file the shell
+        opened for it here is made 0600 too, while a pipe's end is the shell's: make backup
+        or umask 077 keeps that one private).
     """
     to_stdout = file == STDIO
     say = _printer(to_stderr=to_stdout)
 
     def run() -> None:
+        if to_stdout:  # "create - > file" on the host: the shell made the file, umask-wide
+            private_output(sys.stdout)
         settings = _settings()
         now = datetime.now(UTC)
         found = databases(settings.data_dir)

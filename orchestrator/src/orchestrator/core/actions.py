@@ -13,6 +13,10 @@
          ─► the message edited to show each outcome, with the notice (one call)
          ─► complete / fail; the conversation told
 
+Each line names the server that makes the change ("Shopping proposes: …", "✅ Shopping: …"),
+and a tap calls the confirm tool of that server only: the one the action was staged for
+(pending-actions keeps it), and only when its registry entry allows it to propose.
+
 No model is involved in a tap. Double taps, taps after cancel or expiry, and forged
 data get a clear answer and never a second execution: pending-actions lets one
 approval through, and the confirm tool performs an action id once. A tap on a button
@@ -45,8 +49,7 @@ from meshkit.wire.pending_actions import (
     Staged,
     State,
 )
-from meshkit.wire.usage import AllowedMore
-from orchestrator.core.allowances import ALLOW_MORE
+from meshkit.wire.usage import ALLOW_MORE, AllowedMore
 from orchestrator.core.batches import Line, message_of, redrawn_text, render
 from orchestrator.core.callbacks import Tap, decode
 from orchestrator.core.consent import Change, ConsentDesk, clock
@@ -171,11 +174,12 @@ class ActionDesk:
                 # Those staged so far stay pending until they expire; no button reaches them.
                 return Reply(f"{text}\n\n{NOT_STAGED}")
             if isinstance(staged, str):  # refused by the policy pending-actions read
-                lines.append(Line("", proposal.summary, "", "", "denied"))
+                lines.append(Line("", server, proposal.summary, "", "", "denied"))
                 continue
             batch_id = staged.batch_id
             line = Line(
                 staged.action_id,
+                server,
                 proposal.summary,
                 proposal.confirm_label,
                 proposal.cancel_label,
@@ -331,16 +335,14 @@ class ActionDesk:
         server, action = decision.server or "", decision.action_id
         name = f"confirm_{decision.kind}"
         tool = self._registry.find(server, name)
-        if tool is None and self._registry.has_server(server):
+        allowed = self._registry.proposes(server)
+        if tool is None and allowed:
             # Down, or no such tool yet: left executing, a later tap resumes it.
             logger.warning("%s.%s unavailable; action %s left to resume", server, name, action)
             return Outcome(action, "executing")
-        if tool is None or tool.tool_class != CONFIRM:
-            error = (
-                f"the {server} server is not configured"
-                if tool is None
-                else f"{server}.{name} is not a confirm tool"
-            )
+        if tool is None or tool.tool_class != CONFIRM or not allowed:
+            error = _not_performed(self._registry, server, name)
+            logger.warning("action %s: %s", action, error)
             note = f"Failed: {decision.summary} ({error})"
             return Outcome(action, "failed", error=error, note=note, record=_fail(action, error))
         try:
@@ -404,6 +406,19 @@ def _redraws(decisions: list[Decision], batch: BatchView) -> bool:
     if any(a.state == State.EXECUTING for a in batch.actions):
         return False
     return any(d.state == State.EXPIRED for d in decisions)
+
+
+def _not_performed(registry: Registry, server: str, name: str) -> str:
+    """Why an approved action's confirm tool is not called: its server is not in the
+    registry, may not make changes (``proposes``), or its tool is no confirm tool."""
+    if not registry.has_server(server):
+        return f"the {server} server is not configured"
+    if not registry.proposes(server):
+        return (
+            f"the {server} server may not make changes (its registry entry does not set "
+            "proposes: true)"
+        )
+    return f"{server}.{name} is not a confirm tool"
 
 
 def _fail(action_id: str, error: str) -> tuple[str, dict[str, Any]]:

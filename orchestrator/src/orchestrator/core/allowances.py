@@ -6,7 +6,10 @@
                      staged with ``ask`` (always a tap: an assistant never raises its own
                      allowance), bound to the reply's key ─► "➕ Allow <more> today"
     tap           ─► pending-actions approves, memory's ``confirm_allow_more`` records the
-                     Grant ─► the meter counts it (``ActionDesk``)
+                     Grant ─► the meter counts it (``ActionDesk``) ─► the messages the cap
+                     held (memory keeps them) are answered, in order (``Dispatcher``)
+    another tap   ─► an offer made before a later grant grants nothing: "no longer needed"
+                     (memory counts the day's grants the offer was made after)
 
 The offer goes to the one the allowance counts for: the turn's user (a briefing's or a
 scheduled prompt's: the owner).
@@ -19,15 +22,13 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from meshkit.proposals import Proposal
-from meshkit.wire.usage import AllowMorePayload
+from meshkit.wire.usage import ALLOW_MORE, AllowMorePayload
 from orchestrator.core.allowance import Period, Periods, Standing, amount_text
 from orchestrator.core.replies import Reply
 from orchestrator.core.usage import Capped, Warning
 
 if TYPE_CHECKING:  # the desk stages the offer; it reads this module's kind
     from orchestrator.core.actions import ActionDesk, Where
-
-ALLOW_MORE = "allow_more"  # memory's change kind: a tap grants more allowance for the day
 
 OFFER_TTL_S = 24 * 3600  # past the day it is for, the grant is worth nothing anyway
 CANCEL_LABEL = "Not today"
@@ -87,8 +88,9 @@ def offer(capped: Capped) -> Proposal:
     more, who = capped.more, capped.who
     amount = amount_text(more.value, more.unit, capped.currency)
     payload = AllowMorePayload(
-        agent=who.agent, user=who.user, day=capped.periods.day, amount=more.value, unit=more.unit
-    )
+        agent=who.agent, user=who.user, day=capped.periods.day, amount=more.value,
+        unit=more.unit, seen_grants=capped.granted,
+    )  # fmt: skip
     return Proposal(
         kind=ALLOW_MORE,
         summary=f"Allow {amount} more today ({capped.periods.day})",
@@ -96,6 +98,7 @@ def offer(capped: Capped) -> Proposal:
         confirm_label=f"➕ Allow {amount} today",
         cancel_label=CANCEL_LABEL,
         ttl_s=OFFER_TTL_S,
+        tap_only=True,  # as memory declares the kind: pending-actions asks whatever the policy
     )
 
 

@@ -1,4 +1,11 @@
-"""How a batch of proposed actions reads: a line per action, its outcome, its buttons."""
+"""How a batch of proposed actions reads: a line per action, its outcome, its buttons.
+
+Each line names the server that makes the change, first, from its registry name (which the
+server cannot choose): "• Weather proposes: Add 1 × umbrella to groceries", then "✅ Weather:
+Add 1 × umbrella to groceries — recorded". What the server wrote (the summary, the result's
+message) comes after the name, on the same line, and bounded: it cannot pose as another
+server's line.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from meshkit.consent_policy import duration_text
+from meshkit.text import readable, shown_line
 from meshkit.wire.pending_actions import ActionView
 from orchestrator.core.callbacks import Tap, encode
 from orchestrator.core.replies import Button, Reply
@@ -13,6 +21,7 @@ from orchestrator.core.replies import Button, Reply
 # Above this the reply went out in parts, the buttons on the last: a redraw (an edit of that
 # part, after a tap) shows the list only, since the text stands in the parts before it.
 FULL_TEXT_LIMIT = 3500
+MESSAGE_LIMIT = 300  # of a result's message or an error, on its line (a server writes them)
 MARKS = {
     "pending": "•",
     "executing": "⏳",
@@ -30,6 +39,7 @@ class Line:
     """One action as its message shows it."""
 
     action_id: str
+    server: str  # the registry name of the server that makes the change
     summary: str
     confirm_label: str
     cancel_label: str
@@ -43,6 +53,7 @@ class Line:
     def of(cls, view: ActionView) -> Line:
         return cls(
             view.action_id,
+            view.server,
             view.summary,
             view.confirm_label,
             view.cancel_label,
@@ -60,11 +71,24 @@ def render(text: str, batch_id: str, lines: list[Line], *, redraw: bool = False)
     ``redraw`` of a long one edits its last part, and shows the list only."""
     many = len(lines) > 1
     listing = "\n".join(
-        f"{MARKS.get(line.state, '•')} {f'{number}. ' if many else ''}{line.summary}"
+        f"{MARKS.get(line.state, '•')} {f'{number}. ' if many else ''}"
+        + labelled(line.server, line.summary, proposing=line.state in OPEN)
         + _outcome(line)
         for number, line in enumerate(lines, start=1)
     )
     return Reply(_body(text, listing, redraw=redraw), _buttons(lines, batch_id), batch_id)
+
+
+def labelled(server: str, summary: str, *, proposing: bool = False) -> str:
+    """A change as its line reads, its server named first: "Weather proposes: Add 1 ×
+    umbrella to groceries" while it waits (``proposing``), else "Weather: Add 1 × …"."""
+    verb = " proposes" if proposing else ""
+    return f"{server_label(server)}{verb}: {shown_line(summary)}"
+
+
+def server_label(server: str) -> str:
+    """The server's registry name as the user reads it: ``weather`` → "Weather"."""
+    return readable(server) or "A server"
 
 
 def _body(text: str, listing: str, *, redraw: bool) -> str:
@@ -114,7 +138,13 @@ def redrawn_text(text: str) -> str:
 
 
 def message_of(result: dict[str, Any] | None) -> str:
-    return str((result or {}).get("message") or "done")
+    """A result's message (the server's words), as one line of bounded length."""
+    return _short(str((result or {}).get("message") or "done"))
+
+
+def _short(text: str) -> str:
+    line = shown_line(text)
+    return line if len(line) <= MESSAGE_LIMIT else line[: MESSAGE_LIMIT - 1] + "…"
 
 
 def _outcome(line: Line) -> str:  # noqa: PLR0911 (one per state)
@@ -123,7 +153,7 @@ def _outcome(line: Line) -> str:  # noqa: PLR0911 (one per state)
     if line.state == "done":
         return f" — {message_of(line.result)}"
     if line.state == "failed":
-        return f" — failed: {line.error or 'unknown error'}"
+        return f" — failed: {_short(line.error or 'unknown error')}"
     if line.state == "cancelled":
         return " — cancelled"
     if line.state == "denied":

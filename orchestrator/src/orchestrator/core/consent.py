@@ -3,7 +3,8 @@
     /status      the agent's rules (``consent:`` in agents.yaml), one line each, and
                  "everything else: ask"
     /grants      each running grant with an End button (``ge:<grant id>``)
-    ge tap       pending-actions ends the grant, for this agent and this user only
+    ge tap       pending-actions ends the grant, for this agent and this user only; the
+                 message is redrawn with the grants still running
     /audit       the user's last 10 ledger entries, in plain words
 
 pending-actions keeps the grants and the hash-chained ledger, and decides; this module only
@@ -14,12 +15,15 @@ wherever it is tapped, for the tapping user: nobody can end someone else's grant
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from meshkit.consent_policy import Policies, duration_text
+from meshkit.text import readable
 from meshkit.wire.pending_actions import CHAT_CLIENT, Grant, Grants, How, Ledger, LedgerEntry
+from orchestrator.core.batches import labelled
 from orchestrator.core.callbacks import decode_grant_end, encode_grant_end
 from orchestrator.core.replies import Button, Reply
 from orchestrator.core.routes import CommandContext, TapContext
@@ -38,10 +42,7 @@ POLICY_ALLOWS = "your policy allows it"
 
 def client_label(client: str) -> str:
     """How the user reads a client's name: ``claude-desktop`` → "Claude Desktop"."""
-    if client == CHAT_CLIENT:
-        return "this chat"
-    words = client.replace("_", "-").split("-")
-    return " ".join(word[:1].upper() + word[1:] for word in words if word)
+    return "this chat" if client == CHAT_CLIENT else readable(client)
 
 
 def policy_lines(policies: Policies) -> list[str]:
@@ -68,8 +69,10 @@ class ConsentDesk:
     """The grants and the ledger of pending-actions (the registry's ``pending-actions``
     role), for the agent's chat."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, zones: Mapping[str, str] | None = None) -> None:
+        """``zones``: each agent's time zone, for the times a redrawn /grants shows."""
         self._pending = RoleClient(registry, "pending-actions")
+        self._zones = zones or {}
 
     async def allowed(
         self, change: Change, how: How | None, zone: str, until: float | None = None
@@ -95,23 +98,13 @@ class ConsentDesk:
 
     async def grants(self, asked: CommandContext) -> Reply:
         """/grants: the running grants, soonest to end first, each with its End button."""
-        agent, zone = asked.runtime.id, asked.runtime.agent.entry.timezone
-        found = await self._pending.call(
-            "list_grants", {"agent": agent, "user_id": asked.user}, Grants
-        )
-        if found is None:
-            return Reply(UNAVAILABLE)
-        if not found.grants:
-            return Reply(NO_GRANTS)
-        lines = ["Running grants (changes made without a tap until they end):"]
-        rows = []
-        for number, grant in enumerate(found.grants, start=1):
-            lines.append(f"{number}. {_grant_line(grant, zone)}")
-            rows.append([Button(f"{number}. End", encode_grant_end(grant.grant_id))])
-        return Reply("\n".join(lines), rows)
+        listed = await self._listing(asked.runtime.id, asked.user)
+        return Reply(UNAVAILABLE) if listed is None else listed
 
     async def end(self, tap: TapContext) -> None:
-        """A grant's End: ended for the tapping user and agent (else: already gone)."""
+        """A grant's End: ended for the tapping user and agent (else: already gone); the
+        message is redrawn as /grants shows the grants now, so neither the ended grant nor
+        its button stays on it."""
         grant_id = decode_grant_end(tap.data)
         if grant_id is None:
             await tap.answer(GONE)
@@ -120,7 +113,23 @@ class ConsentDesk:
         arguments = {"grant_id": grant_id, "agent": tap.agent, "user_id": tap.user}
         ended = await self._pending.call("end_grant", arguments, Grant)
         await tap.answer(ENDED if ended is not None else GONE)
-        await tap.settle()
+        await tap.settle(await self._listing(tap.agent, tap.user))
+
+    async def _listing(self, agent: str, user: str) -> Reply | None:
+        """The user's running grants, soonest to end first, each with its End button;
+        None: pending-actions did not answer."""
+        found = await self._pending.call("list_grants", {"agent": agent, "user_id": user}, Grants)
+        if found is None:
+            return None
+        if not found.grants:
+            return Reply(NO_GRANTS)
+        zone = self._zones.get(agent, "UTC")
+        lines = ["Running grants (changes made without a tap until they end):"]
+        rows = []
+        for number, grant in enumerate(found.grants, start=1):
+            lines.append(f"{number}. {_grant_line(grant, zone)}")
+            rows.append([Button(f"{number}. End", encode_grant_end(grant.grant_id))])
+        return Reply("\n".join(lines), rows)
 
     async def audit(self, asked: CommandContext) -> Reply:
         """/audit: the user's last entries in the ledger, oldest first."""
@@ -139,6 +148,8 @@ class ConsentDesk:
 def in_words(entry: LedgerEntry, zone: str) -> str:  # noqa: PLR0911 (one per event)
     """One ledger entry as the user reads it."""
     what = entry.summary or f"{entry.server}.{entry.kind}"
+    if entry.server:  # the server that makes the change, named first (as in the chat)
+        what = labelled(entry.server, what)
     source = "" if entry.client == CHAT_CLIENT else f" (from {client_label(entry.client)})"
     if entry.event == "proposed":
         return f"proposed{source}: {what}"
@@ -154,7 +165,7 @@ def in_words(entry: LedgerEntry, zone: str) -> str:  # noqa: PLR0911 (one per ev
         return f"expired, nothing done: {what}"
     change = f"{entry.server}.{entry.kind}{source}"
     if entry.event == "granted":
-        return f"you allowed {change} until {_until(entry.outcome, zone)}"
+        return f"you allowed {change} until {_until(entry, zone)}"
     return f"grant ended: {change}"
 
 
@@ -178,12 +189,23 @@ def _grant_line(grant: Grant, zone: str) -> str:
     )
 
 
-def _until(outcome: str | None, zone: str) -> str:
-    """A granted entry's outcome: until when, as Unix seconds (or as written)."""
+def _until(entry: LedgerEntry, zone: str) -> str:
+    """A granted entry's end in the agent's time zone, as the other times of /audit:
+    pending-actions writes it "until 2026-11-28T14:36Z" (UTC); the day is said when it is
+    not the entry's own."""
+    written = (entry.outcome or "").strip().removeprefix("until").strip()
     try:
-        return clock(float(outcome or ""), zone)
+        until = datetime.fromisoformat(written).timestamp()
     except ValueError:
-        return outcome or "?"
+        try:
+            until = float(written)
+        except ValueError:
+            return written or "?"
+    local = ZoneInfo(zone)
+    same_day = datetime.fromtimestamp(until, local).date() == (
+        datetime.fromtimestamp(entry.at, local).date()
+    )
+    return clock(until, zone, day=not same_day)
 
 
 def clock(at: float, zone: str, *, day: bool = False) -> str:

@@ -15,7 +15,15 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from meshkit.wire.memory import AppendResult, ResetResult, TurnContext, Window
+from meshkit.wire.memory import (
+    AppendResult,
+    Held,
+    HeldMessage,
+    HeldMessages,
+    ResetResult,
+    TurnContext,
+    Window,
+)
 from meshkit.wire.usage import UsageRecord
 from orchestrator.core.summaries import EVERY
 from orchestrator.llm.base import Item
@@ -84,6 +92,32 @@ class Conversation:
             return True
         arguments: dict[str, Any] = {"agent": agent, "chat_id": chat_id, "items": items}
         return await self._memory.call("append_items", arguments, AppendResult) is not None
+
+    async def hold(  # noqa: PLR0917 (the message, where it was written)
+        self,
+        agent: str,
+        chat_id: str,
+        turn_id: str,
+        text: str,
+        user_id: str | None,
+        purpose: str,
+    ) -> Held | None:
+        """Keep a message the allowance's cap held back until a turn is stored under
+        ``turn_id``; None when memory did not answer."""
+        arguments: dict[str, Any] = {
+            "agent": agent, "chat_id": chat_id, "turn_id": turn_id,
+            "text": text[:ANSWER_CHARS], "purpose": purpose,
+        }  # fmt: skip
+        if user_id is not None:
+            arguments["user_id"] = user_id
+        return await self._memory.call("hold_message", arguments, Held)
+
+    async def held(self, agent: str, chat_id: str) -> list[HeldMessage] | None:
+        """The chat's messages the cap held that wait still, oldest first; None when memory
+        did not answer."""
+        arguments = {"agent": agent, "chat_id": chat_id}
+        found = await self._memory.call("held_messages", arguments, HeldMessages)
+        return None if found is None else found.messages
 
     async def reset(self, agent: str, chat_id: str) -> bool:
         arguments = {"agent": agent, "chat_id": chat_id}

@@ -15,8 +15,10 @@ the channel. Turns are serial within one chat and concurrent across chats and ag
 from __future__ import annotations
 
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 
 import anyio
@@ -57,6 +59,7 @@ __all__ = ["Button", "Dispatcher", "Reply"]
 STOPPED = "Stopped: I dropped that request. What next?"
 NOTHING_TO_STOP = "Nothing is running right now."
 SEND_AGAIN = "More is allowed for today: send me your message again."
+NOT_HELD = "(I could not keep this message to answer once more is allowed: send it again then.)"
 ALIASES = {"/start": "/help"}  # Telegram sends /start first; not listed
 
 
@@ -83,13 +86,11 @@ class Dispatcher:
         self.meter = engine.meter  # usage and allowances (None: nothing metered)
         self._registry = registry
         self._conversation = conversation
-        self.consent = ConsentDesk(registry)
         zones = {agent: runtime.agent.entry.timezone for agent, runtime in agents.items()}
+        self.consent = ConsentDesk(registry, zones)
         self.desk = ActionDesk(
             registry, conversation, self.consent, zones, meter=self.meter, granted=self._allowed
         )
-        # The last message each chat's allowance held back, answered once more is allowed.
-        self._held: dict[tuple[str, str], TurnRequest] = {}
         self._memory = MemoryDesk(registry, self.desk, Remembered(registry))
         self._questions = QuestionDesk(Questions(registry, clarify_ttl_s))
         self._summarizer = Summarizer(registry, background, self.meter)
@@ -159,7 +160,8 @@ class Dispatcher:
                 purpose="turn" if from_user else "scheduled", turn_id=message_id,
             )  # fmt: skip
             redraw = edit_message if from_user else None
-            return await self._turn(turn, message_id, deliver, answers=from_user, redraw=redraw)
+            answered = await self._turn(turn, message_id, deliver, answers=from_user, redraw=redraw)
+            return answered.reply
 
     async def _turn(
         self,
@@ -169,17 +171,18 @@ class Dispatcher:
         *,
         answers: bool = False,
         redraw: EditMessage | None = None,
-    ) -> Reply:
+    ) -> Answered:
         """A turn and its reply; hold the chat's lock. Memory is read once (the context),
         the model runs, memory is written once (the turn, stored under ``turn_id``), then
         the reply is delivered. ``answers``: the text is the user's own and answers the
         chat's question waiting for a typed answer, if one does; that question's message
-        is redrawn through ``redraw`` before the reply goes out."""
+        is redrawn through ``redraw`` before the reply goes out. At the allowance's cap
+        the message is held in memory (under ``turn_id``) until more is allowed."""
         thought = await self._think(turn, answers, redraw)
         agent_id, chat_id = turn.runtime.id, turn.chat_id
         if thought is None:
             await self._flush(agent_id)  # the calls it made count all the same
-            return Reply("")  # stopped: nothing stored, nothing said
+            return Answered(Reply(""))  # stopped: nothing stored, nothing said
         context, result = thought
         # Warned of with this reply, recorded with this turn; a question's reply has no room.
         warned = [] if result.asked or result.capped else self._warnings(turn)
@@ -192,31 +195,52 @@ class Dispatcher:
         if due:
             self._summarizer.after_turn(turn.runtime, chat_id)
         if result.asked is not None:  # a question ends the turn; proposals wait for the answer
-            return await self._questions.ask(agent_id, chat_id, result.asked, deliver)
+            asked = await self._questions.ask(agent_id, chat_id, result.asked, deliver)
+            return Answered(asked)
         where = Where(agent_id, chat_id, turn.user_id, turn.runtime.agent.entry.timezone)
         key = None if deliver is None else deliver.key  # the buttons act in that message
         if result.capped is not None:  # the allowance's reply, with "allow more"
-            self._held[(agent_id, chat_id)] = turn
+            text = await self._hold(turn, turn_id, result.text)
             memory = self._registry.server_for("memory")
-            capped = await cap_reply(self.desk, memory, where, result.capped, result.text, key)
-            return await _delivered(capped, deliver)
-        self._held.pop((agent_id, chat_id), None)  # answered: nothing held any more
+            capped = await cap_reply(self.desk, memory, where, result.capped, text, key)
+            return Answered(await _delivered(capped, deliver), capped=True)
         text = "\n\n".join([result.text, *warned])
         reply = Reply(text)
         proposals = proposals_of(result.results)
         if proposals:
             reply = await self.desk.stage(where, text, proposals, key=key)
-        return await _delivered(reply, deliver)
+        return Answered(await _delivered(reply, deliver))
+
+    async def _hold(self, turn: TurnRequest, turn_id: str | None, text: str) -> str:
+        """Keep the message the cap held back in memory, answered once more is allowed;
+        the cap reply's text, which says so when it could not be kept."""
+        held = await self._conversation.hold(
+            turn.runtime.id, turn.chat_id, turn_id or f"held:{uuid.uuid4().hex[:16]}",
+            turn.text, turn.user_id, "turn" if turn.purpose == "turn" else "scheduled",
+        )  # fmt: skip
+        if held is None or not held.held:
+            return f"{text}\n\n{NOT_HELD}"
+        return text
 
     async def _allowed(self, tap: TapContext) -> None:
-        """More allowed by a tap: the message the cap held back is answered now, in a
-        message of its own; held by a process since restarted, the user is asked for it."""
-        held = self._held.pop((tap.agent, tap.chat), None)
-        if held is None:
+        """More allowed by a tap ("allow more"): the messages the cap held back (memory
+        keeps them, through a restart) are answered now, oldest first, each in a message of
+        its own; one the cap holds again stops there (its new offer is on screen, the rest
+        wait with it). Memory not answering, the user is asked to send them again."""
+        waiting = await self._conversation.held(tap.agent, tap.chat)
+        if waiting is None:
             await _delivered(Reply(SEND_AGAIN), tap.deliver)
             return
-        async with self._locks[(tap.agent, tap.chat)]:
-            await self._turn(held, held.turn_id, tap.deliver)
+        runtime = self.agents[tap.agent]
+        for message in waiting:
+            turn = TurnRequest(
+                runtime, tap.chat, message.text, message.user_id, turn_id=message.turn_id,
+                purpose=message.purpose,
+            )  # fmt: skip
+            async with self._locks[(tap.agent, tap.chat)]:
+                answered = await self._turn(turn, message.turn_id, _each(tap, message.turn_id))
+            if answered.capped:
+                return
 
     def _warnings(self, turn: TurnRequest) -> list[str]:
         meter = self.meter
@@ -404,6 +428,14 @@ class Dispatcher:
         return "Commands: " + ", ".join(f"{c} ({d})" for c, d in self.commands().items())
 
 
+@dataclass(frozen=True)
+class Answered:
+    """A turn's reply, delivered; ``capped``: the allowance held its message back."""
+
+    reply: Reply
+    capped: bool = False
+
+
 def owner_of(runtime: AgentRuntime) -> str | None:
     """The agent's owner: its first allowed user (proactive messages go to their chat; they
     may forget any rule)."""
@@ -428,6 +460,14 @@ async def refused(tap: TapContext) -> None:
 async def _run(command: Command, asked: CommandContext) -> Reply:
     reply = await command.run(asked)
     return reply if command.delivers else await _delivered(reply, asked.deliver)
+
+
+def _each(tap: TapContext, turn_id: str) -> Deliver | None:
+    """Where a held message is answered after ``tap``: a message of its own, under a key of
+    its own (the tap's and the message's: the same when the tap is handed over again)."""
+    if tap.deliver is None:
+        return None
+    return tap.deliver.under(f"{tap.deliver.key or 'tap'}:{turn_id}")
 
 
 async def _delivered(reply: Reply, deliver: Deliver | None) -> Reply:

@@ -38,9 +38,16 @@ class Deliver:
 
     key: str | None
     send: Callable[[Reply], Coroutine[Any, Any, str | None]]
+    # The same way out under another key (None: the channel has no keys to keep apart).
+    keyed: Callable[[str], Deliver] | None = None
 
     async def __call__(self, reply: Reply) -> str | None:
         return await self.send(reply)
+
+    def under(self, key: str) -> Deliver:
+        """A new message of the same chat, sent once under ``key`` (several answers to one
+        tap: each its own message, each delivered once)."""
+        return self.keyed(key) if self.keyed is not None else Deliver(key, self.send)
 
 
 @dataclass(frozen=True)

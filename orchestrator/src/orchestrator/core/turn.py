@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 import anyio
 
 from meshkit.proposals import Proposal
-from meshkit.tool_classes import PRODUCER
+from meshkit.tool_classes import CONFIRM, PRODUCER
 from meshkit.wire.memory import TurnContext
 from meshkit.wire.usage import Purpose
 from orchestrator.config import Agent
@@ -29,15 +29,19 @@ from orchestrator.core import clarify
 from orchestrator.core.allowances import cap_text
 from orchestrator.core.instructions import instructions
 from orchestrator.core.remembered import earlier, layers
+from orchestrator.core.screening import Screen
 from orchestrator.core.usage import Capped, Meter, Who
 from orchestrator.llm.base import LLM, FunctionCall, Item, ToolSpec, Usage
 from orchestrator.llm.errors import LLMError
 from orchestrator.mesh.bridge import (
+    cannot_make_output,
     denied_output,
     error_output,
+    note_for,
     output_of,
     output_of_error,
     prepare_arguments,
+    proposal_output,
     to_tool_spec,
 )
 from orchestrator.mesh.errors import ToolCallError
@@ -148,6 +152,7 @@ class TurnEngine:
         self._registry = registry
         self._now = now
         self.meter = meter
+        self._screen = Screen(registry)
         self._specs: dict[str, tuple[ToolInfo, ToolSpec]] = {}
 
     def visible_tools(self, runtime: AgentRuntime) -> list[ToolInfo]:
@@ -305,13 +310,38 @@ class TurnEngine:
         except ToolCallError as error:
             logger.debug("tool %s gave no result: %s", call.name, error)
             return output_of_error(error, tool)
-        denied = _denied(turn.request.runtime.agent, tool, answer)
-        if denied is not None:
-            logger.info("turn agent=%s: %s denied by policy", turn.request.runtime.id, denied)
-            return denied_output(turn.request.runtime.agent.entry.name, denied)
+        proposal = _proposal(tool, answer)
+        if proposal is not None:
+            return await self._proposed(turn, tool, answer, proposal)
         turn.result.results.append((tool, answer))
         logger.debug("tool %s ok %.1f ms", call.name, answer.duration_ms)
         return output_of(answer)
+
+    async def _proposed(
+        self, turn: _Turn, tool: ToolInfo, answer: ToolResult, proposal: Proposal
+    ) -> str:
+        """A producer's proposal: kept to be staged after the turn, unless its server cannot
+        make it or the policy denies it; what the model reads says which."""
+        request, agent = turn.request, turn.request.runtime.agent
+        confirm = self._registry.find(tool.server, f"confirm_{proposal.kind}")
+        if confirm is None or confirm.tool_class != CONFIRM:
+            logger.warning(
+                "turn agent=%s: %s proposed a change of kind %r, which %s has no confirm "
+                "tool for: not staged", request.runtime.id, tool.qualified, proposal.kind[:40],
+                tool.server,
+            )  # fmt: skip
+            return cannot_make_output(tool, proposal.kind)
+        rule = agent.policies.rule(tool.server, proposal.kind)
+        change = f"{tool.server}.{proposal.kind}"
+        if rule.policy == "deny" and await self._screen.denied(
+            request.runtime.id, request.user_id, tool.server, proposal
+        ):
+            logger.info("turn agent=%s: %s denied by policy", request.runtime.id, change)
+            return denied_output(agent.entry.name, change)
+        turn.result.results.append((tool, answer))
+        # What the model reads is what happens after its reply: a change the policy allows
+        # is made at once, one a grant may allow perhaps; the server's own note says "wait".
+        return proposal_output(answer, note_for(rule.policy, offers_grant=rule.grant_s is not None))
 
     def _spec(self, tool: ToolInfo) -> ToolSpec:
         cached = self._specs.get(tool.qualified)
@@ -322,19 +352,14 @@ class TurnEngine:
         return spec
 
 
-def _denied(agent: Agent, tool: ToolInfo, answer: ToolResult) -> str | None:
-    """``server.kind`` when ``answer`` is a proposal the agent's policy denies: never
-    staged, and the model told at once (a deterministic rule, never a model's judgement)."""
+def _proposal(tool: ToolInfo, answer: ToolResult) -> Proposal | None:
+    """The proposal a producer tool returned; None for any other result."""
     if tool.tool_class != PRODUCER or answer.structured is None:
         return None
-    kind = answer.structured.get("kind")
-    if not isinstance(kind, str) or agent.policies.rule(tool.server, kind).policy != "deny":
-        return None
     try:
-        Proposal.model_validate(answer.structured)
+        return Proposal.model_validate(answer.structured)
     except ValueError:
         return None  # not a proposal: proposals_of leaves it out anyway
-    return f"{tool.server}.{kind}"
 
 
 def _asked(call: FunctionCall, result: TurnResult) -> str:

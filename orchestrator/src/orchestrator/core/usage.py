@@ -88,6 +88,7 @@ class Capped:
     periods: Periods
     more: Amount
     currency: str
+    granted: int = 0  # the user's grants of the day in the limit's unit, known now
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,12 @@ class Meter:
                 allowance = self._agents[who.agent].allowance
                 assert allowance is not None  # limited
                 more = more_for(allowance, limit)
-                return Capped(who, where, bounds, more, self.currency)
+                granted = sum(
+                    1
+                    for grant in totals.grants
+                    if (grant.user, grant.day, grant.unit) == (who.user, totals.day, more.unit)
+                )
+                return Capped(who, where, bounds, more, self.currency, granted)
         return None
 
     def used(self, who: Who, model: str, usage: Usage) -> UsageRecord:

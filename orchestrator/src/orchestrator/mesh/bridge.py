@@ -229,6 +229,41 @@ def output_of(result: ToolResult) -> str:
     return _json(result.structured)
 
 
+# What the model reads of a proposal it made, when the server's own note ("Nothing has
+# changed yet... Do not say it is done") is not the whole truth. The orchestrator knows the
+# policy (agents.yaml) at tool time, not whether a grant is running (pending-actions keeps
+# those): where one may be, the note says both ways, so it is never false.
+MADE_AT_ONCE_NOTE = (
+    "No tap is needed: the user's policy allows this change, so it is made as soon as your "
+    "reply is sent, and the user sees under your reply how it went. It is not done yet: say "
+    "you are making it, not that it is done."
+)
+TAP_OR_GRANT_NOTE = (
+    "Nothing has changed yet: the user sees this under your reply with buttons to confirm or "
+    "cancel it, unless they have allowed such changes for a while, in which case it is made "
+    "as soon as your reply is sent and the line under your reply says so. Do not say it is "
+    "done."
+)
+
+
+def note_for(policy: str, *, offers_grant: bool) -> str | None:
+    """The note a proposal's output carries under ``policy`` (``offers_grant``: the rule
+    lets a tap allow its kind for a while); None: the server's own stands."""
+    if policy == "auto":
+        return MADE_AT_ONCE_NOTE
+    if offers_grant:
+        return TAP_OR_GRANT_NOTE
+    return None
+
+
+def proposal_output(result: ToolResult, note: str | None) -> str:
+    """A proposal's function_call_output, with ``note`` in place of the server's (None:
+    as it came)."""
+    if note is None or result.structured is None or result.wrapped:
+        return output_of(result)
+    return _json({**result.structured, "note": note})
+
+
 def error_output(message: str) -> str:
     return json.dumps({"error": message}, ensure_ascii=False)
 
@@ -238,6 +273,16 @@ def denied_output(agent_name: str, change: str) -> str:
     return error_output(
         f"{change} is not allowed by {agent_name}'s policy: nothing was proposed and nothing "
         "will change. Tell the user it is not allowed; do not try another way to make it."
+    )
+
+
+def cannot_make_output(tool: ToolInfo, kind: str) -> str:
+    """What the model reads when a tool proposed a kind of change its server cannot make (it
+    has no ``confirm_<kind>``): nothing is staged, so no tap could ever leave it half done."""
+    return error_output(
+        f"{tool.qualified} proposed a change of a kind ({kind[:40]}) that the {tool.server} "
+        "server cannot make: nothing was proposed and nothing will change. Tell the user it "
+        "cannot be done this way."
     )
 
 

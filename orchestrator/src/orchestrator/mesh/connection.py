@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 from orchestrator.config import ServerEntry
 from orchestrator.mesh.errors import CallLost, CallRefused, CallTimedOut, ServerUnavailable
 from orchestrator.mesh.reasons import reason_of
-from orchestrator.mesh.tools import ToolInfo, describe
+from orchestrator.mesh.tools import WITHHELD, ToolInfo, describe, withheld_reason
 from orchestrator.mesh.transports import load_module_server, transport_for
 
 logger = logging.getLogger(__name__)
@@ -75,6 +75,7 @@ class ServerConnection:
         self.timeout_s = entry.timeout_s or default_timeout_s
         self.tools: dict[str, ToolInfo] = {}
         self.last_error: str | None = None  # a few words (reasons.py), never a URL or a body
+        self._told: set[str] = set()  # withheld producer tools the operator was told of
         self._token = token
         self._retry_initial_s = retry_initial_s
         self._retry_max_s = retry_max_s
@@ -149,7 +150,7 @@ class ServerConnection:
             self.entry, token=self.entry.token or self._token, server=self._server
         )
         async with Client(transport, timeout=self.timeout_s, init_timeout=self.timeout_s) as client:
-            self.tools = describe(self.name, await client.list_tools())
+            self._listed(await client.list_tools())
             self._client = client
             self.last_error = None
             self._connecting = False
@@ -223,12 +224,22 @@ class ServerConnection:
             return
         try:
             with anyio.fail_after(self.timeout_s):
-                self.tools = describe(self.name, await client.list_tools())
+                self._listed(await client.list_tools())
         except _CONNECT_ERRORS as error:
             if _bug(error):
                 raise
             logger.warning("server %s: listing tools failed (%s); reconnecting", self.name, error)
             self._mark_broken(client, error)
+
+    def _listed(self, tools: list[mcp_types.Tool]) -> None:
+        """The tools as listed now; producer tools withheld (see ``mesh.tools``) are told
+        to the operator once, in one line, not at every reconnect."""
+        proposes = self.entry.proposes
+        self.tools = describe(self.name, tools, proposes=proposes)
+        withheld = {name for name, tool in self.tools.items() if tool.tool_class == WITHHELD}
+        if withheld - self._told:
+            logger.warning("%s", withheld_reason(self.name, self.tools, proposes=proposes))
+            self._told |= withheld
 
     async def call(self, tool: ToolInfo, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         """One call. To a server that is down: one reconnect attempt first. A call lost in

@@ -146,6 +146,12 @@ class Registry:
     def has_server(self, server: str) -> bool:
         return server in self._connections
 
+    def proposes(self, server: str) -> bool:
+        """Whether ``server``'s registry entry allows it to propose changes (``proposes``):
+        its producer tools are offered, and its confirm tools called after a tap."""
+        connection = self._connections.get(server)
+        return connection is not None and connection.entry.proposes
+
     async def call(self, tool: ToolInfo, arguments: dict[str, Any]) -> ToolResult:
         """The tool's result; a ToolCallError when there is none."""
         started = time.perf_counter()

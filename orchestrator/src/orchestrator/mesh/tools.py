@@ -1,19 +1,29 @@
-"""What the orchestrator knows of a tool: its names, its class, its schema and hints."""
+"""What the orchestrator knows of a tool: its names, its class, its schema and hints.
+
+A ``producer`` tool is offered to the model only when its server may propose changes: its
+registry entry says ``proposes: true`` and it declares a change kind (it lists a
+``confirm_<kind>`` tool). Any other server's producer tools are kept as ``withheld``: never
+offered, and what one returns is never staged (it is not a producer's answer). A server
+broken into cannot make itself a proposer by listing one: the operator's registry decides.
+"""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import mcp_types
 
-from meshkit.tool_classes import CLASSES, CONTEXT_ARGUMENTS, READ
+from meshkit.tool_classes import CLASSES, CONFIRM, CONTEXT_ARGUMENTS, PRODUCER, READ
 from orchestrator.config import qualified_name
 
 logger = logging.getLogger(__name__)
 
 UNCLASSIFIED = "unclassified"
+WITHHELD = "withheld"  # a producer of a server that may not propose: never offered
+CONFIRM_PREFIX = "confirm_"
 
 
 @dataclass(frozen=True)
@@ -68,9 +78,11 @@ def for_clients_only(tool: mcp_types.Tool) -> bool:
     return isinstance(clawmesh, dict) and clawmesh.get("clients_only") is True
 
 
-def describe(server: str, tools: list[mcp_types.Tool]) -> dict[str, ToolInfo]:
+def describe(server: str, tools: list[mcp_types.Tool], *, proposes: bool) -> dict[str, ToolInfo]:
     """The tools a server listed, by name; those whose names cannot form ``server__tool``
-    are left out, and those without a class are kept but never shown to the model."""
+    are left out, and those without a class are kept but never shown to the model. Its
+    producer tools are ``withheld`` unless it ``proposes`` (its registry entry) and declares
+    a change kind."""
     found: dict[str, ToolInfo] = {}
     for tool in tools:
         qualified = qualified_name(server, tool.name)
@@ -102,4 +114,35 @@ def describe(server: str, tools: list[mcp_types.Tool]) -> dict[str, ToolInfo]:
             server,
             hidden,
         )
-    return found
+    if proposes and change_kinds(found.values()):
+        return found
+    return {
+        name: replace(tool, tool_class=WITHHELD) if tool.tool_class == PRODUCER else tool
+        for name, tool in found.items()
+    }
+
+
+def change_kinds(tools: Iterable[ToolInfo]) -> set[str]:
+    """The change kinds a server declares: ``<kind>`` of each ``confirm_<kind>`` tool."""
+    return {
+        tool.name.removeprefix(CONFIRM_PREFIX)
+        for tool in tools
+        if tool.tool_class == CONFIRM and tool.name.startswith(CONFIRM_PREFIX)
+    }
+
+
+def withheld_reason(server: str, tools: Mapping[str, ToolInfo], *, proposes: bool) -> str:
+    """One line for the operator: which producer tools of ``server`` are not offered, and
+    what would change that."""
+    names = ", ".join(sorted(t.name for t in tools.values() if t.tool_class == WITHHELD))
+    if proposes:
+        return (
+            f"servers.{server}: producer tools {names} not offered to the model: the server "
+            "declares no change kind (it lists no confirm_<kind> tool), so nothing it proposes "
+            "could be done"
+        )
+    return (
+        f"servers.{server}: producer tools {names} not offered to the model: its registry entry "
+        "does not allow it to propose changes; set proposes: true on servers."
+        f"{server} if you trust it to (clawmesh's calendar, shopping, memory and scheduler)"
+    )

@@ -6,10 +6,16 @@ some of them); a calendar's id is the last part of its address, and it is read-o
 the server says the account may not write it (RFC 3744's current-user-privilege-set).
 A read asks the server for the objects that overlap the range (a ``calendar-query`` with a
 ``time-range``: the server evaluates recurrence) and expands them here with the local
-backend's expansion (``local.expand``), so a series reads the same on both backends. Each
-calendar's objects of the last range read are kept with the calendar's sync-token (or
-CTag): a read within that range asks for the token only, and reads again when it changed,
-so an edit made in another client shows at the next read.
+backend's expansion (``expansion.py``), so a series reads the same on both backends, under
+the same bounds: a series whose rules are refused is shown once; an object whose custom
+time zone is refused (``zone_rules.py``; its times are put in the object's own VTIMEZONEs,
+else in the calendar's zone, as an import does), or that cannot be expanded, is left out
+and counted for ``/health``; a read stops at MAX_OCCURRENCES or EXPAND_BUDGET_S of
+expanding. Parsing and expanding run in a worker thread of their own, one read at a time,
+so the event loop (``/health`` included) keeps answering. Each calendar's objects of the
+last range read are kept with the calendar's sync-token (or CTag): a read within that range
+asks for the token only, and reads again when it changed, so an edit made in another client
+shows at the next read.
 
 An event is one calendar object: the master VEVENT and its changed occurrences, plus the
 VTIMEZONEs they use. A change is ``edits.py``'s edit of those components, written back
@@ -20,7 +26,7 @@ a new object is written with ``If-None-Match: *``, so a replay never adds it twi
 Confirm-once is ``records.py``'s, as for Google.
 
 The library is synchronous: its calls run in a worker thread, one at a time (the client
-and its HTTP session are shared).
+and its HTTP session are shared), apart from the parsing and expanding.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from functools import partial
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import quote, unquote, urlsplit
@@ -43,7 +49,7 @@ from caldav.elements.base import BaseElement
 from caldav.lib import error
 from icalendar import Calendar, Event, Timezone
 
-from mcp_calendar import edits, local, times
+from mcp_calendar import edits, expansion, times, zones
 from mcp_calendar.backend import (
     Add,
     CalendarInfo,
@@ -54,6 +60,7 @@ from mcp_calendar.backend import (
     Occurrence,
 )
 from mcp_calendar.errors import CalendarError, InvalidRequest, NotFound, NotWritable, Stale
+from mcp_calendar.expansion import Budget
 from mcp_calendar.records import ConfirmationRecords
 from mcp_calendar.settings import CalendarSettings
 from meshkit.proposals import Approval, Confirmed
@@ -92,6 +99,7 @@ class DavObject:
     uid: str
     events: list[Event]  # the master first, then its changed occurrences
     timezones: list[Timezone]
+    fault: Exception | None = None  # why its events' times cannot be read (a zone refused)
 
     @property
     def version(self) -> str:
@@ -120,7 +128,8 @@ class CalDAVBackend:
         self._connect = client or partial(_client, settings)
         self._client: Any = None
         self._limiter: anyio.CapacityLimiter | None = None
-        self._skipped = local.Skipped()
+        self._cpu: anyio.CapacityLimiter | None = None
+        self._skipped = expansion.Skipped()
         self._calendars: tuple[float, list[DavCalendar]] | None = None
         self._windows: dict[str, Window] = {}
         self._unreadable: set[tuple[str, str]] = set()  # (url, etag) logged once
@@ -147,6 +156,13 @@ class CalDAVBackend:
                 f"The CalDAV server did not answer as expected ({_reason(failure)}): try again "
                 "later."
             ) from None
+
+    async def _work(self, work: Callable[..., T], *args: Any) -> T:
+        """``work(*args)`` (parsing, expanding) in a worker thread, one at a time, beside
+        the library's calls."""
+        if self._cpu is None:
+            self._cpu = anyio.CapacityLimiter(1)
+        return await anyio.to_thread.run_sync(work, *args, limiter=self._cpu)
 
     # --- calendars ----------------------------------------------------------------------
 
@@ -181,22 +197,18 @@ class CalDAVBackend:
     # --- reads --------------------------------------------------------------------------
 
     async def occurrences(self, start: datetime, end: datetime) -> list[Occurrence]:
-        found: list[Occurrence] = []
+        objects = []
         for calendar in await self._known():
-            objects = (await self._window(calendar, start, end)).objects
-            deadline = time.monotonic() + local.EXPAND_BUDGET_S
-            for item in objects:
-                found += self._expand(item, start, end)
-                if len(found) > local.MAX_OCCURRENCES:
-                    raise InvalidRequest(
-                        f"More than {local.MAX_OCCURRENCES} events in this range: ask for a "
-                        "shorter one."
-                    )
-                if time.monotonic() > deadline:
-                    raise InvalidRequest(
-                        "This range holds more than the calendar can go through at once: ask "
-                        "for a shorter one."
-                    )
+            objects += (await self._window(calendar, start, end)).objects
+        return await self._work(self._expand_all, objects, start, end)
+
+    def _expand_all(
+        self, objects: list[DavObject], start: datetime, end: datetime
+    ) -> list[Occurrence]:
+        budget = Budget(start, end)
+        found: list[Occurrence] = []
+        for item in objects:
+            found += self._expand(item, start, end, budget)
         zone = ZoneInfo(self._settings.timezone)
         return sorted(found, key=lambda o: (_instant(o.start, zone), o.title))
 
@@ -222,10 +234,13 @@ class CalDAVBackend:
         ):
             low, high = min(low, kept.start), max(high, kept.end)
         objects = await self._run(_between, calendar.remote, low, high)
-        window = Window(state, low, high, [self._read(calendar.info.id, o) for o in objects])
-        window = replace(window, objects=[o for o in window.objects if o.events])
+        read = await self._work(self._read_all, calendar.info.id, objects)
+        window = Window(state, low, high, [o for o in read if o.events])
         self._windows[calendar.info.id] = window
         return window
+
+    def _read_all(self, calendar_id: str, objects: list[Any]) -> list[DavObject]:
+        return [self._read(calendar_id, o) for o in objects]
 
     def _read(self, calendar_id: str, remote: Any) -> DavObject:
         url, etag = str(remote.url), str(remote.etag or "")
@@ -246,16 +261,28 @@ class CalDAVBackend:
                 self._unreadable_once(url, etag, "no single master event with a UID")
             return DavObject(url, etag, calendar_id, "", [], [])
         events = masters + [c for c in found if c is not masters[0]]
-        zones = [c for c in parsed.subcomponents if isinstance(c, Timezone)]
-        return DavObject(url, etag, calendar_id, str(masters[0]["UID"]), events, zones)
+        given = [c for c in parsed.subcomponents if isinstance(c, Timezone)]
+        uid = str(masters[0]["UID"])
+        try:
+            _own_zones(events, given, ZoneInfo(self._settings.timezone))
+        except Exception as fault:  # this object's fault (a zone refused): counted, not raised
+            return DavObject(url, etag, calendar_id, uid, events, given, fault)
+        return DavObject(url, etag, calendar_id, uid, events, given)
 
     def _unreadable_once(self, url: str, etag: str, why: str) -> None:
         if (url, etag) not in self._unreadable:
             self._unreadable.add((url, etag))
             logger.warning("caldav object %s is not read: %s", url, why)
 
-    def _expand(self, item: DavObject, start: datetime, end: datetime) -> list[Occurrence]:
-        found = local.expand(item, item.events, start, end, skipped=self._skipped)
+    def _expand(
+        self, item: DavObject, start: datetime, end: datetime, budget: Budget
+    ) -> list[Occurrence]:
+        if item.fault is not None:
+            self._skipped.left_out(item.uid, item.etag, item.fault)
+            return []
+        found = expansion.expand(
+            item, item.events, start, end, skipped=self._skipped, budget=budget
+        )
         master = item.events[0]
         series = "RRULE" in master or "RDATE" in master
         return [
@@ -267,7 +294,9 @@ class CalDAVBackend:
         found = await self._find(uid)
         if found is None:
             return None
-        item = found[1]
+        return await self._work(self._occurrence, found[1], recurrence_id)
+
+    def _occurrence(self, item: DavObject, recurrence_id: Moment | None) -> Occurrence | None:
         master = item.events[0]
         if recurrence_id is None or "RRULE" not in master:
             return self._near(item, master.start, None)
@@ -280,7 +309,8 @@ class CalDAVBackend:
     def _near(self, item: DavObject, moment: Moment, rid: str | None) -> Occurrence | None:
         """The occurrence (of recurrence id ``rid``; None: the first) expanded around ``moment``."""
         at = _instant(moment, ZoneInfo(self._settings.timezone))
-        for found in self._expand(item, at - WINDOW_MARGIN, at + WINDOW_MARGIN * 2):
+        low, high = at - WINDOW_MARGIN, at + WINDOW_MARGIN * 2
+        for found in self._expand(item, low, high, Budget(low, high)):
             if rid is None or (
                 found.recurrence_id is not None and edits.rid_key(found.recurrence_id) == rid
             ):
@@ -292,8 +322,8 @@ class CalDAVBackend:
         for calendar in await self._known():
             remote = await self._run(_by_uid, calendar.remote, uid)
             if remote is not None:
-                item = self._read(calendar.info.id, remote)
-                return (calendar, item) if item.events else None
+                item = await self._work(self._read, calendar.info.id, remote)
+                return (calendar, item) if item.events and item.fault is None else None
         return None
 
     # --- changes ------------------------------------------------------------------------
@@ -396,8 +426,11 @@ def _state(_: Any, remote: Any) -> str | None:
 
 
 def _between(_: Any, remote: Any, start: datetime, end: datetime) -> list[Any]:
-    """The event objects overlapping [start, end), as the server finds them (not expanded)."""
-    return list(remote.search(start=start, end=end, event=True, expand=False))
+    """The event objects overlapping [start, end), as the server finds them (not expanded).
+    The library's own filter after the query (``post_filter``) is off: it expands every
+    series itself, unbounded (seconds of CPU for one ``FREQ=SECONDLY`` object), where the
+    window's margins and the bounded expansion here already do its work."""
+    return list(remote.search(start=start, end=end, event=True, expand=False, post_filter=False))
 
 
 def _by_uid(_: Any, remote: Any, uid: str) -> Any:
@@ -447,13 +480,25 @@ def _refusals(work: Callable[[Any], None]) -> Callable[[Any], None]:
     return write
 
 
-def _text(events: list[Event], zones: list[Timezone], now: datetime) -> bytes:
+def _own_zones(events: list[Event], given: list[Timezone], fallback: tzinfo) -> None:
+    """Times in a custom zone put in the object's own VTIMEZONE of that TZID, or in
+    ``fallback`` (the calendar's zone) when it gives none, as an import reads them: never in
+    the zone icalendar keeps for that TZID process-wide (another object's, maybe refused).
+    ZoneRefused when the object's own is refused."""
+    if all(zones.iana(t) is not None for t in zones.tzids(events)):
+        return
+    find = zones.lookup(zone.to_ical().decode() for zone in given)
+    for event in events:
+        zones.retime(event, find, fallback)
+
+
+def _text(events: list[Event], given: list[Timezone], now: datetime) -> bytes:
     """A calendar object: the events (each with the DTSTAMP RFC 5545 requires) and the
     VTIMEZONEs they use (kept as read, else made)."""
     calendar = Calendar()
     calendar.add("prodid", PRODID)
     calendar.add("version", "2.0")
-    for zone in zones:
+    for zone in given:
         calendar.add_component(zone)
     for event in events:
         if "DTSTAMP" not in event:

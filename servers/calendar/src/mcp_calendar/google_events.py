@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from itertools import takewhile
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -369,13 +370,13 @@ def _before(master: Resource, rid: Moment) -> int:
     """How many occurrences of a series with a COUNT come before ``rid``."""
     zone = master["start"].get("timeZone")
     first = moment(master["start"], ZoneInfo(zone) if zone else None)
-    text = rule_of(master) or ""
+    text = _text(edits.parse_rule(rule_of(master) or "", first))  # refused: InvalidRequest
     if isinstance(first, datetime):
         limit = rid if isinstance(rid, datetime) else datetime.combine(rid, first.timetz())
-        return sum(1 for d in rrulestr(text, dtstart=first) if d < limit)
+        return sum(1 for _ in takewhile(lambda d: d < limit, rrulestr(text, dtstart=first)))
     naive = datetime.combine(first, datetime.min.time())
     day = rid.date() if isinstance(rid, datetime) else rid
-    return sum(1 for d in rrulestr(text, dtstart=naive) if d.date() < day)
+    return sum(1 for _ in takewhile(lambda d: d.date() < day, rrulestr(text, dtstart=naive)))
 
 
 def _text(rule: Any) -> str:

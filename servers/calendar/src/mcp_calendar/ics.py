@@ -54,7 +54,7 @@ from mcp_calendar import edits, rules, times, zones
 from mcp_calendar.local import parse, row
 from mcp_calendar.settings import CalendarSettings
 from mcp_calendar.store import CalendarStore, EventRow, StoredCalendar, StoredEvent
-from meshkit.private import private_file
+from meshkit.private import private_file, private_output
 from meshkit.settings import fail, load_dotenv, load_settings
 from meshkit.storage import StorageFailed, StorageUnavailable
 
@@ -241,9 +241,16 @@ class _Reader:
         self.unknown: set[str] = set()
 
     def read(self, top: Component) -> None:
-        texts = [cast(Timezone, t).to_ical().decode() for t in top.walk("VTIMEZONE")]
-        for text in texts:
+        texts: list[str] = []
+        refused: dict[str, str] = {}
+        for zone in top.walk("VTIMEZONE"):
+            text = cast(Timezone, zone).to_ical().decode()
             tzid = _tzid(text)
+            why = zones.refusal(text)
+            if why is not None and tzid is not None and zones.iana(tzid) is None:
+                refused.setdefault(tzid, why)  # neither used nor kept for exports
+                continue
+            texts.append(text)
             if tzid is not None:
                 self.originals.setdefault(tzid, text)
         find = zones.lookup(texts)
@@ -255,6 +262,13 @@ class _Reader:
             "the file's X-WR-TIMEZONE" if given else "CALENDAR_TIMEZONE",
             producer=given or only or self.tz,  # Exchange gives its mailbox's zone
         )
+        for tzid, why in refused.items():
+            if tzid not in self.unknown:  # said once per file, as an unknown zone is
+                self.unknown.add(tzid)
+                self.warnings.append(
+                    f"the time zone “{tzid}” is refused: {why}; its times were read in "
+                    f"{here.tz.key} ({here.source})"
+                )
         for component in top.walk("VEVENT"):
             self.number += 1
             event = cast(Event, component)
@@ -522,7 +536,10 @@ def _rule_dates(
 
 
 def _rule_problem(event: Event) -> str | None:
-    """A rule no person means (rules.py), checked before dateutil runs it."""
+    """A rule no person means (rules.py), checked before dateutil runs it, or more RDATEs
+    than a series holds."""
+    if "RDATE" in event and len(zones.moments(event["RDATE"])) > rules.MAX_DATES:
+        return f"it has more than {rules.MAX_DATES} RDATEs"
     if "RRULE" not in event:
         return None
     rule: Any = event["RRULE"]
@@ -654,7 +671,11 @@ async def export_calendar(settings: CalendarSettings, calendar: str | None) -> b
 
 
 def _export(event: StoredEvent, parts: list[tuple[Calendar, dict[str, str]]]) -> None:
-    components = parse(event)
+    try:
+        components = parse(event)
+    except zones.ZoneRefused:
+        # Stored by an older version: written back as it came, its zone never used here.
+        components = [cast(Event, Event.from_ical(text)) for text in event.components]
     needed = zones.tzids(components)
     given = {t: text for t in needed for text in event.zones if _tzid(text) == t}
     fits = [p for p in parts if all(p[1].get(t, text) == text for t, text in given.items())]
@@ -767,6 +788,7 @@ def _limited(lines: list[str], prefix: str = "") -> list[str]:
 def _write_export(settings: CalendarSettings, args: argparse.Namespace) -> int:
     data = anyio.run(export_calendar, settings, args.calendar)
     if args.file is None:
+        private_output(sys.stdout)  # "> backup.ics" too: as private as the database
         sys.stdout.buffer.write(data)
         return 0
     try:

@@ -5,27 +5,27 @@ recurrence (RRULE, EXDATE, overridden occurrences, DST in the event's zone: IANA
 VTIMEZONE its file gave) is expanded by ``recurring_ical_events`` exactly as for an
 imported ``.ics``, and changes are ``edits.py``'s iCalendar edits.
 
-One event that cannot be expanded (a stored ``RDATE;VALUE=TIME``, anything icalendar,
-recurring-ical-events or dateutil raise on) never breaks a read: :func:`expand` and the
-backend's reads leave it out, log it once per version and count it (:class:`Skipped`) for
-the server's ``/health`` details. A CalDAV backend expands its objects with the same
-:func:`expand`. An all-day event ends at least a day after it starts.
+A read runs in a worker thread (one at a time: the event loop keeps answering, ``/health``
+included) within the bounds of ``expansion.py``: a series whose rules are refused is shown
+once, at its start; an event that cannot be expanded, or whose custom time zone is refused
+(``zone_rules.py``), is left out; both are logged once per version and counted for the
+server's ``/health`` details; a read that would pass MAX_OCCURRENCES or EXPAND_BUDGET_S
+ends with a line asking for a shorter range.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from functools import partial
-from typing import Any, Protocol, cast
+from typing import Any, TypeVar, cast
 
-import recurring_ical_events  # type: ignore[import-untyped]
-from icalendar import Calendar, Event
+import anyio
+from icalendar import Event
 
-from mcp_calendar import edits, rules, zones
+from mcp_calendar import edits, expansion, zones
 from mcp_calendar.backend import (
     Add,
     CalendarInfo,
@@ -34,27 +34,27 @@ from mcp_calendar.backend import (
     Moment,
     Move,
     Occurrence,
-    Version,
 )
-from mcp_calendar.errors import InvalidRequest, NotWritable, Stale
+from mcp_calendar.errors import NotWritable, Stale
+from mcp_calendar.expansion import Budget, Skipped, end_of, instant, overlaps
 from mcp_calendar.store import CalendarStore, Changes, EventRow, StoredCalendar, StoredEvent
 from meshkit.proposals import Approval, Confirmed
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 DAY_MARGIN = timedelta(hours=14)  # a date is a day somewhere between UTC-12 and UTC+14
 MAX_PARSED = 20_000  # events whose parsed form is kept (a few kB each)
+MAX_KEPT = expansion.MAX_OCCURRENCES  # occurrences kept from earlier reads, all series
 EXPAND_MARGIN = timedelta(days=1)  # around a range a series is expanded over, for the next
 MAX_EXPANDED_SPAN = timedelta(days=800)  # a cached expansion grows to cover ranges up to this
-# One query's bounds: rules.py keeps each series to 24 occurrences a day at most, and the
-# reads to about a year (service.py); these bound the sum over every series in range.
-MAX_OCCURRENCES = 20_000  # an hourly series over the longest read (397 days) fits
-EXPAND_BUDGET_S = 2.0  # checked between series: one series alone costs well under a second
 
 
 @dataclass(frozen=True)
 class Parsed:
-    """An event's components as parsed, and a single event's one occurrence."""
+    """An event's components as parsed, and a single event's one occurrence (a series
+    whose rules are refused is one too, at its start)."""
 
     version: int
     components: list[Event]
@@ -71,61 +71,6 @@ class Expanded:
     occurrences: list[Occurrence]
 
 
-class Source(Protocol):
-    """The event occurrences are read from, as they name it: a stored row here
-    (:class:`~mcp_calendar.store.StoredEvent`), a calendar object on a CalDAV server."""
-
-    @property
-    def uid(self) -> str: ...
-
-    @property
-    def calendar(self) -> str: ...
-
-    @property
-    def version(self) -> Version: ...
-
-
-class Skipped:
-    """Events reads leave out because they cannot be expanded: each logged once per version
-    (one line, no traceback), and counted for ``/health`` until a version expands."""
-
-    def __init__(self) -> None:
-        self._versions: dict[str, Version] = {}
-
-    def guard(
-        self, uid: str, version: Version, read: Callable[[], list[Occurrence]]
-    ) -> list[Occurrence]:
-        """``read()``'s occurrences, or none when reading this event raises."""
-        try:
-            found = read()
-        except Exception as error:  # one event's fault, whatever raised it: the read goes on
-            self._note(uid, version, error)
-            return []
-        self._versions.pop(uid, None)
-        return found
-
-    def _note(self, uid: str, version: Version, error: Exception) -> None:
-        if self._versions.get(uid) == version:
-            return
-        self._versions[uid] = version
-        reason = " ".join(str(error).split()) or "no message"
-        logger.warning(
-            "event %s (version %s) is left out of reads: it cannot be expanded (%s: %s)",
-            uid,
-            version,
-            type(error).__name__,
-            reason[:300],
-        )
-
-    def detail(self) -> str | None:
-        """What ``/health`` says while some event is left out (no UIDs: /health is public)."""
-        count = len(self._versions)
-        if not count:
-            return None
-        events = "event" if count == 1 else "events"
-        return f"reads skip {count} {events} that cannot be expanded (named in the log)"
-
-
 class LocalBackend:
     def __init__(self, store: CalendarStore) -> None:
         self._store = store
@@ -136,27 +81,29 @@ class LocalBackend:
         # Expanding a series costs ~10 ms per year of weekly occurrences: the last expansion
         # of each series serves every range inside it (a lookup's year, then its days).
         self._expanded: dict[str, Expanded] = {}
+        self._kept = 0  # occurrences in self._expanded
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    async def _worker(self, work: Callable[..., T], *args: Any) -> T:
+        """``work(*args)`` in a worker thread, one at a time (the caches are shared)."""
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(1)
+        return await anyio.to_thread.run_sync(work, *args, limiter=self._limiter)
 
     async def calendars(self) -> list[CalendarInfo]:
         return [CalendarInfo(c.id, c.name, c.writable) for c in await self._store.calendars()]
 
     async def occurrences(self, start: datetime, end: datetime) -> list[Occurrence]:
         stored = await self._store.events_between(start.timestamp(), end.timestamp())
-        deadline = time.monotonic() + EXPAND_BUDGET_S
+        return await self._worker(self._read, stored, start, end)
+
+    def _read(self, stored: list[StoredEvent], start: datetime, end: datetime) -> list[Occurrence]:
+        budget = Budget(start, end)
         found: list[Occurrence] = []
         for event in stored:
-            read = partial(self._expand, event, start, end)
+            read = partial(self._expand, event, start, end, budget)
             found.extend(self._skipped.guard(event.uid, event.version, read))
-            if len(found) > MAX_OCCURRENCES:
-                raise InvalidRequest(
-                    f"More than {MAX_OCCURRENCES} events in this range: ask for a shorter one."
-                )
-            if time.monotonic() > deadline:
-                raise InvalidRequest(
-                    "This range holds more than the calendar can go through at once: ask "
-                    "for a shorter one."
-                )
-        return sorted(found, key=lambda o: (_instant(o.start), o.title))
+        return sorted(found, key=lambda o: (instant(o.start), o.title))
 
     def _parse(self, event: StoredEvent) -> Parsed:
         cached = self._parsed.get(event.uid)
@@ -167,39 +114,62 @@ class LocalBackend:
         components = parse(event)
         master = edits.master_of(components)
         series = "RRULE" in master or "RDATE" in master
-        single = None if series else _occurrence(event, master, master)
-        refused = _refused_rule(master)
-        if refused is not None:
-            # Stored before rules were checked (or written by hand): shown once, at its
-            # start, rather than expanded at a cost no query can bound.
-            logger.warning("event %s: its RRULE is not expanded: %s", event.uid, refused)
-            single = _occurrence(event, master, master)
+        # Stored before rules were checked (or written by hand): shown once, at its
+        # start, rather than expanded at a cost no read can bound.
+        refused = expansion.refusal(master) if series else None
+        self._skipped.refused(event.uid, event.version, refused)
+        single = expansion.occurrence(event, master, master) if refused or not series else None
         parsed = self._parsed[event.uid] = Parsed(event.version, components, single)
         return parsed
 
-    def _expand(self, event: StoredEvent, start: datetime, end: datetime) -> list[Occurrence]:
+    def _expand(
+        self, event: StoredEvent, start: datetime, end: datetime, budget: Budget
+    ) -> list[Occurrence]:
         parsed = self._parse(event)
         if parsed.single is not None:
-            return [parsed.single] if _overlaps(parsed.single, start, end) else []
+            if not overlaps(parsed.single, start, end):
+                return []
+            budget.made(parsed.single)
+            return [parsed.single]
         cached = self._expanded.get(event.uid)
-        if cached is None or cached.version != event.version:
+        if cached is not None and cached.version == event.version:
+            if cached.start <= start <= end <= cached.end:
+                kept = [o for o in cached.occurrences if overlaps(o, start, end)]
+                budget.served(len(kept))
+                return kept
+        else:
             cached = None
-        if cached is None or not cached.start <= start <= end <= cached.end:
-            low, high = start - EXPAND_MARGIN, end + EXPAND_MARGIN
-            if cached is not None and max(high, cached.end) - min(low, cached.start) <= (
-                MAX_EXPANDED_SPAN
-            ):
-                low, high = min(low, cached.start), max(high, cached.end)
-            if len(self._expanded) >= MAX_PARSED:
-                self._expanded.clear()
-            found = _expand_event(event, parsed.components, low, high)
-            cached = self._expanded[event.uid] = Expanded(event.version, low, high, found)
-        return [o for o in cached.occurrences if _overlaps(o, start, end)]
+        low, high = start - EXPAND_MARGIN, end + EXPAND_MARGIN
+        master = edits.master_of(parsed.components)
+        if (
+            cached is not None
+            and not expansion.several_a_day(master)  # dense: only what is asked
+            and max(high, cached.end) - min(low, cached.start) <= MAX_EXPANDED_SPAN
+        ):
+            low, high = min(low, cached.start), max(high, cached.end)
+        found = expansion.occurrences(event, parsed.components, low, high, budget)
+        self._keep(event, Expanded(event.version, low, high, found))
+        return [o for o in found if overlaps(o, start, end)]
+
+    def _keep(self, event: StoredEvent, expanded: Expanded) -> None:
+        """Keep the expansion for later reads, within MAX_PARSED series and MAX_KEPT
+        occurrences in all."""
+        before = self._expanded.pop(event.uid, None)
+        self._kept -= 0 if before is None else len(before.occurrences)
+        if len(self._expanded) >= MAX_PARSED or self._kept + len(expanded.occurrences) > MAX_KEPT:
+            self._expanded.clear()
+            self._kept = 0
+        if len(expanded.occurrences) <= MAX_KEPT:
+            self._expanded[event.uid] = expanded
+            self._kept += len(expanded.occurrences)
 
     async def occurrence(self, uid: str, recurrence_id: Moment | None) -> Occurrence | None:
         event = await self._store.event(uid)
         if event is None:
             return None
+        return await self._worker(self._occurrence, event, recurrence_id)
+
+    def _occurrence(self, event: StoredEvent, recurrence_id: Moment | None) -> Occurrence | None:
         read = partial(self._find, event, recurrence_id)
         found = self._skipped.guard(event.uid, event.version, read)
         return found[0] if found else None  # an event reads skip is not in the calendar
@@ -211,16 +181,17 @@ class LocalBackend:
         if parsed.single is not None:
             return [parsed.single]  # a single event, or a series whose rule is refused
         if recurrence_id is None or "RRULE" not in master:
-            return [_occurrence(event, master, master)]
+            return [expansion.occurrence(event, master, master)]
         wanted = edits.rid_key(recurrence_id)
         for component in components:
             if (
                 "RECURRENCE-ID" in component
                 and edits.rid_key(component.decoded("RECURRENCE-ID")) == wanted
             ):
-                return [_occurrence(event, master, component)]
-        start = _instant(recurrence_id)
-        for found in _expand_event(event, components, start, start + timedelta(days=1)):
+                return [expansion.occurrence(event, master, component)]
+        start = instant(recurrence_id)
+        day = start + timedelta(days=1)
+        for found in expansion.occurrences(event, components, start, day, Budget(start, day)):
             if found.recurrence_id is not None and edits.rid_key(found.recurrence_id) == wanted:
                 return [found]
         return []
@@ -267,60 +238,6 @@ class LocalBackend:
         return self._skipped.detail()
 
 
-def expand(
-    event: Source,
-    components: list[Event],
-    start: datetime,
-    end: datetime,
-    *,
-    skipped: Skipped,
-) -> list[Occurrence]:
-    """The occurrences of one event (its master and changed occurrences, duplicates by
-    RECURRENCE-ID resolved by ``edits.deduplicate``) that fall in [start, end); none when
-    it cannot be expanded, noted in ``skipped``."""
-    read = partial(_expand_event, event, edits.deduplicate(components), start, end)
-    return skipped.guard(event.uid, event.version, read)
-
-
-def _expand_event(
-    event: Source, components: list[Event], start: datetime, end: datetime
-) -> list[Occurrence]:
-    master = edits.master_of(components)
-    calendar = Calendar()
-    for component in components:
-        calendar.add_component(component)
-    changed = {_rid(c) for c in components if c is not master}
-    template = _occurrence(event, master, master)
-    found = []
-    for each in recurring_ical_events.of(calendar).between(start, end):
-        if "RECURRENCE-ID" in each and _rid(each) not in changed:
-            # An occurrence as the rule made it: the master's, at another time.
-            first: Moment = each.decoded("DTSTART")
-            rid: Moment = each.decoded("RECURRENCE-ID")
-            found.append(replace(template, start=first, end=_end(each), recurrence_id=rid))
-        else:
-            found.append(_occurrence(event, master, each))
-    return found
-
-
-def _refused_rule(master: Event) -> str | None:
-    """Why the series' rules are not expanded (rules.py), or None. Several RRULEs (RFC 5545
-    allows them) are expanded together when each is one a person means."""
-    if "RRULE" not in master:
-        return None
-    found: Any = master["RRULE"]
-    start: Moment = master.decoded("DTSTART")
-    for rule in found if isinstance(found, list) else [found]:
-        refused = rules.problem(rule, start)
-        if refused is not None:
-            return refused
-    return None
-
-
-def _rid(component: Event) -> str:
-    return edits.rid_key(component.decoded("RECURRENCE-ID")) if "RECURRENCE-ID" in component else ""
-
-
 def parse(event: StoredEvent) -> list[Event]:
     """The event's components; times in a custom zone get that zone's stored rules."""
     components = [cast(Event, Event.from_ical(text)) for text in event.components]
@@ -336,8 +253,8 @@ def row(calendar: str, components: list[Event]) -> EventRow:
     the custom zones their times are in."""
     components = edits.deduplicate(components)
     master = edits.master_of(components)
-    starts = [_instant(c.start) for c in components]
-    ends = [_instant(_end(c)) for c in components]
+    starts = [instant(c.start) for c in components]
+    ends = [instant(end_of(c)) for c in components]
     series = "RRULE" in master or "RDATE" in master
     return EventRow(
         uid=str(master["UID"]),
@@ -353,72 +270,6 @@ def row(calendar: str, components: list[Event]) -> EventRow:
         },
         zones=zones.used(components),
     )
-
-
-def _occurrence(event: Source, master: Event, found: Event) -> Occurrence:
-    start: Moment = found.decoded("DTSTART")
-    series = "RRULE" in master or "RDATE" in master
-    rid: Moment | None = None
-    if series:
-        rid = found.decoded("RECURRENCE-ID") if "RECURRENCE-ID" in found else start
-    zone = zones.name(start.tzinfo) if isinstance(start, datetime) else None
-    return Occurrence(
-        uid=event.uid,
-        calendar=event.calendar,
-        title=str(found.get("SUMMARY", "")),
-        start=start,
-        end=_end(found),
-        recurrence_id=rid,
-        zone=zone,
-        rule=edits.rule_text(master) if "RRULE" in master else None,
-        location=_text(found, "LOCATION"),
-        description=_text(found, "DESCRIPTION"),
-        busy=str(found.get("TRANSP", "OPAQUE")).upper() != "TRANSPARENT",
-        version=event.version,
-    )
-
-
-def _overlaps(o: Occurrence, start: datetime, end: datetime) -> bool:
-    """As recurring-ical-events counts it: a date is a day in the zone of the range."""
-    first, last = _at(o.start, start), _at(o.end, start)
-    return first < end and (last > start or (first == last and first >= start))
-
-
-def _at(moment: Moment, reference: datetime) -> datetime:
-    if isinstance(moment, datetime):
-        return moment
-    return datetime.combine(moment, datetime.min.time(), tzinfo=reference.tzinfo)
-
-
-def _end(component: Event) -> Moment:
-    start: Moment = component.decoded("DTSTART")
-    end: Moment
-    if "DTEND" in component:
-        end = component.decoded("DTEND")
-    elif "DURATION" in component:
-        end = start + component.decoded("DURATION")
-    else:
-        end = start
-    return end if isinstance(start, datetime) else _day_end(start, end)
-
-
-def _day_end(start: date, end: Moment) -> date:
-    """An all-day event's exclusive end: a whole day at least (an end at or before the
-    start, or a part of a day, as some producers write, is the start's day)."""
-    if isinstance(end, datetime):
-        end = end.date() + timedelta(days=1 if end.time() != datetime.min.time() else 0)
-    return max(end, start + timedelta(days=1))
-
-
-def _instant(moment: Moment) -> datetime:
-    if isinstance(moment, datetime):
-        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return datetime.combine(moment, datetime.min.time(), tzinfo=UTC)
-
-
-def _text(component: Event, name: str) -> str | None:
-    value = component.get(name)
-    return None if value is None else str(value)
 
 
 def _writable(changes: Changes, calendar: str) -> None:

@@ -13,9 +13,10 @@ calendar, so they are refused, naming the part at fault:
     BYSETPOS      not with HOURLY (an hour holds one occurrence)
     the BY parts  must give a date within SEARCH_YEARS of the start
 
-What is left costs at most MAX_PER_DAY occurrences a day; the backend bounds each query
-in count and time on top (``local.py``). The checks read the rule's parts (icalendar's
-``vRecur``) before dateutil runs the rule (``INTERVAL=0`` makes it yield the start forever).
+A series' RDATEs are at most MAX_DATES. What is left costs at most MAX_PER_DAY occurrences
+a day; each read is bounded in count and time on top (``expansion.py``). The checks read
+the rule's parts (icalendar's ``vRecur``) before dateutil runs the rule (``INTERVAL=0``
+makes it yield the start forever). A time zone's parts are rules too (``zone_rules.py``).
 
 A rule that is valid but not what its words suggest is said, not refused: "every month on
 the 31st" (``FREQ=MONTHLY;BYMONTHDAY=31``, or a monthly series from a 31st) skips the months
@@ -36,6 +37,7 @@ from icalendar import vRecur
 FREQUENCIES = ("HOURLY", "DAILY", "WEEKLY", "MONTHLY", "YEARLY")
 MAX_INTERVAL = 1000
 MAX_COUNT = 5000  # a daily event for 13 years; a series without end needs no COUNT
+MAX_DATES = MAX_COUNT  # RDATEs of one series: as many as its COUNT may give
 MAX_PER_DAY = 24  # BYHOUR x BYMINUTE x BYSECOND
 SEARCH_YEARS = 100  # a rule with no date in this long never has one (Feb 29 has, within 8)
 CYCLE_YEARS = 400

@@ -5,8 +5,11 @@ form libical and Lightning write); a Windows name (Outlook and Exchange write
 ``W. Europe Standard Time``), mapped to IANA with icalendar's own table
 (``WINDOWS_TO_OLSON``); else a custom zone, the file's ``VTIMEZONE`` of that ``TZID``,
 whose own rules are used (:class:`CustomZone`); else nothing (the caller reads its times
-in the calendar's zone and says so). Times keep their wall clock in their zone, so a
-weekly 11:00 stays at 11:00 across a DST change and its EXDATEs still match.
+in the calendar's zone and says so). A ``VTIMEZONE`` whose parts change the offset more
+often than a zone does (``zone_rules.py``) is refused: :func:`refusal` says why, and
+:func:`lookup`'s ``find`` raises :class:`ZoneRefused` for its TZID. Times keep their wall
+clock in their zone, so a weekly 11:00 stays at 11:00 across a DST change and its EXDATEs
+still match.
 
 icalendar resolves a ``TZID`` through a process-wide cache that keeps the first
 ``VTIMEZONE`` it saw under each name: two files with the same custom ``TZID`` and
@@ -27,9 +30,20 @@ from icalendar import Component, Event, Timezone
 from icalendar.timezone import tzp
 from icalendar.timezone.windows_to_olson import WINDOWS_TO_OLSON
 
+from mcp_calendar import zone_rules
+
 TIMES = ("DTSTART", "DTEND", "RECURRENCE-ID", "EXDATE", "RDATE")
 Lookup = Callable[[str], tzinfo | None]
 DAY = timezone(timedelta(0), "a day")  # marks a value that is a date, whatever its TZID
+
+
+class ZoneRefused(ValueError):
+    """A TZID whose ``VTIMEZONE`` is refused (``zone_rules.py``): its times are not read."""
+
+    def __init__(self, tzid: str, reason: str) -> None:
+        super().__init__(f"its time zone {tzid!r} is refused: {reason}")
+        self.tzid = tzid
+        self.reason = reason
 
 
 class CustomZone(tzinfo):
@@ -90,8 +104,22 @@ def _zoneinfo(name: str) -> ZoneInfo | None:
 
 
 @lru_cache(maxsize=512)
+def refusal(ics: str) -> str | None:
+    """Why a ``VTIMEZONE`` text's rules are not used (``zone_rules.py``), or None (a text
+    that does not parse is not refused here: :func:`custom` cannot read it)."""
+    try:
+        component = cast(Timezone, Timezone.from_ical(ics))
+    except Exception:
+        return None
+    return zone_rules.problem(component)
+
+
+@lru_cache(maxsize=512)
 def custom(ics: str) -> CustomZone | None:
-    """The zone a ``VTIMEZONE`` text defines, or None when its rules cannot be read."""
+    """The zone a ``VTIMEZONE`` text defines, or None when its rules cannot be read or
+    are refused (:func:`refusal`)."""
+    if refusal(ics) is not None:
+        return None
     try:
         component = cast(Timezone, Timezone.from_ical(ics))
         rules = _rules(component)
@@ -123,7 +151,8 @@ def _usable(sub: Component) -> bool:
 
 
 def lookup(vtimezones: Iterable[str]) -> Lookup:
-    """A TZID's zone: IANA (or Windows) first, else the custom zone of these VTIMEZONE texts."""
+    """A TZID's zone: IANA (or Windows) first, else the custom zone of these VTIMEZONE texts
+    (:class:`ZoneRefused` when that zone is refused)."""
     defined: dict[str, str] = {}
     for text in vtimezones:
         with contextlib.suppress(Exception):
@@ -134,7 +163,12 @@ def lookup(vtimezones: Iterable[str]) -> Lookup:
         if found is not None:
             return found
         text = defined.get(tzid)
-        return None if text is None else custom(text)
+        if text is None:
+            return None
+        refused = refusal(text)
+        if refused is not None:
+            raise ZoneRefused(tzid, refused)
+        return custom(text)
 
     return find
 

@@ -1,13 +1,15 @@
 """The conversation's internal tools, for the orchestrator: a turn's context in one read,
-appending a turn, the window, summaries of what left it, and starting over."""
+appending a turn, the window, summaries of what left it, starting over, and the messages
+the allowance's cap held back."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastmcp import FastMCP
 from pydantic import Field
 
+from mcp_memory.held import HeldBack
 from mcp_memory.models import AppendResult, ResetResult, Window
 from mcp_memory.service import ConversationService
 from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS
@@ -17,7 +19,7 @@ from mcp_memory.usage import UsageService
 from mcp_memory.usage_tools import Records, Warned
 from meshkit.params import Agent, ChatId, IntegerId
 from meshkit.tool_classes import internal
-from meshkit.wire.memory import Evicted, SummarySaved, TurnContext
+from meshkit.wire.memory import Evicted, Held, HeldMessages, SummarySaved, TurnContext
 
 MAX_APPEND_ITEMS = 1000
 SummarizeEvery = Annotated[
@@ -37,6 +39,8 @@ def add_conversation_tools(
     contexts: TurnContexts,
     summaries: Summaries,
     usages: UsageService,
+    *,
+    held: HeldBack,
 ) -> None:
     @mcp.tool(**internal(title="A turn's context"))
     async def turn_context(
@@ -115,8 +119,10 @@ def add_conversation_tools(
     ) -> Window:
         """The newest items of the chat's current conversation, ready to send to the model.
 
-        Starts at a user message, keeps function calls with their outputs, and is empty
-        after a reset or when the chat has been inactive longer than the timeout.
+        Starts at a user message (or at the developer notes told just before it), keeps
+        function calls with their outputs, and is empty after a reset or when the chat has
+        been inactive longer than the timeout, but for the notes told since the model last
+        spoke (the newest few): the next turn learns what happened meanwhile.
         """
         return await service.window(agent, chat_id, max_items, max_tokens)
 
@@ -155,3 +161,36 @@ def add_conversation_tools(
     async def reset(agent: Agent, chat_id: ChatId) -> ResetResult:
         """Start a new conversation in the chat: later windows hold nothing from before."""
         return await service.reset(agent, chat_id)
+
+    @mcp.tool(**internal(title="Hold a message at the allowance's cap", idempotent=True))
+    async def hold_message(  # noqa: PLR0917 (a tool's parameters are its schema)
+        agent: Agent,
+        chat_id: ChatId,
+        turn_id: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="The turn it starts (its update id): once a turn is appended "
+                "under it, the message is answered",
+            ),
+        ],
+        text: Annotated[str, Field(min_length=1, max_length=4096)],
+        user_id: Annotated[
+            str | None, Field(min_length=1, max_length=200, description="Who wrote it")
+        ] = None,
+        purpose: Annotated[
+            Literal["turn", "scheduled"],
+            Field(description="A user's message or a scheduled prompt"),
+        ] = "turn",
+    ) -> Held:
+        """Keep a message the allowance's cap held back, to be answered once more is allowed
+        (held_messages). The same turn id held again stays as it was; a chat holds at most
+        a few (held is false past them: tell the user to send it again later)."""
+        return await held.hold(agent, chat_id, turn_id, text, user_id, purpose)
+
+    @mcp.tool(**internal(title="Messages held at the cap", read_only=True, idempotent=True))
+    async def held_messages(agent: Agent, chat_id: ChatId) -> HeldMessages:
+        """The chat's held messages not answered yet (no turn appended under their turn id),
+        oldest first: answer each by a turn appended under its turn id."""
+        return await held.waiting(agent, chat_id)

@@ -75,6 +75,12 @@ def is_user_message(item: dict[str, Any]) -> bool:
     return item.get("type") == MESSAGE and item.get("role") == "user"
 
 
+def is_note(item: dict[str, Any]) -> bool:
+    """A developer message: what the orchestrator told the conversation outside a turn (a
+    tap's outcome, another client's proposal or change)."""
+    return item.get("type") == MESSAGE and item.get("role") == "developer"
+
+
 def _non_empty(item: dict[str, Any], key: str) -> None:
     value = item.get(key)
     if not isinstance(value, str) or not value:

@@ -32,6 +32,7 @@ import anyio
 from mcp_memory.memories import MAX_TEXT
 from mcp_memory.memory_store import MemoryStore
 from mcp_memory.settings import MemorySettings
+from meshkit.private import private_output
 from meshkit.settings import load_settings
 from meshkit.text import one_line
 
@@ -122,6 +123,7 @@ def export_main(argv: Sequence[str]) -> int:
     parser.add_argument("--user", help="only this user's notes (default: every user's)")
     args = parser.parse_args(argv)
     settings = load_settings(MemorySettings)
+    private_output(sys.stdout)  # "> memory.md": the notes are as private as the database
     sys.stdout.write(anyio.run(_export, settings.memories_path, args.agent, args.user))
     return 0
 

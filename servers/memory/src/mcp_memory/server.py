@@ -13,6 +13,7 @@ from typing import Any
 from fastmcp import FastMCP
 
 from mcp_memory.conversation_tools import add_conversation_tools
+from mcp_memory.held import HeldBack
 from mcp_memory.memories import SERVER, MemoryService
 from mcp_memory.memory_store import MemoryStore
 from mcp_memory.memory_tools import add_memory_tools, declare_changes
@@ -84,5 +85,7 @@ def build_server(
     add_memory_tools(mcp, remembered, Recall(service, store, memories), consent)
     add_question_tools(mcp, questions)
     contexts = TurnContexts(service, remembered, questions)
-    add_conversation_tools(mcp, service, contexts, Summaries(service, store, clock=clock), usage)
+    summaries = Summaries(service, store, clock=clock)
+    held = HeldBack(store, clock=clock)
+    add_conversation_tools(mcp, service, contexts, summaries, usage, held=held)
     return mcp

@@ -4,9 +4,16 @@ The window of a chat is the newest stretch of its current conversation that
 - holds only items after the last reset and after the last silence longer than
   ``inactivity_s`` (and is empty when the chat has been silent that long),
 - fits the item limit and the token budget, newest first, without gaps,
-- starts at a user message, and
+- starts at a user message, or at the notes just before it (developer messages: what the
+  orchestrator told the conversation outside a turn, a tap's outcome or another client's
+  change, often before the user writes), and
 - never holds a function call without its output, or an output without its call
   (a call left dangling by a crash mid-turn is dropped).
+
+Notes told since the model last spoke are never lost to a silence: when the chat has been
+silent longer than ``inactivity_s``, the window is those notes alone (the newest
+``MAX_NOTES``, none older than ``NOTES_KEPT_S``), so the next turn learns what happened
+meanwhile; once a turn is stored after them, they are as old as its silence makes them.
 A stored row that does not decode is skipped and logged, never fatal.
 """
 
@@ -115,9 +122,11 @@ class ConversationService:
             tail.rows, now=now, inactivity_s=self._settings.inactivity_s, max_tokens=max_tokens
         )
         summary = tail.summary
+        silent = not tail.rows or now - tail.rows[0].created_at > self._settings.inactivity_s
         # The summary belongs to this conversation when no silence ended it in between.
         current = (
-            summary is not None
+            not silent
+            and summary is not None
             and bool(chosen)
             and summary.up_to_id < chosen[0].row_id
             and chosen[0].at - summary.up_to_at <= self._settings.inactivity_s
@@ -159,6 +168,8 @@ class ConversationService:
 
 
 EMPTY_BELOW = 2**62  # an empty window's "first item id": every item is below it
+MAX_NOTES = 10  # notes since the model last spoke, kept through a silence
+NOTES_KEPT_S = 7 * 24 * 3600.0  # and none older than a week
 
 
 class View(NamedTuple):
@@ -180,8 +191,10 @@ def select(
     rows: Sequence[Row], *, now: float, inactivity_s: float, max_tokens: int
 ) -> list[Chosen]:
     """The window from a chat's newest rows (newest first): items with their token costs."""
-    if not rows or now - rows[0].created_at > inactivity_s:
+    if not rows:
         return []
+    if now - rows[0].created_at > inactivity_s:
+        return _notes_since(rows, now=now, max_tokens=max_tokens)
     newest_first: list[Chosen] = []
     budget = max_tokens
     newer_at = rows[0].created_at
@@ -203,7 +216,30 @@ def select(
     start = next(
         (i for i, c in enumerate(chosen) if responses.is_user_message(c.item)), len(chosen)
     )
+    while start > 0 and responses.is_note(chosen[start - 1].item):
+        start -= 1  # the notes told just before it (with no user message: the last ones)
     return _paired(chosen[start:])
+
+
+def _notes_since(rows: Sequence[Row], *, now: float, max_tokens: int) -> list[Chosen]:
+    """The notes told since the last item that was not one (rows newest first): the newest
+    ``MAX_NOTES`` within ``NOTES_KEPT_S`` and the token budget, oldest first."""
+    newest_first: list[Chosen] = []
+    budget = max_tokens
+    for row in rows[:MAX_NOTES]:
+        if now - row.created_at > NOTES_KEPT_S:
+            break
+        try:
+            item = responses.decode(row.body)
+        except responses.BadItem as error:
+            logger.warning("skipping malformed stored item %d: %s", row.id, error)
+            continue
+        cost = estimate(row.body)
+        if not responses.is_note(item) or cost > budget:
+            break
+        budget -= cost
+        newest_first.append(Chosen(item, cost, row.id, row.created_at))
+    return newest_first[::-1]
 
 
 def _paired(chosen: list[Chosen]) -> list[Chosen]:

@@ -9,6 +9,10 @@ Tables:
     summaries (agent, chat_id, text, up_to_id, up_to_at, at)
                                                      what left the window, summarized up to
                                                      item up_to_id; a reset deletes it
+    held    (id, agent, chat_id, turn_id, user_id, purpose, text, at)
+                                                     messages the allowance's cap held back;
+                                                     answered once a turn is stored under
+                                                     their turn id (``turns``)
 
 A reset keeps the old rows (a later summary reads them): it records the highest item
 id of the chat, and the current conversation is the chat's items above that id.
@@ -60,6 +64,17 @@ CREATE TABLE IF NOT EXISTS turns (
     at REAL NOT NULL,
     PRIMARY KEY (agent, chat_id, turn_id)
 );
+CREATE TABLE IF NOT EXISTS held (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    user_id TEXT,
+    purpose TEXT NOT NULL,
+    text TEXT NOT NULL,
+    at REAL NOT NULL,
+    UNIQUE (agent, chat_id, turn_id)
+);
 """
 # Version 2 indexes the text of the messages stored so far (plain-text content).
 MIGRATIONS = {
@@ -70,6 +85,12 @@ MIGRATIONS = {
     " AND json_type(body, '$.content') = 'text';"
 }
 _START = "SELECT COALESCE(MAX(after_item_id), 0) FROM resets WHERE agent = ? AND chat_id = ?"
+# A held message still waits: no turn stored under its id yet, and held since ``at``.
+_WAITING = (
+    "FROM held WHERE agent = ? AND chat_id = ? AND at > ? AND NOT EXISTS (SELECT 1 FROM turns"
+    " WHERE turns.agent = held.agent AND turns.chat_id = held.chat_id"
+    " AND turns.turn_id = held.turn_id)"
+)
 
 
 @dataclass(frozen=True)
@@ -93,6 +114,15 @@ class Row:
     id: int
     created_at: float
     body: str
+
+
+@dataclass(frozen=True)
+class HeldRow:
+    turn_id: str
+    user_id: str | None
+    purpose: str
+    text: str
+    at: float
 
 
 @dataclass(frozen=True)
@@ -185,6 +215,54 @@ class ConversationStore(SQLiteStore):
             return int(ended)
 
         return await self._run(write)
+
+    async def hold(
+        self, agent: str, chat_id: str, message: HeldRow, *, since: float, most: int
+    ) -> tuple[bool, int]:
+        """Keep ``message`` until a turn is stored under its turn id, unless ``most`` of the
+        chat's held since ``since`` wait already (held again: kept as it was). Whether it is
+        kept, and how many wait. What was answered or held before ``since`` is let go."""
+
+        def write(db: sqlite3.Connection) -> tuple[bool, int]:
+            with _transaction(db, "IMMEDIATE"):
+                db.execute(
+                    "DELETE FROM held WHERE agent = ? AND chat_id = ? AND (at <= ? OR EXISTS"
+                    " (SELECT 1 FROM turns WHERE turns.agent = held.agent AND turns.chat_id"
+                    " = held.chat_id AND turns.turn_id = held.turn_id))",
+                    (agent, chat_id, since),
+                )
+                (waiting,) = db.execute(
+                    f"SELECT COUNT(*) {_WAITING}", (agent, chat_id, since)
+                ).fetchone()
+                known = db.execute(
+                    "SELECT 1 FROM held WHERE agent = ? AND chat_id = ? AND turn_id = ?",
+                    (agent, chat_id, message.turn_id),
+                ).fetchone()
+                if known is not None:
+                    return True, int(waiting)
+                if waiting >= most:
+                    return False, int(waiting)
+                db.execute(
+                    "INSERT INTO held (agent, chat_id, turn_id, user_id, purpose, text, at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (agent, chat_id, message.turn_id, message.user_id, message.purpose,
+                     message.text, message.at),
+                )  # fmt: skip
+                return True, int(waiting) + 1
+
+        return await self._run(write)
+
+    async def held(self, agent: str, chat_id: str, since: float, limit: int) -> list[HeldRow]:
+        """The chat's messages still held (held after ``since``), oldest first."""
+
+        def read(db: sqlite3.Connection) -> list[HeldRow]:
+            rows = db.execute(
+                f"SELECT turn_id, user_id, purpose, text, at {_WAITING} ORDER BY id LIMIT ?",
+                (agent, chat_id, since, limit),
+            ).fetchall()
+            return [HeldRow(*row) for row in rows]
+
+        return await self._run(read)
 
     async def search(  # noqa: PLR0917 (whose, what, from when, below which item, how many)
         self, agent: str, chat_id: str, match: str, since: float, below_id: int, limit: int

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mcp_memory.errors import InvalidRequest
-from mcp_memory.usage_store import Filter, UsageStore, add_grant, added
+from mcp_memory.usage_store import Filter, UsageStore, add_grant, added, grants_of
 from meshkit.proposals import Approval, Confirmed
 from meshkit.wire.usage import (
     AllowedMore,
@@ -37,13 +37,13 @@ from meshkit.wire.usage import (
     UsageTotals,
 )
 
-ALLOW_MORE = "allow_more"
 MAX_RECORDS = 500  # in one call: a turn makes at most a few dozen model calls
 MAX_WARNED = 20
 MAX_TOP = 50
 # <day or month name>:<scope>:<period>, and :<user> for a user's limit
 WARNING_KEY = r"^[0-9]{4}-[0-9]{2}(-[0-9]{2})?:[a-z]+:[a-z]+(:.{1,200})?$"
 _WARNING_KEY = re.compile(WARNING_KEY)
+NOT_NEEDED = "no longer needed: more was allowed after this was offered; nothing more was allowed"
 
 
 def allow_more_summary(change: AllowMorePayload) -> str:
@@ -105,7 +105,9 @@ class UsageService:
     # --- the executor of allow_more (meshkit.consent): approval checked, payload read ----
 
     async def allow_more(self, change: AllowMorePayload, approval: Approval) -> Confirmed:
-        """Record the approved grant, once; its id is the action's."""
+        """Record the approved grant, once; its id is the action's. An offer made before
+        another was granted (two messages held at the cap, two buttons) grants nothing:
+        the later grant answered what it was for."""
         now = self._clock()
         grant = Grant(
             id=approval.action_id, agent=change.agent, user=change.user, day=change.day,
@@ -113,8 +115,12 @@ class UsageService:
         )  # fmt: skip
 
         def perform(db: sqlite3.Connection) -> dict[str, Any]:
+            made = grants_of(db, change.agent, change.user, change.day, change.unit)
+            if change.seen_grants is not None and len(made) > change.seen_grants:
+                later = AllowedMore(grant=made[-1], needed=False, message=NOT_NEEDED)
+                return later.model_dump(exclude={"replayed"})
             add_grant(db, grant)
-            return AllowedMore(grant=grant).model_dump(exclude={"replayed"})
+            return AllowedMore(grant=grant).model_dump(include={"grant"})
 
         return await self._store.confirm(approval, perform, at=now)
 

@@ -247,3 +247,13 @@ def add_grant(db: sqlite3.Connection, grant: Grant) -> None:
         f" ({', '.join(':' + name for name in values)})",
         values,
     )
+
+
+def grants_of(db: sqlite3.Connection, agent: str, user: str, day: str, unit: str) -> list[Grant]:
+    """Inside a confirm transaction: the user's grants of ``day`` in ``unit``, oldest first."""
+    rows = db.execute(
+        f"SELECT {_GRANT_COLUMNS} FROM grants WHERE agent = ? AND user = ? AND day = ?"  # noqa: S608 (column names, not input)
+        " AND unit = ? ORDER BY at, id",
+        (agent, user, day, unit),
+    ).fetchall()
+    return [row_model(Grant, row) for row in rows]

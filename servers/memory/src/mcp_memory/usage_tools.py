@@ -11,7 +11,6 @@ from fastmcp import FastMCP
 from pydantic import Field
 
 from mcp_memory.usage import (
-    ALLOW_MORE,
     MAX_RECORDS,
     MAX_TOP,
     MAX_WARNED,
@@ -23,6 +22,7 @@ from meshkit.consent import ChangeKind, Consent
 from meshkit.params import Agent
 from meshkit.tool_classes import internal
 from meshkit.wire.usage import (
+    ALLOW_MORE,
     DAY,
     MAX_TIME,
     MONTH,
@@ -53,7 +53,9 @@ User = Annotated[str, Field(min_length=1, max_length=200)]
 
 
 def declare_usage_changes(consent: Consent, service: UsageService) -> None:
-    """allow_more, performed by ``service``: a grant recorded once."""
+    """allow_more, performed by ``service``: a grant recorded once. Tap-only: an assistant
+    never raises its own allowance, so every proposal of it waits for the user's tap,
+    whatever the fleet's policy (auto) or a running grant says."""
     consent.declare(
         ChangeKind(
             ALLOW_MORE,
@@ -64,6 +66,7 @@ def declare_usage_changes(consent: Consent, service: UsageService) -> None:
             execute=service.allow_more,
             confirm_label="➕ Allow more",
             cancel_label="Not now",
+            tap_only=True,
             description="Records a grant: that much more of the agent's allowance for the "
             "user on that day.",
         )

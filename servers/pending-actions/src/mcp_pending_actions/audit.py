@@ -5,8 +5,14 @@
                               --since 2026-11-01T09:30; a time without a zone is UTC)
     audit --agent clawdia --user 4242
     audit --json              the entries as JSON (the audit tool's shape)
-    audit --verify            check the hash chain: exit 0 and its head when whole, exit 1
-                              naming the first entry changed or removed
+    audit --verify            check the hash chain: exit 0 and its head (8:<hash>) when
+                              whole, exit 1 naming the first entry changed or removed
+    audit --verify --expect 8:<hash>
+                              and the chain still holds that head, a copy kept elsewhere
+                              (catches the last entries removed with the head rewritten)
+
+A row a hand changed to a value no entry holds is named, never a traceback: "entry 3 was
+changed (…)", exit 1.
 
 Reads the database read-only, beside a running server (WAL): no server needs to stop.
 """
@@ -22,7 +28,7 @@ from collections.abc import Sequence
 from contextlib import closing
 from datetime import UTC, datetime
 
-from mcp_pending_actions import ledger
+from mcp_pending_actions import chain, ledger
 from mcp_pending_actions.settings import PendingSettings
 from meshkit.consent_policy import parse_duration
 from meshkit.settings import fail, load_settings
@@ -53,7 +59,16 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--user")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--verify", action="store_true", help="check the hash chain")
+    parser.add_argument(
+        "--expect",
+        type=_head,
+        metavar="COUNT:HASH",
+        help="with --verify: the head a former --verify printed, kept elsewhere; the chain "
+        "must still hold it",
+    )
     args = parser.parse_args(argv)
+    if args.expect is not None and not args.verify:
+        parser.error("--expect goes with --verify")
     settings = load_settings(PendingSettings)
     since = None
     if args.since is not None:
@@ -66,25 +81,39 @@ def main(argv: Sequence[str]) -> int:
         fail(f"{path}: no pending-actions database there; set DATA_DIR to the server's")
     with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
         if args.verify:
-            return _verify(db)
-        found = ledger.entries(db, agent=args.agent, user_id=args.user, since=since)
+            return _verify(db, args.expect)
+        found = ledger.read(db, agent=args.agent, user_id=args.user, since=since)
+    readable = [item for item in found if isinstance(item, LedgerEntry)]
+    broken = [item for item in found if isinstance(item, ledger.Unreadable)]
     if args.json:
-        print(Ledger(entries=found).model_dump_json(indent=2))
+        print(Ledger(entries=readable).model_dump_json(indent=2))
+        for unread in broken:
+            print(f"ledger broken: {unread}; left out (--verify checks it all)", file=sys.stderr)
     else:
-        for entry in found:
-            print(line(entry))
-    return 0
+        for item in found:
+            print(line(item) if isinstance(item, LedgerEntry) else f"#{item.seq} {item}")
+    return BROKEN_EXIT if broken else 0
 
 
-def _verify(db: sqlite3.Connection) -> int:
-    broken = ledger.verify(db)
+def _verify(db: sqlite3.Connection, expect: chain.Head | None) -> int:
+    broken = chain.verify(db, expect)
     if broken is not None:
         print(f"ledger broken: {broken}", file=sys.stderr)
         return BROKEN_EXIT
     head = db.execute("SELECT count, last_hash FROM ledger_head WHERE id = 1").fetchone()
-    count, last = head if head is not None else (0, ledger.GENESIS)
-    print(f"ledger whole: {count} entries, last hash {last}")
+    kept = chain.Head(*head) if head is not None else chain.Head(0, ledger.GENESIS)
+    said = f"ledger whole: {kept.count} entries, last hash {kept.last_hash}; head {kept}"
+    if expect is not None:
+        said += f"; it holds the head you kept ({expect})"
+    print(said)
     return 0
+
+
+def _head(text: str) -> chain.Head:
+    try:
+        return chain.parse_head(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def parse_since(text: str, now: float) -> float:

@@ -8,6 +8,7 @@ PendingActionsError (meshkit ModelError)
  ├── UnknownGrant      no running grant with that id for this agent and user (end_grant)
  ├── WrongState        complete or fail on an action that is not executing
  ├── NotAllowed        the agent's consent policy denies this kind of change (never staged)
+ ├── TooManyPending    a client's proposals waiting for its user are at the bound (never staged)
  └── Forbidden         a server staging or following another server's changes
 
 approve and cancel never raise these for a refusal: a tap on a done, cancelled or
@@ -45,6 +46,10 @@ class UnknownGrant(PendingActionsError):
 
 
 class NotAllowed(PendingActionsError):
+    pass
+
+
+class TooManyPending(PendingActionsError):
     pass
 
 

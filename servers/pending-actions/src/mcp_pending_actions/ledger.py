@@ -8,24 +8,29 @@ Each entry's ``hash`` is the SHA-256 of the one before's hash and the entry's ca
 JSON (``seq`` included, so no entry can move); the first entry's ``prev_hash`` is 64 zeros.
 An entry is appended by :func:`append` inside the transaction of the change it records, so
 the two stand or fall together. Editing a row breaks its hash; deleting one leaves a gap in
-``seq`` (or, for the last, a chain shorter than the head says): :func:`verify` names the
+``seq`` (or, for the last, a chain shorter than the head says): ``chain.verify`` names the
 first entry changed or removed. It proves the file was not quietly edited one row at a time;
-someone who rewrites every hash after a change *and* the head is caught only by a copy of
-the head kept elsewhere (the CLI prints it: ``audit --verify``).
+someone who rewrites every hash after a change *and* the head, or removes the last entries
+together with the head, is caught only by a copy of the head kept elsewhere (the CLI prints
+it: ``audit --verify``; ``--expect`` checks it).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import astuple, dataclass
 from typing import Any
+
+from pydantic import ValidationError
 
 from mcp_pending_actions.rows import ActionRow
 from meshkit.wire.pending_actions import How, LedgerEntry, LedgerEvent
 
+logger = logging.getLogger(__name__)
 GENESIS = "0" * 64
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger (
@@ -101,9 +106,18 @@ def about(
 
 def entry_hash(prev_hash: str, seq: int, draft: Draft) -> str:
     """SHA-256 over the previous hash and the entry's canonical JSON."""
-    body = json.dumps(
-        [seq, *astuple(draft)], ensure_ascii=False, sort_keys=True, separators=(",", ":")
-    )
+    hashed = chain_hash(prev_hash, [seq, *astuple(draft)])
+    assert hashed is not None  # a Draft holds JSON values only
+    return hashed
+
+
+def chain_hash(prev_hash: str, values: Sequence[Any]) -> str | None:
+    """SHA-256 over ``prev_hash`` and ``values`` (seq, then the Draft's fields) as canonical
+    JSON; None when a value cannot be JSON (bytes a hand put in the file)."""
+    try:
+        body = json.dumps(values, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None
     return hashlib.sha256(f"{prev_hash}\n{body}".encode()).hexdigest()
 
 
@@ -130,15 +144,50 @@ def entry(row: Sequence[Any]) -> LedgerEntry:
     return LedgerEntry.model_validate(dict(zip(LedgerEntry.model_fields, row, strict=True)))
 
 
-def entries(
+@dataclass(frozen=True)
+class Unreadable:
+    """A row no entry can be read from: a hand changed it in the file."""
+
+    seq: int
+    why: str
+
+    def __str__(self) -> str:
+        return f"entry {self.seq} was changed ({self.why})"
+
+
+def readable(row: Sequence[Any]) -> LedgerEntry | Unreadable:
+    """``row`` (COLUMNS, as SQLite gives them) as an entry, or why it cannot be one: a value
+    the model holds none of (an event that is none, a time that is text, bytes, NULL)."""
+    try:
+        values = dict(zip(LedgerEntry.model_fields, row, strict=True))
+        return LedgerEntry.model_validate(values, strict=True)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "row"
+        why = f"its {field} {shown(first.get('input'))} is not a value an entry holds"
+        return Unreadable(row[0], why)
+
+
+def shown(value: object) -> str:
+    """A stored value in a line, short: 'hacked', NULL, (3 bytes)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bytes):
+        return f"({len(value)} bytes)"
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:39]}…"
+
+
+def read(
     db: sqlite3.Connection,
     *,
     agent: str | None = None,
     user_id: str | None = None,
     since: float | None = None,
     limit: int | None = None,
-) -> list[LedgerEntry]:
-    """Entries, oldest first: the last ``limit`` of those that match."""
+) -> list[LedgerEntry | Unreadable]:
+    """Entries, oldest first: the last ``limit`` of those that match; a row no entry can be
+    read from is there as Unreadable, in its place."""
     where, values = ["1 = 1"], []
     for condition, value in (("agent = ?", agent), ("user_id = ?", user_id), ("at >= ?", since)):
         if value is not None:
@@ -147,48 +196,22 @@ def entries(
     query = f"SELECT {COLUMNS} FROM ledger WHERE {' AND '.join(where)} ORDER BY seq DESC"  # noqa: S608
     if limit is not None:
         query += f" LIMIT {int(limit)}"
-    return [entry(row) for row in reversed(db.execute(query, values).fetchall())]
+    return [readable(row) for row in reversed(db.execute(query, values).fetchall())]
 
 
-def verify(db: sqlite3.Connection) -> str | None:
-    """None when the chain is whole; else one line naming the first entry changed or
-    removed."""
-    rows = db.execute(f"SELECT {COLUMNS} FROM ledger ORDER BY seq").fetchall()  # noqa: S608
-    head = db.execute("SELECT count, last_hash FROM ledger_head WHERE id = 1").fetchone()
-    return check_chain((entry(row) for row in rows), head)
-
-
-def check_chain(chain: Iterable[LedgerEntry], head: tuple[int, str] | None) -> str | None:
-    """The first break in ``chain`` (oldest first) against its ``head`` (count, last hash)."""
-    prev, seq = GENESIS, 0
-    for found in chain:
-        seq += 1
-        if found.seq != seq:
-            return f"entry {seq} was removed (the chain goes from {seq - 1} to {found.seq})"
-        if found.prev_hash != prev or entry_hash(prev, seq, _draft(found)) != found.hash:
-            return f"entry {seq} was changed (its hash does not match what it says)"
-        prev = found.hash
-    count, last = head if head is not None else (0, GENESIS)
-    if seq < count:
-        return f"entry {seq + 1} was removed (the ledger had {count} entries, {seq} remain)"
-    if seq > count:
-        return f"entry {count + 1} was added behind the ledger's back (its head counts {count})"
-    if last != prev:
-        return f"entry {seq} was changed (the ledger's head does not match its last entry)"
-    return None
-
-
-def _draft(found: LedgerEntry) -> Draft:
-    return Draft(
-        at=found.at,
-        event=found.event,
-        agent=found.agent,
-        user_id=found.user_id,
-        client=found.client,
-        action_id=found.action_id,
-        server=found.server,
-        kind=found.kind,
-        summary=found.summary,
-        how=found.how,
-        outcome=found.outcome,
-    )
+def entries(
+    db: sqlite3.Connection,
+    *,
+    agent: str | None = None,
+    user_id: str | None = None,
+    since: float | None = None,
+    limit: int | None = None,
+) -> list[LedgerEntry]:
+    """The readable entries of :func:`read`; each row left out is logged, naming it."""
+    found = []
+    for item in read(db, agent=agent, user_id=user_id, since=since, limit=limit):
+        if isinstance(item, Unreadable):
+            logger.warning("ledger broken: %s; left out (run: audit --verify)", item)
+        else:
+            found.append(item)
+    return found

@@ -1,19 +1,34 @@
 """Notices: what a client's proposal asks of the orchestrator, handed over by long poll.
 
     stage_for_client ──queue (same transaction as the action)──► notices
-    orchestrator ──next_notices(consumer, run, ack=[keys])──► leased notices
-                 (handled ones acked with the next poll, in the transaction of the lease)
+    orchestrator ──next_notices(consumer, run, ack=[keys], undelivered=[…])──► leased notices
+                 (the last poll's outcomes recorded in the transaction of the lease)
 
 - ``show`` (key ``consent:<batch id>``): a pending batch to send with its buttons, under
-  that key, the batch's message key: the only message its taps are taken from.
+  that key, the batch's message key: the only message its taps are taken from. Until the
+  notice is first handed out, the same client's next proposals for the same user join its
+  batch (``open_batch``, read in the staging's transaction); from then on the batch never
+  grows, so its message shows every action a tap on it may decide.
 - ``execute`` (key ``done:<action id>``): an action the policy or a grant approved; it
   carries a Decision with an approval minted when the notice is leased, not when it was
   staged (the orchestrator may have been down for longer than a token lives).
 
+Pace: a chat gets at most one show notice per ``PENDING_NOTICE_INTERVAL_S``: one that comes
+sooner after the chat's last waits (``not_before``), and the client's proposals made
+meanwhile join it, to be shown in one message with Confirm all.
+
+Outcomes, reported with the next poll: ``ack`` (delivered: a show notice records
+``shown_at``, what ``action_status`` reports), or ``undelivered`` with the reason: tried
+again after ``PENDING_NOTICE_RETRY_S``, doubled at each failure up to
+``PENDING_NOTICE_RETRY_MAX_S`` (telegram-io down, Telegram rate limits), or, ``final``, never
+(the chat is not found, the user blocked the bot): a show notice's pending actions fail with
+the reason, each in the ledger. Nothing is dropped unsaid.
+
 A leased notice is handed to no one else until its lease runs out (``PENDING_NOTICE_LEASE_S``)
 or the consumer starts a new run; not acked by then, it is handed out again. A notice with
 nothing left to do (a batch no longer pending, an action no longer executing) is acked
-instead of handed out. A waiting ``next_notices`` wakes as soon as a notice is queued.
+instead of handed out. A waiting ``next_notices`` wakes as soon as a notice is queued, or
+one waiting for its time may go.
 """
 
 from __future__ import annotations
@@ -26,14 +41,15 @@ from functools import partial
 
 import anyio
 
-from mcp_pending_actions import grants, views
+from mcp_pending_actions import grants, ledger, views
 from mcp_pending_actions.rows import ActionRow, BatchRow, NoticeRow
-from mcp_pending_actions.store import PendingStore, select_action, select_batch
+from mcp_pending_actions.store import PendingStore, fail_unshown, select_action, select_batch
 from meshkit.proposals import ApprovalSigner
-from meshkit.wire.pending_actions import Notice, Notices, State
+from meshkit.wire.pending_actions import Notice, Notices, State, Undelivered
 
 MAX_WAIT_S = 25.0
 _COLUMNS = "key, type, agent, chat_id, user_id, client, batch_id, action_id, created_at"
+_READ = f"{_COLUMNS}, handed_at"
 
 
 def show_key(batch_id: str) -> str:
@@ -62,6 +78,38 @@ def queue(db: sqlite3.Connection, notice: NoticeRow) -> None:
     )
 
 
+def open_batch(db: sqlite3.Connection, agent: str, chat_id: str, client: str) -> str | None:
+    """The batch of the client's show notice for the chat not handed out yet: a proposal
+    the client makes now joins it (None: none, a new batch)."""
+    found = db.execute(
+        "SELECT batch_id FROM notices WHERE agent = ? AND chat_id = ? AND type = 'show'"
+        " AND handed_at IS NULL AND client = ? AND acked_at IS NULL"
+        " ORDER BY created_at DESC, rowid DESC LIMIT 1",
+        (agent, chat_id, client),
+    ).fetchone()
+    return None if found is None else str(found[0])
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """How a client's proposal fares on its way to the user's chat."""
+
+    shown_at: float | None  # when its message reached the chat
+    not_shown: str | None  # while not shown: why the last try failed
+
+
+def delivery(db: sqlite3.Connection, batch_id: str) -> Delivery:
+    """The delivery of the batch's show notice (none: no notice, nothing to say)."""
+    found = db.execute(
+        "SELECT shown_at, last_error FROM notices WHERE key = ? AND type = 'show'",
+        (show_key(batch_id),),
+    ).fetchone()
+    if found is None:
+        return Delivery(None, None)
+    shown_at, last_error = found
+    return Delivery(shown_at, None if shown_at is not None else last_error)
+
+
 def label(client: str) -> str:
     """A client's name as the user reads it: 'claude-desktop' → 'Claude Desktop'."""
     return " ".join(word.capitalize() for word in client.replace("_", "-").split("-") if word)
@@ -83,11 +131,20 @@ class NoticeBoard:
         signer: ApprovalSigner,
         *,
         lease_s: float,
+        interval_s: float = 0.0,
+        retry_s: float = 2.0,
+        retry_max_s: float = 300.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``interval_s``: a chat's show notices at most this often; ``retry_s`` and
+        ``retry_max_s``: the first and the longest wait before an undelivered notice is
+        handed out again."""
         self._store = store
         self._signer = signer
         self._lease_s = lease_s
+        self._interval_s = interval_s
+        self._retry_s = retry_s
+        self._retry_max_s = retry_max_s
         self._clock = clock
         self._queued = anyio.Event()
         self._stopping = False
@@ -102,32 +159,54 @@ class NoticeBoard:
         self._stopping = True
         self._queued.set()
 
-    async def next_notices(
-        self, consumer: str, run: str, limit: int, wait_s: float, ack: Sequence[str] = ()
+    async def next_notices(  # noqa: PLR0917 (the tool's parameters)
+        self,
+        consumer: str,
+        run: str,
+        limit: int,
+        wait_s: float,
+        ack: Sequence[str] = (),
+        undelivered: Sequence[Undelivered] = (),
     ) -> Notices:
-        """Ack ``ack``, then lease up to ``limit`` notices, waiting up to ``wait_s`` for one."""
+        """Record ``ack`` (delivered) and ``undelivered``, then lease up to ``limit``
+        notices, waiting up to ``wait_s`` for one."""
         deadline = anyio.current_time() + min(wait_s, MAX_WAIT_S)
-        acking = list(ack)  # acked with the first lease only
+        outcomes = (list(ack), list(undelivered))  # recorded with the first lease only
         while True:
             event = self._queued
             leased = await self._store.transact(
-                partial(self._ack_and_lease, keys=acking, consumer=consumer, run=run, limit=limit)
+                partial(
+                    self._settle_and_lease,
+                    keys=outcomes[0],
+                    failed=outcomes[1],
+                    consumer=consumer,
+                    run=run,
+                    limit=limit,
+                )
             )
-            acking = []
+            outcomes = ([], [])
             left = deadline - anyio.current_time()
             if leased or left <= 0 or self._stopping:
                 return Notices(notices=[self._notice(found) for found in leased])
-            soonest = await self._store.read(_next_lease_end)
+            soonest = await self._store.read(partial(_next_time, now=self._clock()))
             if soonest is not None:
                 left = min(left, max(0.05, soonest - self._clock()))
             with anyio.move_on_after(left):
                 await event.wait()
 
-    def _ack_and_lease(
-        self, db: sqlite3.Connection, keys: list[str], consumer: str, run: str, limit: int
+    def _settle_and_lease(  # noqa: PLR0917
+        self,
+        db: sqlite3.Connection,
+        keys: list[str],
+        failed: list[Undelivered],
+        consumer: str,
+        run: str,
+        limit: int,
     ) -> list[Leased]:
         now = self._clock()
-        _ack(db, keys, now)
+        _ack(db, keys, now, shown=True)
+        for report in failed:
+            self._undelivered(db, report, now)
         grants.sweep(
             db, now
         )  # a grant that ran out is in the ledger soon after, not only when read
@@ -141,12 +220,55 @@ class NoticeBoard:
                 if found is None:  # nothing left to do: never handed out
                     _ack(db, [row.key], now)
                     continue
+                paced = self._paced_until(db, row)
+                if paced is not None and paced > now:  # the chat had one just now
+                    db.execute("UPDATE notices SET not_before = ? WHERE key = ?", (paced, row.key))
+                    continue
                 db.execute(
-                    "UPDATE notices SET holder = ?, run = ?, lease_until = ? WHERE key = ?",
-                    (consumer, run, now + self._lease_s, row.key),
+                    "UPDATE notices SET holder = ?, run = ?, lease_until = ?,"
+                    " handed_at = COALESCE(handed_at, ?) WHERE key = ?",
+                    (consumer, run, now + self._lease_s, now, row.key),
                 )
                 leased.append(found)
         return leased
+
+    def _paced_until(self, db: sqlite3.Connection, row: NoticeRow) -> float | None:
+        """When a show notice never handed out may go: ``interval_s`` after the chat's last
+        (None: at once)."""
+        if row.type != "show" or row.handed_at is not None:
+            return None
+        (last,) = db.execute(
+            "SELECT MAX(handed_at) FROM notices WHERE agent = ? AND chat_id = ? AND type = 'show'",
+            (row.agent, row.chat_id),
+        ).fetchone()
+        return None if last is None else float(last) + self._interval_s
+
+    def _undelivered(self, db: sqlite3.Connection, report: Undelivered, now: float) -> None:
+        """A notice the orchestrator could not bring to its chat: tried again after a
+        backoff, or, final, never (a show notice's pending actions fail, saying why)."""
+        found = db.execute(
+            f"SELECT {_READ}, tries FROM notices WHERE key = ? AND acked_at IS NULL",  # noqa: S608
+            (report.key,),
+        ).fetchone()
+        if found is None:
+            return
+        row, tries = NoticeRow(*found[:-1]), int(found[-1]) + 1
+        if not report.final:
+            wait = min(self._retry_s * 2 ** min(tries - 1, 30), self._retry_max_s)
+            db.execute(
+                "UPDATE notices SET holder = NULL, run = NULL, lease_until = NULL,"
+                " not_before = ?, tries = ?, last_error = ? WHERE key = ?",
+                (now + wait, tries, report.reason, row.key),
+            )
+            return
+        db.execute(
+            "UPDATE notices SET acked_at = ?, tries = ?, last_error = ? WHERE key = ?",
+            (now, tries, report.reason, row.key),
+        )
+        if row.type == "show":
+            why = f"Never shown to the user, so nothing was changed: {report.reason}"
+            for failed in fail_unshown(db, row.batch_id, now, why):
+                ledger.append(db, ledger.about(failed, "failed", now, outcome=why))
 
     def _notice(self, found: Leased) -> Notice:
         row = found.notice
@@ -189,23 +311,35 @@ def _leasable(
     db: sqlite3.Connection, consumer: str, run: str, now: float, limit: int
 ) -> list[NoticeRow]:
     rows = db.execute(
-        f"SELECT {_COLUMNS} FROM notices WHERE acked_at IS NULL"  # noqa: S608
+        f"SELECT {_READ} FROM notices WHERE acked_at IS NULL"  # noqa: S608
         " AND (holder IS NULL OR lease_until <= ? OR (holder = ? AND run != ?))"
+        " AND (not_before IS NULL OR not_before <= ?)"
         " ORDER BY created_at, rowid LIMIT ?",
-        (now, consumer, run, limit),
+        (now, consumer, run, now, limit),
     ).fetchall()
     return [NoticeRow(*row) for row in rows]
 
 
-def _ack(db: sqlite3.Connection, keys: list[str], now: float) -> None:
+def _ack(db: sqlite3.Connection, keys: list[str], now: float, *, shown: bool = False) -> None:
+    """Mark the notices done; ``shown``: the orchestrator delivered them (a show notice's
+    message is in its chat)."""
+    sets = "acked_at = ?"
+    values: tuple[float, ...] = (now,)
+    if shown:
+        sets, values = f"{sets}, shown_at = CASE WHEN type = 'show' THEN ? END", (now, now)
     db.executemany(
-        "UPDATE notices SET acked_at = ? WHERE key = ? AND acked_at IS NULL",
-        [(now, key) for key in keys],
+        f"UPDATE notices SET {sets} WHERE key = ? AND acked_at IS NULL",  # noqa: S608
+        [(*values, key) for key in keys],
     )
 
 
-def _next_lease_end(db: sqlite3.Connection) -> float | None:
+def _next_time(db: sqlite3.Connection, now: float) -> float | None:
+    """The soonest a notice may be handed out that cannot now: a lease runs out, or the
+    wait of a paced or undelivered one ends."""
     (found,) = db.execute(
-        "SELECT MIN(lease_until) FROM notices WHERE acked_at IS NULL AND holder IS NOT NULL"
+        "SELECT MIN(at) FROM (SELECT lease_until AS at FROM notices"
+        " WHERE acked_at IS NULL AND holder IS NOT NULL"
+        " UNION ALL SELECT not_before FROM notices WHERE acked_at IS NULL AND not_before > ?)",
+        (now,),
     ).fetchone()
     return None if found is None else float(found)

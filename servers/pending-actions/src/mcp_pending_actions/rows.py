@@ -70,6 +70,7 @@ class NoticeRow:
     batch_id: str
     action_id: str
     created_at: float
+    handed_at: float | None = None  # first handed to the orchestrator; None: its batch is open
 
 
 @dataclass(frozen=True)

@@ -42,12 +42,15 @@ from meshkit.wire.pending_actions import (
     Grants,
     Ledger,
     Notices,
+    Screened,
+    Undelivered,
 )
 
 INSTRUCTIONS = (
     "Pending actions for the clawmesh orchestrator: proposals wait here for the user's tap, "
     "under each agent's consent policy (ask, auto or deny per change kind). Servers stage "
     "the proposals of clients bound to a person with stage_for_client (relay tools). "
+    "A client's proposals for one user wait at most PENDING_CLIENT_MAX_PENDING at once. "
     "Stage a producer tool's Proposal with the idempotency key of the message its buttons "
     "will be sent in (message_key): the only place a tap is taken from; on Confirm, approve "
     "returns a token for "
@@ -122,7 +125,15 @@ def build_server(
     # names it, before the key pair is made there.
     signer = ApprovalSigner(signing_key(settings), clock=clock)
     policies = FleetPolicies(settings.agents)
-    board = NoticeBoard(store, signer, lease_s=settings.notice_lease_s, clock=clock)
+    board = NoticeBoard(
+        store,
+        signer,
+        lease_s=settings.notice_lease_s,
+        interval_s=settings.notice_interval_s,
+        retry_s=settings.notice_retry_s,
+        retry_max_s=settings.notice_retry_max_s,
+        clock=clock,
+    )
     if stopping is not None:
         stopping.on_stop(board.stop_waiting)
     service = PendingActions(settings, store, signer, policies, clock=clock)
@@ -169,7 +180,8 @@ def build_server(
             bool,
             Field(
                 description="Always ask: pending for a tap whatever the policy (auto) or a "
-                "running grant says, with no grant offered (a deny still denies)"
+                "running grant says, with no grant offered (a deny still denies); a proposal "
+                "with tap_only is always asked too"
             ),
         ] = False,
     ) -> Staged:
@@ -192,6 +204,22 @@ def build_server(
             message_key=message_key,
             ask=ask,
         )
+
+    @mcp.tool(**internal(title="Screen a proposal against the policy"))
+    async def screen(
+        agent: Agent,
+        server: ServerName,
+        proposal: Annotated[Proposal, Field(description="What the producer tool returned")],
+        user_id: Annotated[
+            str | None,
+            Field(min_length=1, max_length=200, description="The user the turn is for"),
+        ] = None,
+    ) -> Screened:
+        """Apply the agent's consent policy to a proposal of its own conversation before the
+        model reads it, when the policy may deny it: denied is recorded in the ledger (a
+        denial, as stage records one) with the words for the model; anything else is not
+        staged and not recorded: stage it after the turn as usual."""
+        return await staging.screen(agent, server, proposal, user_id)
 
     @mcp.tool(**internal(title="Approve an action"))
     async def approve(  # noqa: PLR0917 (a tool's parameters are its schema)
@@ -322,7 +350,8 @@ def build_server(
         """A client bound to this agent and user proposed a change through your producer
         tool: stage it under the agent's policy and have it shown to the user in their chat
         (or, allowed by the policy or a grant, executed). Answers at once; the client
-        follows it with action_status. Only for your own server's changes."""
+        follows it with action_status. Only for your own server's changes. A proposal of a
+        tap-only kind (tap_only) is always shown for a tap, whatever the policy or a grant."""
         _acting_for(server)
         return await staging.stage_for_client(server, agent, user_id, client, proposal)
 
@@ -340,18 +369,29 @@ def build_server(
         return await service.action_status(action_id, agent, user_id, server)
 
     @mcp.tool(**internal(title="Next notices"))
-    async def next_notices(
+    async def next_notices(  # noqa: PLR0917 (a tool's parameters are its schema)
         consumer: Holder,
         run: Holder,
         max: Annotated[int, Field(ge=1, le=100)] = 20,
         wait_s: Annotated[float, Field(ge=0, le=25)] = 0,
         ack: NoticeKeys = (),
+        undelivered: Annotated[
+            tuple[Undelivered, ...],
+            Field(
+                max_length=100,
+                description="Notices handled since the last call that did not reach their "
+                "chat, each with why; final: never will",
+            ),
+        ] = (),
     ) -> Notices:
         """What clients' proposals ask of the orchestrator (show a batch, execute an
         approved action), leased to this run; waits up to wait_s when there is none. Ack
-        each handled notice by key in the next call's ``ack``; one not acked within the
-        lease is handed out again. An execute notice carries a fresh approval."""
-        return await board.next_notices(consumer, run, max, wait_s, ack)
+        each delivered notice by key in the next call's ``ack``, and report each one that
+        could not be delivered in ``undelivered``: handed out again after a backoff, or,
+        final, never (the pending actions of a show notice fail, with the reason). One
+        neither acked nor reported within the lease is handed out again. An execute notice
+        carries a fresh approval."""
+        return await board.next_notices(consumer, run, max, wait_s, ack, undelivered)
 
     @mcp.tool(**internal(title="Running grants", read_only=True, idempotent=True))
     async def list_grants(agent: Agent, user_id: UserId) -> Grants:

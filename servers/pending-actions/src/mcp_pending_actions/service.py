@@ -3,7 +3,8 @@
     stage ──► pending ──approve──► executing ──complete──► done
                  │                     └───────fail──────► failed
                  ├──cancel──► cancelled
-                 └──ttl─────► expired
+                 ├──ttl─────► expired
+                 └──never shown (a client's, its chat refused it: notices.py)──► failed
 
 - Every change is one conditional update in the store, so of a double tap, a tap after
   cancel or a tap after expiry, only a change whose condition still holds happens.
@@ -24,7 +25,8 @@
   in the transaction of the state change (ledger.py). ``approve(grant=True)`` on a kind the
   agent's rule offers a grant for records the grant in that transaction too (grants.py).
 - ``action_status`` is what a client follows: an action of another agent, user or server is
-  not found.
+  not found; it says when the proposal's message reached the user's chat (``shown_at``),
+  and while it has not, why the last try failed (``not_shown``).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from mcp_pending_actions import grants, ledger, views
+from mcp_pending_actions import grants, ledger, notices, views
 from mcp_pending_actions.checks import Tap, check_present, check_size, new_id, shown_there, yours
 from mcp_pending_actions.errors import UnknownAction, UnknownBatch, UnknownGrant, WrongState
 from mcp_pending_actions.models import (
@@ -159,6 +161,7 @@ class PendingActions:
         if row is None or (row.agent, row.user_id, row.server) != (agent, user_id, server):
             raise UnknownAction(f"There is no action {action_id[:100]!r} of yours here.")
         row = await self._settle(row, self._clock())
+        shown = await self._store.read(lambda db: notices.delivery(db, row.batch_id))
         return ActionStatus(
             action_id=row.action_id,
             state=row.state,
@@ -172,6 +175,8 @@ class PendingActions:
             decided_at=row.decided_at,
             result=row.result,
             error=row.error,
+            shown_at=shown.shown_at,
+            not_shown=shown.not_shown if row.state == State.PENDING else None,
         )
 
     async def list_grants(self, agent: str, user_id: str) -> Grants:
@@ -239,7 +244,7 @@ class PendingActions:
     async def _approve_and_grant(self, row: ActionRow, user_id: str, now: float) -> Decision:
         rule = self._policies.rule(row.agent, row.server, row.kind)
         # Only where the buttons offered one (row.grant_s): never on a proposal staged to be
-        # asked each time (stage with ask), whatever the rule says now.
+        # asked each time (a tap-only kind, stage with ask), whatever the rule says now.
         offered = row.grant_s is not None
         if (
             not offered

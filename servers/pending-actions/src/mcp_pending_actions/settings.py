@@ -37,6 +37,35 @@ class PendingSettings(SigningSettings):
         description="A notice handed to the orchestrator (next_notices) and not acked within "
         "this long is handed out again.",
     )
+    notice_interval_s: float = Field(
+        default=5,
+        ge=0,
+        le=3600,
+        description="At most one message of clients' proposals per chat in this long: a "
+        "client's proposals made meanwhile wait and go together, in one message with "
+        "Confirm all.",
+    )
+    notice_retry_s: float = Field(
+        default=2,
+        gt=0,
+        le=3600,
+        description="A notice the orchestrator could not bring to its chat now (telegram-io "
+        "down, Telegram rate limits or cannot be reached) is handed out again after this "
+        "long, twice as long after each failure, up to notice_retry_max_s.",
+    )
+    notice_retry_max_s: float = Field(
+        default=300,
+        gt=0,
+        le=24 * 3600,
+        description="The longest wait between two tries of an undelivered notice.",
+    )
+    client_max_pending: int = Field(
+        default=10,
+        ge=1,
+        le=1000,
+        description="How many proposals of one client may wait for one user's decision at "
+        "once; the client's next proposal is refused, saying so, until the user decides.",
+    )
     agents: Path = Field(
         default=Path("config/agents.yaml"),
         validation_alias=AliasChoices("CLAWMESH_AGENTS", "agents"),

@@ -12,11 +12,14 @@ Tables:
     grants  (grant_id, agent, user_id, client, server, kind, started_at, until, summary,
              action_id, ended_at)                          see grants.py
     notices (key, type, agent, chat_id, user_id, client, batch_id, action_id, created_at,
-             holder, run, lease_until, acked_at)           see notices.py
+             holder, run, lease_until, acked_at,           see notices.py
+             handed_at, not_before, tries, last_error, shown_at)
     ledger, ledger_head                                    see ledger.py
 
 Schema 3 added the four columns of ``actions`` (rows from before are the chat's, ``client``
 'chat') and the last four tables; the ledger starts with the first change after the upgrade.
+Schema 4 added the last five columns of ``notices`` (delivery: when first handed out, not
+before when, tries, why the last failed, when shown).
 
 A batch is shown in one message: the one sent under its ``message_key``, given when it is
 staged, before the message exists. A key binds one batch: a batch staged under a key
@@ -37,7 +40,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any, TypeVar
 
 from mcp_pending_actions import ledger
@@ -47,6 +50,22 @@ from mcp_pending_actions.rows import ActionRow, BatchRow, Change, EventRow, Outc
 from meshkit.sqlite import SQLiteStore
 from meshkit.sqlite import transaction as _transaction
 
+NOTICES_3 = """
+CREATE TABLE IF NOT EXISTS notices (
+    key TEXT PRIMARY KEY,
+    type TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    chat_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    client TEXT NOT NULL,
+    batch_id TEXT NOT NULL,
+    action_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    holder TEXT,
+    run TEXT,
+    lease_until REAL,
+    acked_at REAL
+);"""
 SCHEMA = (
     """
 CREATE TABLE IF NOT EXISTS batches (
@@ -122,9 +141,15 @@ CREATE TABLE IF NOT EXISTS notices (
     holder TEXT,
     run TEXT,
     lease_until REAL,
-    acked_at REAL
+    acked_at REAL,
+    handed_at REAL,
+    not_before REAL,
+    tries INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
+    shown_at REAL
 );
 CREATE INDEX IF NOT EXISTS notices_waiting ON notices (acked_at, created_at);
+CREATE INDEX IF NOT EXISTS notices_by_chat ON notices (agent, chat_id, type, handed_at);
 """
     + ledger.SCHEMA
 )
@@ -134,6 +159,17 @@ MIGRATIONS = {
     " ALTER TABLE actions ADD COLUMN decided_by TEXT;"
     " ALTER TABLE actions ADD COLUMN decided_at REAL;"
     " ALTER TABLE actions ADD COLUMN grant_s INTEGER;",
+    # A file of schema 2 has no notices yet: made here as schema 3 made them, then given
+    # the columns of schema 4.
+    4: NOTICES_3  # noqa: S608 (constant text)
+    + " ALTER TABLE notices ADD COLUMN handed_at REAL;"
+    " ALTER TABLE notices ADD COLUMN not_before REAL;"
+    " ALTER TABLE notices ADD COLUMN tries INTEGER NOT NULL DEFAULT 0;"
+    " ALTER TABLE notices ADD COLUMN last_error TEXT;"
+    " ALTER TABLE notices ADD COLUMN shown_at REAL;"
+    # One handed out before (leased or acked) may be in its chat already: its batch is closed.
+    " UPDATE notices SET handed_at = created_at"
+    " WHERE holder IS NOT NULL OR acked_at IS NOT NULL;",
 }
 _COLUMNS = (
     "action_id, batch_id, agent, chat_id, user_id, server, kind, summary, payload,"
@@ -159,7 +195,7 @@ _BATCH = (
 
 class PendingStore(SQLiteStore):
     SCHEMA = SCHEMA
-    SCHEMA_VERSION = 3
+    SCHEMA_VERSION = 4
     MIGRATIONS = MIGRATIONS
 
     async def transact(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -195,36 +231,7 @@ class PendingStore(SQLiteStore):
 
         def write(db: sqlite3.Connection) -> None:
             with _transaction(db, "IMMEDIATE"):
-                if new_batch is not None:
-                    if new_batch.message_key is not None:
-                        db.execute(
-                            "UPDATE batches SET message_key = NULL"
-                            " WHERE message_key = ? AND agent = ? AND chat_id = ?",
-                            (new_batch.message_key, new_batch.agent, new_batch.chat_id),
-                        )
-                    db.execute(
-                        "INSERT INTO batches"
-                        " (batch_id, agent, chat_id, text, created_at, message_key)"
-                        " VALUES (?, ?, ?, ?, ?, ?)",
-                        (
-                            new_batch.batch_id,
-                            new_batch.agent,
-                            new_batch.chat_id,
-                            text,
-                            new_batch.created_at,
-                            new_batch.message_key,
-                        ),
-                    )
-                elif text is not None:
-                    db.execute(
-                        "UPDATE batches SET text = COALESCE(text, ?) WHERE batch_id = ?",
-                        (text, action.batch_id),
-                    )
-                db.execute(_INSERT_ACTION, _encoded(action))
-                db.execute(
-                    _EVENT,
-                    (action.action_id, None, action.state, action.created_at, action.agent, None),
-                )
+                insert(db, action, new_batch=new_batch, text=text)
                 if then is not None:
                     then(db, action)
 
@@ -360,6 +367,55 @@ class PendingStore(SQLiteStore):
             ]
 
         return await self._run(read)
+
+
+def insert(
+    db: sqlite3.Connection, action: ActionRow, *, new_batch: BatchRow | None, text: str | None
+) -> None:
+    """``PendingStore.add``'s writes, inside a transaction of the caller's."""
+    if new_batch is not None:
+        if new_batch.message_key is not None:
+            db.execute(
+                "UPDATE batches SET message_key = NULL"
+                " WHERE message_key = ? AND agent = ? AND chat_id = ?",
+                (new_batch.message_key, new_batch.agent, new_batch.chat_id),
+            )
+        db.execute(
+            "INSERT INTO batches"
+            " (batch_id, agent, chat_id, text, created_at, message_key)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                new_batch.batch_id,
+                new_batch.agent,
+                new_batch.chat_id,
+                text,
+                new_batch.created_at,
+                new_batch.message_key,
+            ),
+        )
+    elif text is not None:
+        db.execute(
+            "UPDATE batches SET text = COALESCE(text, ?) WHERE batch_id = ?",
+            (text, action.batch_id),
+        )
+    db.execute(_INSERT_ACTION, _encoded(action))
+    db.execute(
+        _EVENT,
+        (action.action_id, None, action.state, action.created_at, action.agent, None),
+    )
+
+
+def fail_unshown(db: sqlite3.Connection, batch_id: str, now: float, why: str) -> list[ActionRow]:
+    """Mark the batch's pending actions failed: their message could never be shown (inside
+    a transaction of the caller's); each with its event; the rows as they are now."""
+    due = _select_actions(db, f"batch_id = ? AND state = ? {_ORDER}", (batch_id, State.PENDING))
+    for row in due:
+        db.execute(
+            "UPDATE actions SET state = ?, updated_at = ?, error = ? WHERE action_id = ?",
+            (State.FAILED, now, why, row.action_id),
+        )
+        db.execute(_EVENT, (row.action_id, row.state, State.FAILED, now, None, why))
+    return [replace(row, state=State.FAILED, updated_at=now, error=why) for row in due]
 
 
 def select_batch(db: sqlite3.Connection, batch_id: str) -> tuple[BatchRow, list[ActionRow]] | None:

@@ -2,11 +2,15 @@
 
     Telegram answers                   what a send does
     400 can't parse entities           sends the same part again as plain text
+    400 chat not found                 refused: the user has not written to the bot yet
     429 retry_after <= 30 s            waits that long and sends again
-    429 retry_after > 30 s             gives up: a tool error that says how long to wait
+    429 retry_after > 30 s             gives up: "Try again later: ..." with how long
     403 (the user blocked the bot)     records the chat as blocked; later sends fail at once
-    connection failed                  tries again (3 tries): nothing reached Telegram
-    timed out                          no retry: the message may have arrived
+    connection failed                  tries again (3 tries), then "Try again later: ..."
+    timed out                          no retry: "Try again later: ..." (it may have arrived)
+
+A failure worth trying again later is a :class:`SendLater`, whose message begins with
+``meshkit.wire.telegram_io.TRY_LATER``: the caller tells it from a refusal for good.
 
 A text is sent in parts of at most 4096 UTF-16 units (formatting.py), ``MAX_PARTS`` at most:
 past that, the last part ends with one line saying the reply was cut and how much was left
@@ -52,6 +56,7 @@ from mcp_telegram_io.pacer import Pacer
 from mcp_telegram_io.poller import seconds
 from mcp_telegram_io.store import InboxStore
 from meshkit.errors import ModelError
+from meshkit.wire.telegram_io import TRY_LATER
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +70,13 @@ MAX_PARTS = 5  # messages per reply: about 20,000 characters, five seconds of a 
 
 class TelegramRefused(ModelError):
     """Telegram would not take the request; the message says why and what to do."""
+
+
+class SendLater(TelegramRefused):
+    """Telegram would not take the request now; later it may (``TRY_LATER`` begins it)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"{TRY_LATER}{why}")
 
 
 @dataclass(frozen=True)
@@ -241,9 +253,8 @@ class Sender:
             except RetryAfter as error:
                 wait = seconds(error.retry_after)
                 if wait > self.max_retry_after_s:
-                    raise TelegramRefused(
-                        f"Telegram rate-limits this chat for {wait:g} s; nothing was sent. "
-                        "Try again later."
+                    raise SendLater(
+                        f"Telegram rate-limits this chat for {wait:g} s; nothing was sent."
                     ) from error
                 logger.info("%s: 429 from Telegram, waiting %g s", agent, wait)
                 await self.sleep(wait)
@@ -252,6 +263,11 @@ class Sender:
                     logger.warning("%s: Telegram refused the formatting; sending plain text", agent)
                     formatted, fell_back = None, True
                     continue
+                if "chat not found" in error.message.lower():
+                    raise TelegramRefused(
+                        "Telegram refused the message: chat not found (the user has not "
+                        "written to this bot yet, and a bot may write only to people who did)"
+                    ) from error
                 raise TelegramRefused(f"Telegram refused the message: {error.message}") from error
             except Forbidden as error:
                 await self.store.block(agent, chat_id, self.clock())
@@ -260,13 +276,13 @@ class Sender:
                     "the user has blocked this bot (or left the chat); it was not delivered"
                 ) from error
             except TimedOut as error:
-                raise TelegramRefused(
+                raise SendLater(
                     "Telegram did not answer in time; the message may or may not have arrived"
                 ) from error
             except NetworkError as error:
                 connect_failures += 1
                 if connect_failures >= CONNECT_TRIES:
-                    raise TelegramRefused(
+                    raise SendLater(
                         "Telegram cannot be reached right now; nothing was sent"
                     ) from error
                 await self.sleep(0.5 * connect_failures)
