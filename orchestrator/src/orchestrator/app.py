@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 import anyio
 
+from meshkit.exception_groups import as_itself
 from orchestrator.channels.telegram import inbox_status
 from orchestrator.config import (
     Agent,
@@ -143,9 +144,8 @@ async def open_app(
     async with registry.running():
         conversation = Conversation(registry)
         engine = TurnEngine(registry, now=lambda: datetime.fromtimestamp(clock(), UTC), meter=meter)
-        failed: Exception | None = None
         try:
-            async with anyio.create_task_group() as background:
+            async with as_itself(), anyio.create_task_group() as background:
                 reminders = Reminders(registry, runtimes)
                 scheduler = reminders.server is not None
                 book = UsageBook(registry)
@@ -169,12 +169,8 @@ async def open_app(
                 proactive = Proactive(registry, dispatcher, reminders)
                 try:
                     yield App(settings, registry, dispatcher, engine, proactive)
-                except Exception as error:  # raised as itself below, not in an exception group
-                    failed = error
                 finally:
                     background.cancel_scope.cancel()  # summaries under way: not worth a wait
-            if failed is not None:
-                raise failed
         finally:
             for runtime in runtimes.values():
                 await runtime.llm.aclose()

@@ -23,6 +23,7 @@ from types import MappingProxyType
 
 import anyio
 
+from meshkit.exception_groups import as_itself
 from meshkit.wire.memory import AppendResult, TurnContext, Window
 from orchestrator.core.actions import NO_LONGER_ACTIVE, ActionDesk, Where, proposals_of
 from orchestrator.core.allowances import cap_reply, warning_text
@@ -276,8 +277,7 @@ class Dispatcher:
         answer = turn.text if answers else None
         context: TurnContext | None = None
         result: TurnResult | None = None
-        failed: Exception | None = None
-        async with anyio.create_task_group() as beside:
+        async with as_itself(), anyio.create_task_group() as beside:
             with anyio.CancelScope() as scope:
                 self._running[key] = scope
                 try:
@@ -287,12 +287,8 @@ class Dispatcher:
                             self._questions.answered_by_text, context.answered, redraw
                         )
                     result = await self._engine.run(turn, context)
-                except Exception as error:  # raised as itself, not in an exception group
-                    failed = error
                 finally:
                     del self._running[key]
-        if failed is not None:
-            raise failed
         return None if result is None else (context, result)
 
     def stop(self, agent_id: str, chat_id: str) -> bool:

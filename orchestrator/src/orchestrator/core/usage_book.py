@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 
+from meshkit.exception_groups import as_itself
 from meshkit.wire.usage import UsageReport, UsageTotals
 from orchestrator.core.allowance import Periods
 from orchestrator.mesh.errors import ServerUnavailable
@@ -70,20 +71,14 @@ class UsageBook:
         """The agent's totals, and the reports of its day and month (of ``user`` only, when
         given), read side by side."""
         read: dict[str, Any] = {}
-        failed: list[Exception] = []
 
         async def keep(name: str, call: Awaitable[Any]) -> None:
-            try:
-                read[name] = await call
-            except Exception as error:  # raised as itself below, not in an exception group
-                failed.append(error)
+            read[name] = await call
 
         day = self.report(periods.day_start, periods.day_end, agent=agent, user=user, top=top)
         month = self.report(periods.month_start, periods.month_end, agent=agent, user=user, top=top)
-        async with anyio.create_task_group() as reads:
+        async with as_itself(), anyio.create_task_group() as reads:
             reads.start_soon(keep, "totals", self.totals(agent, periods))
             reads.start_soon(keep, "day", day)
             reads.start_soon(keep, "month", month)
-        if failed:
-            raise failed[0]
         return read["totals"], read["day"], read["month"]
