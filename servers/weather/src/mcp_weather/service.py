@@ -9,6 +9,8 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from cachetools import TTLCache
+
 from mcp_weather import places
 from mcp_weather.errors import InvalidRequest, UnknownLocation, UpstreamUnavailable
 from mcp_weather.models import (
@@ -23,7 +25,6 @@ from mcp_weather.models import (
 from mcp_weather.open_meteo import TRY_LATER, OpenMeteo
 from mcp_weather.settings import WeatherSettings
 from mcp_weather.wmo import describe
-from meshkit.cache import TTLCache
 
 logger = logging.getLogger(__name__)
 
@@ -60,11 +61,12 @@ class WeatherService:
         self._settings = settings
         self._upstream = upstream
         self._now = now
-        self._geocodes: TTLCache[list[dict[str, Any]]] = TTLCache(
-            max_entries=1024, ttl_s=GEOCODE_TTL_S, clock=monotonic
+        # Least recently used out past maxsize; an entry expires ttl seconds after it was put.
+        self._geocodes: TTLCache[str, list[dict[str, Any]]] = TTLCache(
+            1024, GEOCODE_TTL_S, monotonic
         )
-        self._forecasts: TTLCache[dict[str, Any]] = TTLCache(
-            max_entries=256, ttl_s=FORECAST_TTL_S, clock=monotonic
+        self._forecasts: TTLCache[tuple[Any, ...], dict[str, Any]] = TTLCache(
+            256, FORECAST_TTL_S, monotonic
         )
 
     async def current(self, location: str) -> CurrentWeather:
@@ -200,7 +202,7 @@ class WeatherService:
             isinstance(r, dict) and {"name", "latitude", "longitude"} <= r.keys() for r in results
         ):
             raise _malformed(ValueError("geocoding results"))
-        self._geocodes.put(key, results)
+        self._geocodes[key] = results
         return results
 
     async def _timezone_at(self, place: Place) -> str:
@@ -224,7 +226,7 @@ class WeatherService:
         if self._settings.units == "imperial":
             query.update(_IMPERIAL)
         body = await self._upstream.get(str(self._settings.forecast_url), query)
-        self._forecasts.put(key, body)
+        self._forecasts[key] = body
         return body
 
     def _head(
