@@ -11,7 +11,7 @@ from fastmcp import Client
 from fakes.approval_keys import signer
 from fakes.clock import Clock
 from fakes.tool_calls import call
-from meshkit.proposals import Proposal
+from meshkit.wire.proposals import Proposal
 
 BERLIN = "Europe/Berlin"
 SYDNEY = "Australia/Sydney"

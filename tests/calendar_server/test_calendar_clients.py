@@ -19,8 +19,8 @@ from fakes.tool_calls import call, call_error
 from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings
 from meshkit.credentials import Binding, Caller
-from meshkit.proposals import QUEUED_NOTE
 from meshkit.tool_classes import PRODUCER, READ
+from meshkit.wire.proposals import QUEUED_NOTE
 
 pytestmark = pytest.mark.anyio
 AGENT = "clawdia"

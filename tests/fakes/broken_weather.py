@@ -18,9 +18,9 @@ from pydantic import Field
 from mcp_weather.server import build_server
 from mcp_weather.settings import WeatherSettings
 from meshkit.consent import ApprovalToken, Payload
-from meshkit.proposals import Proposal
 from meshkit.serve import run_server
 from meshkit.tool_classes import confirm, producer
+from meshkit.wire.proposals import Proposal
 
 Item = Annotated[str, Field(min_length=1, max_length=200, description="what to add")]
 Agent = Annotated[str, Field(max_length=100)]

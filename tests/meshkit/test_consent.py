@@ -25,21 +25,12 @@ from meshkit.bindings import bind_local_client
 from meshkit.consent import ChangeKind, Consent
 from meshkit.credentials import Binding, Caller, ClientCredential, new_client, token_digest
 from meshkit.http import build_http_app
-from meshkit.proposals import (
-    ALLOWED_NOTE,
-    CONFIRMATIONS_SCHEMA,
-    NOT_DONE_NOTE,
-    QUEUED_NOTE,
-    Approval,
-    Approvals,
-    Confirmed,
-    Proposal,
-    confirm_once,
-)
+from meshkit.proposals import CONFIRMATIONS_SCHEMA, Approval, Approvals, Confirmed, confirm_once
 from meshkit.relay import PendingRelay, Stager
 from meshkit.server import create_server
 from meshkit.sqlite import SQLiteStore
 from meshkit.tool_classes import PRODUCER, READ, RELAY, producer
+from meshkit.wire.proposals import ALLOWED_NOTE, NOT_DONE_NOTE, QUEUED_NOTE, Proposal
 
 pytestmark = pytest.mark.anyio
 

@@ -21,15 +21,14 @@ from meshkit.approval_keys import public_pem, read_public_key
 from meshkit.errors import ModelError
 from meshkit.proposals import (
     CONFIRMATIONS_SCHEMA,
-    NOT_DONE_NOTE,
     Approval,
     ApprovalRefused,
     Approvals,
     ApprovalSigner,
-    Proposal,
     confirm_once,
     payload_hash,
 )
+from meshkit.wire.proposals import NOT_DONE_NOTE, Proposal
 
 KEY = Ed25519PrivateKey.from_private_bytes(b"k" * 32)
 OTHER_KEY = Ed25519PrivateKey.from_private_bytes(b"o" * 32)

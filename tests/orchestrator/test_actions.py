@@ -19,7 +19,7 @@ import pytest
 from fakes.clocked import CLOCK
 from fakes.responses_api import call, calls, text
 from fakes.world import World, clawdia
-from meshkit.proposals import Proposal
+from meshkit.wire.proposals import Proposal
 from orchestrator.app import App
 from orchestrator.core.actions import Where
 from orchestrator.core.replies import Reply

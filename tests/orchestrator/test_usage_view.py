@@ -18,7 +18,7 @@ import pytest
 
 from fakes.usage_records import OTHER, OWNER, call, record, utc, write_fleet
 from fakes.world import World, clawdia, tap_in
-from meshkit.proposals import Proposal
+from meshkit.wire.proposals import Proposal
 from meshkit.wire.usage import AllowMorePayload
 from orchestrator.app import App
 from orchestrator.core.actions import Where

@@ -18,8 +18,8 @@ from fakes.tool_calls import call, call_error
 from mcp_scheduler.server import build_server
 from mcp_scheduler.settings import SchedulerSettings
 from meshkit.credentials import Binding, Caller
-from meshkit.proposals import QUEUED_NOTE
 from meshkit.tool_classes import PRODUCER, READ
+from meshkit.wire.proposals import QUEUED_NOTE
 from scheduler.calls import AGENT, local, mint, settings_for
 
 pytestmark = pytest.mark.anyio

@@ -12,7 +12,7 @@ from fastmcp import Client
 
 from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
-from meshkit.proposals import Proposal
+from meshkit.wire.proposals import Proposal
 from scheduler.calls import AGENT, due, local, mint, running, settings_for
 
 pytestmark = pytest.mark.anyio

@@ -15,7 +15,8 @@ from fastmcp import Client
 from fakes.approval_keys import SIGNING_KEY
 from fakes.clock import Clock
 from fakes.tool_calls import call
-from meshkit.proposals import ApprovalSigner, Proposal
+from meshkit.proposals import ApprovalSigner
+from meshkit.wire.proposals import Proposal
 
 ACTION = "act_0123456789ab"
 AGENT = "clawdia"

@@ -45,20 +45,12 @@ from fastmcp import FastMCP
 from pydantic import BaseModel, Field
 
 from meshkit.errors import ModelError
-from meshkit.proposals import (
-    ALLOWED_NOTE,
-    QUEUED_NOTE,
-    Approval,
-    Approvals,
-    Confirmed,
-    Proposal,
-    approved_payload,
-    payload_agent,
-)
+from meshkit.proposals import Approval, Approvals, Confirmed, approved_payload, payload_agent
 from meshkit.relay import Stager
 from meshkit.scopes import current_caller
 from meshkit.tool_classes import confirm, read
 from meshkit.wire.pending_actions import ActionStatus, State
+from meshkit.wire.proposals import ALLOWED_NOTE, QUEUED_NOTE, Proposal
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
     producer tool ──Proposal──► orchestrator ──stage──► pending-actions
     tap ──► pending-actions.approve ──token──► <server>.confirm_<kind>(payload, approval)
 
-- A ``producer`` tool returns a :class:`Proposal` and changes nothing.
+- A ``producer`` tool returns a :class:`~meshkit.wire.proposals.Proposal` and changes nothing.
 - pending-actions signs an approval token when the user taps Confirm (:class:`ApprovalSigner`):
 
       v3.<action id>.<expiry, unix s>.<base64url Ed25519 signature, unpadded>
@@ -38,15 +38,11 @@ from typing import Any, TypeVar
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from pydantic import BaseModel, Field, StrictBool, StrictInt, ValidationError, field_validator
+from pydantic import BaseModel, ValidationError
 
 from meshkit.approval_keys import KeyFileError, PublicKeySource
 from meshkit.errors import ModelError
-from meshkit.wire.pending_actions import ClientStaged
 
-DEFAULT_TTL_S = 4 * 3600
-MAX_TTL_S = 7 * 24 * 3600
-KIND_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
 _KIND = re.compile(r"[a-z][a-z0-9_]{0,39}")
 SERVER_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"  # a registry name, as in server__tool
 _SERVER = re.compile(SERVER_PATTERN[1:-1])
@@ -60,63 +56,6 @@ TOKEN_VERSION = "v3"  # noqa: S105
 OLD_VERSIONS = frozenset({"v1", "v2"})
 APPROVAL_TTL_S = 300  # how long a minted token may take to reach the confirm tool
 logger = logging.getLogger(__name__)
-
-NOT_DONE_NOTE = (
-    "Nothing has changed yet: the user sees this under your reply, with buttons to "
-    "confirm or cancel it, and decides. Do not say it is done."
-)
-# What another MCP client's model reads (meshkit.consent): the decision is on Telegram.
-# Said when it is staged, before the chat has it: queued, not sent (get_action says when).
-QUEUED_NOTE = (
-    "Nothing has changed yet: this is queued for the user's Telegram chat, where it will "
-    "appear with buttons to confirm or cancel it; nothing changes until they tap Confirm. "
-    "Do not say it is done, nor that the user has it yet. Follow it with "
-    "get_action(action_id): it says when it reached their chat (shown_at), why not yet "
-    "(not_shown), and how it ends."
-)
-ALLOWED_NOTE = (
-    "The user's policy allows this change without a tap: it is being made now, and the user "
-    "will be told on Telegram. Follow it with get_action(action_id) to see its outcome."
-)
-
-
-class Proposal(BaseModel):
-    """What a ``producer`` tool returns: a change for the user to confirm or cancel."""
-
-    kind: str = Field(
-        pattern=KIND_PATTERN,
-        max_length=40,
-        description="The change's kind; the server performs it with its confirm_<kind> tool",
-    )
-    summary: str = Field(
-        min_length=1, max_length=500, description="One line the user reads above the buttons"
-    )
-    payload: dict[str, Any] = Field(description="Everything confirm_<kind> needs, as JSON")
-    confirm_label: str = Field(default="✅ Confirm", min_length=1, max_length=40)
-    cancel_label: str = Field(default="❌ Cancel", min_length=1, max_length=40)
-    ttl_s: StrictInt = Field(
-        default=DEFAULT_TTL_S, ge=1, le=MAX_TTL_S, description="Seconds until it expires"
-    )
-    note: str = Field(default=NOT_DONE_NOTE, max_length=1000, description="For the model")
-    tap_only: StrictBool = Field(
-        default=False,
-        # Written only when true: what every other proposal costs the model stays as it was.
-        exclude_if=lambda value: value is False,
-        description="Its kind always needs the user's tap (the server declares it): "
-        "pending-actions asks whatever a policy (auto) or a grant says, and offers no grant",
-    )
-    staged: ClientStaged | None = Field(
-        default=None,
-        description="Proposed by a client bound to a person: the pending action it became "
-        "(follow it with get_action(action_id)); null when the assistant proposes it",
-    )
-
-    @field_validator("summary", "confirm_label", "cancel_label")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value.strip()
 
 
 class ApprovalRefused(ModelError):

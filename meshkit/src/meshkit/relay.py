@@ -28,9 +28,9 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from meshkit.errors import ModelError
-from meshkit.proposals import Proposal
 from meshkit.settings import ApprovalSettings
 from meshkit.wire.pending_actions import ActionStatus, ClientStaged
+from meshkit.wire.proposals import Proposal
 
 if TYPE_CHECKING:
     from fastmcp import Client, FastMCP

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from meshkit.proposals import Proposal
+from meshkit.wire.proposals import Proposal
 from meshkit.wire.usage import Recorded
 
 

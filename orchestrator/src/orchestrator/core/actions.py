@@ -38,7 +38,6 @@ from typing import Any, TypeVar
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from meshkit.proposals import Proposal
 from meshkit.tool_classes import CONFIRM, PRODUCER
 from meshkit.wire.pending_actions import (
     CHAT_CLIENT,
@@ -49,6 +48,7 @@ from meshkit.wire.pending_actions import (
     Staged,
     State,
 )
+from meshkit.wire.proposals import Proposal
 from meshkit.wire.usage import ALLOW_MORE, AllowedMore
 from orchestrator.core.batches import Line, message_of, redrawn_text, render
 from orchestrator.core.callbacks import Tap, decode

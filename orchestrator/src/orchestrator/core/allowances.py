@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from meshkit.proposals import Proposal
+from meshkit.wire.proposals import Proposal
 from meshkit.wire.usage import ALLOW_MORE, AllowMorePayload
 from orchestrator.core.allowance import Period, Periods, Standing, amount_text
 from orchestrator.core.replies import Reply

@@ -19,8 +19,8 @@ from dataclasses import replace
 
 import anyio
 
-from meshkit.proposals import Proposal
 from meshkit.wire.memory import ForgetTapped, MemoriesShown
+from meshkit.wire.proposals import Proposal
 from orchestrator.core.actions import NO_LONGER_ACTIVE, UNAVAILABLE, ActionDesk, Where
 from orchestrator.core.callbacks import (
     ForgetTap,

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import logging
 
-from meshkit.proposals import Proposal
 from meshkit.wire.pending_actions import Screened
+from meshkit.wire.proposals import Proposal
 from orchestrator.mesh.registry import Registry
 from orchestrator.mesh.roles import RoleClient
 

@@ -20,9 +20,9 @@ from datetime import UTC, datetime
 
 import anyio
 
-from meshkit.proposals import Proposal
 from meshkit.tool_classes import CONFIRM, PRODUCER
 from meshkit.wire.memory import TurnContext
+from meshkit.wire.proposals import Proposal
 from meshkit.wire.usage import Purpose
 from orchestrator.config import Agent
 from orchestrator.core import clarify

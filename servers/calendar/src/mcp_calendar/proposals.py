@@ -1,7 +1,7 @@
 """Proposals that change nothing: add, move and cancel, said in the user's local time.
 
 A ``propose_*`` call resolves the event (``lookup.py``), checks the calendar takes changes,
-and returns a :class:`~meshkit.proposals.Proposal` whose summary says the change in local
+and returns a :class:`~meshkit.wire.proposals.Proposal` whose summary says the change in local
 time and names the busy events it overlaps (for a timed change, timed events only; for a
 recurring add, its first occurrence). A monthly add on the 29th, 30th or 31st says which
 months it fires in and the rule for the last day of every month (``rules.months_note``).
@@ -30,7 +30,7 @@ from mcp_calendar.models import (
 )
 from mcp_calendar.service import SEARCH_AHEAD, SEARCH_BEHIND, CalendarService
 from mcp_calendar.settings import CalendarSettings
-from meshkit.proposals import Proposal
+from meshkit.wire.proposals import Proposal
 
 MAX_SUMMARY = 500
 

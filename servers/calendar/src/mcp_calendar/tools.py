@@ -17,8 +17,8 @@ from mcp_calendar.models import Calendars, Events, FreeTime, ScopeName
 from mcp_calendar.proposals import Proposals
 from mcp_calendar.service import CalendarService
 from meshkit.consent import Consent
-from meshkit.proposals import Proposal
 from meshkit.tool_classes import producer, read
+from meshkit.wire.proposals import Proposal
 
 CONTEXT = ("agent", "timezone")
 

@@ -31,9 +31,10 @@ from pydantic import BaseModel, Field
 
 from mcp_memory.errors import InvalidRequest
 from mcp_memory.memory_store import Changes, MemoryStore
-from meshkit.proposals import Approval, Confirmed, Proposal
+from meshkit.proposals import Approval, Confirmed
 from meshkit.text import one_line
 from meshkit.wire.memory import ForgetTapped, Memories, MemoriesShown
+from meshkit.wire.proposals import Proposal
 
 SERVER = "memory"  # as approval tokens name it
 REMEMBER = "remember"

@@ -27,7 +27,6 @@ from mcp_memory.memories import (
 from mcp_memory.recall import Recall
 from meshkit import params
 from meshkit.consent import ChangeKind, Consent
-from meshkit.proposals import Proposal
 from meshkit.tool_classes import internal, producer, read
 from meshkit.wire.memory import (
     ForgetTapped,
@@ -37,6 +36,7 @@ from meshkit.wire.memory import (
     Recalled,
     Remembered,
 )
+from meshkit.wire.proposals import Proposal
 
 Agent = Annotated[
     str, Field(description="filled in by the assistant", min_length=1, max_length=200)

@@ -29,7 +29,7 @@ from mcp_pending_actions.staging import Staging
 from mcp_pending_actions.store import PendingStore
 from meshkit.approval_keys import signing_key
 from meshkit.params import Agent, ChatId
-from meshkit.proposals import SERVER_PATTERN, ApprovalSigner, Proposal
+from meshkit.proposals import SERVER_PATTERN, ApprovalSigner
 from meshkit.scopes import http_caller
 from meshkit.server import create_server
 from meshkit.settings import load_settings
@@ -45,6 +45,7 @@ from meshkit.wire.pending_actions import (
     Screened,
     Undelivered,
 )
+from meshkit.wire.proposals import Proposal
 
 INSTRUCTIONS = (
     "Pending actions for the clawmesh orchestrator: proposals wait here for the user's tap, "

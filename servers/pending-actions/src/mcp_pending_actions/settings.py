@@ -9,8 +9,8 @@ from pathlib import Path
 from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
 
-from meshkit.proposals import MAX_TTL_S
 from meshkit.settings import SigningSettings
+from meshkit.wire.proposals import MAX_TTL_S
 
 DB_FILE = "pending_actions.sqlite3"
 

@@ -49,7 +49,7 @@ from mcp_pending_actions.policies import FleetPolicies
 from mcp_pending_actions.rows import ActionRow, BatchRow, NoticeRow
 from mcp_pending_actions.settings import PendingSettings
 from mcp_pending_actions.store import PendingStore, insert
-from meshkit.proposals import SERVER_PATTERN, ApprovalSigner, Proposal
+from meshkit.proposals import SERVER_PATTERN, ApprovalSigner
 from meshkit.wire.pending_actions import (
     CHAT_CLIENT,
     ClientStaged,
@@ -58,6 +58,7 @@ from meshkit.wire.pending_actions import (
     Staged,
     State,
 )
+from meshkit.wire.proposals import Proposal
 
 BATCH_ID = re.compile(r"bat_[0-9a-f]{12}")
 SERVER_NAME = re.compile(SERVER_PATTERN)

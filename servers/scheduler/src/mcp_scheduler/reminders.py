@@ -25,8 +25,8 @@ from mcp_scheduler import store as q
 from mcp_scheduler.errors import InvalidRequest, NotFound
 from mcp_scheduler.recurrence import Monthly, Rule, Weekly
 from mcp_scheduler.store import ReminderRow, SchedulerStore
-from meshkit.proposals import Proposal
 from meshkit.text import one_line
+from meshkit.wire.proposals import Proposal
 from meshkit.wire.scheduler import SNOOZE_MINUTES, FollowedUp, FollowUp, ReminderView
 
 SERVER = "scheduler"

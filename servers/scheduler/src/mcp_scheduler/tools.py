@@ -17,9 +17,9 @@ from mcp_scheduler.reminders import ReminderDesk, Repeat, views
 from mcp_scheduler.service import Scheduler
 from meshkit.consent import Consent
 from meshkit.params import ChatId
-from meshkit.proposals import Proposal
 from meshkit.tool_classes import internal, producer, read
 from meshkit.wire.pause import Paused
+from meshkit.wire.proposals import Proposal
 from meshkit.wire.scheduler import Acked, Due, FollowedUp, FollowUp, Jobs, Reminders, Shown
 
 Agent = Annotated[

@@ -2,7 +2,7 @@
 
 Reads answer at once. A ``propose_*`` call checks what it can (the item to remove is
 on the list, the item to reorder is in the history), then returns a
-:class:`~meshkit.proposals.Proposal` and changes nothing; the change itself waits for
+:class:`~meshkit.wire.proposals.Proposal` and changes nothing; the change itself waits for
 the user's tap (``mcp_shopping.changes``).
 """
 
@@ -26,7 +26,7 @@ from mcp_shopping.models import (
 )
 from mcp_shopping.settings import MAX_LIST_NAME, ShoppingSettings
 from mcp_shopping.store import LastOrder, Listed, ShoppingStore
-from meshkit.proposals import Proposal
+from meshkit.wire.proposals import Proposal
 
 MAX_CANDIDATES = 5  # listed in an error that asks the model to let the user choose
 MAX_QUANTITY = 10_000.0

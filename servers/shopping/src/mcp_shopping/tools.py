@@ -17,8 +17,8 @@ from mcp_shopping.models import ItemMatches, Lists, RecentOrders
 from mcp_shopping.service import MAX_QUANTITY, ShoppingService
 from mcp_shopping.settings import MAX_LIST_NAME
 from meshkit.consent import Consent
-from meshkit.proposals import Proposal
 from meshkit.tool_classes import producer, read
+from meshkit.wire.proposals import Proposal
 
 MAX_ORDERS = 100
 
