@@ -4,9 +4,9 @@ from pathlib import Path
 import pytest
 
 from fakes.clock import Clock
+from mcp_memory.conversation_store import ConversationStore
 from mcp_memory.service import ConversationService
 from mcp_memory.settings import MemorySettings
-from mcp_memory.store import ConversationStore
 
 
 @pytest.fixture

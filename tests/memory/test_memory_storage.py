@@ -10,9 +10,9 @@ import anyio
 import pytest
 
 from fakes.clock import Clock
+from mcp_memory.conversation_store import ConversationStore
 from mcp_memory.service import ConversationService
 from mcp_memory.settings import MemorySettings
-from mcp_memory.store import ConversationStore
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ from meshkit.wire.proposals import Proposal
 from meshkit.wire.usage import AllowMorePayload
 from orchestrator.app import App
 from orchestrator.core.actions import Where
-from orchestrator.core.allowance import periods
+from orchestrator.core.allowance_limits import periods
 from orchestrator.core.routes import CommandContext
 from orchestrator.core.usage_book import UsageBook
 from orchestrator.core.usage_view import UsageView

@@ -214,7 +214,7 @@ def build_http_app(
     a server process has it; the token itself as a SecretStr in in-process tests),
     ``clients`` the others (read/producer only, each bound to an agent and a user);
     ``peers`` the servers that relay their clients' proposals (relay tools only);
-    ``on_request`` is told of every HTTP request (meshkit.memory trims in quiet moments);
+    ``on_request`` is told of every HTTP request (meshkit.process_memory trims in quiet moments);
     ``zones`` each agent's time zone, for the clients bound to it (when the server knows)."""
     server.add_middleware(ScopeGate(server))  # first: a tool outside the scopes is refused as such
     server.add_middleware(ContextBinding(server, zones=zones))

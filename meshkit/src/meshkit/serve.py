@@ -43,7 +43,7 @@ from meshkit.credentials import Binding, Caller, ClientCredential, CredentialErr
 from meshkit.fleet import agent_zones
 from meshkit.http import build_http_app
 from meshkit.logs import configure_logging
-from meshkit.memory import Trimmer
+from meshkit.process_memory import Trimmer
 from meshkit.settings import ServeSettings, fail, load_dotenv, load_settings
 from meshkit.stopping import Stopping
 from meshkit.tool_classes import PRODUCER, READ
@@ -230,7 +230,7 @@ def _serve_http(
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
             # Started: what building the server freed goes back to the system, and so
-            # does what requests free, from time to time (meshkit.memory).
+            # does what requests free, from time to time (meshkit.process_memory).
             self._trimmer = asyncio.get_running_loop().create_task(trimmer.keep_trimmed())
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:

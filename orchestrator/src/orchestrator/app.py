@@ -26,7 +26,7 @@ from orchestrator.config import (
     load_registry,
     mesh_credentials,
 )
-from orchestrator.core.allowance import limits as allowance_limits
+from orchestrator.core.allowance_limits import limits as allowance_limits
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.dispatch import Dispatcher
 from orchestrator.core.proactive import Proactive

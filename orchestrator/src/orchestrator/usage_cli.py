@@ -38,7 +38,14 @@ from orchestrator.config import (
     load_registry,
     mesh_credentials,
 )
-from orchestrator.core.allowance import Period, Periods, amount_text, limits, periods, standing
+from orchestrator.core.allowance_limits import (
+    Period,
+    Periods,
+    amount_text,
+    limits,
+    periods,
+    standing,
+)
 from orchestrator.core.usage_book import UsageBook
 from orchestrator.core.usage_view import PURPOSE_NAME, calls_text, uncounted
 from orchestrator.mesh.errors import ToolCallError

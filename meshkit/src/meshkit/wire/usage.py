@@ -109,7 +109,7 @@ class PeriodSpend(BaseModel):
 
 class Bounds(BaseModel):
     """The agent's current day and month in Unix seconds, start inclusive, end exclusive
-    (``orchestrator.core.allowance.periods``): what ``usage_totals`` sums between."""
+    (``orchestrator.core.allowance_limits.periods``): what ``usage_totals`` sums between."""
 
     day_start: float = Field(ge=0, le=MAX_TIME)
     day_end: float = Field(ge=0, le=MAX_TIME)

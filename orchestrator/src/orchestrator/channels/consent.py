@@ -59,7 +59,7 @@ from orchestrator.channels.telegram_io import (
     TelegramRefused,
 )
 from orchestrator.core.batches import Line, labelled, message_of, render
-from orchestrator.core.consent import Change
+from orchestrator.core.consent_desk import Change
 from orchestrator.core.dispatch import Dispatcher
 from orchestrator.core.replies import Reply
 from orchestrator.mesh.errors import ToolCallError

@@ -28,7 +28,7 @@ from meshkit.wire.usage import PeriodSpend
 from orchestrator.cli.errors import CliError
 from orchestrator.cli.mesh import role_servers, unreachable
 from orchestrator.config import Agent, Role
-from orchestrator.core.allowance import periods
+from orchestrator.core.allowance_limits import periods
 from orchestrator.core.usage_book import UsageBook
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry

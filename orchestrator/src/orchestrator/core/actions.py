@@ -52,7 +52,7 @@ from meshkit.wire.proposals import Proposal
 from meshkit.wire.usage import ALLOW_MORE, AllowedMore
 from orchestrator.core.batches import Line, message_of, redrawn_text, render
 from orchestrator.core.callbacks import Tap, decode
-from orchestrator.core.consent import Change, ConsentDesk, clock
+from orchestrator.core.consent_desk import Change, ConsentDesk, clock
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.replies import Reply
 from orchestrator.core.routes import TapContext, TapHandler

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from meshkit.wire.pending_actions import ActionList
 from meshkit.wire.scheduler import Firing, Reminders
-from orchestrator.core.allowances import warning_text
+from orchestrator.core.allowance_replies import warning_text
 from orchestrator.core.instructions import instructions
 from orchestrator.core.turn import AgentRuntime
 from orchestrator.core.usage import Meter, Who

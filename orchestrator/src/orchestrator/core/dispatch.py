@@ -26,7 +26,7 @@ import anyio
 from meshkit.exception_groups import as_itself
 from meshkit.wire.memory import AppendResult, TurnContext, Window
 from orchestrator.core.actions import NO_LONGER_ACTIVE, ActionDesk, Where, proposals_of
-from orchestrator.core.allowances import cap_reply, warning_text
+from orchestrator.core.allowance_replies import cap_reply, warning_text
 from orchestrator.core.callbacks import (
     ACTION,
     BATCH,
@@ -37,7 +37,7 @@ from orchestrator.core.callbacks import (
     prefix_of,
 )
 from orchestrator.core.clarify import Questions
-from orchestrator.core.consent import ConsentDesk, policy_lines
+from orchestrator.core.consent_desk import ConsentDesk, policy_lines
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.memory_desk import MemoryDesk
 from orchestrator.core.questions_desk import EditMessage, QuestionDesk

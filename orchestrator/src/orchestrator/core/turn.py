@@ -26,7 +26,7 @@ from meshkit.wire.proposals import Proposal
 from meshkit.wire.usage import Purpose
 from orchestrator.config import Agent
 from orchestrator.core import clarify
-from orchestrator.core.allowances import cap_text
+from orchestrator.core.allowance_replies import cap_text
 from orchestrator.core.instructions import instructions
 from orchestrator.core.remembered import earlier, layers
 from orchestrator.core.screening import Screen

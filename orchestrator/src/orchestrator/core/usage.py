@@ -37,7 +37,7 @@ from meshkit.wire.usage import (
     UsageTotals,
 )
 from orchestrator.config import AllowanceEntry, Amount, Prices
-from orchestrator.core.allowance import (
+from orchestrator.core.allowance_limits import (
     WARN_AT,
     Limit,
     Periods,

@@ -2,7 +2,7 @@
 (``usage_totals``) and a report between two instants (``usage_report``).
 
 One place for both reads, shared by ``/usage``, its line in ``/status`` and the operator's
-``python -m orchestrator usage``; periods are the caller's (``core.allowance.periods``).
+``python -m orchestrator usage``; periods are the caller's (``core.allowance_limits.periods``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import anyio
 
 from meshkit.exception_groups import as_itself
 from meshkit.wire.usage import UsageReport, UsageTotals
-from orchestrator.core.allowance import Periods
+from orchestrator.core.allowance_limits import Periods
 from orchestrator.mesh.errors import ServerUnavailable
 from orchestrator.mesh.registry import Registry
 

@@ -6,7 +6,7 @@
                with its standing and renewal, the day's grants, the most expensive turns
     /status ─► usage_totals ─► one line
 
-Periods are the agent's, in its time zone (``core.allowance``). Money is in the price
+Periods are the agent's, in its time zone (``core.allowance_limits``). Money is in the price
 table's currency. A call whose response reported no usage, or of a hosted model without a
 price, is counted as such and never guessed. The agent's owner sees every user's usage;
 another user sees their own, and where the agent's shared limits stand.
@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 
 from meshkit.wire.usage import PURPOSES, Grant, Spend, TurnCost, UsageReport, UsageTotals
 from orchestrator.config import AllowanceEntry, Unit
-from orchestrator.core.allowance import (
+from orchestrator.core.allowance_limits import (
     WARN_AT,
     Periods,
     Standing,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from mcp_memory.store import ConversationStore, HeldRow
+from mcp_memory.conversation_store import ConversationStore, HeldRow
 from meshkit.wire.memory import Held, HeldMessage, HeldMessages
 
 MAX_HELD = 10  # a chat's messages waiting at once; more are refused (said to the user)

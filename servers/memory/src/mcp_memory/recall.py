@@ -13,10 +13,10 @@ import re
 from datetime import date, datetime, time
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from mcp_memory.conversation_store import ConversationStore
 from mcp_memory.errors import InvalidRequest
 from mcp_memory.memory_store import MemoryStore
 from mcp_memory.service import ConversationService
-from mcp_memory.store import ConversationStore
 from meshkit.wire.memory import Recalled, RecallHit
 
 MAX_HITS = 10

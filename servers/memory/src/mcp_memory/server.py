@@ -12,6 +12,7 @@ from typing import Any
 
 from fastmcp import FastMCP
 
+from mcp_memory.conversation_store import ConversationStore
 from mcp_memory.conversation_tools import add_conversation_tools
 from mcp_memory.held import HeldBack
 from mcp_memory.memories import SERVER, MemoryService
@@ -22,7 +23,6 @@ from mcp_memory.questions import QuestionStore
 from mcp_memory.recall import Recall
 from mcp_memory.service import ConversationService
 from mcp_memory.settings import MemorySettings
-from mcp_memory.store import ConversationStore
 from mcp_memory.summaries import Summaries
 from mcp_memory.turns import TurnContexts
 from mcp_memory.usage import UsageService

@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 
 from mcp_memory import items as responses
+from mcp_memory.conversation_store import ConversationStore
 from mcp_memory.service import ConversationService
-from mcp_memory.store import ConversationStore
 from meshkit.wire.memory import Evicted, SummarySaved
 
 MAX_LINES = 60

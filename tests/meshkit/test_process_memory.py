@@ -1,4 +1,4 @@
-"""meshkit.memory: freed heap pages go back to the system (glibc, as on a Pi's Debian)."""
+"""meshkit.process_memory: freed heap pages go back to the system (glibc, as on a Pi's Debian)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from meshkit.memory import Trimmer
+from meshkit.process_memory import Trimmer
 
 pytestmark = [
     pytest.mark.anyio,

@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 
 from meshkit.wire.proposals import Proposal
 from meshkit.wire.usage import ALLOW_MORE, AllowMorePayload
-from orchestrator.core.allowance import Period, Periods, Standing, amount_text
+from orchestrator.core.allowance_limits import Period, Periods, Standing, amount_text
 from orchestrator.core.replies import Reply
 from orchestrator.core.usage import Capped, Warning
 
