@@ -32,7 +32,8 @@ from orchestrator.core.dispatch import Dispatcher
 from orchestrator.core.proactive import Proactive
 from orchestrator.core.reminders import JOBS, Reminders
 from orchestrator.core.routes import Command
-from orchestrator.core.turn import AgentRuntime, TurnEngine, TurnLimits
+from orchestrator.core.runtime import AgentRuntime, TurnLimits
+from orchestrator.core.turn import TurnEngine
 from orchestrator.core.usage import Meter, Metered
 from orchestrator.core.usage_book import UsageBook
 from orchestrator.core.usage_view import USAGE, UsageView

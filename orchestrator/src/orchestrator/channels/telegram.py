@@ -50,7 +50,7 @@ from orchestrator.channels.telegram_leases import LeaseKeeper
 from orchestrator.channels.telegram_ready import go_live
 from orchestrator.core.dispatch import Dispatcher, Reply
 from orchestrator.core.routes import StatusLines
-from orchestrator.core.turn import AgentRuntime
+from orchestrator.core.runtime import AgentRuntime
 from orchestrator.mesh.registry import Registry
 from orchestrator.shutdown import Shutdown
 

@@ -43,7 +43,7 @@ from orchestrator.channels.telegram_io import (
 )
 from orchestrator.core.dispatch import Dispatcher, Reply
 from orchestrator.core.routes import Deliver, TapContext
-from orchestrator.core.turn import AgentRuntime
+from orchestrator.core.runtime import AgentRuntime
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import anyio
 
 from meshkit.wire.telegram_io import BotCommand, BotStatus
 from orchestrator.channels.telegram_io import TelegramIO, TelegramIOFailed
-from orchestrator.core.turn import AgentRuntime
+from orchestrator.core.runtime import AgentRuntime
 
 logger = logging.getLogger(__name__)
 

@@ -3,8 +3,9 @@
 
     limit reached ─► one message: what was spent, of what, when it renews (the agent's
                      midnight / the 1st, with its zone) ─► a ``memory.allow_more`` proposal
-                     staged with ``ask`` (always a tap: an assistant never raises its own
-                     allowance), bound to the reply's key ─► "➕ Allow <more> today"
+                     (``offer``), staged by the ``Dispatcher`` with ``ask`` (always a tap:
+                     an assistant never raises its own allowance), bound to the reply's key
+                     ─► "➕ Allow <more> today"
     tap           ─► pending-actions approves, memory's ``confirm_allow_more`` records the
                      Grant ─► the meter counts it (``ActionDesk``) ─► the messages the cap
                      held (memory keeps them) are answered, in order (``Dispatcher``)
@@ -18,17 +19,12 @@ scheduled prompt's: the owner).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from meshkit.wire.proposals import Proposal
 from meshkit.wire.usage import ALLOW_MORE, AllowMorePayload
 from orchestrator.core.allowance_limits import Period, Periods, Standing, amount_text
-from orchestrator.core.replies import Reply
 from orchestrator.core.usage import Capped, Warning
-
-if TYPE_CHECKING:  # the desk stages the offer; it reads this module's kind
-    from orchestrator.core.actions import ActionDesk, Where
 
 OFFER_TTL_S = 24 * 3600  # past the day it is for, the grant is worth nothing anyway
 CANCEL_LABEL = "Not today"
@@ -100,13 +96,3 @@ def offer(capped: Capped) -> Proposal:
         ttl_s=OFFER_TTL_S,
         tap_only=True,  # as memory declares the kind: pending-actions asks whatever the policy
     )
-
-
-async def cap_reply(  # noqa: PLR0917 (the desk, and what it stages where)
-    desk: ActionDesk, memory: str | None, where: Where, capped: Capped, text: str, key: str | None
-) -> Reply:
-    """The cap reply with its button, staged for ``where``'s user (always asked) and bound
-    to ``key``; without a memory server to record a grant, the text alone."""
-    if memory is None:
-        return Reply(text)
-    return await desk.stage(where, text, [(memory, offer(capped))], key=key, ask=True)

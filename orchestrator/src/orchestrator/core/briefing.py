@@ -26,7 +26,7 @@ from meshkit.wire.pending_actions import ActionList
 from meshkit.wire.scheduler import Firing, Reminders
 from orchestrator.core.allowance_replies import warning_text
 from orchestrator.core.instructions import instructions
-from orchestrator.core.turn import AgentRuntime
+from orchestrator.core.runtime import AgentRuntime
 from orchestrator.core.usage import Meter, Who
 from orchestrator.llm.errors import LLMError
 from orchestrator.mesh.errors import ToolCallError

@@ -26,7 +26,7 @@ import anyio
 from meshkit.exception_groups import as_itself
 from meshkit.wire.memory import AppendResult, TurnContext, Window
 from orchestrator.core.actions import NO_LONGER_ACTIVE, ActionDesk, Where, proposals_of
-from orchestrator.core.allowance_replies import cap_reply, warning_text
+from orchestrator.core.allowance_replies import offer, warning_text
 from orchestrator.core.callbacks import (
     ACTION,
     BATCH,
@@ -51,8 +51,9 @@ from orchestrator.core.routes import (
     TapContext,
     TapHandler,
 )
+from orchestrator.core.runtime import AgentRuntime
 from orchestrator.core.summaries import Spawn, Summarizer
-from orchestrator.core.turn import AgentRuntime, ToolObserver, TurnEngine, TurnRequest, TurnResult
+from orchestrator.core.turn import ToolObserver, TurnEngine, TurnRequest, TurnResult
 from orchestrator.mesh.registry import Registry
 
 __all__ = ["Button", "Dispatcher", "Reply"]
@@ -203,7 +204,13 @@ class Dispatcher:
         if result.capped is not None:  # the allowance's reply, with "allow more"
             text = await self._hold(turn, turn_id, result.text)
             memory = self._registry.server_for("memory")
-            capped = await cap_reply(self.desk, memory, where, result.capped, text, key)
+            capped = (  # the offer, always asked; without memory to record a grant, the text
+                await self.desk.stage(
+                    where, text, [(memory, offer(result.capped))], key=key, ask=True
+                )
+                if memory is not None
+                else Reply(text)
+            )
             return Answered(await _delivered(capped, deliver), capped=True)
         text = "\n\n".join([result.text, *warned])
         reply = Reply(text)

@@ -19,7 +19,7 @@ from orchestrator.core.dispatch import Dispatcher, owner_of
 from orchestrator.core.reminders import Reminders
 from orchestrator.core.replies import Reply
 from orchestrator.core.routes import Deliver
-from orchestrator.core.turn import AgentRuntime
+from orchestrator.core.runtime import AgentRuntime
 from orchestrator.mesh.registry import Registry
 
 logger = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from orchestrator.core.callbacks import ReminderTap, decode_reminder, encode_rem
 from orchestrator.core.dispatch import owner_of
 from orchestrator.core.replies import Button, Reply
 from orchestrator.core.routes import CommandContext, Deliver, TapContext
-from orchestrator.core.turn import AgentRuntime
+from orchestrator.core.runtime import AgentRuntime
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry
 

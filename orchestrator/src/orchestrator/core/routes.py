@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.core.replies import Reply
-from orchestrator.core.turn import AgentRuntime
+from orchestrator.core.runtime import AgentRuntime
 
 # The tapped button's notice: stops its spinner.
 Answer = Callable[[str], Coroutine[Any, Any, None]]

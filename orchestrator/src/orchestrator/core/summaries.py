@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 
 from meshkit.wire.memory import Evicted, SummarySaved
-from orchestrator.core.turn import AgentRuntime
+from orchestrator.core.runtime import AgentRuntime
 from orchestrator.core.usage import Meter, Who
 from orchestrator.llm.errors import LLMError
 from orchestrator.mesh.registry import Registry

@@ -24,14 +24,14 @@ from meshkit.tool_classes import CONFIRM, PRODUCER
 from meshkit.wire.memory import TurnContext
 from meshkit.wire.proposals import Proposal
 from meshkit.wire.usage import Purpose
-from orchestrator.config import Agent
 from orchestrator.core import clarify
 from orchestrator.core.allowance_replies import cap_text
 from orchestrator.core.instructions import instructions
 from orchestrator.core.remembered import earlier, layers
+from orchestrator.core.runtime import AgentRuntime
 from orchestrator.core.screening import Screen
 from orchestrator.core.usage import Capped, Meter, Who
-from orchestrator.llm.base import LLM, FunctionCall, Item, ToolSpec, Usage
+from orchestrator.llm.base import FunctionCall, Item, ToolSpec, Usage
 from orchestrator.llm.errors import LLMError
 from orchestrator.mesh.bridge import (
     cannot_make_output,
@@ -64,26 +64,6 @@ TOOL_LIMIT_OUTPUT = (
 EMPTY_REPLY = "I have nothing to add to that."
 
 ToolObserver = Callable[[ToolInfo | None, FunctionCall], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class TurnLimits:
-    max_rounds: int = 6  # model requests (each retried by the LLM layer's own policy)
-    max_tool_calls: int = 24
-    timeout_s: float = 180.0
-
-
-@dataclass(frozen=True)
-class AgentRuntime:
-    """An agent with its model and limits, ready to run turns."""
-
-    agent: Agent
-    llm: LLM
-    limits: TurnLimits = field(default_factory=TurnLimits)
-
-    @property
-    def id(self) -> str:
-        return self.agent.id
 
 
 @dataclass(frozen=True)

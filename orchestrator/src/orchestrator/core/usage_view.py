@@ -35,7 +35,7 @@ from orchestrator.core.allowance_limits import (
 from orchestrator.core.dispatch import owner_of
 from orchestrator.core.replies import Reply
 from orchestrator.core.routes import CommandContext
-from orchestrator.core.turn import AgentRuntime
+from orchestrator.core.runtime import AgentRuntime
 from orchestrator.core.usage_book import UsageBook
 from orchestrator.mesh.errors import ToolCallError
 
