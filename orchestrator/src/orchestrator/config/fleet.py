@@ -21,25 +21,6 @@ from meshkit.secret_files import CredentialsFileError, read_credentials
 from meshkit.wire.usage import ALLOW_MORE
 from meshkit.yaml_config import ConfigError, load_yaml
 
-__all__ = [
-    "Agent",
-    "AgentEntry",
-    "AllowanceEntry",
-    "Amount",
-    "ConfigError",
-    "ModelPrice",
-    "Persona",
-    "Prices",
-    "Role",
-    "ServerEntry",
-    "check_server_name",
-    "load_fleet",
-    "load_prices",
-    "load_registry",
-    "mesh_credentials",
-    "qualified_name",
-]
-
 PERSONA_FILES = ("IDENTITY.md", "SOUL.md", "USER.md")
 _NAME = re.compile(r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$")  # no "__", no leading/trailing "_"
 MAX_TOOL_NAME = 64
