@@ -12,13 +12,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
+from pydantic import BaseModel, ValidationError
 
 from meshkit.settings import environment
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:-|:\?)([^}]*))?\}")
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class ConfigError(Exception):
@@ -69,3 +72,18 @@ def _substitute(value: Any, env: Mapping[str, str], path: Path, key: str) -> Any
         )
 
     return _VAR.sub(replace, value)
+
+
+def validated(model: type[M], body: Any, path: Path, key: str) -> M:
+    """``body`` read as ``model``; its first mistake a ConfigError naming the file and key."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in (key, *first["loc"]))
+        message = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            message = f"unknown key; the keys are {', '.join(model.model_fields)}"
+        elif first["type"] == "missing":
+            message = "required; add it"
+        raise ConfigError(f"{path}: {where}: {message}") from None

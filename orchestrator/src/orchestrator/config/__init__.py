@@ -11,15 +11,15 @@ from orchestrator.config.fleet import (
     AgentEntry,
     AllowanceEntry,
     Amount,
-    ModelPrice,
     Persona,
-    Prices,
+    Unit,
+    load_fleet,
+)
+from orchestrator.config.prices import ModelPrice, Prices, load_prices
+from orchestrator.config.registry import (
     Role,
     ServerEntry,
-    Unit,
     check_server_name,
-    load_fleet,
-    load_prices,
     load_registry,
     mesh_credentials,
     qualified_name,

@@ -1,7 +1,5 @@
-"""The registry (config/mcp_servers.yaml) and the fleet (config/agents.yaml).
-
-``${VAR}`` is substituted as in Compose (see ``meshkit.yaml_config``). Every error
-names the file, the key and the fix, and stops the process with exit code 2.
+"""The fleet (config/agents.yaml): each agent with its persona, servers, tools, consent rules
+and allowance, checked against the registry.
 """
 
 from __future__ import annotations
@@ -11,95 +9,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from meshkit.consent_policy import Policies, Rule, parse_policies
-from meshkit.secret_files import CredentialsFileError, read_credentials
 from meshkit.wire.usage import ALLOW_MORE
-from meshkit.yaml_config import ConfigError, load_yaml
+from meshkit.yaml_config import ConfigError, load_yaml, validated
+from orchestrator.config.registry import Role, ServerEntry
 
 PERSONA_FILES = ("IDENTITY.md", "SOUL.md", "USER.md")
-_NAME = re.compile(r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$")  # no "__", no leading/trailing "_"
-MAX_TOOL_NAME = 64
-M = TypeVar("M", bound=BaseModel)
-# The infrastructure the orchestrator itself calls, found by role rather than by name.
-Role = Literal["telegram-io", "pending-actions", "memory", "scheduler"]
 # Change kinds that always need the user's tap, by the role of the server that declares them
 # (ChangeKind(tap_only=True)): pending-actions asks for them whatever a rule says, so a rule
 # that would allow one without a tap (auto, a grant) is a mistake, named like any other.
 TAP_ONLY: dict[Role, dict[str, str]] = {
     "memory": {ALLOW_MORE: "an assistant never raises its own allowance"},
 }
-
-
-class ServerEntry(BaseModel):
-    """How to reach one MCP server: exactly one of url, command or module."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    url: str | None = Field(default=None, description="Streamable HTTP endpoint")
-    command: list[str] | None = Field(default=None, description="stdio server command line")
-    module: str | None = Field(default=None, description="in-process 'package.module:factory'")
-    description: str = ""
-    auth: Literal["mesh"] | None = Field(
-        default=None,
-        description="'mesh': send the orchestrator's credential for this server, from "
-        "MESH_CREDENTIALS_FILE (clawmesh's own servers); without auth or token a url server "
-        "gets no credential",
-    )
-    token: str | None = Field(
-        default=None, description="a bearer token of this server's own (third-party servers)"
-    )
-    headers: dict[str, str] = Field(default_factory=dict)
-    env: dict[str, str] = Field(default_factory=dict, description="extra env for a command")
-    timeout_s: float | None = Field(default=None, gt=0, description="per-call timeout")
-    role: Role | None = Field(
-        default=None, description="what the orchestrator uses it for, if infrastructure"
-    )
-    proposes: bool = Field(
-        default=False,
-        description="this server may propose changes: its producer tools are offered to the "
-        "model (when it declares a change kind, a confirm_<kind> tool) and its confirm tools "
-        "called after a tap; without it, neither",
-    )
-
-    @model_validator(mode="after")
-    def _exactly_one_way(self) -> ServerEntry:
-        ways = [w for w in ("url", "command", "module") if getattr(self, w)]
-        if len(ways) != 1:
-            raise ValueError("give exactly one of url, command or module")
-        if self.module and ":" not in self.module:
-            raise ValueError("module must look like 'package.module:factory'")
-        if (self.auth or self.token is not None) and not self.url:
-            raise ValueError("auth and token are for url entries (HTTP) only; remove them")
-        if self.auth and self.token is not None:
-            raise ValueError(
-                "give auth: mesh (clawmesh's credential) or token (this server's own), not both"
-            )
-        if self.proposes and self.role in ("telegram-io", "pending-actions"):
-            raise ValueError(
-                f"the {self.role} server proposes no changes; remove proposes from its entry"
-            )
-        if self.token is not None and not self.token.strip():
-            raise ValueError(
-                "token is empty: set the variable it names, or remove token to send none"
-            )
-        return self
-
-    def bearer(self, mesh_credential: str | None) -> str | None:
-        """The credential this server is sent: its own token, the orchestrator's credential
-        for it (``mesh_credential``) if it asks with ``auth: mesh``, else none, so a
-        third-party server never sees one of the mesh's."""
-        if self.token is not None:
-            return self.token
-        return mesh_credential if self.auth == "mesh" else None
-
-    @property
-    def transport(self) -> Literal["http", "stdio", "in-process"]:
-        return "http" if self.url else "stdio" if self.command else "in-process"
 
 
 Unit = Literal["money", "tokens"]
@@ -167,33 +93,6 @@ class AllowanceEntry(_Limits):
     @classmethod
     def _more(cls, value: object) -> object:
         return None if value is None or isinstance(value, Amount) else Amount.parse(value)
-
-
-class ModelPrice(BaseModel):
-    """A model's price per million tokens."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    input: float = Field(ge=0)
-    cached_input: float | None = Field(default=None, ge=0, description="default: input's")
-    output: float = Field(ge=0, description="reasoning tokens are billed as output")
-
-
-class Prices(BaseModel):
-    """The price table (``prices:`` in agents.yaml): a model is priced by its name, or by
-    the longest listed name it extends with ``-`` (``gpt-5-mini`` prices
-    ``gpt-5-mini-2025-08-07``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    currency: str = Field(default="USD", min_length=1, max_length=8)
-    models: dict[str, ModelPrice] = Field(default_factory=dict)
-
-    def price(self, model: str) -> ModelPrice | None:
-        if model in self.models:
-            return self.models[model]
-        prefixes = [name for name in self.models if model.startswith(f"{name}-")]
-        return self.models[max(prefixes, key=len)] if prefixes else None
 
 
 class AgentEntry(BaseModel):
@@ -275,36 +174,6 @@ class Agent:
         return patterns is None or any(fnmatchcase(qualified, p) for p in patterns)
 
 
-def load_registry(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, ServerEntry]:
-    raw = load_yaml(path, environ)
-    servers = raw.get("servers")
-    if not isinstance(servers, dict) or not servers:
-        raise ConfigError(
-            f"{path}: servers: expected a mapping of server names to entries "
-            "(see config/mcp_servers.yaml in the repository for the shape)"
-        )
-    entries: dict[str, ServerEntry] = {}
-    roles: dict[str, str] = {}
-    for name, body in servers.items():
-        check_server_name(str(name), path)
-        entry = _validate(ServerEntry, body or {}, path, f"servers.{name}")
-        if entry.role is not None and entry.role in roles:
-            raise ConfigError(
-                f"{path}: servers.{name}.role: {roles[entry.role]!r} is the {entry.role} "
-                "server already; give the role to one server only"
-            )
-        if entry.role is not None:
-            roles[entry.role] = str(name)
-        entries[str(name)] = entry
-    return entries
-
-
-def load_prices(path: Path, environ: Mapping[str, str] | None = None) -> Prices:
-    """The price table of the fleet file (none listed: every model unpriced)."""
-    raw = load_yaml(path, environ)
-    return _validate(Prices, raw.get("prices") or {}, path, "prices")
-
-
 def load_fleet(
     path: Path,
     registry: Mapping[str, ServerEntry],
@@ -325,7 +194,7 @@ def load_fleet(
     fleet: dict[str, Agent] = {}
     for agent_id, body in agents.items():
         key = f"agents.{agent_id}"
-        entry = _validate(AgentEntry, body or {}, path, key)
+        entry = validated(AgentEntry, body or {}, path, key)
         for server in entry.servers or ():
             if server not in registry:
                 raise ConfigError(
@@ -389,51 +258,6 @@ def _check_tap_only(rule: Rule, registry: Mapping[str, ServerEntry], path: Path,
     )
 
 
-def mesh_credentials(
-    entries: Mapping[str, ServerEntry], path: Path, credentials_file: Path | None
-) -> dict[str, str]:
-    """Server → the orchestrator's credential for it, for the ``auth: mesh`` entries, read
-    from ``credentials_file`` (MESH_CREDENTIALS_FILE). ConfigError at start, not at the
-    first call, naming an entry that has none."""
-    needing = sorted(name for name, entry in entries.items() if entry.auth == "mesh")
-    if not needing:
-        return {}
-    if credentials_file is None:
-        raise ConfigError(
-            f"{path}: servers.{needing[0]}.auth: mesh needs the orchestrator's credential for "
-            "it, and MESH_CREDENTIALS_FILE is not set; point it at the file make up writes "
-            "(secrets/mesh_credentials, python -m meshkit.secret_files)"
-        )
-    try:
-        known = read_credentials(credentials_file)
-    except CredentialsFileError as error:
-        raise ConfigError(f"MESH_CREDENTIALS_FILE: {error}") from None
-    missing = [name for name in needing if name not in known]
-    if missing:
-        raise ConfigError(
-            f"{path}: servers.{missing[0]}.auth: mesh has no credential in {credentials_file}; "
-            "run make up (python -m meshkit.secret_files) to add one, then restart the server "
-            "with its new MESH_TOKEN_SHA256"
-        )
-    return {name: known[name] for name in needing}
-
-
-def check_server_name(name: str, path: Path) -> None:
-    if not _NAME.match(name) or len(name) > 30:
-        raise ConfigError(
-            f"{path}: servers.{name}: a server name must be 1-30 letters, digits, '-' or single "
-            "'_' (no '__', which separates server and tool in 'server__tool'); rename it"
-        )
-
-
-def qualified_name(server: str, tool: str) -> str | None:
-    """``server__tool`` when both parts are valid and the result fits 64 characters."""
-    if not _NAME.match(server) or not _NAME.match(tool):
-        return None
-    name = f"{server}__{tool}"
-    return name if len(name) <= MAX_TOOL_NAME else None
-
-
 def _read_persona(directory: Path, path: Path, key: str) -> Persona:
     if not (directory / "IDENTITY.md").is_file():
         raise ConfigError(
@@ -445,17 +269,3 @@ def _read_persona(directory: Path, path: Path, key: str) -> Persona:
         for name in PERSONA_FILES
     }
     return Persona(texts["IDENTITY.md"], texts["SOUL.md"], texts["USER.md"])
-
-
-def _validate(model: type[M], body: Any, path: Path, key: str) -> M:
-    try:
-        return model.model_validate(body)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in (key, *first["loc"]))
-        message = first["msg"].removeprefix("Value error, ")
-        if first["type"] == "extra_forbidden":
-            message = f"unknown key; the keys are {', '.join(model.model_fields)}"
-        elif first["type"] == "missing":
-            message = "required; add it"
-        raise ConfigError(f"{path}: {where}: {message}") from None

@@ -1,0 +1,156 @@
+"""The registry (config/mcp_servers.yaml): each server, how to reach it, its role, and the
+orchestrator's credential for the ``auth: mesh`` ones; the names ``server__tool`` forms.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from meshkit.secret_files import CredentialsFileError, read_credentials
+from meshkit.yaml_config import ConfigError, load_yaml, validated
+
+_NAME = re.compile(r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$")  # no "__", no leading/trailing "_"
+MAX_TOOL_NAME = 64
+# The infrastructure the orchestrator itself calls, found by role rather than by name.
+Role = Literal["telegram-io", "pending-actions", "memory", "scheduler"]
+
+
+class ServerEntry(BaseModel):
+    """How to reach one MCP server: exactly one of url, command or module."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = Field(default=None, description="Streamable HTTP endpoint")
+    command: list[str] | None = Field(default=None, description="stdio server command line")
+    module: str | None = Field(default=None, description="in-process 'package.module:factory'")
+    description: str = ""
+    auth: Literal["mesh"] | None = Field(
+        default=None,
+        description="'mesh': send the orchestrator's credential for this server, from "
+        "MESH_CREDENTIALS_FILE (clawmesh's own servers); without auth or token a url server "
+        "gets no credential",
+    )
+    token: str | None = Field(
+        default=None, description="a bearer token of this server's own (third-party servers)"
+    )
+    headers: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict, description="extra env for a command")
+    timeout_s: float | None = Field(default=None, gt=0, description="per-call timeout")
+    role: Role | None = Field(
+        default=None, description="what the orchestrator uses it for, if infrastructure"
+    )
+    proposes: bool = Field(
+        default=False,
+        description="this server may propose changes: its producer tools are offered to the "
+        "model (when it declares a change kind, a confirm_<kind> tool) and its confirm tools "
+        "called after a tap; without it, neither",
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one_way(self) -> ServerEntry:
+        ways = [w for w in ("url", "command", "module") if getattr(self, w)]
+        if len(ways) != 1:
+            raise ValueError("give exactly one of url, command or module")
+        if self.module and ":" not in self.module:
+            raise ValueError("module must look like 'package.module:factory'")
+        if (self.auth or self.token is not None) and not self.url:
+            raise ValueError("auth and token are for url entries (HTTP) only; remove them")
+        if self.auth and self.token is not None:
+            raise ValueError(
+                "give auth: mesh (clawmesh's credential) or token (this server's own), not both"
+            )
+        if self.proposes and self.role in ("telegram-io", "pending-actions"):
+            raise ValueError(
+                f"the {self.role} server proposes no changes; remove proposes from its entry"
+            )
+        if self.token is not None and not self.token.strip():
+            raise ValueError(
+                "token is empty: set the variable it names, or remove token to send none"
+            )
+        return self
+
+    def bearer(self, mesh_credential: str | None) -> str | None:
+        """The credential this server is sent: its own token, the orchestrator's credential
+        for it (``mesh_credential``) if it asks with ``auth: mesh``, else none, so a
+        third-party server never sees one of the mesh's."""
+        if self.token is not None:
+            return self.token
+        return mesh_credential if self.auth == "mesh" else None
+
+    @property
+    def transport(self) -> Literal["http", "stdio", "in-process"]:
+        return "http" if self.url else "stdio" if self.command else "in-process"
+
+
+def load_registry(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, ServerEntry]:
+    raw = load_yaml(path, environ)
+    servers = raw.get("servers")
+    if not isinstance(servers, dict) or not servers:
+        raise ConfigError(
+            f"{path}: servers: expected a mapping of server names to entries "
+            "(see config/mcp_servers.yaml in the repository for the shape)"
+        )
+    entries: dict[str, ServerEntry] = {}
+    roles: dict[str, str] = {}
+    for name, body in servers.items():
+        check_server_name(str(name), path)
+        entry = validated(ServerEntry, body or {}, path, f"servers.{name}")
+        if entry.role is not None and entry.role in roles:
+            raise ConfigError(
+                f"{path}: servers.{name}.role: {roles[entry.role]!r} is the {entry.role} "
+                "server already; give the role to one server only"
+            )
+        if entry.role is not None:
+            roles[entry.role] = str(name)
+        entries[str(name)] = entry
+    return entries
+
+
+def mesh_credentials(
+    entries: Mapping[str, ServerEntry], path: Path, credentials_file: Path | None
+) -> dict[str, str]:
+    """Server → the orchestrator's credential for it, for the ``auth: mesh`` entries, read
+    from ``credentials_file`` (MESH_CREDENTIALS_FILE). ConfigError at start, not at the
+    first call, naming an entry that has none."""
+    needing = sorted(name for name, entry in entries.items() if entry.auth == "mesh")
+    if not needing:
+        return {}
+    if credentials_file is None:
+        raise ConfigError(
+            f"{path}: servers.{needing[0]}.auth: mesh needs the orchestrator's credential for "
+            "it, and MESH_CREDENTIALS_FILE is not set; point it at the file make up writes "
+            "(secrets/mesh_credentials, python -m meshkit.secret_files)"
+        )
+    try:
+        known = read_credentials(credentials_file)
+    except CredentialsFileError as error:
+        raise ConfigError(f"MESH_CREDENTIALS_FILE: {error}") from None
+    missing = [name for name in needing if name not in known]
+    if missing:
+        raise ConfigError(
+            f"{path}: servers.{missing[0]}.auth: mesh has no credential in {credentials_file}; "
+            "run make up (python -m meshkit.secret_files) to add one, then restart the server "
+            "with its new MESH_TOKEN_SHA256"
+        )
+    return {name: known[name] for name in needing}
+
+
+def check_server_name(name: str, path: Path) -> None:
+    if not _NAME.match(name) or len(name) > 30:
+        raise ConfigError(
+            f"{path}: servers.{name}: a server name must be 1-30 letters, digits, '-' or single "
+            "'_' (no '__', which separates server and tool in 'server__tool'); rename it"
+        )
+
+
+def qualified_name(server: str, tool: str) -> str | None:
+    """``server__tool`` when both parts are valid and the result fits 64 characters."""
+    if not _NAME.match(server) or not _NAME.match(tool):
+        return None
+    name = f"{server}__{tool}"
+    return name if len(name) <= MAX_TOOL_NAME else None
