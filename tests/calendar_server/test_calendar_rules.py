@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from calendar_server.calls import BERLIN, HOSTILE
 from fakes.tool_calls import call, call_error
-from mcp_calendar.ics import ImportProblems, read_events
+from mcp_calendar.ics_reader import ImportProblems, read_events
 from mcp_calendar.local import row
 from mcp_calendar.settings import CalendarSettings
 from mcp_calendar.store import CalendarStore, StoredCalendar
