@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 from fastmcp import Client
 
-from mcp_calendar.ics_reader import import_file
+from mcp_calendar.ics_files import import_file
 from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings
 

@@ -10,7 +10,7 @@ recurring-ical-events' ``benchmark/issue42.ics``, 4778 events); their ``.ics`` m
 from the archives, whose hash is checked on every read. Without the archives (offline) the
 installed wheels' calendars are used and ``sdists()`` says which archive is missing.
 
-For each file (``check``): import (``ics_reader.import_file`` into a fresh ``DATA_DIR``), reads
+For each file (``check``): import (``ics_files.import_file`` into a fresh ``DATA_DIR``), reads
 (``LocalBackend.occurrences``) over several windows (the year of the first and of the last
 start, the DST changes of Europe/Berlin and America/New_York that follow the first start, and
 2026), export and re-import (the same occurrences again), and the occurrences ical finds in
@@ -50,7 +50,7 @@ from ical.calendar_stream import CalendarStream
 from ical.compat import enable_compat_mode
 from icalendar.timezone.windows_to_olson import WINDOWS_TO_OLSON
 
-from mcp_calendar import ics_reader
+from mcp_calendar import ics_files, ics_reader
 from mcp_calendar.backend import Occurrence
 from mcp_calendar.errors import InvalidRequest
 from mcp_calendar.local import LocalBackend
@@ -233,7 +233,7 @@ async def check(corpus_file: CorpusFile, data_dir: Path) -> Outcome:
         outcome.disagreements.append(Disagreement(outcome.file, where, kind, reason))
     if imported is not None:
         ours = await _step(outcome, "read", _reads(first, windows))
-        exported = await _step(outcome, "export", ics_reader.export_calendar(first, CALENDAR))
+        exported = await _step(outcome, "export", ics_files.export_calendar(first, CALENDAR))
         if ours is not None and exported is not None:
             again = _settings(data_dir / "reimport")
             back = Outcome(corpus_file.name)
@@ -346,9 +346,9 @@ def _next_change(after: datetime, zone: tzinfo) -> datetime | None:
 
 
 async def _import(settings: CalendarSettings, text: bytes, outcome: Outcome) -> bool:
-    """``ics_reader.import_file``, whichever API it has (see the module docstring)."""
+    """``ics_files.import_file``, whichever API it has (see the module docstring)."""
     try:
-        done = await ics_reader.import_file(settings, text, CALENDAR, writable=True, at=time.time())
+        done = await ics_files.import_file(settings, text, CALENDAR, writable=True, at=time.time())
     except getattr(ics_reader, "ImportProblems", ()) as problems:
         for line in problems.lines:
             if re.fullmatch(r"and \d+ more", line):

@@ -17,7 +17,7 @@ from calendar_server.calls import add, approve, day, mint, propose
 from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
 from mcp_calendar import edits
-from mcp_calendar.ics_reader import export_calendar, import_file
+from mcp_calendar.ics_files import export_calendar, import_file
 from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings
 

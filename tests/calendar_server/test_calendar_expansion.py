@@ -15,7 +15,7 @@ from icalendar import Calendar
 
 from calendar_server.calls import BERLIN
 from fakes.tool_calls import call
-from mcp_calendar.ics_reader import import_file
+from mcp_calendar.ics_files import import_file
 from mcp_calendar.settings import CalendarSettings
 
 pytestmark = pytest.mark.anyio

@@ -9,7 +9,7 @@ from fastmcp import Client
 from calendar_server.calls import add, day, propose
 from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
-from mcp_calendar.ics_reader import import_file
+from mcp_calendar.ics_files import import_file
 from mcp_calendar.settings import CalendarSettings
 
 pytestmark = pytest.mark.anyio

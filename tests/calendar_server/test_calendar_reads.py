@@ -18,7 +18,7 @@ from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
 from mcp_calendar import edits
 from mcp_calendar.expansion import Budget, Skipped, expand
-from mcp_calendar.ics_reader import import_file
+from mcp_calendar.ics_files import import_file
 from mcp_calendar.local import row
 from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings

@@ -24,7 +24,8 @@ from icalendar import Calendar, Event
 from calendar_server.calls import add, approve, propose
 from fakes.clock import Clock
 from fakes.tool_calls import call
-from mcp_calendar.ics_reader import export_calendar, import_file, read_events
+from mcp_calendar.ics_files import export_calendar, import_file
+from mcp_calendar.ics_reader import read_events
 from mcp_calendar.local import row
 from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings

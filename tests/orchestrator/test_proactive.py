@@ -23,7 +23,7 @@ from fakes.open_meteo import FakeOpenMeteo
 from fakes.responses_api import FakeOpenAI, call, calls, server_error, text
 from fakes.serving import serving
 from fakes.world import API_KEY, ROOT, World, clawdia
-from mcp_calendar import ics_reader
+from mcp_calendar import ics_files
 from mcp_calendar.settings import CalendarSettings
 from meshkit.wire.scheduler import Acked, Due, Firing
 from orchestrator.app import App
@@ -118,7 +118,7 @@ def next_briefing() -> datetime:
 async def briefing_due(world: World) -> AsyncIterator[tuple[App, Firing]]:
     """The app, with the clock moved to the next briefing and the day's dentist booked."""
     at = next_briefing()
-    await ics_reader.import_file(
+    await ics_files.import_file(
         CalendarSettings(data_dir=world.data_dir, timezone="Europe/Paris"),
         ics_for(at.date().isoformat()),
         "personal",

@@ -30,7 +30,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from mcp_calendar import ics_reader
+from mcp_calendar import ics_command
 from mcp_calendar.server import build_server
 from mcp_calendar.settings import CalendarSettings
 from meshkit.serve import run_server
@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         load_dotenv()
         raise SystemExit(auth.main(args[1:], load_settings(CalendarSettings)))
     if args[:1] in (["import"], ["export"]):
-        raise SystemExit(ics_reader.main(args[1:], args[0], time.time()))
+        raise SystemExit(ics_command.main(args[1:], args[0], time.time()))
     run_server(
         CalendarSettings,
         build_server,

@@ -1,6 +1,7 @@
-"""``.ics`` files in and out of the local calendar (``python -m mcp_calendar import|export``).
+"""Reading an ``.ics`` file event by event, as rows for the local calendar (``ics_files``
+imports and exports them, ``ics_command`` is ``python -m mcp_calendar import|export``).
 
-Import reads event by event: what is valid is imported, each event that is not is skipped
+The reader goes event by event: what is valid is imported, each event that is not is skipped
 and named (its UID, or its place in the file) with the reason, and what was repaired is
 said in a warning. Only a file that is no iCalendar at all is refused whole. It accepts
 what real producers write: several VCALENDARs in one file; an ``UNTIL`` whose type differs
@@ -24,44 +25,29 @@ so), floating times too. Times keep their wall clock in their zone, never a fixe
 instant. Events are keyed by UID: importing the same file again changes nothing, a newer
 export updates what changed, and ``--calendar X`` moves events stored in another calendar
 into X (the summary says how many, from where).
-
-Export writes the stored components with the VTIMEZONEs their files gave (custom zones
-with their own rules), generating one only for a zone no file gave; events whose custom
-zones share a TZID with other rules go into a VCALENDAR of their own.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import logging
 import re
-import sys
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from itertools import islice
-from pathlib import Path
 from typing import Any, cast
 from zoneinfo import ZoneInfo
 
-import anyio
 from dateutil.rrule import rrulestr
 from icalendar import Calendar, Component, Event, Timezone
 
 from mcp_calendar import edits, rules, times, zones
-from mcp_calendar.local import parse, row
-from mcp_calendar.settings import CalendarSettings
-from mcp_calendar.store import CalendarStore, EventRow, StoredCalendar, StoredEvent
-from meshkit.private import private_file, private_output
-from meshkit.settings import fail, load_dotenv, load_settings
-from meshkit.storage import StorageFailed, StorageUnavailable
+from mcp_calendar.local import row
+from mcp_calendar.store import EventRow
 
 logger = logging.getLogger(__name__)
 
-CALENDAR_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,59}")
-MAX_PROBLEMS = 20  # listed before "and N more"
 MAX_EXTRA_DATES = 1000  # a second RRULE's dates kept as RDATEs
 _TIMES = ("DTSTART", "DTEND", "RECURRENCE-ID")
 _SINGLE = ("UID", "DTSTART", "DTEND", "DURATION", "RECURRENCE-ID")  # once per event
@@ -96,17 +82,6 @@ class Read:
     rows: list[EventRow]
     skipped: list[Skipped]
     warnings: list[str]
-
-
-@dataclass(frozen=True)
-class Imported:
-    changed: int
-    unchanged: int
-    moved: int
-    calendar: str
-    skipped: list[Skipped]
-    warnings: list[str]
-    moved_from: dict[str, int] = field(default_factory=dict)  # calendar -> events moved
 
 
 def read_events(text: bytes, calendar: str, tz: ZoneInfo) -> Read:
@@ -245,7 +220,7 @@ class _Reader:
         refused: dict[str, str] = {}
         for zone in top.walk("VTIMEZONE"):
             text = cast(Timezone, zone).to_ical().decode()
-            tzid = _tzid(text)
+            tzid = tzid_of(text)
             why = zones.refusal(text)
             if why is not None and tzid is not None and zones.iana(tzid) is None:
                 refused.setdefault(tzid, why)  # neither used nor kept for exports
@@ -255,7 +230,7 @@ class _Reader:
                 self.originals.setdefault(tzid, text)
         find = zones.lookup(texts)
         given = zones.iana(str(top.get("X-WR-TIMEZONE", "")))  # Google's, Apple's
-        defined = {find(t) for t in map(_tzid, texts) if t is not None} - {None}
+        defined = {find(t) for t in map(tzid_of, texts) if t is not None} - {None}
         only = next(iter(defined)) if len(defined) == 1 else None
         here = _Here(
             given or self.tz,
@@ -453,7 +428,7 @@ def _summary(event: Event) -> str:
     return str(found[0] if isinstance(found, list) else found)
 
 
-def _tzid(text: str) -> str | None:
+def tzid_of(text: str) -> str | None:
     try:
         return str(Timezone.from_ical(text)["TZID"])
     except Exception:
@@ -624,189 +599,3 @@ def _naive(moment: datetime | date) -> datetime:
     if isinstance(moment, datetime):
         return moment
     return datetime.combine(moment, datetime.min.time())
-
-
-async def import_file(
-    settings: CalendarSettings, text: bytes, calendar: str, *, writable: bool, at: float
-) -> Imported:
-    read = read_events(text, calendar, ZoneInfo(settings.timezone))
-    store = _store(settings)
-    try:
-        target = StoredCalendar(calendar, calendar.capitalize(), writable=writable)
-        written = await store.import_rows(target, read.rows, at)
-    finally:
-        await store.aclose()
-    return Imported(
-        changed=written.changed,
-        unchanged=len(read.rows) - written.changed,
-        moved=sum(written.moved.values()),
-        calendar=calendar,
-        skipped=read.skipped,
-        warnings=read.warnings,
-        moved_from=written.moved,
-    )
-
-
-async def export_calendar(settings: CalendarSettings, calendar: str | None) -> bytes:
-    """Every stored event (of ``calendar``, else of all) as one iCalendar file; events
-    whose custom zones share a TZID with different rules go into a VCALENDAR of their own."""
-    store = _store(settings)
-    try:
-        events = await store.events_between(float("-inf"), float("inf"))
-    finally:
-        await store.aclose()
-    parts: list[tuple[Calendar, dict[str, str]]] = []
-    for event in events:
-        if calendar is None or event.calendar == calendar:
-            _export(event, parts)
-    if not parts:
-        parts.append((_vcalendar(), {}))
-    data = b""
-    for out, given in parts:
-        for text in given.values():
-            out.add_component(Timezone.from_ical(text))
-        out.add_missing_timezones()
-        data += out.to_ical()
-    return data
-
-
-def _export(event: StoredEvent, parts: list[tuple[Calendar, dict[str, str]]]) -> None:
-    try:
-        components = parse(event)
-    except zones.ZoneRefused:
-        # Stored by an older version: written back as it came, its zone never used here.
-        components = [cast(Event, Event.from_ical(text)) for text in event.components]
-    needed = zones.tzids(components)
-    given = {t: text for t in needed for text in event.zones if _tzid(text) == t}
-    fits = [p for p in parts if all(p[1].get(t, text) == text for t, text in given.items())]
-    if not fits:
-        parts.append((_vcalendar(), {}))
-    out, zones_of = fits[0] if fits else parts[-1]
-    zones_of.update(given)
-    for component in components:
-        out.add_component(component)
-
-
-def _vcalendar() -> Calendar:
-    out = Calendar()
-    out.add("prodid", "-//clawmesh//mcp_calendar//EN")
-    out.add("version", "2.0")
-    return out
-
-
-def _store(settings: CalendarSettings) -> CalendarStore:
-    """The calendar's database, checked as the server checks it: StorageUnavailable (one
-    line for the operator) when it is damaged or DATA_DIR cannot be written."""
-    store = CalendarStore(settings.db_path, max_bytes=settings.max_db_bytes)
-    store.verify()
-    return store
-
-
-def main(argv: Sequence[str], command: str, now: float) -> int:
-    """``import FILE [--calendar ID] [--read-only]`` or ``export [FILE] [--calendar ID]``;
-    a database that cannot be used stops it with one line (exit 2)."""
-    try:
-        return _main(argv, command, now)
-    except StorageUnavailable as error:
-        fail(str(error))
-    except StorageFailed:  # the store logged the fault in one line
-        print(f"nothing was {command}ed", file=sys.stderr)
-        return 1
-
-
-IMPORT_HELP = (
-    "Import an .ics file event by event: valid events are imported, each one that is not "
-    "is skipped and named with the reason. Events already in another calendar move to "
-    "--calendar. Exit status: 0 when events were imported (even with some skipped), 1 when "
-    "none could be, 2 when the database cannot be used."
-)
-
-
-def _main(argv: Sequence[str], command: str, now: float) -> int:
-    load_dotenv()
-    settings = load_settings(CalendarSettings)
-    parser = argparse.ArgumentParser(
-        prog=f"python -m mcp_calendar {command}",
-        description=IMPORT_HELP if command == "import" else None,
-    )
-    if command == "import":
-        parser.add_argument("file", type=Path, help="an iCalendar (.ics) file")
-        parser.add_argument("--calendar", default=settings.default_calendar)
-        parser.add_argument(
-            "--read-only", action="store_true", help="the tools may read it, never change it"
-        )
-    else:
-        parser.add_argument("file", nargs="?", type=Path, help="where to write (default: stdout)")
-        parser.add_argument("--calendar", default=None, help="one calendar (default: all)")
-    args = parser.parse_args(list(argv))
-    if args.calendar is not None and not CALENDAR_ID.fullmatch(args.calendar):
-        parser.error("--calendar takes lowercase letters, digits, - and _ (e.g. holidays)")
-    if command == "export":
-        return _write_export(settings, args)
-    try:
-        text = args.file.read_bytes()
-    except OSError as error:
-        print(f"cannot read {args.file}: {error.strerror}", file=sys.stderr)
-        return 1
-    try:
-        read = read_events(text, args.calendar, ZoneInfo(settings.timezone))
-    except ImportProblems as problems:
-        _nothing(args.file, problems.lines)
-        return 1
-    if not read.rows:
-        lines = [f"{s.where}: {s.reason}" for s in read.skipped] or ["it holds no events"]
-        _nothing(args.file, _limited(lines) + _limited(read.warnings, "warning: "))
-        return 1
-    done = anyio.run(_import, settings, text, args, now)
-    for line in summary(done):
-        print(line)
-    return 0
-
-
-def summary(done: Imported) -> list[str]:
-    """What an import did, for the person who ran it: one line, then what was skipped."""
-    events = "event" if done.changed == 1 else "events"
-    line = (
-        f"imported {done.changed} {events} ({done.unchanged} unchanged) into calendar "
-        f"{done.calendar}"
-    )
-    moved = ", ".join(f"moved {n} from calendar {c}" for c, n in sorted(done.moved_from.items()))
-    lines = [f"{line}; {moved}" if moved else line]
-    if done.skipped:
-        count = len(done.skipped)
-        lines.append(f"skipped {count} event{'' if count == 1 else 's'}:")
-        lines += _limited([f"{s.where}: {s.reason}" for s in done.skipped])
-    return lines + _limited(done.warnings, "warning: ")
-
-
-def _limited(lines: list[str], prefix: str = "") -> list[str]:
-    shown = [f"  {prefix}{line}" for line in lines[:MAX_PROBLEMS]]
-    more = len(lines) - MAX_PROBLEMS
-    return shown + ([f"  and {more} more"] if more > 0 else [])
-
-
-def _write_export(settings: CalendarSettings, args: argparse.Namespace) -> int:
-    data = anyio.run(export_calendar, settings, args.calendar)
-    if args.file is None:
-        private_output(sys.stdout)  # "> backup.ics" too: as private as the database
-        sys.stdout.buffer.write(data)
-        return 0
-    try:
-        private_file(args.file)  # a calendar is as private as the database it came from
-        args.file.write_bytes(data)
-    except OSError as error:
-        print(f"cannot write {args.file}: {error.strerror}", file=sys.stderr)
-        return 1
-    return 0
-
-
-async def _import(
-    settings: CalendarSettings, text: bytes, args: argparse.Namespace, now: float
-) -> Imported:
-    return await import_file(settings, text, args.calendar, writable=not args.read_only, at=now)
-
-
-def _nothing(path: Path, lines: Iterable[str]) -> None:
-    print(f"{path}: nothing was imported:", file=sys.stderr)
-    for line in lines:
-        print(line if line.startswith("  ") else f"  {line}", file=sys.stderr)
