@@ -233,6 +233,8 @@ def _serve_http(
             # does what requests free, from time to time (meshkit.process_memory).
             self._trimmer = asyncio.get_running_loop().create_task(trimmer.keep_trimmed())
 
+        # uvicorn has no public "a stop was asked" hook: handle_exit is what its signal
+        # handlers call (pinned by tests/meshkit/test_library_seams.py).
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             super().handle_exit(sig, frame)
             try:

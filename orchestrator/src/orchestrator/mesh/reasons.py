@@ -13,7 +13,7 @@ import mcp_types
 from mcp.shared.exceptions import MCPError
 
 # fastmcp's words for an initialize that timed out; its exception-group handler sometimes
-# re-raises it without the TimeoutError it came from.
+# re-raises it without the TimeoutError it came from (pinned: tests/meshkit/test_library_seams.py).
 _INIT_TIMED_OUT = "Failed to initialize server session"
 _MAX_LOOKS = 24  # errors looked at, at most (a chain is a few links long)
 
