@@ -21,7 +21,7 @@ import fastmcp
 from meshkit.logs import configure_logging
 from meshkit.secret_files import CredentialsFileError, read_credentials
 from meshkit.settings import environment, fail, fail_all, load_dotenv
-from orchestrator import preflight, usage_cli
+from orchestrator import preflight
 from orchestrator.app import open_app
 from orchestrator.channels.consent import ConsentChannel, telegram_show
 from orchestrator.channels.console import GOODBYE, Console, stdin_lines
@@ -29,6 +29,7 @@ from orchestrator.channels.scheduled import ScheduledChannel
 from orchestrator.channels.telegram import TelegramChannel
 from orchestrator.channels.telegram_io import TelegramIO
 from orchestrator.channels.telegram_ready import NoBotCanRun
+from orchestrator.cli import usage as usage_cli
 from orchestrator.config import ConfigError
 from orchestrator.health_http import serving_health
 from orchestrator.settings import OrchestratorSettings

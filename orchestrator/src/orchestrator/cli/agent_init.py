@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from meshkit.command import CliError
 from meshkit.settings import environment
 from meshkit.yaml_config import ConfigError
-from orchestrator.cli.errors import CliError
 from orchestrator.config import load_fleet, load_registry
 from orchestrator.settings import OrchestratorSettings
 

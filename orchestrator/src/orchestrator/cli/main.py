@@ -17,10 +17,10 @@ from collections.abc import Sequence
 
 from cyclopts import App, CycloptsError
 
+from meshkit.command import CliError, report
 from orchestrator.cli.agent import agent_app
 from orchestrator.cli.backup import backup_app
 from orchestrator.cli.doctor import doctor
-from orchestrator.cli.errors import CliError, report
 from orchestrator.cli.proxy import mcp
 
 app = App(

@@ -18,8 +18,8 @@ from contextlib import asynccontextmanager
 import fastmcp
 from pydantic import ValidationError
 
+from meshkit.command import CliError
 from meshkit.settings import describe_error, environment, load_dotenv
-from orchestrator.cli.errors import CliError
 from orchestrator.config import Agent, Role, load_fleet, load_registry, mesh_credentials
 from orchestrator.mesh.registry import Registry
 from orchestrator.mesh.transports import ModuleNotLoadable

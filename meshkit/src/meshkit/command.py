@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import TypeVar
 
-from orchestrator.config import ConfigError
+from meshkit.yaml_config import ConfigError
 
 T = TypeVar("T")
 
