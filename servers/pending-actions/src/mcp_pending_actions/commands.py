@@ -68,9 +68,11 @@ def audit(
                     ) from None
                 return
             broken = ledger_audit.show(db, agent, user, moment, as_json=as_json)
+        if broken and as_json:  # each is named on stderr; stdout is the entries' JSON
+            raise SystemExit(1)
         if broken:
             raise CliError(
-                f"ledger broken: {broken} entries left out",
+                f"ledger broken: {broken} entries not readable (above)",
                 "clawmesh audit --verify names the first one changed",
             )
 
