@@ -1,7 +1,7 @@
 """``clawmesh shopping import|forget-examples``: an agent's order history (importer.py says
 the CSV format). In a container: ``docker compose exec shopping python -m mcp_shopping ...``.
 
-    clawmesh shopping import orders.csv [--agent clawdia] [--json]
+    clawmesh shopping import orders.csv [--agent clawdia] [--json]   (default agent: default)
     clawmesh shopping forget-examples [--agent clawdia] [--json]
 """
 
@@ -23,13 +23,18 @@ from meshkit.command import CliError, Json, guarded, run, settings_of
 
 app = App(name="shopping", help="An agent's order history: import a CSV, forget the examples.")
 BAD_FILE_EXIT = 2
-Agent = Annotated[str, Parameter(help="whose history (default: clawdia)")]
+Agent = Annotated[str, Parameter(help="whose history")]
 
 
 @app.command(name="import")
-def import_(file: Path, /, *, agent: Agent = "clawdia", as_json: Json = False) -> None:
-    """Load a CSV of orders (date,item,store,quantity,price) into the agent's history: every
-    row checked first, nothing on an error; a row already stored is skipped."""
+def import_(file: Path, /, *, agent: Agent = "default", as_json: Json = False) -> None:
+    """Load a CSV of orders into the agent's history (make import-orders: clawdia's).
+
+    The first row names the columns, in any order: date,item,store,quantity,price. date is
+    YYYY-MM-DD; quantity a positive number (empty: 1); price the price of one item, a decimal
+    number without currency sign (empty: unknown). Every row is checked first: on an error
+    each problem is named with its line and nothing is imported (exit 2); a row already
+    stored is skipped."""
 
     def run() -> None:
         who = agent.strip()
@@ -58,7 +63,7 @@ def import_(file: Path, /, *, agent: Agent = "clawdia", as_json: Json = False) -
 
 
 @app.command(name="forget-examples")
-def forget(*, agent: Agent = "clawdia", as_json: Json = False) -> None:
+def forget(*, agent: Agent = "clawdia", as_json: Json = False) -> None:  # SHOPPING_EXAMPLE_AGENT
     """Remove the example orders loaded on the first start; they never return."""
 
     def run() -> None:
