@@ -54,8 +54,12 @@ def import_(
     read_only: Annotated[bool, Parameter(negative=(), help="the tools may only read it")] = False,
     as_json: Json = False,
 ) -> None:
-    """Import an .ics file event by event: valid events are imported, each one that is not is
-    skipped and named with the reason; events already in another calendar move to --calendar."""
+    """Import an .ics file event by event (make import-calendar).
+
+    Valid events are imported, each one that is not is skipped and named with the reason;
+    events already in another calendar move to --calendar. Exit status: 0 when events were
+    imported (even with some skipped), 1 when none could be, 2 when the database cannot be
+    used."""
 
     def run() -> None:
         settings = settings_of(CalendarSettings)
@@ -165,8 +169,9 @@ def _stored(command: str, work: Callable[[], T]) -> T:
     """``work()``; a database that cannot be used is one line (exit 2)."""
     try:
         return work()
-    except StorageUnavailable as error:
-        raise CliError(str(error), "fix the database it names", code=2) from None
+    except StorageUnavailable as error:  # "cannot use the database X: why; what to do"
+        what, _, fix = str(error).rpartition("; ")
+        raise CliError(what or fix, fix if what else "see the server's log", code=2) from None
     except StorageFailed:  # the store logged the fault in one line
         raise CliError(f"nothing was {command}ed", "see the line above") from None
 
