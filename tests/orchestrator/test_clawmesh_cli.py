@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 
 from mcp_pending_actions.server import build_server as build_pending_actions
 from mcp_pending_actions.settings import PendingSettings
+from orchestrator.cli.agent_init import FLEET_ZONE
 from orchestrator.cli.main import main
 
 
@@ -149,3 +151,16 @@ def test_compose_runs_compose_v2_without_the_docker_plugin_too(tmp_path: Path) -
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().lstrip("v").startswith("2.")
+
+
+def test_an_agent_init_adds_has_the_zone_the_fleet_and_compose_default_to() -> None:
+    """One default zone: the example fleet's agent, a new agent and every compose service."""
+    zones = set(
+        re.findall(r"\$\{CLAWMESH_TIMEZONE:-([^}]*)\}", (ROOT / "compose.yaml").read_text())
+    )
+    fleet = re.findall(
+        r"\$\{CLAWMESH_TIMEZONE:-([^}]*)\}", (ROOT / "config/agents.yaml").read_text()
+    )
+
+    assert zones == set(fleet) == {"Europe/Berlin"}
+    assert FLEET_ZONE == "${CLAWMESH_TIMEZONE:-Europe/Berlin}"

@@ -92,8 +92,12 @@ def _read(path: Path) -> str:
         ) from None
 
 
+# The zone config/agents.yaml gives its agent and compose.yaml its services: one default.
+FLEET_ZONE = "${CLAWMESH_TIMEZONE:-Europe/Berlin}"
+
+
 def _entry(agent: str, name: str, variable: str, persona: Path, timezone: str | None) -> list[str]:
-    zone = timezone or "${CLAWMESH_TIMEZONE:-UTC}"
+    zone = timezone or FLEET_ZONE
     return [
         f"{agent}:",
         f"  name: {name if PLAIN.match(name) else json.dumps(name)}",
