@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What `make up` needs, checked before anything is built: one line per missing or malformed
 # thing, each saying what to do. Exit 1 when anything is wrong. The mesh's own secrets (credentials,
-# approval keys) are not asked for: make up generates them (python -m meshkit.secret_files).
+# approval keys) are not asked for: make up generates them (clawmesh secrets).
 #   containers/preflight.sh COMPOSE...     (the compose command the Makefile chose)
 # ENV_FILE: the file compose reads (default .env at the project root).
 set -uo pipefail
