@@ -55,7 +55,7 @@ class OrchestratorSettings(DataSettings):
         default=None,
         validation_alias=_env("MESH_CREDENTIALS_FILE"),
         description="MESH_CREDENTIALS_FILE: the orchestrator's credential for each 'auth: mesh' "
-        "server, '<server> <token>' lines (make up writes it: python -m meshkit.secret_files)",
+        "server, '<server> <token>' lines (make up writes it: clawmesh secrets)",
     )
     tool_timeout_s: float = Field(default=30, gt=0, validation_alias=_env("TOOL_TIMEOUT_S"))
     max_rounds: int = Field(default=6, ge=1, le=50, validation_alias=_env("MAX_ROUNDS"))
