@@ -164,3 +164,28 @@ def test_an_agent_init_adds_has_the_zone_the_fleet_and_compose_default_to() -> N
 
     assert zones == set(fleet) == {"Europe/Berlin"}
     assert FLEET_ZONE == "${CLAWMESH_TIMEZONE:-Europe/Berlin}"
+
+
+def test_a_servers_command_where_its_package_is_not_says_to_run_it_in_its_container(
+    tmp_path: Path,
+) -> None:
+    """As in the orchestrator's image, which carries no server's code."""
+    script = (
+        "import sys; sys.modules['mcp_memory'] = None; "  # not importable, as in that image
+        "from orchestrator.cli.main import main; main(sys.argv[1:])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, "memory", "export", "--agent", "clawdia"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    [line] = done.stderr.splitlines()
+    assert line.startswith("Error: the memory commands need the memory server's package")
+    assert line.endswith(
+        "- run them in its container: docker compose exec memory python -m mcp_memory "
+        "export --agent clawdia"
+    )
