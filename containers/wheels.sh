@@ -6,7 +6,9 @@
 # For each component image: containers/wheels/ARCH/pypi/<package>.txt, its locked third-party
 # requirements with hashes (uv export), beside their wheels; and workspace/<package>.members,
 # the workspace wheels it needs, beside them (apart: a source change leaves pypi/ as it was,
-# and the image's layer that installs from it cached).
+# and the image's layer that installs from it cached). The wheels are fetched by one pip
+# download of the whole workspace's locked requirements (every image's at once: each wheel
+# once, not once per image), and only when the lock changed. Each step says what it does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,6 +42,9 @@ else
     fetch=0
 fi
 
+say() { echo "wheels.sh: $*" >&2; }
+
+say "the locked requirements of ${#PACKAGES[@]} images (uv export)"
 for package in "${PACKAGES[@]}"; do
     "$UV" export --quiet --locked --no-dev --package "$package" --no-header --no-annotate \
         --no-emit-workspace --format requirements-txt -o "$OUT/pypi/$package.txt"
@@ -52,17 +57,26 @@ done
 if [ "$fetch" = 1 ]; then
     pipenv=$(mktemp -d /tmp/clawmesh-pip.XXXXXX)
     trap 'rm -rf "$pipenv"' EXIT
-    python3 -m venv "$pipenv"
-    for package in "${PACKAGES[@]}"; do
-        PIP_FIND_LINKS='' "$pipenv/bin/pip" download --quiet --disable-pip-version-check \
-            --no-deps --require-hashes --only-binary=:all: --python-version 3.11 \
-            --implementation cp --abi cp311 --abi abi3 --abi none "${platform[@]}" \
-            -d "$OUT/pypi" -r "$OUT/pypi/$package.txt"
-    done
+    # Every image's requirements in one file (one lock: one version of each package).
+    "$UV" export --quiet --locked --no-dev --all-packages --no-header --no-annotate \
+        --no-emit-workspace --format requirements-txt -o "$pipenv/all.txt"
+    wanted=$(grep -c '^[A-Za-z0-9]' "$pipenv/all.txt")
+    say "downloading $wanted locked wheels for $ARCH from PyPI, once (the next run reuses them"
+    say "until uv.lock changes); pip's progress follows"
+    python3 -m venv "$pipenv/venv"
+    PIP_FIND_LINKS='' PYTHONUNBUFFERED=1 "$pipenv/venv/bin/pip" download --progress-bar off \
+        --disable-pip-version-check --no-deps --require-hashes --only-binary=:all: \
+        --python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none \
+        "${platform[@]}" -d "$OUT/pypi" -r "$pipenv/all.txt" \
+        | awk -v n="$wanted" '/^(Saved|File was already downloaded) / {
+            sub(/.*\//, ""); printf "  [%d/%d] %s\n", ++i, n, $0; fflush() }' >&2
+else
+    say "the third-party wheels of $OUT are those of this uv.lock: kept"
 fi
 
 # The workspace members as wheels (pure Python, built every time: sources change), named
 # per component.
+say "building the workspace's own wheels (meshkit, the orchestrator, the servers)"
 rm -rf "$OUT/workspace"
 mkdir -p "$OUT/workspace"
 for dir in $(cat "$OUT"/*.dirs | sort -u); do

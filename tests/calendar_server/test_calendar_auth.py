@@ -66,7 +66,7 @@ def test_headless_auth_writes_a_private_token_from_the_pasted_address(
 ) -> None:
     fake, _ = google
     operator = Operator(fake)
-    assert auth.main(["--headless"], config, read=operator.read, say=operator.say) == 0
+    auth.authorize(config, headless=True, read=operator.read, say=operator.say)
     token = json.loads(config.token_file.read_text())
     assert token["refresh_token"] in fake.refresh_tokens
     assert config.token_file.stat().st_mode & 0o777 == 0o600
@@ -83,7 +83,7 @@ def test_the_token_auth_wrote_is_what_the_google_backend_reads(
 ) -> None:
     fake, _ = google
     operator = Operator(fake)
-    assert auth.main(["--headless"], config, read=operator.read, say=operator.say) == 0
+    auth.authorize(config, headless=True, read=operator.read, say=operator.say)
 
     async def calendars() -> dict[str, Any]:
         async with Client(build_server(config, clock=Clock())) as client:
@@ -99,35 +99,34 @@ def test_an_address_from_another_attempt_writes_nothing(
 ) -> None:
     fake, _ = google
     operator = Operator(fake, state="someone-elses")
-    assert auth.main(["--headless"], config, read=operator.read, say=operator.say) == 1
+    with pytest.raises(auth.AuthFailed) as failed:
+        auth.authorize(config, headless=True, read=operator.read, say=operator.say)
     assert not config.token_file.exists()
-    assert capsys.readouterr().err == (
-        "auth: that address belongs to another attempt: paste the one this run's address led to.\n"
+    assert str(failed.value) == (
+        "that address belongs to another attempt: paste the one this run's address led to."
     )
 
 
-def test_a_code_google_refuses_says_to_run_it_again(
-    config: CalendarSettings, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert auth.main(["--headless"], config, read=lambda _: "4/not-a-code", say=print) == 1
-    assert "Google refused the code (invalid_grant)" in capsys.readouterr().err
+def test_a_code_google_refuses_says_to_run_it_again(config: CalendarSettings) -> None:
+    with pytest.raises(auth.AuthFailed) as failed:
+        auth.authorize(config, headless=True, read=lambda _: "4/not-a-code", say=print)
+    assert "Google refused the code (invalid_grant)" in str(failed.value)
     assert not config.token_file.exists()
 
 
-def test_a_missing_client_file_names_where_to_put_it(
-    config: CalendarSettings, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_missing_client_file_names_where_to_put_it(config: CalendarSettings) -> None:
     config.client_file.unlink()
-    assert auth.main(["--headless"], config, read=lambda _: "", say=print) == 1
-    err = capsys.readouterr().err
-    assert err.startswith(f"auth: no OAuth client file at {config.client_file}: create a Desktop")
-    assert err.count("\n") == 1
+    with pytest.raises(auth.AuthFailed) as failed:
+        auth.authorize(config, headless=True, read=lambda _: "", say=print)
+    said = str(failed.value)
+    assert said.startswith(f"no OAuth client file at {config.client_file}: create a Desktop")
+    assert "\n" not in said
 
 
 def test_a_privileged_port_is_refused_before_anything_happens(config: CalendarSettings) -> None:
-    with pytest.raises(SystemExit) as exited:
-        auth.main(["--headless", "--port", "80"], config, read=lambda _: "", say=print)
-    assert exited.value.code == 2
+    with pytest.raises(auth.AuthFailed) as failed:
+        auth.authorize(config, headless=True, port=80, read=lambda _: "", say=print)
+    assert str(failed.value) == "--port 80: take a port of 1024-65535"
 
 
 def test_a_consent_with_a_box_left_unticked_writes_nothing_and_says_so(
@@ -138,14 +137,15 @@ def test_a_consent_with_a_box_left_unticked_writes_nothing_and_says_so(
     fake, _ = google
     fake.granted = "https://www.googleapis.com/auth/calendar.events"
     operator = Operator(fake)
-    assert auth.main(["--headless"], config, read=operator.read, say=operator.say) == 1
+    with pytest.raises(auth.AuthFailed) as failed:
+        auth.authorize(config, headless=True, read=operator.read, say=operator.say)
     assert not config.token_file.exists()
-    assert "allow every box on the consent screen" in capsys.readouterr().err
+    assert "allow every box on the consent screen" in str(failed.value)
 
 
 def test_the_auth_command_without_a_client_file_exits_with_one_line(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "mcp_calendar", "auth", "--headless"],
+        [Path(sys.executable).with_name("clawmesh"), "calendar", "auth", "--headless"],
         env={**os.environ, "CALENDAR_CREDENTIALS_DIR": str(tmp_path / "none")},
         capture_output=True,
         text=True,
@@ -155,7 +155,7 @@ def test_the_auth_command_without_a_client_file_exits_with_one_line(tmp_path: Pa
     )
     assert done.returncode == 1
     assert done.stderr == (
-        f"auth: no OAuth client file at {tmp_path / 'none' / 'client_secret.json'}: create a "
-        "Desktop app OAuth client in Google Cloud Console and download its JSON there "
-        "(docs/servers.md: Google Calendar).\n"
+        f"Error: auth: no OAuth client file at {tmp_path / 'none' / 'client_secret.json'}: "
+        "create a Desktop app OAuth client in Google Cloud Console and download its JSON there "
+        "(docs/servers.md: Google Calendar). - then run clawmesh calendar auth again\n"
     )

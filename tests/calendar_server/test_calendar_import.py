@@ -113,7 +113,7 @@ END:VCALENDAR
 
 def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mcp_calendar", *args],
+        [Path(sys.executable).with_name("clawmesh"), "calendar", *args],
         env={
             **os.environ,
             "DATA_DIR": str(data_dir),
@@ -214,15 +214,15 @@ def test_a_file_of_which_nothing_can_be_imported_exits_1_naming_why(tmp_path: Pa
     helped = run(tmp_path / "data", "import", "--help")
 
     assert (bad.returncode, bad.stdout) == (1, "")
-    assert bad.stderr.splitlines()[:3] == [
-        f"{only_bad}: nothing was imported:",
+    assert bad.stderr.splitlines() == [
         "  UID bad-1@example.com: it ends before it starts",
         "  UID bad-2@example.com: DTSTART does not parse (Wrong datetime format: 2026-03-17 soon)",
+        f"Error: {only_bad}: nothing was imported - the lines above say why",
     ]
     assert (notes.returncode, notes.stdout) == (1, "")
     assert notes.stderr.splitlines() == [
-        f"{no_calendar}: nothing was imported:",
         "  not an iCalendar file: it holds no BEGIN:VCALENDAR",
+        f"Error: {no_calendar}: nothing was imported - the lines above say why",
     ]
     assert "Exit status: 0 when events were imported (even with some skipped), 1 when none" in (
         " ".join(helped.stdout.split())
@@ -255,12 +255,13 @@ def test_a_missing_file_and_a_bad_calendar_name_get_one_line(tmp_path: Path) -> 
 
     assert (missing.returncode, missing.stderr) == (
         1,
-        f"cannot read {tmp_path / 'nope.ics'}: No such file or directory\n",
+        f"Error: cannot read {tmp_path / 'nope.ics'}: No such file or directory - check the path\n",
     )
     assert bad_name.returncode == 2
-    assert bad_name.stderr.splitlines()[-1].endswith(
-        "--calendar takes lowercase letters, digits, - and _ (e.g. holidays)"
-    )
+    assert bad_name.stderr.splitlines() == [
+        "Error: --calendar 'My Cal' is not a calendar id - use lowercase letters, digits, - and _ "
+        "(e.g. holidays)"
+    ]
 
 
 async def test_an_export_imports_back_to_the_same_calendar(
@@ -328,9 +329,9 @@ def test_an_import_into_a_damaged_database_stops_with_one_line(
     for result in (done, export):
         assert (result.returncode, result.stdout) == (2, "")
         assert result.stderr.splitlines() == [
-            f"configuration error: cannot use the database {data_dir / 'calendar.sqlite3'}: "
-            "the file is not a SQLite database; restore the file from a backup, or move it "
-            "aside to start with an empty one"
+            f"Error: cannot use the database {data_dir / 'calendar.sqlite3'}: the file is not a "
+            "SQLite database - restore the file from a backup, or move it aside to start with "
+            "an empty one"
         ]
 
 

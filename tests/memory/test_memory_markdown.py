@@ -1,4 +1,4 @@
-"""``python -m mcp_memory export|import`` as real processes on a real DATA_DIR: Markdown out,
+"""``clawmesh memory export|import`` as real processes on a real DATA_DIR: Markdown out,
 Markdown in, checked first and all or nothing."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ EXPORTED = """# Remembered by clawdia
 def memory(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "DATA_DIR": str(data_dir)}
     return subprocess.run(
-        [sys.executable, "-m", "mcp_memory", *args],
+        [Path(sys.executable).with_name("clawmesh"), "memory", *args],
         env=env, capture_output=True, text=True, check=False, timeout=60,
     )  # fmt: skip
 
@@ -98,7 +98,7 @@ async def test_a_file_with_a_mistake_imports_nothing_and_says_where(
         "line 6: a memory outside a section; put it under one",
         "line 7: not a '- ' memory line or a '##' section: 'stray words'",
         "line 8: a memory outside a section; put it under one",
-        f"nothing was imported from {file}",
+        f"Error: nothing was imported from {file} - fix the lines above",
     ]
     assert "Traceback" not in result.stderr
     assert exported.stdout == "# Remembered by clawdia\n"

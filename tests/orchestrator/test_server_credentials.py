@@ -141,7 +141,7 @@ def test_auth_mesh_without_a_credentials_file_stops_the_orchestrator_with_one_li
     assert result.stderr.strip().splitlines() == [
         f"configuration error: {registry}: servers.weather.auth: mesh needs the orchestrator's "
         "credential for it, and MESH_CREDENTIALS_FILE is not set; point it at the file make up "
-        "writes (secrets/mesh_credentials, python -m meshkit.secret_files)"
+        "writes (secrets/mesh_credentials, clawmesh secrets)"
     ]
 
 
@@ -159,7 +159,7 @@ def test_a_server_with_no_line_in_the_credentials_file_is_named_in_one_line(
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
         f"configuration error: {registry}: servers.weather.auth: mesh has no credential in "
-        f"{file}; run make up (python -m meshkit.secret_files) to add one, then restart the "
+        f"{file}; run make up (clawmesh secrets) to add one, then restart the "
         "server with its new MESH_TOKEN_SHA256"
     ]
 

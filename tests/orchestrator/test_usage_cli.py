@@ -1,4 +1,4 @@
-"""``python -m orchestrator usage`` for the operator: a real process on an embedded
+"""``clawmesh usage`` for the operator: a real process on an embedded
 DATA_DIR whose memory kept the usage (written through its record_usage tool)."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from fakes.usage_records import OTHER, OWNER, call, record, utc, write_fleet
 from fakes.world import ROOT, World, clawdia
 from mcp_memory.server import build_server as build_memory
 from meshkit.http import build_http_app
+from orchestrator.cli.usage import Asked, collect
 from orchestrator.config import ConfigError
-from orchestrator.usage_cli import Asked, collect
 
 pytestmark = pytest.mark.anyio
 
@@ -63,7 +63,7 @@ async def usage(world: World, *args: str, **more: str) -> tuple[int, str, str]:
     env.update(more)
     with anyio.fail_after(60):
         done = await anyio.run_process(
-            [sys.executable, "-m", "orchestrator", "usage", *args],
+            [Path(sys.executable).with_name("clawmesh"), "usage", *args],
             env=env,
             cwd=world.data_dir.parent,
             check=False,
@@ -118,21 +118,20 @@ async def test_usage_as_json_has_the_report_and_the_periods_bounds(world: World)
     [
         (
             ["--month", "2025-13"],
-            "python -m orchestrator usage: --month '2025-13' is not a month: write YYYY-MM, "
-            "e.g. 2026-11",
+            "Error: --month '2025-13' is not a month - write YYYY-MM, e.g. 2026-11",
         ),
         (
             ["--day", "2025-11-31"],
-            "python -m orchestrator usage: --day '2025-11-31' is not a day: write YYYY-MM-DD, "
-            "e.g. 2026-11-27",
+            "Error: --day '2025-11-31' is not a day - write YYYY-MM-DD, e.g. 2026-11-27",
         ),
         (
             ["--month", "2025-11", "--day", "2025-11-14"],
-            "python -m orchestrator usage: --month and --day: give one of them, not both",
+            "Error: --month and --day: give one of them, not both - see clawmesh usage --help",
         ),
         (
             ["--agent", "nobody"],
-            "configuration error: {agents}: agents: no agent 'nobody'; choose one of ['clawdia']",
+            "Error: {agents}: agents: no agent 'nobody'; choose one of ['clawdia'] - fix the file "
+            "or variable it names",
         ),
     ],
     ids=["month-13", "day-31-november", "month-and-day", "unknown-agent"],
@@ -184,7 +183,7 @@ async def test_today_and_this_month_come_with_where_each_limit_stands(
 async def test_usage_asks_a_memory_server_over_http_with_the_orchestrators_credential(
     world: World, tmp_path: Path
 ) -> None:
-    """The mesh's shape (``docker compose exec orchestrator python -m orchestrator usage``):
+    """The mesh's shape (``docker compose exec orchestrator clawmesh usage``):
     memory over HTTP, the credential from MESH_CREDENTIALS_FILE."""
     await kept(world, *NOVEMBER)
     port = free_port()
@@ -215,11 +214,11 @@ async def test_usage_asks_a_memory_server_over_http_with_the_orchestrators_crede
     assert out.splitlines()[2].split() == ["total", "$0.05", "27,820", "4", "1", "0"]
     assert CREDENTIAL not in out + err
     code, out, err = refused
-    assert (code, out) == (2, ""), err
+    assert (code, out) == (1, ""), err
     [line] = err.splitlines()
     assert line.startswith(
-        f"python -m orchestrator usage: the memory server (servers.memory in {registry}) "
-        "gave no usage: not reachable (HTTP error (check the token and the server's log)); "
+        "Error: the memory server gave no answer: not reachable (HTTP error (check the token "
+        "and the server's log)) - check that it runs"
     )
 
 

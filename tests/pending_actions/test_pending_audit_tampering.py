@@ -1,4 +1,4 @@
-"""``python -m mcp_pending_actions audit`` on a ledger a hand edited in the SQLite file: every
+"""``clawmesh audit`` on a ledger a hand edited in the SQLite file: every
 edit of any column of any row is named ("entry 3 was changed"), exit 1, never a traceback,
 whatever value was put there; a copy of the head kept elsewhere (``--expect``) catches what
 the chain alone cannot: its last entries removed together with the head.
@@ -54,7 +54,7 @@ def audit(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The command, as an operator runs it beside the server (its DATA_DIR, no .env)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PENDING_", "DATA_"))}
     return subprocess.run(
-        [sys.executable, "-m", "mcp_pending_actions", "audit", *args],
+        [Path(sys.executable).with_name("clawmesh"), "audit", *args],
         env={**env, "DATA_DIR": str(data_dir)},
         cwd=data_dir,
         capture_output=True,
@@ -98,7 +98,7 @@ async def test_verify_names_the_entry_whatever_value_a_hand_left_in_it(
     checked = audit(settings.data_dir, "--verify")
 
     assert checked.returncode == 1
-    assert checked.stderr.startswith(f"ledger broken: {named}"), checked.stderr
+    assert checked.stderr.startswith(f"Error: ledger broken: {named}"), checked.stderr
     assert checked.stderr.count("\n") == 1
     assert checked.stdout == ""
 
@@ -143,7 +143,7 @@ async def test_the_last_entries_removed_with_the_head_are_caught_by_the_head_kep
     assert alone.returncode == 0  # the chain alone cannot see it
     assert expected.returncode == 1
     assert expected.stderr.startswith(
-        "ledger broken: entry 6 was removed (the head you kept counts 7 entries, 5 remain)"
+        "Error: ledger broken: entry 6 was removed (the head you kept counts 7 entries, 5 remain)"
     )
 
 
@@ -159,7 +159,7 @@ async def test_a_chain_rewritten_after_an_edit_is_caught_by_the_head_kept(
 
     assert alone.returncode == 0
     assert expected.returncode == 1
-    assert expected.stderr.startswith("ledger broken: entry 7 was changed, or one before it")
+    assert expected.stderr.startswith("Error: ledger broken: entry 7 was changed, or one before it")
 
 
 async def test_a_head_kept_is_still_held_after_more_entries_and_a_wrong_one_is_one_line(

@@ -13,7 +13,7 @@ from fastmcp import Client
 
 from fakes.clock import Clock
 from fakes.tool_calls import call
-from mcp_pending_actions.audit import main as audit_main
+from mcp_pending_actions import commands
 from mcp_pending_actions.audit import parse_since
 from mcp_pending_actions.ledger import GENESIS
 from mcp_pending_actions.server import build_server
@@ -36,8 +36,13 @@ pytestmark = pytest.mark.anyio
 
 
 def run_audit(settings: PendingSettings, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+    """``clawmesh audit ARGS`` (the container's python -m mcp_pending_actions audit), here."""
     monkeypatch.setenv("DATA_DIR", str(settings.data_dir))
-    return audit_main(list(args))
+    try:
+        commands.main(["audit", *args])
+    except SystemExit as exited:
+        return int(exited.code or 0)
+    return 0
 
 
 def sql(settings: PendingSettings, statement: str, *values: Any) -> None:
@@ -134,7 +139,7 @@ async def test_editing_or_deleting_one_row_is_detected_and_named(
     exit_code = run_audit(settings, monkeypatch, "--verify")
 
     assert exit_code == 1
-    assert capsys.readouterr().err.startswith(f"ledger broken: {named}")
+    assert capsys.readouterr().err.startswith(f"Error: ledger broken: {named}")
 
 
 async def test_a_rewritten_hash_is_caught_by_the_next_entry(

@@ -1,4 +1,4 @@
-"""``python -m mcp_shopping import``: a CSV of orders goes in whole, or not at all."""
+"""``clawmesh shopping import``: a CSV of orders goes in whole, or not at all."""
 
 import os
 import subprocess
@@ -11,7 +11,7 @@ import pytest
 from fastmcp import Client
 
 from fakes.tool_calls import call
-from mcp_shopping import importer
+from mcp_shopping import commands, importer
 from mcp_shopping.__main__ import main as shopping_main
 from mcp_shopping.settings import ShoppingSettings
 from shopping.calls import ORDERS_CSV, WATER, snapshot
@@ -35,8 +35,17 @@ def write(tmp_path: Path, text: str, name: str = "orders.csv") -> Path:
 
 
 async def run_import(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
-    """The command in-process (in a thread: it runs its own event loop)."""
-    code = await anyio.to_thread.run_sync(importer.main, [str(arg) for arg in argv])
+    """The command in-process (in a thread: it runs its own event loop), as the shopping
+    container's ``python -m mcp_shopping import`` runs it."""
+
+    def run() -> int:
+        try:
+            commands.main(["import", *map(str, argv)])
+        except SystemExit as exited:
+            return int(exited.code or 0)
+        return 0
+
+    code = await anyio.to_thread.run_sync(run)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -109,7 +118,14 @@ def test_a_file_with_two_bad_rows_reports_both_and_imports_nothing(tmp_path: Pat
     env = {**os.environ, "DATA_DIR": str(data_dir)}
 
     done = subprocess.run(
-        [sys.executable, "-m", "mcp_shopping", "import", str(path), "--agent", "clawdia"],
+        [
+            Path(sys.executable).with_name("clawmesh"),
+            "shopping",
+            "import",
+            str(path),
+            "--agent",
+            "clawdia",
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -122,7 +138,7 @@ def test_a_file_with_two_bad_rows_reports_both_and_imports_nothing(tmp_path: Pat
     assert done.stderr.splitlines() == [
         "line 3: date '2026-13-01' is not YYYY-MM-DD",
         "line 5: price '$4.99' is not a decimal number like 4.99 (no currency sign)",
-        f"nothing was imported from {path}",
+        f"Error: nothing was imported from {path} - fix the lines above",
     ]
     assert not (data_dir / "shopping.sqlite3").exists()
 
@@ -189,8 +205,8 @@ async def test_a_missing_file_is_reported(
 ) -> None:
     code, out, err = await run_import(capsys, tmp_path / "nope.csv")
 
-    assert (code, out) == (2, "")
-    assert err.startswith(f"cannot read {tmp_path / 'nope.csv'}: No such file")
+    assert (code, out) == (1, "")
+    assert err.startswith(f"Error: cannot read {tmp_path / 'nope.csv'}: No such file")
 
 
 def test_help_documents_the_format(capsys: pytest.CaptureFixture[str]) -> None:
@@ -203,10 +219,11 @@ def test_help_documents_the_format(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert exited.value.code == 0
     assert helped.value.code == 0
-    assert "date,item,store,quantity,price" in import_help
-    assert "YYYY-MM-DD" in import_help
-    assert "without currency sign" in import_help
-    assert "python -m mcp_shopping import FILE [--agent NAME]" in main_help
+    said = " ".join(import_help.split())
+    assert "date,item,store,quantity,price" in said
+    assert "YYYY-MM-DD" in said
+    assert "without currency sign" in said
+    assert "clawmesh shopping import|forget-examples" in " ".join(main_help.split())
 
 
 def test_the_example_file_is_valid() -> None:

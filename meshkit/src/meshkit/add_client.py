@@ -1,8 +1,5 @@
-"""Create a credential for an MCP client other than the orchestrator, bound to one person.
-
-    python -m meshkit.add_client NAME --agent AGENT --user USER [--scopes read+producer]
-                                 [--out DIR [--host HOST]]
-    (or: make client NAME=... AGENT=... USER=... [SCOPES=read] [HOST=...])
+"""Create a credential for an MCP client other than the orchestrator, bound to one person
+(the command: ``clawmesh client``, orchestrator/cli/keys.py; ``make client``).
 
 The client speaks for that agent and that user (a numeric Telegram user id, as in
 config/agents.yaml ``allowed_user_ids``) only: the servers fill in its context arguments and
@@ -18,17 +15,14 @@ registry's servers with client tools on ``--host`` (127.0.0.1: this machine), an
 
 from __future__ import annotations
 
-import argparse
-import sys
-from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from meshkit.client_file import client_urls, load_registry_servers, write_client_file
 from meshkit.credentials import (
-    DEFAULT_CLIENT_SCOPES,
     Binding,
     ClientCredential,
     CredentialError,
@@ -37,7 +31,7 @@ from meshkit.credentials import (
     new_client,
 )
 from meshkit.fleet import agent_zones
-from meshkit.settings import environment, fail, load_dotenv, load_settings
+from meshkit.settings import environment
 from meshkit.yaml_config import ConfigError
 
 
@@ -57,69 +51,42 @@ class ClientSettings(BaseSettings):
     )
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m meshkit.add_client",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("name", help="the client's name, as logs will show it (claude-desktop)")
-    parser.add_argument("--agent", required=True, help="the agent it speaks to (clawdia)")
-    parser.add_argument("--user", required=True, help="the Telegram user id it speaks for")
-    parser.add_argument(
-        "--scopes",
-        default="+".join(DEFAULT_CLIENT_SCOPES),
-        help="tool classes it may call: read, producer or read+producer (the default)",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        help="also write DIR/NAME.yaml and DIR/NAME.token, for clawmesh mcp (make: clients)",
-    )
-    parser.add_argument(
-        "--host",
-        default="127.0.0.1",
-        help="the address the client file's URLs name (the Pi's, for a laptop)",
-    )
-    args = parser.parse_args(argv)
-    load_dotenv()
-    settings = load_settings(ClientSettings)
+class NewClient(NamedTuple):
+    token: str
+    credential: ClientCredential
+    line: str  # MESH_CLIENTS, the clients kept and this one
+    dropped: list[str]  # entries bound to no one, left out of line
+
+
+def add_client(
+    settings: ClientSettings, name: str, agent: str, user: str, scopes: str
+) -> NewClient:
+    """A new client bound to ``user`` of ``agent``; ConfigError naming what is wrong."""
     try:
-        binding = Binding.parse(args.agent, args.user)
+        binding = Binding.parse(agent, user)
     except CredentialError as error:
-        fail(str(error))
+        raise ConfigError(str(error)) from None
     check_agent(settings.agents, binding.agent)
-    kept = existing(settings.clients, replacing=args.name)
-    if any(client.name == args.name for client in kept):
-        fail(f"MESH_CLIENTS already has a client named {args.name!r}: remove it or pick a name")
+    kept, dropped = existing(settings.clients, replacing=name)
+    if any(client.name == name for client in kept):
+        raise ConfigError(
+            f"MESH_CLIENTS already has a client named {name!r}: remove it or pick a name"
+        )
     try:
-        token, credential = new_client(args.name, binding, args.scopes.split("+"))
+        token, credential = new_client(name, binding, scopes.split("+"))
     except CredentialError as error:
-        fail(str(error))
+        raise ConfigError(str(error)) from None
     line = ",".join(client.entry() for client in [*kept, credential])
-    kept_where = "also in its token file" if args.out is not None else "shown once"
-    print(
-        f"Token for {credential.name}, for user {binding.user} of agent {binding.agent} "
-        f"({kept_where}; the client sends Authorization: Bearer ...):"
-    )
-    print(f"  {token}")
-    if args.out is not None:
-        written = client_file(settings.registry, args.out, credential, token, args.host)
-        print(f"Wrote {written} and its token file, for: clawmesh mcp {written.resolve()}")
-    print("Set this line in .env (it keeps the clients already there), then restart the servers:")
-    print(f"  MESH_CLIENTS={line}")
+    return NewClient(token, credential, line, dropped)
 
 
 def client_file(
     registry: Path, out: Path, credential: ClientCredential, token: str, host: str
 ) -> Path:
     """The client file of ``credential`` in ``out``: the registry's servers on ``host``."""
-    try:
-        urls = client_urls(load_registry_servers(registry, environment()), host)
-    except ConfigError as error:
-        fail(str(error))
+    urls = client_urls(load_registry_servers(registry, environment()), host)
     if not urls:
-        fail(f"{registry} names no server with client tools (auth: mesh and a url)")
+        raise ConfigError(f"{registry} names no server with client tools (auth: mesh and a url)")
     return write_client_file(out, credential.name, credential.binding, token, urls)
 
 
@@ -127,32 +94,23 @@ def check_agent(fleet: Path, agent: str) -> None:
     """Stop unless ``agent`` is in the fleet file, when there is one to read."""
     if not fleet.is_file():
         return
-    try:
-        agents = agent_zones(fleet)
-    except ConfigError as error:
-        fail(str(error))
+    agents = agent_zones(fleet)
     if agent not in agents:
-        fail(f"AGENT {agent!r} is not an agent of {fleet}: use one of {', '.join(sorted(agents))}")
+        raise ConfigError(
+            f"AGENT {agent!r} is not an agent of {fleet}: use one of {', '.join(sorted(agents))}"
+        )
 
 
-def existing(text: str, *, replacing: str) -> list[ClientCredential]:
-    """The entries of MESH_CLIENTS to keep: every bound one; an unbound one (from before
-    bindings) is dropped with a line saying so, so this command is how it is replaced."""
-    kept = []
+def existing(text: str, *, replacing: str) -> tuple[list[ClientCredential], list[str]]:
+    """The entries of MESH_CLIENTS to keep (every bound one), and the names of those dropped:
+    one bound to no one (from before bindings) is replaced by making it again."""
+    kept, dropped = [], []
     for entry in entries(text):
         try:
             kept.append(ClientCredential.parse(entry))
         except UnboundEntry as old:
             if old.name != replacing:
-                print(
-                    f"note: dropped client {old.name!r}, bound to no one; make it again with "
-                    f"make client NAME={old.name} AGENT=... USER=...",
-                    file=sys.stderr,
-                )
+                dropped.append(old.name)
         except CredentialError as error:
-            fail(f"MESH_CLIENTS is invalid: {error}")
-    return kept
-
-
-if __name__ == "__main__":
-    main()
+            raise ConfigError(f"MESH_CLIENTS is invalid: {error}") from None
+    return kept, dropped

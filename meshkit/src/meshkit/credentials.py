@@ -177,8 +177,7 @@ class PeerCredential:
         parts = text.strip().split(":")
         if len(parts) != 3 or parts[1] != "sha256":
             raise CredentialError(
-                f"a peer entry must look like {PEER_SHAPE} (make up writes them: "
-                "python -m meshkit.secret_files)"
+                f"a peer entry must look like {PEER_SHAPE} (make up writes them: clawmesh secrets)"
             )
         name, _, digest = parts
         if not _NAME.fullmatch(name) or name == ORCHESTRATOR:
@@ -254,7 +253,7 @@ def check_digest(value: str) -> str:
     if not _DIGEST.fullmatch(digest):
         raise CredentialError(
             "it must be the SHA-256 of the orchestrator's credential for this server, 64 hex "
-            "digits (make up writes it: python -m meshkit.secret_files)"
+            "digits (make up writes it: clawmesh secrets)"
         )
     return digest
 

@@ -1,6 +1,6 @@
 """The secret files of the mesh in containers, one per secret: made once by ``make up``.
 
-    python -m meshkit.secret_files [--dir DIR] [--registry config/mcp_servers.yaml]
+    clawmesh secrets [--dir DIR] [--registry config/mcp_servers.yaml]   (orchestrator/cli/keys.py)
 
 compose.yaml mounts each file into the one service that needs it (``secrets:``, under
 ``/run/secrets``), and the service reads it through a ``*_FILE`` variable: no secret is in a
@@ -45,11 +45,9 @@ services run as user 10001, who must read the ones mounted into it.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import secrets
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -57,7 +55,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from meshkit.approval_keys import public_pem, read_signing_key, signing_pem
 from meshkit.credentials import PeerCredential, token_digest
-from meshkit.settings import environment, fail, load_dotenv
 from meshkit.yaml_config import ConfigError, load_yaml
 
 CREDENTIALS = "mesh_credentials"
@@ -102,7 +99,7 @@ def parse_credentials(text: str, path: Path) -> dict[str, str]:
         if len(parts) != 2 or not _SERVER.fullmatch(parts[0]) or not _TOKEN.fullmatch(parts[1]):
             raise CredentialsFileError(
                 f"{where}: expected '<server> <token>' (a server name, a space, a token of at "
-                "least 16 characters); make up writes this file (python -m meshkit.secret_files)"
+                "least 16 characters); make up writes this file (clawmesh secrets)"
             )
         server, token = parts
         if server in found:
@@ -125,7 +122,7 @@ def read_credentials(path: Path) -> dict[str, str]:
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
         raise CredentialsFileError(
-            f"cannot read {path} ({reason}); make up writes it (python -m meshkit.secret_files)"
+            f"cannot read {path} ({reason}); make up writes it (clawmesh secrets)"
         ) from None
     return parse_credentials(text, path)
 
@@ -247,28 +244,3 @@ def make_secrets(directory: Path, registry: Path, environ: Mapping[str, str]) ->
         out.write(name.lower(), f"{value}\n".encode() if value else b"")
     out.write(BOT_TOKENS, render_bot_tokens(environ).encode())
     return out.changed
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m meshkit.secret_files",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--dir", type=Path, help="where the files go (default: secrets)")
-    parser.add_argument("--registry", type=Path, default=Path("config/mcp_servers.yaml"))
-    args = parser.parse_args(argv)
-    load_dotenv()
-    environ = environment()
-    directory = args.dir or Path(environ.get("CLAWMESH_SECRETS") or "secrets")
-    try:
-        changed = make_secrets(directory, args.registry, environ)
-    except (ConfigError, CredentialsFileError, ValueError) as error:
-        fail(str(error))
-    except OSError as error:
-        fail(f"cannot write the secret files in {directory} ({error.strerror}); make it writable")
-    sys.stdout.write("".join(f"{name}\n" for name in changed))
-
-
-if __name__ == "__main__":
-    main()

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import logging
 import signal
 import socket
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
@@ -75,18 +77,25 @@ def run_server(
     stopping: Stopping | None = None,
     argv: Sequence[str] | None = None,
     description: str | None = None,
+    commands: Iterable[str] = (),
 ) -> None:
     """Parse the command line, read the settings, configure logging, build and serve.
 
     ``secrets`` are redacted from every log line; ``stopping`` is told when the process
-    is asked to stop (give the same one to the server the factory builds)."""
+    is asked to stop (give the same one to the server the factory builds). A first argument
+    in ``commands`` is an operator's command instead (``clawmesh``'s, run in the server's
+    container): ``mcp_<name>.commands.main(argv)`` runs it, that module loaded for it only."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] and words[0] in commands:
+        importlib.import_module(f"mcp_{name.replace('-', '_')}.commands").main(words)
+        return
     parser = argparse.ArgumentParser(
         prog=f"python -m mcp_{name.replace('-', '_')}",
         description=description or __doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--stdio", action="store_true", help="serve MCP over stdin/stdout")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(words)
     load_dotenv()
 
     # The banner of fastmcp prints to stdout (corrupting stdio) and checks for updates online.

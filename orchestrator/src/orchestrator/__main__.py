@@ -3,14 +3,12 @@ SIGTERM or Ctrl-C stops it gracefully: running turns finish (SHUTDOWN_GRACE_S), 
 
 ``python -m orchestrator chat [--agent ID]``: talk to one agent in this terminal.
 
-``python -m orchestrator usage [--json] [--agent ID] [--month YYYY-MM | --day YYYY-MM-DD]``:
-what the model cost, per agent (orchestrator/usage_cli.py).
+The operator's commands are ``clawmesh``'s (cli/main.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,9 +17,8 @@ import anyio
 import fastmcp
 
 from meshkit.logs import configure_logging
-from meshkit.secret_files import CredentialsFileError, read_credentials
 from meshkit.settings import environment, fail, fail_all, load_dotenv
-from orchestrator import preflight, usage_cli
+from orchestrator import preflight
 from orchestrator.app import open_app
 from orchestrator.channels.consent import ConsentChannel, telegram_show
 from orchestrator.channels.console import GOODBYE, Console, stdin_lines
@@ -45,7 +42,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     chat.add_argument(
         "--verbose", action="store_true", help="logs on the terminal, not in data/logs/chat.log"
     )
-    usage_cli.add_parser(commands)
     args = parser.parse_args(argv)
 
     fastmcp.settings.show_server_banner = False
@@ -54,15 +50,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     # trace context it handles on every call cost 5-10 % of an in-process call's CPU.
     fastmcp.settings.telemetry_mode = "off"
     load_dotenv()
-    if args.command == "usage":  # reads memory only: no LLM, no Telegram
-        usage_cli.run(args, _known_secrets)
-        return
     chat = args.command == "chat"
     agent = getattr(args, "agent", None)  # chat only
     settings, problems = preflight.check("chat" if chat else "telegram", agent, environment())
     if settings is None or problems:
         fail_all(problems)
-    secrets = _known_secrets(settings)
+    secrets = settings.secrets()
     # In the console the conversation is on the terminal: the logs go to a file.
     logs = settings.data_dir / "logs" / "chat.log" if chat and not args.verbose else None
     try:
@@ -84,16 +77,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt:
         if chat:
             print(f"\n{GOODBYE}", flush=True)
-
-
-def _known_secrets(settings: OrchestratorSettings) -> list[str]:
-    """What the log formatter redacts: the LLM key and the mesh credentials (a credentials
-    file that cannot be read is named when the registry is opened)."""
-    known = [settings.api_key.get_secret_value()] if settings.api_key else []
-    if settings.mesh_credentials_file is not None:
-        with contextlib.suppress(CredentialsFileError):
-            known += read_credentials(settings.mesh_credentials_file).values()
-    return known
 
 
 async def _telegram(settings: OrchestratorSettings) -> list[str]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
+from meshkit.secret_files import CredentialsFileError, read_credentials
 from meshkit.settings import DataSettings, SecretFile
 
 
@@ -53,7 +55,7 @@ class OrchestratorSettings(DataSettings):
         default=None,
         validation_alias=_env("MESH_CREDENTIALS_FILE"),
         description="MESH_CREDENTIALS_FILE: the orchestrator's credential for each 'auth: mesh' "
-        "server, '<server> <token>' lines (make up writes it: python -m meshkit.secret_files)",
+        "server, '<server> <token>' lines (make up writes it: clawmesh secrets)",
     )
     tool_timeout_s: float = Field(default=30, gt=0, validation_alias=_env("TOOL_TIMEOUT_S"))
     max_rounds: int = Field(default=6, ge=1, le=50, validation_alias=_env("MAX_ROUNDS"))
@@ -107,6 +109,15 @@ class OrchestratorSettings(DataSettings):
     @property
     def llm_configured(self) -> bool:
         return self.api_key is not None or bool(self.openai_base_url)
+
+    def secrets(self) -> list[str]:
+        """What the log formatter redacts: the LLM key and the mesh credentials (a credentials
+        file that cannot be read is named when the registry is opened)."""
+        known = [self.api_key.get_secret_value()] if self.api_key else []
+        if self.mesh_credentials_file is not None:
+            with contextlib.suppress(CredentialsFileError):
+                known += read_credentials(self.mesh_credentials_file).values()
+        return known
 
 
 NO_LLM_HELP = """No LLM is configured. Either

@@ -16,8 +16,8 @@ from typing import Annotated
 import anyio
 from cyclopts import App, Parameter
 
+from meshkit.command import guarded
 from orchestrator.cli import agent_init, lifecycle
-from orchestrator.cli.errors import guarded
 from orchestrator.cli.mesh import agent_of, fleet, settings
 
 agent_app = App(name="agent", help="Create, list, look at, pause and resume the fleet's agents.")

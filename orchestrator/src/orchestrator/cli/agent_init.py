@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from meshkit.command import CliError
 from meshkit.settings import environment
 from meshkit.yaml_config import ConfigError
-from orchestrator.cli.errors import CliError
 from orchestrator.config import load_fleet, load_registry
 from orchestrator.settings import OrchestratorSettings
 
@@ -92,8 +92,12 @@ def _read(path: Path) -> str:
         ) from None
 
 
+# The zone config/agents.yaml gives its agent and compose.yaml its services: one default.
+FLEET_ZONE = "${CLAWMESH_TIMEZONE:-Europe/Berlin}"
+
+
 def _entry(agent: str, name: str, variable: str, persona: Path, timezone: str | None) -> list[str]:
-    zone = timezone or "${CLAWMESH_TIMEZONE:-UTC}"
+    zone = timezone or FLEET_ZONE
     return [
         f"{agent}:",
         f"  name: {name if PLAIN.match(name) else json.dumps(name)}",

@@ -33,9 +33,9 @@ from typing import BinaryIO, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from meshkit.command import CliError
 from meshkit.storage import DAMAGED_FILE, fault
 from orchestrator.cli.backup_sources import Source
-from orchestrator.cli.errors import CliError
 
 FORMAT: Literal["clawmesh-backup"] = "clawmesh-backup"
 VERSION = 1

@@ -27,6 +27,7 @@ from typing import Annotated
 
 from cyclopts import App, Parameter
 
+from meshkit.command import CliError, guarded
 from meshkit.private import private_output
 from meshkit.settings import load_dotenv
 from orchestrator.cli import archive
@@ -37,7 +38,6 @@ from orchestrator.cli.backup_sources import (
     databases,
     personas,
 )
-from orchestrator.cli.errors import CliError, guarded
 from orchestrator.cli.restore import restore as restore_archive
 
 backup_app = App(name="backup", help="Back up and restore the databases and configuration.")

@@ -26,13 +26,13 @@ from cyclopts import Parameter
 from pydantic import AliasChoices, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from meshkit.command import CliError, guarded
 from meshkit.settings import describe_error, load_dotenv
 from orchestrator.cli.checks import engine, host
 from orchestrator.cli.checks.engine import Docker, EngineError
 from orchestrator.cli.checks.findings import Finding, counts
 from orchestrator.cli.checks.running import check_stack
 from orchestrator.cli.checks.stack_spec import load_spec
-from orchestrator.cli.errors import CliError, guarded
 
 
 class DoctorSettings(BaseSettings):

@@ -21,11 +21,11 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
+from meshkit.command import CliError
 from meshkit.wire.pause import Paused
 from meshkit.wire.scheduler import Jobs
 from meshkit.wire.telegram_io import Status
 from meshkit.wire.usage import PeriodSpend
-from orchestrator.cli.errors import CliError
 from orchestrator.cli.mesh import role_servers, unreachable
 from orchestrator.config import Agent, Role
 from orchestrator.core.allowance_limits import periods

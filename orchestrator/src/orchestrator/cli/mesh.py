@@ -8,37 +8,43 @@ It reads the orchestrator's configuration (``.env``, ``CLAWMESH_REGISTRY``,
 - in embedded mode (``make run``: ``module:`` entries), in this process on the same
   ``DATA_DIR`` (SQLite is shared between processes), telegram-io without its pollers: the
   running orchestrator's poll the bots, two pollers of one token would fight (409).
+
+Which one: ``CLAWMESH_REGISTRY`` when set; else the mesh's registry where the mesh's
+credentials are (``MESH_CREDENTIALS_FILE``, as in the orchestrator's container); else the
+registry ``make run`` uses (``config/mcp_servers.local.yaml``), so a command typed after
+``make run`` reaches the same servers and data.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import fastmcp
-from pydantic import ValidationError
 
-from meshkit.settings import describe_error, environment, load_dotenv
-from orchestrator.cli.errors import CliError
+from meshkit.command import CliError, settings_of
+from meshkit.settings import environment
 from orchestrator.config import Agent, Role, load_fleet, load_registry, mesh_credentials
 from orchestrator.mesh.registry import Registry
 from orchestrator.mesh.transports import ModuleNotLoadable
 from orchestrator.settings import OrchestratorSettings
 
 CONNECT_WAIT_S = 5.0
+LOCAL_REGISTRY = Path("config/mcp_servers.local.yaml")  # make run's, relative as its default
 
 
 def settings() -> OrchestratorSettings:
-    """The orchestrator's settings, ``.env`` read first (the environment wins)."""
-    load_dotenv()
+    """The orchestrator's settings, ``.env`` read first (the environment wins), with the
+    registry that reaches the servers of this machine (the module's docstring)."""
     fastmcp.settings.show_server_banner = False
     fastmcp.settings.check_for_updates = "off"
     fastmcp.settings.telemetry_mode = "off"
-    try:
-        return OrchestratorSettings()
-    except ValidationError as error:
-        lines = describe_error(OrchestratorSettings, error).splitlines()
-        raise CliError(lines[0], "fix the variable it names (in .env or the environment)") from None
+    config = settings_of(OrchestratorSettings)
+    mesh = "CLAWMESH_REGISTRY" in environment() or config.mesh_credentials_file is not None
+    if mesh or not LOCAL_REGISTRY.is_file():
+        return config
+    return config.model_copy(update={"registry": LOCAL_REGISTRY})
 
 
 def fleet(config: OrchestratorSettings) -> dict[str, Agent]:
@@ -93,6 +99,6 @@ def unreachable(registry: Registry, server: str, why: str) -> CliError:
     reason = why if status.up else f"not reachable ({status.error or 'down'})"
     return CliError(
         f"the {server} server gave no answer: {reason}",
-        f"check that it runs and is up to date (docker compose ps {server}), and that "
+        f"check that it runs and is up to date (clawmesh compose ps {server}), and that "
         "MESH_CREDENTIALS_FILE holds its credential",
     )

@@ -36,10 +36,10 @@ from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.server import create_proxy
 
 from meshkit.client_file import ClientFile, read_client_file
+from meshkit.command import CliError, guarded
 from meshkit.logs import configure_logging
 from meshkit.settings import load_dotenv
 from meshkit.tool_classes import CONFIRM, INTERNAL
-from orchestrator.cli.errors import CliError, guarded
 
 logger = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ import filecmp
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from meshkit.command import CliError
 from meshkit.private import private_dir
 from orchestrator.cli.archive import Manifest, check_databases, copy_file, opened
-from orchestrator.cli.errors import CliError
 
 SIDE_FILES = ("-wal", "-shm", "-journal")
 STOP_FIRST = "stop the stack before a restore (make down, or stop make run)"

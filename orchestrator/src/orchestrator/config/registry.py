@@ -124,7 +124,7 @@ def mesh_credentials(
         raise ConfigError(
             f"{path}: servers.{needing[0]}.auth: mesh needs the orchestrator's credential for "
             "it, and MESH_CREDENTIALS_FILE is not set; point it at the file make up writes "
-            "(secrets/mesh_credentials, python -m meshkit.secret_files)"
+            "(secrets/mesh_credentials, clawmesh secrets)"
         )
     try:
         known = read_credentials(credentials_file)
@@ -134,7 +134,7 @@ def mesh_credentials(
     if missing:
         raise ConfigError(
             f"{path}: servers.{missing[0]}.auth: mesh has no credential in {credentials_file}; "
-            "run make up (python -m meshkit.secret_files) to add one, then restart the server "
+            "run make up (clawmesh secrets) to add one, then restart the server "
             "with its new MESH_TOKEN_SHA256"
         )
     return {name: known[name] for name in needing}

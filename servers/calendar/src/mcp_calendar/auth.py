@@ -1,4 +1,4 @@
-"""``python -m mcp_calendar auth``: the one-time Google consent that writes the token file.
+"""The one-time Google consent that writes the token file (``clawmesh calendar auth``).
 
     auth                 on a machine with a browser: it opens Google's consent page and
                          takes the answer on a loopback port (google-auth-oauthlib's
@@ -15,10 +15,8 @@ at ``CALENDAR_GOOGLE_TOKEN_URL`` (Google's unless a test points it elsewhere).
 
 from __future__ import annotations
 
-import argparse
 import secrets
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -38,52 +36,42 @@ class AuthFailed(Exception):
     """One line for the operator: what went wrong and what to do."""
 
 
-def main(
-    argv: Sequence[str],
+def authorize(
     settings: CalendarSettings,
     *,
+    headless: bool = False,
+    port: int = DEFAULT_PORT,
+    client: Path | None = None,
+    token: Path | None = None,
     read: Callable[[str], str] = input,
     say: Callable[[str], None] = print,
-) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m mcp_calendar auth",
-        description="Authorise clawmesh to use your Google Calendar; writes the token file.",
-    )
-    parser.add_argument(
-        "--headless", action="store_true", help="no browser here: open the address elsewhere"
-    )
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="the loopback port")
-    parser.add_argument("--client", type=Path, default=settings.client_file)
-    parser.add_argument("--token", type=Path, default=settings.token_file)
-    args = parser.parse_args(list(argv))
-    if not 1024 <= args.port <= 65535:
-        parser.error("--port takes 1024-65535")
+) -> Path:
+    """Google's consent, and the token file written (0600); AuthFailed saying what to do."""
+    if not 1024 <= port <= 65535:
+        raise AuthFailed(f"--port {port}: take a port of 1024-65535")
+    token = token or settings.token_file
+    flow = _flow(client or settings.client_file, settings.google_token_url)
+    if headless:
+        credentials = _headless(flow, port, read, say)
+    else:
+        credentials = flow.run_local_server(
+            port=port, access_type="offline", prompt="consent", open_browser=True
+        )
+    if not credentials.refresh_token:
+        raise AuthFailed(
+            "Google gave no refresh token: remove clawmesh's access at "
+            "https://myaccount.google.com/permissions and run this again."
+        )
     try:
-        flow = _flow(args.client, settings.google_token_url)
-        if args.headless:
-            credentials = _headless(flow, args.port, read, say)
-        else:
-            credentials = flow.run_local_server(
-                port=args.port, access_type="offline", prompt="consent", open_browser=True
-            )
-        if not credentials.refresh_token:
-            raise AuthFailed(
-                "Google gave no refresh token: remove clawmesh's access at "
-                "https://myaccount.google.com/permissions and run this again."
-            )
-        private_dir(args.token.parent)
-        write_private(args.token, credentials.to_json())
-    except AuthFailed as error:
-        print(f"auth: {error}", file=sys.stderr)
-        return 1
+        private_dir(token.parent)
+        write_private(token, credentials.to_json())
     except OSError as error:
-        print(f"auth: cannot write {args.token}: {error.strerror}", file=sys.stderr)
-        return 1
+        raise AuthFailed(f"cannot write {token}: {error.strerror}") from None
     say(
-        f"Wrote {args.token} (mode 600). The calendar server reads it from "
+        f"Wrote {token} (mode 600). The calendar server reads it from "
         "CALENDAR_CREDENTIALS_DIR (with the client file) at its next request."
     )
-    return 0
+    return token
 
 
 def _flow(client: Path, token_url: str) -> Any:

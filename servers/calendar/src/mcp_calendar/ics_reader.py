@@ -1,5 +1,5 @@
 """Reading an ``.ics`` file event by event, as rows for the local calendar (``ics_files``
-imports and exports them, ``ics_command`` is ``python -m mcp_calendar import|export``).
+imports and exports them, ``commands`` is ``clawmesh calendar import|export``).
 
 The reader goes event by event: what is valid is imported, each event that is not is skipped
 and named (its UID, or its place in the file) with the reason, and what was repaired is

@@ -1,40 +1,20 @@
-"""``python -m mcp_pending_actions audit``: the ledger for an operator, and its check.
-
-    audit                     every entry, oldest first, one line each
-    audit --since 2h          entries of the last two hours (or --since 2026-11-01,
-                              --since 2026-11-01T09:30; a time without a zone is UTC)
-    audit --agent clawdia --user 4242
-    audit --json              the entries as JSON (the audit tool's shape)
-    audit --verify            check the hash chain: exit 0 and its head (8:<hash>) when
-                              whole, exit 1 naming the first entry changed or removed
-    audit --verify --expect 8:<hash>
-                              and the chain still holds that head, a copy kept elsewhere
-                              (catches the last entries removed with the head rewritten)
+"""The ledger for an operator, and its check (``clawmesh audit``: commands.py).
 
 A row a hand changed to a value no entry holds is named, never a traceback: "entry 3 was
 changed (…)", exit 1.
-
-Reads the database read-only, beside a running server (WAL): no server needs to stop.
 """
 
 from __future__ import annotations
 
-import argparse
 import re
 import sqlite3
 import sys
-import time
-from collections.abc import Sequence
-from contextlib import closing
 from datetime import UTC, datetime
 
 from mcp_pending_actions import chain, ledger
-from mcp_pending_actions.settings import PendingSettings
 from meshkit.consent_policy import parse_duration
-from meshkit.settings import fail, load_settings
 from meshkit.wire.pending_actions import Ledger, LedgerEntry
 
-BROKEN_EXIT = 1
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 EVENTS = {
     "proposed": "proposed",
@@ -48,72 +28,43 @@ EVENTS = {
 }
 
 
-def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m mcp_pending_actions audit",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--since", help="2h, 7d, 2026-11-01 or 2026-11-01T09:30 (UTC)")
-    parser.add_argument("--agent")
-    parser.add_argument("--user")
-    parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.add_argument("--verify", action="store_true", help="check the hash chain")
-    parser.add_argument(
-        "--expect",
-        type=_head,
-        metavar="COUNT:HASH",
-        help="with --verify: the head a former --verify printed, kept elsewhere; the chain "
-        "must still hold it",
-    )
-    args = parser.parse_args(argv)
-    if args.expect is not None and not args.verify:
-        parser.error("--expect goes with --verify")
-    settings = load_settings(PendingSettings)
-    since = None
-    if args.since is not None:
-        try:
-            since = parse_since(args.since, time.time())
-        except ValueError as error:
-            fail(f"--since: {error}")
-    path = settings.db_path
-    if not path.is_file():
-        fail(f"{path}: no pending-actions database there; set DATA_DIR to the server's")
-    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
-        if args.verify:
-            return _verify(db, args.expect)
-        found = ledger.read(db, agent=args.agent, user_id=args.user, since=since)
+class BrokenChain(Exception):
+    """The ledger's chain does not hold: the first entry changed or removed."""
+
+
+def show(
+    db: sqlite3.Connection,
+    agent: str | None,
+    user: str | None,
+    since: float | None,
+    *,
+    as_json: bool,
+) -> int:
+    """Print the entries (one line each, or JSON); how many could not be read."""
+    found = ledger.read(db, agent=agent, user_id=user, since=since)
     readable = [item for item in found if isinstance(item, LedgerEntry)]
     broken = [item for item in found if isinstance(item, ledger.Unreadable)]
-    if args.json:
+    if as_json:
         print(Ledger(entries=readable).model_dump_json(indent=2))
         for unread in broken:
             print(f"ledger broken: {unread}; left out (--verify checks it all)", file=sys.stderr)
     else:
         for item in found:
             print(line(item) if isinstance(item, LedgerEntry) else f"#{item.seq} {item}")
-    return BROKEN_EXIT if broken else 0
+    return len(broken)
 
 
-def _verify(db: sqlite3.Connection, expect: chain.Head | None) -> int:
+def verified(db: sqlite3.Connection, expect: chain.Head | None) -> str:
+    """The chain's head when it is whole (and holds ``expect``); else BrokenChain."""
     broken = chain.verify(db, expect)
     if broken is not None:
-        print(f"ledger broken: {broken}", file=sys.stderr)
-        return BROKEN_EXIT
+        raise BrokenChain(f"ledger broken: {broken}")
     head = db.execute("SELECT count, last_hash FROM ledger_head WHERE id = 1").fetchone()
     kept = chain.Head(*head) if head is not None else chain.Head(0, ledger.GENESIS)
     said = f"ledger whole: {kept.count} entries, last hash {kept.last_hash}; head {kept}"
     if expect is not None:
         said += f"; it holds the head you kept ({expect})"
-    print(said)
-    return 0
-
-
-def _head(text: str) -> chain.Head:
-    try:
-        return chain.parse_head(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+    return said
 
 
 def parse_since(text: str, now: float) -> float:

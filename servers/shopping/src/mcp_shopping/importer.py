@@ -1,4 +1,4 @@
-"""``python -m mcp_shopping import FILE [--agent NAME]``: load order history from a CSV file.
+"""Order history from a CSV file (``clawmesh shopping import FILE``: commands.py).
 
 The file is UTF-8 CSV. Its first row names the columns, in any order:
 
@@ -16,34 +16,26 @@ The file is UTF-8 CSV. Its first row names the columns, in any order:
               unknown                                           unit_price)
 
 Any other column is refused. Every row is checked first: when one is wrong, each
-problem is printed with its line number ("line 7: date '2026-13-01' is not
-YYYY-MM-DD"), nothing is imported and the exit code is 2. Otherwise all rows go in
-one transaction. A row identical to an order already stored (same item, store, date,
-quantity and price) is skipped and counted, so importing a file again adds nothing.
+problem is named with its line number ("line 7: date '2026-13-01' is not
+YYYY-MM-DD") and nothing is imported. Otherwise all rows go in one transaction. A row
+identical to an order already stored (same item, store, date, quantity and price) is
+skipped and counted, so importing a file again adds nothing.
 
-The orders belong to one agent (--agent, default "default"), in $DATA_DIR/shopping.sqlite3.
+The orders belong to one agent (--agent, default clawdia), in $DATA_DIR/shopping.sqlite3.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import re
-import sys
-import time
 from collections.abc import Iterable, Sequence
 from datetime import date
 from pathlib import Path
 
-import anyio
-
-from mcp_shopping.settings import ShoppingSettings
 from mcp_shopping.store import Imported, NewOrder, ShoppingStore
-from meshkit.settings import load_settings
 
 COLUMNS = ("date", "item", "store", "quantity", "price")
 REQUIRED = ("date", "item", "store")
-BAD_FILE_EXIT = 2
 MAX_NAME = 200
 MAX_STORE = 100
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -100,61 +92,13 @@ async def import_orders(
         await store.aclose()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The ``import`` command; returns the exit code."""
-    parser = argparse.ArgumentParser(
-        prog="python -m mcp_shopping import",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("file", type=Path, help="the CSV file of orders")
-    parser.add_argument(
-        "--agent", default="default", help="the agent whose history it is (default: default)"
-    )
-    args = parser.parse_args(argv)
-    agent = args.agent.strip()
-    if not agent:
-        parser.error("--agent must not be empty")
-    settings = load_settings(ShoppingSettings)
+async def forget_examples(db_path: Path, agent: str) -> int:
+    """Remove ``agent``'s example order history; how many orders went."""
+    store = ShoppingStore(db_path)
     try:
-        with args.file.open(encoding="utf-8-sig", newline="") as lines:
-            orders = read_orders(lines)
-    except OSError as error:
-        return _refuse([f"cannot read {args.file}: {error.strerror}"])
-    except UnicodeDecodeError:
-        return _refuse([f"{args.file} is not UTF-8 text"])
-    except BadFile as bad:
-        return _refuse([*bad.problems, f"nothing was imported from {args.file}"])
-    done = anyio.run(import_orders, settings.db_path, agent, orders, time.time())
-    print(f"imported {done.added} orders ({done.present} already present) for agent {agent}")
-    return 0
-
-
-def forget_examples(argv: Sequence[str]) -> int:
-    """The ``forget-examples`` command: remove an agent's example order history."""
-    parser = argparse.ArgumentParser(
-        prog="python -m mcp_shopping forget-examples",
-        description="Remove the example orders loaded on the first start; they never return.",
-    )
-    parser.add_argument("--agent", default="clawdia", help="whose (default: clawdia)")
-    args = parser.parse_args(argv)
-    store = ShoppingStore(load_settings(ShoppingSettings).db_path)
-
-    async def forget() -> int:
-        try:
-            return await store.forget_examples(args.agent)
-        finally:
-            await store.aclose()
-
-    removed = anyio.run(forget)
-    print(f"removed {removed} example orders of agent {args.agent}")
-    return 0
-
-
-def _refuse(lines: list[str]) -> int:
-    for line in lines:
-        print(line, file=sys.stderr)
-    return BAD_FILE_EXIT
+        return await store.forget_examples(agent)
+    finally:
+        await store.aclose()
 
 
 def _column(name: str) -> str:

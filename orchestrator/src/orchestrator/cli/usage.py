@@ -1,12 +1,11 @@
-"""``python -m orchestrator usage``: what the model cost, for the operator.
+"""``clawmesh usage``: what the model cost, for the operator.
 
-    python -m orchestrator usage [--json] [--agent ID] [--month YYYY-MM | --day YYYY-MM-DD]
+    clawmesh usage [--json] [--agent ID] [--month YYYY-MM | --day YYYY-MM-DD]
 
-It reads the orchestrator's own configuration (``.env``, ``CLAWMESH_REGISTRY``,
-``CLAWMESH_AGENTS``) and asks the memory server the registry names (``role: memory``), as
-the orchestrator would: in-process on ``DATA_DIR`` in embedded mode (``make run``), over
-HTTP with the orchestrator's credential in the mesh
-(``docker compose exec orchestrator python -m orchestrator usage``).
+It reads the orchestrator's own configuration and asks the memory server the registry names
+(``role: memory``), as the orchestrator would (cli/mesh.py): in-process on ``DATA_DIR`` after
+``make run``, over HTTP with the orchestrator's credential in the mesh
+(``docker compose exec orchestrator clawmesh usage``).
 
 Each agent's periods are its own, in its time zone: without ``--month`` or ``--day``, its
 today and this month, with where each limit of its allowance stands. Every mistake is one
@@ -15,29 +14,22 @@ line naming what to fix, exit 2, never a traceback.
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Literal, NoReturn
+from typing import Annotated, Literal
 from zoneinfo import ZoneInfo
 
 import anyio
-from pydantic import BaseModel, ValidationError
+from cyclopts import Parameter
+from pydantic import BaseModel
 
+from meshkit.command import CliError, Json, guarded
 from meshkit.logs import configure_logging
-from meshkit.settings import CONFIG_ERROR_EXIT, describe_error, environment, fail, fail_all
+from meshkit.settings import CONFIG_ERROR_EXIT, environment
 from meshkit.wire.usage import Spend, UsageReport, UsageTotals
-from orchestrator.config import (
-    Agent,
-    ConfigError,
-    load_fleet,
-    load_prices,
-    load_registry,
-    mesh_credentials,
-)
+from orchestrator.cli.mesh import role_servers, settings, unreachable
+from orchestrator.config import Agent, ConfigError, load_fleet, load_prices, load_registry
 from orchestrator.core.allowance_limits import (
     Period,
     Periods,
@@ -49,18 +41,10 @@ from orchestrator.core.allowance_limits import (
 from orchestrator.core.usage_book import UsageBook
 from orchestrator.core.usage_view import PURPOSE_NAME, calls_text, uncounted
 from orchestrator.mesh.errors import ToolCallError
-from orchestrator.mesh.registry import Registry
-from orchestrator.mesh.transports import ModuleNotLoadable
 from orchestrator.settings import OrchestratorSettings
 
-PROG = "python -m orchestrator usage"
 MONTH = re.compile(r"^[0-9]{4}-([0-9]{2})$")
 DAY = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
-CONNECT_WAIT_S = 5.0
-
-
-class Mistake(Exception):
-    """A mistake in the command line: one line naming what to fix."""
 
 
 class Asked(BaseModel):
@@ -108,30 +92,46 @@ class UsageOutput(BaseModel):
     agents: list[AgentUsage]
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """The ``usage`` subcommand, beside ``chat``."""
-    usage = commands.add_parser("usage", help="what the model cost, per agent (operator)")
-    usage.add_argument("--json", action="store_true", help="JSON instead of a table")
-    usage.add_argument("--agent", help="one agent id from agents.yaml (default: every agent)")
-    usage.add_argument("--month", help="a month, YYYY-MM, in each agent's time zone")
-    usage.add_argument("--day", help="a day, YYYY-MM-DD, in each agent's time zone")
-    usage.add_argument("--verbose", action="store_true", help="logs on stderr")
+def usage(
+    *,
+    agent: Annotated[str | None, Parameter(help="one agent id (default: every agent)")] = None,
+    month: Annotated[str | None, Parameter(help="YYYY-MM, in each agent's time zone")] = None,
+    day: Annotated[str | None, Parameter(help="YYYY-MM-DD, in each agent's time zone")] = None,
+    verbose: Annotated[bool, Parameter(negative=(), help="logs on stderr")] = False,
+    as_json: Json = False,
+) -> None:
+    """What the model cost, per agent: today and this month with where each limit stands,
+    or one --month or --day."""
+
+    def run() -> None:
+        asked = asked_of(month, day, agent)
+        config = settings()
+        # Quiet unless asked: the table is the answer, and a down server is said in one line.
+        configure_logging(config.log_level if verbose else "CRITICAL", secrets=config.secrets())
+        output = anyio.run(collect, config, asked, time.time())
+        print(output.model_dump_json(indent=2) if as_json else table(output))
+
+    guarded(run, as_json=as_json)
 
 
 def asked_of(month: str | None, day: str | None, agent: str | None) -> Asked:
-    """The period asked for; a Mistake naming a malformed or doubled one."""
+    """The period asked for; a CliError naming a malformed or doubled one."""
     if month is not None and day is not None:
-        raise Mistake("--month and --day: give one of them, not both")
+        raise _mistake("--month and --day: give one of them, not both")
     if month is not None:
         found = MONTH.match(month)
         if found is None or not 1 <= int(found[1]) <= 12:
-            raise Mistake(f"--month {month!r} is not a month: write YYYY-MM, e.g. 2026-11")
+            raise _mistake(f"--month {month!r} is not a month", "write YYYY-MM, e.g. 2026-11")
         return Asked(agent=agent, period="month", name=month)
     if day is not None:
         if DAY.match(day) is None or not _is_date(day):
-            raise Mistake(f"--day {day!r} is not a day: write YYYY-MM-DD, e.g. 2026-11-27")
+            raise _mistake(f"--day {day!r} is not a day", "write YYYY-MM-DD, e.g. 2026-11-27")
         return Asked(agent=agent, period="day", name=day)
     return Asked(agent=agent)
+
+
+def _mistake(what: str, fix: str = "see clawmesh usage --help") -> CliError:
+    return CliError(what, fix, code=CONFIG_ERROR_EXIT)
 
 
 def _is_date(day: str) -> bool:
@@ -140,33 +140,6 @@ def _is_date(day: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def run(args: argparse.Namespace, secrets: Callable[[OrchestratorSettings], list[str]]) -> None:
-    """The subcommand: prints the table (or JSON) on stdout; a mistake is one line on
-    stderr, exit 2."""
-    try:
-        asked = asked_of(args.month, args.day, args.agent)
-    except Mistake as error:
-        _stop(str(error))
-    try:
-        settings = OrchestratorSettings()
-    except ValidationError as error:
-        fail_all(describe_error(OrchestratorSettings, error).splitlines())
-    # Quiet unless asked: the table is the answer, and a down server is said in one line.
-    configure_logging(settings.log_level if args.verbose else "CRITICAL", secrets=secrets(settings))
-    try:
-        output = anyio.run(collect, settings, asked, time.time())
-    except ConfigError as error:
-        fail(str(error))
-    except Mistake as error:
-        _stop(str(error))
-    print(output.model_dump_json(indent=2) if args.json else table(output))
-
-
-def _stop(line: str) -> NoReturn:
-    print(f"{PROG}: {line}", file=sys.stderr)
-    raise SystemExit(CONFIG_ERROR_EXIT)
 
 
 async def collect(settings: OrchestratorSettings, asked: Asked, now: float) -> UsageOutput:
@@ -179,40 +152,21 @@ async def collect(settings: OrchestratorSettings, asked: Asked, now: float) -> U
         raise ConfigError(
             f"{settings.agents}: agents: no agent {asked.agent!r}; choose one of {sorted(fleet)}"
         )
-    memory = next((name for name, entry in entries.items() if entry.role == "memory"), None)
-    if memory is None:
+    if not any(entry.role == "memory" for entry in entries.values()):
         raise ConfigError(
             f"{settings.registry}: servers: no server with 'role: memory', which keeps the "
             "usage; add it (see the shipped config/mcp_servers.yaml)"
         )
-    only = {memory: entries[memory]}
-    credentials = mesh_credentials(only, settings.registry, settings.mesh_credentials_file)
-    try:
-        registry = Registry(
-            only,
-            credentials=credentials,
-            default_timeout_s=settings.tool_timeout_s,
-            connect_wait_s=CONNECT_WAIT_S,
-        )
-    except ModuleNotLoadable as error:
-        raise ConfigError(
-            f"{settings.registry}: {error}; check the module path and that its package is installed"
-        ) from None
     chosen = [fleet[asked.agent]] if asked.agent else list(fleet.values())
-    failed: str | None = None
-    async with registry.running():
+    failed: CliError | None = None
+    async with role_servers(settings, ["memory"]) as registry:
         book = UsageBook(registry)
         try:
             agents = [await _agent_usage(book, agent, asked, now) for agent in chosen]
         except ToolCallError as error:  # raised below, not in the registry's task group
-            [status] = [s for s in registry.status() if s.name == memory]
-            failed = str(error) if status.up else f"not reachable ({status.error or 'down'})"
+            failed = unreachable(registry, error.server, str(error))
     if failed is not None:
-        raise Mistake(
-            f"the memory server (servers.{memory} in {settings.registry}) gave no usage: "
-            f"{failed}; check that it runs and is up to date (docker compose ps {memory}), "
-            "and that MESH_CREDENTIALS_FILE holds its credential"
-        )
+        raise failed
     return UsageOutput(currency=currency, agents=agents)
 
 

