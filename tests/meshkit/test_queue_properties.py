@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from meshkit.queue import RUNS_SCHEMA, Fenced, Holder, LeasedQueue, QueueSpec
+from meshkit.queue import RUNS_SCHEMA, Fenced, Holder, LeasedQueue, QueueSpec, put
 from meshkit.sqlite import SQLiteStore
 
 LEASE_S = 10.0
@@ -111,10 +111,10 @@ async def step(world: World, action: tuple[str, int]) -> None:
     if name == "put":  # a new item of group n, then the same key again: ignored
         key, seq = f"item-{len(world.put)}", len(world.put)
         assert await world.store.transact(
-            lambda db: world.queue.put(db, {"key": key, "grp": f"g{n}", "seq": seq})
+            lambda db: put(db, SPEC, {"key": key, "grp": f"g{n}", "seq": seq})
         )
         assert not await world.store.transact(
-            lambda db: world.queue.put(db, {"key": key, "grp": "other", "seq": -1})
+            lambda db: put(db, SPEC, {"key": key, "grp": "other", "seq": -1})
         )
         world.put.append(key)
     elif name == "next":
@@ -208,7 +208,7 @@ def test_a_waiting_next_answers_as_soon_as_an_item_is_put(tmp_path: Path) -> Non
                 async with anyio.create_task_group() as tasks:
                     tasks.start_soon(wait)
                     await world.store.transact(
-                        lambda db: world.queue.put(db, {"key": "k", "grp": "g", "seq": 1})
+                        lambda db: put(db, SPEC, {"key": "k", "grp": "g", "seq": 1})
                     )
                     await world.queue.wake(hand_over_s=5)
         finally:

@@ -141,17 +141,6 @@ class LeasedQueue:
         self._stopping = True
         self._wake.set()
 
-    def put(self, db: sqlite3.Connection, row: Mapping[str, Any]) -> bool:
-        """Insert ``row`` (column → value) unless its key is there already (inside the
-        caller's transaction; :meth:`wake` after it commits): whether it was new."""
-        names = ", ".join(row)
-        marks = ", ".join(f":{name}" for name in row)
-        cursor = db.execute(
-            f"INSERT OR IGNORE INTO {self.spec.table} ({names}) VALUES ({marks})",  # noqa: S608
-            dict(row),
-        )
-        return cursor.rowcount == 1
-
     async def next(
         self,
         holder: Holder | None,
@@ -332,6 +321,17 @@ class LeasedQueue:
             (holder.consumer, holder.run),
         ).fetchone()
         return None if row is None else row[0] is not None
+
+
+def put(db: sqlite3.Connection, spec: QueueSpec, row: Mapping[str, Any]) -> bool:
+    """Insert ``row`` (column → value) unless its key is there already, inside the caller's
+    transaction (then :meth:`LeasedQueue.wake`): whether it was new."""
+    names, marks = ", ".join(row), ", ".join(f":{name}" for name in row)
+    cursor = db.execute(
+        f"INSERT OR IGNORE INTO {spec.table} ({names}) VALUES ({marks})",  # noqa: S608
+        dict(row),
+    )
+    return cursor.rowcount == 1
 
 
 def _named(key: Key) -> dict[str, Any]:
