@@ -83,7 +83,6 @@ class QueueSpec:
     run: str = "run"
     until: str = "lease_until"  # NULL or 0: not leased
     group: str | None = None  # per-key order: one at a time, in order, per value
-    runs: str = "runs"
 
 
 @dataclass(frozen=True)
@@ -122,6 +121,10 @@ class LeasedQueue:
                 f" AND NOT EXISTS (SELECT 1 FROM {s.table} AS e WHERE {s.waiting}"  # noqa: S608
                 f" AND e.{s.group} = {s.table}.{s.group} AND {older})"
             )
+        self._lease = (
+            f"UPDATE {s.table} SET {s.holder} = :consumer, {s.run} = :run, {s.until} = :until"  # noqa: S608
+            f"{', ' + s.leased if s.leased else ''} WHERE {self._where_key}"
+        )
 
     async def wake(self, hand_over_s: float = 0.0) -> None:
         """Something may go now (put, resumed): waiting ``next`` calls look again. With
@@ -201,15 +204,6 @@ class LeasedQueue:
 
         return await self._store.transact(work)
 
-    def lease_ends(self, db: sqlite3.Connection, now: float) -> float | None:
-        """When the soonest lease running now ends (None: none runs)."""
-        s = self.spec
-        (found,) = db.execute(
-            f"SELECT MIN({s.until}) FROM {s.table} WHERE {s.waiting} AND {s.until} > :now",  # noqa: S608
-            {"now": now},
-        ).fetchone()
-        return None if found is None else float(found)
-
     # --- inside the transaction -----------------------------------------------------------
 
     def _take(  # noqa: PLR0917
@@ -229,11 +223,11 @@ class LeasedQueue:
         if before is not None:
             before(db, now)
         s, found, seen = self.spec, list[T](), set[tuple[Any, ...]]()
-        by = ", ".join(s.order)
+        who = {"consumer": holder and holder.consumer, "run": holder and holder.run}
         while len(found) < limit:
             rows = db.execute(
                 f"SELECT {', '.join(s.key)}, {s.columns} FROM {s.table}"  # noqa: S608
-                f" WHERE {self._free} ORDER BY {by} LIMIT :limit",
+                f" WHERE {self._free} ORDER BY {', '.join(s.order)} LIMIT :limit",
                 {"now": now, "limit": limit - len(found) + len(seen)},
             ).fetchall()
             fresh = [row for row in rows if row[: len(s.key)] not in seen]
@@ -244,28 +238,20 @@ class LeasedQueue:
                 seen.add(key)
                 item = convert(db, row[len(s.key) :], now)
                 if item is not None:
-                    self._lease(db, key, holder, now)
                     found.append(item)
-        if found:
+                    db.execute(
+                        self._lease, {**who, "now": now, "until": now + self.lease_s, **_named(key)}
+                    )
+        if found or self._stopping:
             return acked, found, None
-        soonest = [t for t in (self.lease_ends(db, now), wake_at and wake_at(db, now)) if t]
-        return acked, found, min(soonest, default=None)
-
-    def _lease(
-        self, db: sqlite3.Connection, key: tuple[Any, ...], holder: Holder | None, now: float
-    ) -> None:
-        s = self.spec
-        more = f", {s.leased}" if s.leased else ""
-        db.execute(
-            f"UPDATE {s.table} SET {s.holder} = :consumer, {s.run} = :run,"  # noqa: S608
-            f" {s.until} = :until{more} WHERE {self._where_key}",
-            {
-                "consumer": holder and holder.consumer,
-                "run": holder and holder.run,
-                "until": now + self.lease_s,
-                "now": now,
-                **_named(key),
-            },
+        (ends,) = db.execute(  # the soonest lease running now ends
+            f"SELECT MIN({s.until}) FROM {s.table} WHERE {s.waiting} AND {s.until} > :now",  # noqa: S608
+            {"now": now},
+        ).fetchone()
+        return (
+            acked,
+            found,
+            min((t for t in (ends, wake_at and wake_at(db, now)) if t), default=None),
         )
 
     def _ack(self, db: sqlite3.Connection, keys: Sequence[Key], now: float) -> int:
@@ -292,9 +278,9 @@ class LeasedQueue:
             )
         if fenced is False:
             return
-        db.execute(f"INSERT INTO {s.runs} VALUES (:consumer, :run, :now, NULL)", who)  # noqa: S608
+        db.execute("INSERT INTO runs VALUES (:consumer, :run, :now, NULL)", who)
         db.execute(
-            f"UPDATE {s.runs} SET superseded_at = :now"  # noqa: S608
+            "UPDATE runs SET superseded_at = :now"
             " WHERE consumer = :consumer AND run != :run AND superseded_at IS NULL",
             who,
         )
@@ -304,20 +290,13 @@ class LeasedQueue:
             who,
         ).rowcount
         if released:
-            logger.info(
-                "%s: consumer %s started again (run %s): %d %s its last run held handed out "
-                "again now",
-                s.table,
-                holder.consumer,
-                holder.run,
-                released,
-                s.noun,
-            )
+            said = "%s: consumer %s started again (run %s): %d %s its last run held, handed out now"
+            logger.info(said, s.table, holder.consumer, holder.run, released, s.noun)
 
     def _fenced(self, db: sqlite3.Connection, holder: Holder) -> bool | None:
         """Whether a newer run of ``holder``'s consumer started (None: a run never seen)."""
         row = db.execute(
-            f"SELECT superseded_at FROM {self.spec.runs} WHERE consumer = ? AND run = ?",  # noqa: S608
+            "SELECT superseded_at FROM runs WHERE consumer = ? AND run = ?",
             (holder.consumer, holder.run),
         ).fetchone()
         return None if row is None else row[0] is not None
