@@ -78,6 +78,7 @@ class QueueSpec:
     waiting: str = "acked_at IS NULL"  # not done yet
     done: str = "acked_at = :now"  # SET when acked
     ready: str = "1"  # may go now (an agent not paused, a time reached)
+    recheck_s: float | None = None  # while an item is not ready, look again this often
     leased: str = ""  # SET too at each lease (a delivery count)
     holder: str = "holder"
     run: str = "run"
@@ -248,11 +249,16 @@ class LeasedQueue:
             f"SELECT MIN({s.until}) FROM {s.table} WHERE {s.waiting} AND {s.until} > :now",  # noqa: S608
             {"now": now},
         ).fetchone()
-        return (
-            acked,
-            found,
-            min((t for t in (ends, wake_at and wake_at(db, now)) if t), default=None),
-        )
+        if (
+            s.recheck_s is not None
+            and db.execute(
+                f"SELECT 1 FROM {s.table} WHERE {s.waiting} AND NOT ({s.ready}) LIMIT 1",  # noqa: S608
+                {"now": now},
+            ).fetchone()
+        ):  # another process may make it ready (resume an agent): no wake-up here
+            ends = min(ends or now + s.recheck_s, now + s.recheck_s)
+        soonest = [t for t in (ends, wake_at and wake_at(db, now)) if t]
+        return acked, found, min(soonest, default=None)
 
     def _ack(self, db: sqlite3.Connection, keys: Sequence[Key], now: float) -> int:
         s = self.spec

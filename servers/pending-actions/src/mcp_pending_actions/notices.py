@@ -47,7 +47,6 @@ from meshkit.proposals import ApprovalSigner
 from meshkit.queue import Holder, LeasedQueue, QueueSpec, put
 from meshkit.wire.pending_actions import Notice, Notices, State, Undelivered
 
-MAX_WAIT_S = 25.0
 _COLUMNS = "key, type, agent, chat_id, user_id, client, batch_id, action_id, created_at"
 _READ = f"{_COLUMNS}, handed_at"
 NOTICES = QueueSpec(
@@ -172,7 +171,7 @@ class NoticeBoard:
         batch = await self._queue.next(
             Holder(consumer, run),
             limit,
-            min(wait_s, MAX_WAIT_S),
+            wait_s,
             self._hand,
             ack=ack,
             before=settle,

@@ -46,7 +46,6 @@ from meshkit.wire.scheduler import Due, Firing, Jobs, JobView
 logger = logging.getLogger(__name__)
 
 LATE_AFTER_S = 60.0
-MAX_WAIT_S = 25.0
 # While something of a paused agent is due, a waiting next_due looks again this often: a
 # resume by another process on the same database wakes no event here.
 PAUSED_RECHECK_S = 1.0
@@ -108,8 +107,8 @@ class Scheduler:
         batch = await self._firings.next(
             Holder(consumer, run),
             limit,
-            min(wait_s, MAX_WAIT_S),
-            q.firing_row,
+            wait_s,
+            lambda db, row, now: q.firing_of(row),
             ack=ack,
             before=self._fire_due,
             wake_at=_wake_at,

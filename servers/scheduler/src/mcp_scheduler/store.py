@@ -253,17 +253,12 @@ def add_firing(db: sqlite3.Connection, firing: FiringRow, now: float) -> bool:
     return put(db, FIRINGS, {**row, "late": late, "payload": payload, "created_at": now})
 
 
-def firing_row(db: sqlite3.Connection, row: tuple[Any, ...], now: float) -> FiringRow:
-    """A leased firing, as ``meshkit.queue`` reads it."""
-    return _firing(row)
-
-
 def firing(db: sqlite3.Connection, firing_id: str) -> FiringRow | None:
     row = db.execute(
         f"SELECT {_FIRING_COLUMNS} FROM firings WHERE id = ?",  # noqa: S608
         (firing_id,),
     ).fetchone()
-    return None if row is None else _firing(row)
+    return None if row is None else firing_of(row)
 
 
 def shown(db: sqlite3.Connection, firing_id: str, chat_id: str, message_id: str) -> None:
@@ -331,7 +326,7 @@ def held(db: sqlite3.Connection, agent: str | None, now: float) -> int:
     return int(row[0])
 
 
-def _firing(row: tuple[Any, ...]) -> FiringRow:
+def firing_of(row: tuple[Any, ...]) -> FiringRow:
     key, fid, agent, kind, source, at, tz, state, late, payload, outcome, chat, message = row
     return FiringRow(
         key, fid, agent, kind, source, at, tz, state, bool(late), json.loads(payload), outcome,

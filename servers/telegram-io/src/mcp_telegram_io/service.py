@@ -16,7 +16,6 @@ A tap is handed out with ``message_key``, the idempotency key its message was se
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -33,7 +32,7 @@ from mcp_telegram_io.models import (
 )
 from mcp_telegram_io.poller import FAILING, Poller
 from mcp_telegram_io.settings import TelegramIOSettings
-from mcp_telegram_io.store import UPDATES, InboxStore, StoredUpdate, held
+from mcp_telegram_io.store import UPDATES, InboxStore
 from meshkit.errors import ModelError
 from meshkit.health import CheckFailed
 from meshkit.params import MAX_ID
@@ -44,10 +43,6 @@ from meshkit.wire.pause import Paused
 logger = logging.getLogger(__name__)
 
 PRUNE_EVERY_S = 3600.0
-# While updates of a paused agent wait, a waiting next_updates looks again this often: a
-# resume by another process on the same database (the operator's command beside an
-# embedded orchestrator) wakes no event here.
-PAUSED_RECHECK_S = 1.0
 HAND_OVER_S = 0.05  # how long a poller lets a waiting reader go first
 # (agent, chat id, message id) -> the key the message was sent under, if any
 SentUnder = Callable[[str, str, int], Awaitable[str | None]]
@@ -96,13 +91,10 @@ class Inbox:
         """Lease the oldest waiting updates, waiting up to ``wait_s`` for one; leased to
         ``holder`` (a new run of it first releases what its earlier runs held)."""
         batch = await self._updates.next(
-            holder, limit, wait_s, lambda db, row, now: StoredUpdate(*row), wake_at=_paused
+            holder, limit, wait_s, lambda db, row, now: _normalized(*row)
         )
-        updates = [
-            _normalized(u.agent, u.bot, u.update_id, u.body, u.deliveries) for u in batch.items
-        ]
         return Updates(
-            updates=[await self._keyed(u) for u in updates], lease_s=self._updates.lease_s
+            updates=[await self._keyed(u) for u in batch.items], lease_s=self._updates.lease_s
         )
 
     async def _keyed(self, update: InboxUpdate) -> InboxUpdate:
@@ -197,11 +189,6 @@ def _keys(ids: Sequence[str]) -> list[tuple[str, int]]:
             )
         keys.append((bot, int(number)))
     return keys
-
-
-def _paused(db: sqlite3.Connection, now: float) -> float | None:
-    """While updates of a paused agent wait, look again soon."""
-    return now + PAUSED_RECHECK_S if held(db) else None
 
 
 def _normalized(agent: str, bot: str, update_id: int, body: str, deliveries: int) -> InboxUpdate:

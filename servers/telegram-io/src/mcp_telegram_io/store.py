@@ -84,10 +84,11 @@ MIGRATIONS = {
 UPDATES = QueueSpec(
     table="updates",
     key=("bot", "update_id"),
-    columns="bot, update_id, agent, body, deliveries + 1",
+    columns="agent, bot, update_id, body, deliveries + 1",  # as normalize takes them
     order=("received_at", "bot", "update_id"),
     noun="updates",
     ready="agent NOT IN (SELECT agent FROM paused)",
+    recheck_s=1.0,  # a resume by another process (the operator's command) wakes no event here
     leased="deliveries = deliveries + 1",
     holder="leased_by",
     run="lease_run",
@@ -101,15 +102,6 @@ class AgentRow:
     paused: bool
     waiting: int  # its updates not acked
     last_update_at: float | None  # when its newest update came (Unix seconds)
-
-
-@dataclass(frozen=True)
-class StoredUpdate:
-    bot: str
-    update_id: int
-    agent: str
-    body: str  # the update as Telegram sent it, JSON text
-    deliveries: int  # how many times it has been leased, this one included
 
 
 class InboxStore(SQLiteStore):
@@ -263,15 +255,6 @@ class InboxStore(SQLiteStore):
                 (agent, chat_id, now),
             )
         )
-
-
-def held(db: sqlite3.Connection) -> bool:
-    """Whether updates of a paused agent are waiting."""
-    row = db.execute(
-        "SELECT 1 FROM updates WHERE acked_at IS NULL"
-        " AND agent IN (SELECT agent FROM paused) LIMIT 1"
-    ).fetchone()
-    return row is not None
 
 
 def _sent_parts(db: sqlite3.Connection, key: str) -> dict[int, int]:
