@@ -203,7 +203,8 @@ async def test_a_firings_file_from_before_messages_were_recorded_keeps_its_due_r
     with sqlite3.connect(settings.db_path) as db:  # back to the version-1 schema
         db.executescript(
             "ALTER TABLE firings DROP COLUMN chat_id; ALTER TABLE firings DROP COLUMN message_id;"
-            " ALTER TABLE firings DROP COLUMN followed_by; PRAGMA user_version = 1;"
+            " ALTER TABLE firings DROP COLUMN followed_by; DROP TABLE runs; DROP TABLE paused;"
+            " PRAGMA user_version = 1;"
         )
     db.close()
 
@@ -216,7 +217,7 @@ async def test_a_firings_file_from_before_messages_were_recorded_keeps_its_due_r
     with sqlite3.connect(settings.db_path) as db:
         (version,) = db.execute("PRAGMA user_version").fetchone()
     db.close()
-    assert version == 3  # the paused table added at 3
+    assert version == 4  # the paused table added at 3, the runs of each consumer at 4
 
 
 async def test_a_reminder_that_came_due_while_down_is_delivered_late_at_start(

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from fakes.clock import Clock
-from mcp_telegram_io.service import Inbox, Superseded
+from mcp_telegram_io.service import Inbox
 from mcp_telegram_io.settings import TelegramIOSettings
-from mcp_telegram_io.store import Holder, InboxStore
+from mcp_telegram_io.store import InboxStore
+from meshkit.queue import Fenced, Holder
 
 pytestmark = pytest.mark.anyio
 
@@ -88,7 +89,7 @@ async def test_a_superseded_run_gets_no_more_updates(tmp_path: Path) -> None:
     assert await ids(inbox, FIRST) == []
     assert await ids(inbox, SECOND) == []
     await store.record(BOT, "clawdia", [(1, message(1, "hello"))], 2, clock())
-    with pytest.raises(Superseded, match="a newer run of consumer 'orchestrator' has started"):
+    with pytest.raises(Fenced, match="a newer run of consumer 'orchestrator' has started"):
         await inbox.next_updates(10, 0, FIRST)
     assert await ids(inbox, SECOND) == [f"{BOT}:1"]
     await store.aclose()
@@ -144,7 +145,7 @@ async def test_an_inbox_of_the_first_schema_keeps_its_updates_offsets_and_sends(
     assert await store.offset(BOT) == 6
     assert await store.before_send("clawdia", "42", "reply:x") == (False, {0: 99})
     assert await store.pending() == 1
-    await store.ack([(BOT, 5)], clock())  # its lease had no holder: it runs out as before
+    await inbox.ack([f"{BOT}:5"])  # its lease had no holder: it runs out as before
     await store.record(BOT, "clawdia", [(6, message(6, "after"))], 7, clock())
     assert await ids(inbox, FIRST) == [f"{BOT}:6"]
     assert await store.sent_under(BOT, "42", 99) is None  # sent before sends said where

@@ -201,7 +201,7 @@ async def test_a_malformed_id_is_refused_with_what_to_pass(tmp_path: Path) -> No
 async def test_old_acked_updates_and_sends_are_pruned_but_waiting_ones_kept(tmp_path: Path) -> None:
     store = InboxStore(tmp_path / "inbox.sqlite3")
     await store.record(BOT, "clawdia", [(1, message(1, "a")), (2, message(2, "b"))], 3, 10.0)
-    await store.ack([(BOT, 1)], 20.0)
+    await Inbox(settings(tmp_path), store, clock=lambda: 20.0).ack([f"{BOT}:1"])
     await store.record_part("reply:x", 0, 99, 20.0, bot=BOT, chat_id="42")
     assert await store.prune(before=30.0) == 1
     assert await store.pending() == 1

@@ -191,6 +191,24 @@ class SQLiteStore:
     async def ping(self) -> None:
         await self._run(lambda db: db.execute("SELECT 1").fetchone())
 
+    async def transact(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work`` inside one IMMEDIATE transaction: all of it commits, or none."""
+
+        def run(db: sqlite3.Connection) -> T:
+            with transaction(db, "IMMEDIATE"):
+                return work(db)
+
+        return await self._run(run)
+
+    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work`` on one snapshot."""
+
+        def snapshot(db: sqlite3.Connection) -> T:
+            with transaction(db, "DEFERRED"):
+                return work(db)
+
+        return await self._run(snapshot)
+
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         return await self._in_worker(self._locked, work)
 

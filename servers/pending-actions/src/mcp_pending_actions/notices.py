@@ -24,11 +24,12 @@ again after ``PENDING_NOTICE_RETRY_S``, doubled at each failure up to
 (the chat is not found, the user blocked the bot): a show notice's pending actions fail with
 the reason, each in the ledger. Nothing is dropped unsaid.
 
-A leased notice is handed to no one else until its lease runs out (``PENDING_NOTICE_LEASE_S``)
-or the consumer starts a new run; not acked by then, it is handed out again. A notice with
-nothing left to do (a batch no longer pending, an action no longer executing) is acked
-instead of handed out. A waiting ``next_notices`` wakes as soon as a notice is queued, or
-one waiting for its time may go.
+The notices are a ``meshkit.queue`` (``NOTICES``): a leased notice is handed to no one else
+until its lease runs out (``PENDING_NOTICE_LEASE_S``) or the consumer starts a new run (the
+old one is fenced); not acked by then, it is handed out again. A notice with nothing left
+to do (a batch no longer pending, an action no longer executing) is acked instead of handed
+out. A waiting ``next_notices`` wakes as soon as a notice is queued, or one waiting for its
+time may go.
 """
 
 from __future__ import annotations
@@ -37,19 +38,27 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
-
-import anyio
+from typing import Any
 
 from mcp_pending_actions import grants, ledger, views
 from mcp_pending_actions.rows import ActionRow, BatchRow, NoticeRow
 from mcp_pending_actions.store import PendingStore, fail_unshown, select_action, select_batch
 from meshkit.proposals import ApprovalSigner
+from meshkit.queue import Holder, LeasedQueue, QueueSpec, put
 from meshkit.wire.pending_actions import Notice, Notices, State, Undelivered
 
-MAX_WAIT_S = 25.0
 _COLUMNS = "key, type, agent, chat_id, user_id, client, batch_id, action_id, created_at"
 _READ = f"{_COLUMNS}, handed_at"
+NOTICES = QueueSpec(
+    table="notices",
+    key=("key",),
+    columns=_READ,
+    order=("created_at", "rowid"),
+    noun="notices",
+    done="acked_at = :now, shown_at = CASE WHEN type = 'show' THEN :now END",  # delivered
+    ready="not_before IS NULL OR not_before <= :now",
+    leased="handed_at = COALESCE(handed_at, :now)",
+)
 
 
 def show_key(batch_id: str) -> str:
@@ -62,20 +71,7 @@ def done_key(action_id: str) -> str:
 
 def queue(db: sqlite3.Connection, notice: NoticeRow) -> None:
     """Queue a notice (once per key)."""
-    db.execute(
-        f"INSERT OR IGNORE INTO notices ({_COLUMNS}) VALUES ({', '.join('?' * 9)})",  # noqa: S608
-        (
-            notice.key,
-            notice.type,
-            notice.agent,
-            notice.chat_id,
-            notice.user_id,
-            notice.client,
-            notice.batch_id,
-            notice.action_id,
-            notice.created_at,
-        ),
-    )
+    put(db, NOTICES, {name: getattr(notice, name) for name in _COLUMNS.split(", ")})
 
 
 def open_batch(db: sqlite3.Connection, agent: str, chat_id: str, client: str) -> str | None:
@@ -139,25 +135,19 @@ class NoticeBoard:
         """``interval_s``: a chat's show notices at most this often; ``retry_s`` and
         ``retry_max_s``: the first and the longest wait before an undelivered notice is
         handed out again."""
-        self._store = store
+        self._queue = LeasedQueue(store, NOTICES, lease_s=lease_s, clock=clock)
         self._signer = signer
-        self._lease_s = lease_s
         self._interval_s = interval_s
         self._retry_s = retry_s
         self._retry_max_s = retry_max_s
-        self._clock = clock
-        self._queued = anyio.Event()
-        self._stopping = False
 
     def queued(self) -> None:
         """A notice was queued: waiting ``next_notices`` calls look again now."""
-        self._queued.set()
-        self._queued = anyio.Event()
+        self._queue.woken()
 
     def stop_waiting(self) -> None:
         """The server is stopping: waiting calls answer now."""
-        self._stopping = True
-        self._queued.set()
+        self._queue.stop_waiting()
 
     async def next_notices(  # noqa: PLR0917 (the tool's parameters)
         self,
@@ -170,67 +160,38 @@ class NoticeBoard:
     ) -> Notices:
         """Record ``ack`` (delivered) and ``undelivered``, then lease up to ``limit``
         notices, waiting up to ``wait_s`` for one."""
-        deadline = anyio.current_time() + min(wait_s, MAX_WAIT_S)
-        outcomes = (list(ack), list(undelivered))  # recorded with the first lease only
-        while True:
-            event = self._queued
-            leased = await self._store.transact(
-                partial(
-                    self._settle_and_lease,
-                    keys=outcomes[0],
-                    failed=outcomes[1],
-                    consumer=consumer,
-                    run=run,
-                    limit=limit,
-                )
-            )
-            outcomes = ([], [])
-            left = deadline - anyio.current_time()
-            if leased or left <= 0 or self._stopping:
-                return Notices(notices=[self._notice(found) for found in leased])
-            soonest = await self._store.read(partial(_next_time, now=self._clock()))
-            if soonest is not None:
-                left = min(left, max(0.05, soonest - self._clock()))
-            with anyio.move_on_after(left):
-                await event.wait()
+        failed = list(undelivered)  # recorded with the first lease only
 
-    def _settle_and_lease(  # noqa: PLR0917
-        self,
-        db: sqlite3.Connection,
-        keys: list[str],
-        failed: list[Undelivered],
-        consumer: str,
-        run: str,
-        limit: int,
-    ) -> list[Leased]:
-        now = self._clock()
-        _ack(db, keys, now, shown=True)
-        for report in failed:
-            self._undelivered(db, report, now)
-        grants.sweep(
-            db, now
-        )  # a grant that ran out is in the ledger soon after, not only when read
-        leased: list[Leased] = []
-        while len(leased) < limit:
-            rows = _leasable(db, consumer, run, now, limit - len(leased))
-            if not rows:
-                break
-            for row in rows:
-                found = _about(db, row, now)
-                if found is None:  # nothing left to do: never handed out
-                    _ack(db, [row.key], now)
-                    continue
-                paced = self._paced_until(db, row)
-                if paced is not None and paced > now:  # the chat had one just now
-                    db.execute("UPDATE notices SET not_before = ? WHERE key = ?", (paced, row.key))
-                    continue
-                db.execute(
-                    "UPDATE notices SET holder = ?, run = ?, lease_until = ?,"
-                    " handed_at = COALESCE(handed_at, ?) WHERE key = ?",
-                    (consumer, run, now + self._lease_s, now, row.key),
-                )
-                leased.append(found)
-        return leased
+        def settle(db: sqlite3.Connection, now: float) -> None:
+            for report in failed:
+                self._undelivered(db, report, now)
+            failed.clear()
+            grants.sweep(db, now)  # a grant that ran out is in the ledger soon after
+
+        batch = await self._queue.next(
+            Holder(consumer, run),
+            limit,
+            wait_s,
+            self._hand,
+            ack=ack,
+            before=settle,
+            wake_at=_not_before,
+        )
+        return Notices(notices=[self._notice(found) for found in batch.items])
+
+    def _hand(self, db: sqlite3.Connection, read: tuple[Any, ...], now: float) -> Leased | None:
+        """What the notice is about, to hand out now; None: acked (nothing left to do), or
+        paced (the chat had one just now)."""
+        row = NoticeRow(*read)
+        found = _about(db, row, now)
+        if found is None:
+            db.execute("UPDATE notices SET acked_at = ? WHERE key = ?", (now, row.key))
+            return None
+        paced = self._paced_until(db, row)
+        if paced is not None and paced > now:
+            db.execute("UPDATE notices SET not_before = ? WHERE key = ?", (paced, row.key))
+            return None
+        return found
 
     def _paced_until(self, db: sqlite3.Connection, row: NoticeRow) -> float | None:
         """When a show notice never handed out may go: ``interval_s`` after the chat's last
@@ -307,39 +268,9 @@ def _about(db: sqlite3.Connection, row: NoticeRow, now: float) -> Leased | None:
     return Leased(row, None, [action])
 
 
-def _leasable(
-    db: sqlite3.Connection, consumer: str, run: str, now: float, limit: int
-) -> list[NoticeRow]:
-    rows = db.execute(
-        f"SELECT {_READ} FROM notices WHERE acked_at IS NULL"  # noqa: S608
-        " AND (holder IS NULL OR lease_until <= ? OR (holder = ? AND run != ?))"
-        " AND (not_before IS NULL OR not_before <= ?)"
-        " ORDER BY created_at, rowid LIMIT ?",
-        (now, consumer, run, now, limit),
-    ).fetchall()
-    return [NoticeRow(*row) for row in rows]
-
-
-def _ack(db: sqlite3.Connection, keys: list[str], now: float, *, shown: bool = False) -> None:
-    """Mark the notices done; ``shown``: the orchestrator delivered them (a show notice's
-    message is in its chat)."""
-    sets = "acked_at = ?"
-    values: tuple[float, ...] = (now,)
-    if shown:
-        sets, values = f"{sets}, shown_at = CASE WHEN type = 'show' THEN ? END", (now, now)
-    db.executemany(
-        f"UPDATE notices SET {sets} WHERE key = ? AND acked_at IS NULL",  # noqa: S608
-        [(*values, key) for key in keys],
-    )
-
-
-def _next_time(db: sqlite3.Connection, now: float) -> float | None:
-    """The soonest a notice may be handed out that cannot now: a lease runs out, or the
-    wait of a paced or undelivered one ends."""
+def _not_before(db: sqlite3.Connection, now: float) -> float | None:
+    """The soonest a paced or undelivered notice may go."""
     (found,) = db.execute(
-        "SELECT MIN(at) FROM (SELECT lease_until AS at FROM notices"
-        " WHERE acked_at IS NULL AND holder IS NOT NULL"
-        " UNION ALL SELECT not_before FROM notices WHERE acked_at IS NULL AND not_before > ?)",
-        (now,),
+        "SELECT MIN(not_before) FROM notices WHERE acked_at IS NULL AND not_before > ?", (now,)
     ).fetchone()
     return None if found is None else float(found)

@@ -15,11 +15,12 @@ Tables:
              holder, run, lease_until, acked_at,           see notices.py
              handed_at, not_before, tries, last_error, shown_at)
     ledger, ledger_head                                    see ledger.py
+    runs    (consumer, run, started_at, superseded_at)     the notices' consumers (meshkit.queue)
 
 Schema 3 added the four columns of ``actions`` (rows from before are the chat's, ``client``
 'chat') and the last four tables; the ledger starts with the first change after the upgrade.
 Schema 4 added the last five columns of ``notices`` (delivery: when first handed out, not
-before when, tries, why the last failed, when shown).
+before when, tries, why the last failed, when shown); schema 5 the ``runs`` table.
 
 A batch is shown in one message: the one sent under its ``message_key``, given when it is
 staged, before the message exists. A key binds one batch: a batch staged under a key
@@ -41,12 +42,13 @@ import json
 import sqlite3
 from collections.abc import Callable
 from dataclasses import asdict, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from mcp_pending_actions import ledger
 from mcp_pending_actions.ledger import Draft
 from mcp_pending_actions.models import State
 from mcp_pending_actions.rows import ActionRow, BatchRow, Change, EventRow, Outcome
+from meshkit.queue import RUNS_SCHEMA
 from meshkit.sqlite import SQLiteStore
 from meshkit.sqlite import transaction as _transaction
 
@@ -152,6 +154,7 @@ CREATE INDEX IF NOT EXISTS notices_waiting ON notices (acked_at, created_at);
 CREATE INDEX IF NOT EXISTS notices_by_chat ON notices (agent, chat_id, type, handed_at);
 """
     + ledger.SCHEMA
+    + RUNS_SCHEMA
 )
 MIGRATIONS = {
     2: "ALTER TABLE batches ADD COLUMN message_key TEXT;",
@@ -170,13 +173,13 @@ MIGRATIONS = {
     # One handed out before (leased or acked) may be in its chat already: its batch is closed.
     " UPDATE notices SET handed_at = created_at"
     " WHERE holder IS NOT NULL OR acked_at IS NOT NULL;",
+    5: "",  # the runs of each consumer of the notices (SCHEMA creates the table)
 }
 _COLUMNS = (
     "action_id, batch_id, agent, chat_id, user_id, server, kind, summary, payload,"
     " confirm_label, cancel_label, state, created_at, expires_at, updated_at, result, error,"
     " client, decided_by, decided_at, grant_s"
 )
-T = TypeVar("T")
 Then = Callable[[sqlite3.Connection, ActionRow], object]  # more work in a change's transaction
 _NAMES = tuple(name.strip() for name in _COLUMNS.split(","))
 _INSERT_ACTION = (
@@ -195,26 +198,8 @@ _BATCH = (
 
 class PendingStore(SQLiteStore):
     SCHEMA = SCHEMA
-    SCHEMA_VERSION = 4
+    SCHEMA_VERSION = 5
     MIGRATIONS = MIGRATIONS
-
-    async def transact(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work`` in one IMMEDIATE transaction (the grants', notices' and ledger's queries)."""
-
-        def write(db: sqlite3.Connection) -> T:
-            with _transaction(db, "IMMEDIATE"):
-                return work(db)
-
-        return await self._run(write)
-
-    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work`` on one snapshot."""
-
-        def snapshot(db: sqlite3.Connection) -> T:
-            with _transaction(db, "DEFERRED"):
-                return work(db)
-
-        return await self._run(snapshot)
 
     async def add(
         self,

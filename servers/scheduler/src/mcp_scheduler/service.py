@@ -5,8 +5,9 @@
              ─► due firings leased to the caller ─► handled ─► acked (``ack`` of its
                  next ``next_due``, or the ``ack`` tool)
 
-A crash before the ack leaves the firing due: the next run of the same consumer gets it
-again at once (the lease of an earlier run is void), any other when the lease runs out.
+The firings are a ``meshkit.queue`` (leases, carried acks, fencing, the long poll). A crash
+before the ack leaves the firing due: the next run of the same consumer gets it again at
+once (the earlier run is fenced), any other when the lease runs out.
 The orchestrator sends with the key as the message's idempotency key, so a firing redone
 after a crash between sending and acking is still one message.
 
@@ -33,20 +34,18 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-import anyio
-
 from mcp_scheduler import store as q
 from mcp_scheduler.recurrence import MAX_STEPS, next_after
 from mcp_scheduler.reminders import repeat_rule, views
 from mcp_scheduler.schedule import WEEKDAYS, Job
-from mcp_scheduler.store import FiringRow, JobRow, SchedulerStore
+from mcp_scheduler.store import FIRINGS, FiringRow, JobRow, SchedulerStore
+from meshkit.queue import Holder, LeasedQueue
 from meshkit.wire.pause import Paused
 from meshkit.wire.scheduler import Due, Firing, Jobs, JobView
 
 logger = logging.getLogger(__name__)
 
 LATE_AFTER_S = 60.0
-MAX_WAIT_S = 25.0
 # While something of a paused agent is due, a waiting next_due looks again this often: a
 # resume by another process on the same database wakes no event here.
 PAUSED_RECHECK_S = 1.0
@@ -64,20 +63,18 @@ class Scheduler:
         self._store = store
         self._jobs = {job.id: job for job in jobs}
         self._clock = clock
-        self._lease_s = lease_s
-        self._changed = anyio.Event()  # a reminder set or snoozed: a waiting next_due looks again
-        self._stopping = False
+        self._firings = LeasedQueue(store, FIRINGS, lease_s=lease_s, clock=clock)
 
     async def check(self) -> None:
         await self._store.ping()
 
     def changed(self) -> None:
-        self._changed.set()
+        """A reminder set or snoozed, an agent resumed: a waiting ``next_due`` looks again."""
+        self._firings.woken()
 
     def stop_waiting(self) -> None:
         """The server is stopping: waiting ``next_due`` calls answer now."""
-        self._stopping = True
-        self._changed.set()
+        self._firings.stop_waiting()
 
     async def sync(self) -> None:
         """Bring the stored jobs in line with the configured ones (at start). A job whose
@@ -107,33 +104,23 @@ class Scheduler:
         up to ``wait_s`` (until the next firing's time, or a reminder is set). The firings
         of ``ack`` are marked done first, in the transaction of the first lease: a consumer
         acks what it handled with its next poll, as a Kafka consumer commits on poll."""
-        deadline = anyio.current_time() + min(wait_s, MAX_WAIT_S)
-        keys = list(ack)
-        self._changed = anyio.Event()  # a reminder set from now on: a waiting call looks again
-        acked, leased = await self._store.transact(
-            lambda db: self._ack_and_lease(db, keys, consumer, run, limit)
+        batch = await self._firings.next(
+            Holder(consumer, run),
+            limit,
+            wait_s,
+            lambda db, row, now: q.firing_of(row),
+            ack=ack,
+            before=self._fire_due,
+            wake_at=_wake_at,
         )
-        while not leased and not self._stopping:
-            left = deadline - anyio.current_time()
-            if left <= 0:
-                break
-            soonest, held = await self._store.read(
-                lambda db: (q.next_due_at(db), q.held(db, None, self._clock()))
-            )
-            pause = left if soonest is None else max(0.05, min(left, soonest - self._clock()))
-            if held:
-                pause = min(pause, PAUSED_RECHECK_S)
-            with anyio.move_on_after(pause):
-                await self._changed.wait()
-            self._changed = anyio.Event()
-            _, leased = await self._store.transact(
-                lambda db: self._ack_and_lease(db, [], consumer, run, limit)
-            )
-        return Due(firings=[_view(f) for f in leased], lease_s=self._lease_s, acked=acked)
+        return Due(
+            firings=[_view(f) for f in batch.items],
+            lease_s=self._firings.lease_s,
+            acked=batch.acked,
+        )
 
     async def ack(self, keys: list[str]) -> int:
-        now = self._clock()
-        return await self._store.transact(lambda db: q.ack(db, keys, now))
+        return await self._firings.ack(keys)
 
     async def set_paused(self, agent: str, pause: bool) -> Paused:
         """Pause the agent (nothing of its fires or is handed out; firings leased already
@@ -167,16 +154,8 @@ class Scheduler:
 
     # --- inside the transaction -----------------------------------------------------------
 
-    def _ack_and_lease(
-        self, db: sqlite3.Connection, keys: list[str], consumer: str, run: str, limit: int
-    ) -> tuple[int, list[FiringRow]]:
-        now = self._clock()
-        acked = q.ack(db, keys, now) if keys else 0
-        return acked, self._fire_and_lease(db, consumer, run, now, limit)
-
-    def _fire_and_lease(
-        self, db: sqlite3.Connection, consumer: str, run: str, now: float, limit: int
-    ) -> list[FiringRow]:
+    def _fire_due(self, db: sqlite3.Connection, now: float) -> None:
+        """Every job or reminder whose time has come becomes a firing (before the lease)."""
         paused = q.paused(db)
         for row in q.jobs(db):
             job = self._jobs.get(row.id)
@@ -184,7 +163,6 @@ class Scheduler:
                 self._fire_job(db, job, row, now)
         for reminder in q.due_reminders(db, now):
             self._fire_reminder(db, reminder, now)
-        return q.lease(db, consumer, run, now, self._lease_s, limit)
 
     def _fire_job(self, db: sqlite3.Connection, job: Job, row: JobRow, now: float) -> None:
         at, missed = row.next_at, 0
@@ -248,6 +226,15 @@ class Scheduler:
         late = now - at > LATE_AFTER_S
         fid = "fir_" + secrets.token_hex(6)
         return FiringRow(key, fid, agent, kind, source, at, tz.key, state, late, payload, None)
+
+
+def _wake_at(db: sqlite3.Connection, now: float) -> float | None:
+    """When a waiting ``next_due`` looks again: the next firing's time, or soon while
+    something of a paused agent is held (a resume by another process wakes no event here)."""
+    soonest = q.next_due_at(db)
+    if q.held(db, None, now):
+        return min(soonest or now + PAUSED_RECHECK_S, now + PAUSED_RECHECK_S)
+    return soonest
 
 
 def job_payload(job: Job) -> dict[str, object]:

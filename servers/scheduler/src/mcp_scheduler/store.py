@@ -7,15 +7,16 @@
   ``waiting`` (delivered, not yet done or snoozed), ``done``, ``cancelled``.
 - ``firings``: one row per firing, primary key the idempotency key
   (``<job or reminder id>@<scheduled time>``), inserted or ignored: whatever happens,
-  a firing exists once. ``due`` until acked (``done``) or skipped; leased like
-  telegram-io's updates. A reminder's firing records the chat and message it was sent
-  in (``chat_id``, ``message_id``, once): its buttons act in that message only; and the
-  tap that followed it up (``followed_by``), so that tap handed over again still counts.
+  a firing exists once. ``due`` until acked (``done``) or skipped; leased through
+  ``meshkit.queue`` (``FIRINGS``; each consumer's runs in ``runs``). A reminder's firing
+  records the chat and message it was sent in (``chat_id``, ``message_id``, once): its
+  buttons act in that message only; and the tap that followed it up (``followed_by``), so
+  that tap handed over again still counts.
 - ``paused``: agents the operator paused (``clawmesh agent stop``): nothing of theirs
   fires or is handed out until they are resumed.
 
 The business rules are the service's; these are the queries, as functions of the
-connection, run by the service inside one transaction (:meth:`SchedulerStore.transact`).
+connection, run by the service inside one transaction (``SQLiteStore.transact``).
 """
 
 from __future__ import annotations
@@ -24,12 +25,11 @@ import json
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from meshkit.proposals import CONFIRMATIONS_SCHEMA, Approval, Confirmed, confirm_once
-from meshkit.sqlite import SQLiteStore, transaction
-
-T = TypeVar("T")
+from meshkit.queue import RUNS_SCHEMA, QueueSpec, put
+from meshkit.sqlite import SQLiteStore
 
 SCHEMA = (
     """
@@ -77,12 +77,14 @@ CREATE INDEX IF NOT EXISTS firings_due ON firings (state, scheduled_at);
 CREATE TABLE IF NOT EXISTS paused (agent TEXT PRIMARY KEY, since REAL NOT NULL);
 """
     + CONFIRMATIONS_SCHEMA
+    + RUNS_SCHEMA
 )
 MIGRATIONS = {
     2: "ALTER TABLE firings ADD COLUMN chat_id TEXT; "
     "ALTER TABLE firings ADD COLUMN message_id TEXT; "
     "ALTER TABLE firings ADD COLUMN followed_by TEXT;",
     3: "",  # the paused table (SCHEMA creates it)
+    4: "",  # the runs table
 }
 
 
@@ -134,20 +136,8 @@ _REMINDER_COLUMNS = "id, agent, text, timezone, repeat, anchor, due_at, state, c
 
 class SchedulerStore(SQLiteStore):
     SCHEMA = SCHEMA
-    SCHEMA_VERSION = 3
+    SCHEMA_VERSION = 4
     MIGRATIONS = MIGRATIONS
-
-    async def transact(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work`` inside one IMMEDIATE transaction: all of it commits, or none."""
-
-        def run(db: sqlite3.Connection) -> T:
-            with transaction(db, "IMMEDIATE"):
-                return work(db)
-
-        return await self._run(run)
-
-    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        return await self._run(work)
 
     async def confirm(
         self, approval: Approval, perform: Callable[[sqlite3.Connection], dict[str, Any]], at: float
@@ -159,6 +149,16 @@ class SchedulerStore(SQLiteStore):
 
 
 NOT_PAUSED = "agent NOT IN (SELECT agent FROM paused)"
+FIRINGS = QueueSpec(
+    table="firings",
+    key=("key",),
+    columns=_FIRING_COLUMNS,
+    order=("scheduled_at", "key"),
+    noun="firings",
+    waiting="state = 'due'",
+    done="state = 'done', done_at = :now",
+    ready=NOT_PAUSED,
+)
 
 
 def jobs(db: sqlite3.Connection, agent: str | None = None) -> list[JobRow]:
@@ -248,52 +248,9 @@ def set_reminder(
 
 def add_firing(db: sqlite3.Connection, firing: FiringRow, now: float) -> bool:
     """Insert-or-ignore by key: False when this firing exists already."""
-    cursor = db.execute(
-        "INSERT OR IGNORE INTO firings (key, id, agent, kind, source, scheduled_at, timezone,"
-        " state, late, payload, outcome, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            firing.key,
-            firing.id,
-            firing.agent,
-            firing.kind,
-            firing.source,
-            firing.scheduled_at,
-            firing.timezone,
-            firing.state,
-            int(firing.late),
-            json.dumps(firing.payload, ensure_ascii=False),
-            firing.outcome,
-            now,
-        ),
-    )
-    return cursor.rowcount == 1
-
-
-def lease(  # noqa: PLR0917 (who holds it, and until when)
-    db: sqlite3.Connection, consumer: str, run: str, now: float, lease_s: float, limit: int
-) -> list[FiringRow]:
-    """Lease up to ``limit`` due firings of agents not paused: those nobody holds, whose
-    lease ran out, or that an earlier run of ``consumer`` held (it crashed: its work is
-    redone at once)."""
-    rows = db.execute(
-        f"SELECT {_FIRING_COLUMNS} FROM firings WHERE state = 'due' AND {NOT_PAUSED}"  # noqa: S608
-        " AND (holder IS NULL OR lease_until <= ? OR (holder = ? AND run != ?))"
-        " ORDER BY scheduled_at, key LIMIT ?",
-        (now, consumer, run, limit),
-    ).fetchall()
-    db.executemany(
-        "UPDATE firings SET holder = ?, run = ?, lease_until = ? WHERE key = ?",
-        [(consumer, run, now + lease_s, row[0]) for row in rows],
-    )
-    return [_firing(row) for row in rows]
-
-
-def ack(db: sqlite3.Connection, keys: list[str], now: float) -> int:
-    cursor = db.executemany(
-        "UPDATE firings SET state = 'done', done_at = ? WHERE key = ? AND state = 'due'",
-        [(now, key) for key in keys],
-    )
-    return cursor.rowcount
+    row = {name: getattr(firing, name) for name in _FIRING_COLUMNS.split(", ")}
+    late, payload = int(firing.late), json.dumps(firing.payload, ensure_ascii=False)
+    return put(db, FIRINGS, {**row, "late": late, "payload": payload, "created_at": now})
 
 
 def firing(db: sqlite3.Connection, firing_id: str) -> FiringRow | None:
@@ -301,7 +258,7 @@ def firing(db: sqlite3.Connection, firing_id: str) -> FiringRow | None:
         f"SELECT {_FIRING_COLUMNS} FROM firings WHERE id = ?",  # noqa: S608
         (firing_id,),
     ).fetchone()
-    return None if row is None else _firing(row)
+    return None if row is None else firing_of(row)
 
 
 def shown(db: sqlite3.Connection, firing_id: str, chat_id: str, message_id: str) -> None:
@@ -369,11 +326,7 @@ def held(db: sqlite3.Connection, agent: str | None, now: float) -> int:
     return int(row[0])
 
 
-def has_due(db: sqlite3.Connection) -> bool:
-    return db.execute("SELECT 1 FROM firings WHERE state = 'due' LIMIT 1").fetchone() is not None
-
-
-def _firing(row: tuple[Any, ...]) -> FiringRow:
+def firing_of(row: tuple[Any, ...]) -> FiringRow:
     key, fid, agent, kind, source, at, tz, state, late, payload, outcome, chat, message = row
     return FiringRow(
         key, fid, agent, kind, source, at, tz, state, bool(late), json.loads(payload), outcome,

@@ -37,8 +37,9 @@ from mcp_telegram_io.request import Httpx2Request, SharedClient
 from mcp_telegram_io.sender import ButtonSpec, Sender
 from mcp_telegram_io.service import BadHolder, Inbox
 from mcp_telegram_io.settings import TelegramIOSettings
-from mcp_telegram_io.store import Holder, InboxStore
+from mcp_telegram_io.store import InboxStore
 from meshkit.params import IntegerId
+from meshkit.queue import Holder
 from meshkit.server import create_server
 from meshkit.settings import load_settings
 from meshkit.stopping import Stopping

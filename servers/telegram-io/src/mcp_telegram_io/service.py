@@ -1,12 +1,12 @@
 """The inbox side: pollers fill it, ``next_updates`` leases from it, ``ack`` empties it.
 
-A leased update is handed to no one else until its lease runs out (default 15 s);
-an update that is never acked is handed out again then, with ``deliveries``
-counting up. A consumer that names itself and its run (the orchestrator does) keeps
-what it works on by extending the leases (``extend_leases``, every few seconds), and
-when it starts again the first ``next_updates`` of the new run releases what the
-old run held: after a crash the update is handed out at once, not when its lease
-runs out. Acked updates are kept two days so Telegram's resend of an unconfirmed
+The inbox is a ``meshkit.queue``. A leased update is handed to no one else until its lease
+runs out (default 15 s); an update that is never acked is handed out again then, with
+``deliveries`` counting up. A consumer that names itself and its run (the orchestrator
+does) keeps what it works on by extending the leases (``extend_leases``, every few
+seconds), and when it starts again the first ``next_updates`` of the new run releases what
+the old run held: after a crash the update is handed out at once, not when its lease runs
+out. Acked updates are kept two days so Telegram's resend of an unconfirmed
 batch is still recognised.
 
 A tap is handed out with ``message_key``, the idempotency key its message was sent under
@@ -32,30 +32,23 @@ from mcp_telegram_io.models import (
 )
 from mcp_telegram_io.poller import FAILING, Poller
 from mcp_telegram_io.settings import TelegramIOSettings
-from mcp_telegram_io.store import Holder, InboxStore, RunSuperseded
+from mcp_telegram_io.store import UPDATES, InboxStore
 from meshkit.errors import ModelError
 from meshkit.health import CheckFailed
 from meshkit.params import MAX_ID
+from meshkit.queue import Holder, LeasedQueue
 from meshkit.storage import StorageFailed
 from meshkit.wire.pause import Paused
 
 logger = logging.getLogger(__name__)
 
 PRUNE_EVERY_S = 3600.0
-# While updates of a paused agent wait, a waiting next_updates looks again this often: a
-# resume by another process on the same database (the operator's command beside an
-# embedded orchestrator) wakes no event here.
-PAUSED_RECHECK_S = 1.0
 HAND_OVER_S = 0.05  # how long a poller lets a waiting reader go first
 # (agent, chat id, message id) -> the key the message was sent under, if any
 SentUnder = Callable[[str, str, int], Awaitable[str | None]]
 
 
 class BadUpdateId(ModelError):
-    pass
-
-
-class Superseded(ModelError):
     pass
 
 
@@ -79,64 +72,30 @@ class Inbox:
         self._hand_over_s = hand_over_s
         self._store = store
         self._clock = clock
-        self._arrived = anyio.Event()
-        self._handed = anyio.Event()  # set (and replaced) whenever next_updates hands some out
-        self._closing = False
-        self._readers = 0  # next_updates calls waiting for updates right now
-        self._started: set[Holder] = set()  # runs whose start released their earlier runs
+        self._updates = LeasedQueue(store, UPDATES, lease_s=settings.lease_s, clock=clock)
 
     def stop_waiting(self) -> None:
         """The server is stopping: waiting ``next_updates`` calls answer now (with nothing
         new), so the shutdown does not wait for their long polls."""
-        self._closing = True
-        self._arrived.set()
+        self._updates.stop_waiting()
 
     async def arrived(self, agent: str, updates: Sequence[Update]) -> None:
         """Wake the waiting ``next_updates`` (the poller has stored the updates), and let
         it hand them over before the poller calls Telegram again (``hand_over_s`` at most):
         the user waits on the first, nobody on the second."""
-        handed = self._handed
-        self._arrived.set()
-        self._arrived = anyio.Event()
-        with anyio.move_on_after(self._hand_over_s):
-            await handed.wait()
+        await self._updates.wake(self._hand_over_s)
 
     async def next_updates(
         self, limit: int, wait_s: float, holder: Holder | None = None
     ) -> Updates:
         """Lease the oldest waiting updates, waiting up to ``wait_s`` for one; leased to
         ``holder`` (a new run of it first releases what its earlier runs held)."""
-        lease_s = self._settings.lease_s
-        if holder is not None and holder not in self._started:
-            await self._start(holder)
-        deadline = anyio.current_time() + wait_s
-        while True:
-            event = self._arrived
-            try:
-                found = await self._store.lease(limit, self._clock(), lease_s, holder)
-            except RunSuperseded:
-                raise _superseded(holder) from None
-            if found:
-                self._handed.set()
-                self._handed = anyio.Event()
-                updates = [
-                    _normalized(u.agent, u.bot, u.update_id, u.body, u.deliveries) for u in found
-                ]
-                return Updates(updates=[await self._keyed(u) for u in updates], lease_s=lease_s)
-            remaining = deadline - anyio.current_time()
-            if remaining <= 0 or self._closing:
-                return Updates(updates=[], lease_s=lease_s)
-            expiry = await self._store.next_lease_expiry()
-            if expiry is not None:
-                remaining = min(remaining, max(0.01, expiry - self._clock()))
-            if await self._store.held():
-                remaining = min(remaining, PAUSED_RECHECK_S)
-            self._readers += 1
-            try:
-                with anyio.move_on_after(remaining):
-                    await event.wait()
-            finally:
-                self._readers -= 1
+        batch = await self._updates.next(
+            holder, limit, wait_s, lambda db, row, now: _normalized(*row)
+        )
+        return Updates(
+            updates=[await self._keyed(u) for u in batch.items], lease_s=self._updates.lease_s
+        )
 
     async def _keyed(self, update: InboxUpdate) -> InboxUpdate:
         """A tap, with the key its message was sent under; any other update as it is."""
@@ -150,30 +109,12 @@ class Inbox:
         key = await self._sent_under(update.agent, update.chat_id, update.message_id)
         return update.model_copy(update={"message_key": key})
 
-    async def _start(self, holder: Holder) -> None:
-        try:
-            released = await self._store.start(holder, self._clock())
-        except RunSuperseded:
-            raise _superseded(holder) from None
-        self._started.add(holder)
-        if released:
-            logger.info(
-                "inbox: consumer %s started again (run %s): %d update(s) its last run held "
-                "handed out again now",
-                holder.consumer,
-                holder.run,
-                released,
-            )
-        self._arrived.set()  # a waiting reader may take the released updates at once
-        self._arrived = anyio.Event()
-
     async def extend(self, ids: Sequence[str], holder: Holder) -> int:
         """Keep the leases ``holder`` holds among ``ids`` for another lease time; how many."""
-        until = self._clock() + self._settings.lease_s
-        return await self._store.extend(_keys(ids), holder, until)
+        return await self._updates.extend(_keys(ids), holder)
 
     async def ack(self, ids: Sequence[str]) -> int:
-        return await self._store.ack(_keys(ids), self._clock())
+        return await self._updates.ack(_keys(ids))
 
     async def set_paused(self, agent: str, paused: bool) -> Paused:
         """Pause the agent: its updates are kept and handed to no one (those leased already
@@ -187,8 +128,7 @@ class Inbox:
                 waiting,
             )
         if changed and not paused:
-            self._arrived.set()  # a waiting reader takes them at once
-            self._arrived = anyio.Event()
+            self._updates.woken()  # a waiting reader takes them at once
         return Paused(agent=agent, paused=paused, changed=changed, waiting=waiting)
 
     async def status(self) -> Status:
@@ -205,7 +145,7 @@ class Inbox:
             bots=bots,
             pending=await self._store.pending(),
             parked=self._settings.kill_switch.exists(),
-            readers=self._readers,
+            readers=self._updates.readers,
             agents=[
                 AgentInbox(
                     agent=a.agent,
@@ -249,14 +189,6 @@ def _keys(ids: Sequence[str]) -> list[tuple[str, int]]:
             )
         keys.append((bot, int(number)))
     return keys
-
-
-def _superseded(holder: Holder | None) -> Superseded:
-    consumer = holder.consumer if holder else "?"
-    return Superseded(
-        f"a newer run of consumer {consumer!r} has started: this run gets no more updates. "
-        "Stop this process, or give each consumer its own name."
-    )
 
 
 def _normalized(agent: str, bot: str, update_id: int, body: str, deliveries: int) -> InboxUpdate:

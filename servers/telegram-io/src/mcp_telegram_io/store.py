@@ -19,10 +19,10 @@ Tables:
 the next getUpdates confirms them to Telegram: a crash at any point loses nothing,
 and a batch Telegram hands over twice is stored once.
 
-A consumer (the orchestrator) names itself and its run. When a new run of a consumer
-starts (``start``), what its earlier runs held is released at once (they crashed or
-stopped: nobody works on it) and those runs are superseded: they lease nothing more.
-The current run extends the leases of what it works on (``extend``).
+The updates are a ``meshkit.queue`` (``UPDATES``): a consumer (the orchestrator) names
+itself and its run; the first lease of a new run releases what its earlier runs held (they
+crashed or stopped: nobody works on it) and fences them: they lease nothing more. The
+current run extends the leases of what it works on.
 """
 
 from __future__ import annotations
@@ -31,9 +31,11 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from meshkit.queue import RUNS_SCHEMA, QueueSpec
 from meshkit.sqlite import SQLiteStore, transaction
 
-SCHEMA = """
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS updates (
     bot TEXT NOT NULL,
     update_id INTEGER NOT NULL,
@@ -50,13 +52,6 @@ CREATE TABLE IF NOT EXISTS updates (
 CREATE INDEX IF NOT EXISTS updates_waiting ON updates (acked_at, leased_until, received_at);
 CREATE INDEX IF NOT EXISTS updates_holder ON updates (leased_by, lease_run)
     WHERE acked_at IS NULL;
-CREATE TABLE IF NOT EXISTS runs (
-    consumer TEXT NOT NULL,
-    run TEXT NOT NULL,
-    started_at REAL NOT NULL,
-    superseded_at REAL,
-    PRIMARY KEY (consumer, run)
-);
 CREATE TABLE IF NOT EXISTS offsets (bot TEXT PRIMARY KEY, next_offset INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS sends (
     key TEXT NOT NULL,
@@ -76,6 +71,8 @@ CREATE TABLE IF NOT EXISTS blocked (
 );
 CREATE TABLE IF NOT EXISTS paused (agent TEXT PRIMARY KEY, since REAL NOT NULL);
 """
+    + RUNS_SCHEMA
+)
 MIGRATIONS = {
     2: "ALTER TABLE updates ADD COLUMN leased_by TEXT; "
     "ALTER TABLE updates ADD COLUMN lease_run TEXT;",
@@ -84,16 +81,19 @@ MIGRATIONS = {
 }
 
 
-class RunSuperseded(Exception):
-    """A newer run of the same consumer has started: this one gets no more updates."""
-
-
-@dataclass(frozen=True)
-class Holder:
-    """Who holds a lease: a consumer (a stable name) and one run of it (new at each start)."""
-
-    consumer: str
-    run: str
+UPDATES = QueueSpec(
+    table="updates",
+    key=("bot", "update_id"),
+    columns="agent, bot, update_id, body, deliveries + 1",  # as normalize takes them
+    order=("received_at", "bot", "update_id"),
+    noun="updates",
+    ready="agent NOT IN (SELECT agent FROM paused)",
+    recheck_s=1.0,  # a resume by another process (the operator's command) wakes no event here
+    leased="deliveries = deliveries + 1",
+    holder="leased_by",
+    run="lease_run",
+    until="leased_until",
+)
 
 
 @dataclass(frozen=True)
@@ -102,15 +102,6 @@ class AgentRow:
     paused: bool
     waiting: int  # its updates not acked
     last_update_at: float | None  # when its newest update came (Unix seconds)
-
-
-@dataclass(frozen=True)
-class StoredUpdate:
-    bot: str
-    update_id: int
-    agent: str
-    body: str  # the update as Telegram sent it, JSON text
-    deliveries: int  # how many times it has been leased, this one included
 
 
 class InboxStore(SQLiteStore):
@@ -162,105 +153,6 @@ class InboxStore(SQLiteStore):
 
         return await self._run(write)
 
-    async def start(self, holder: Holder, now: float) -> int:
-        """Make ``holder.run`` its consumer's current run (once; again is harmless): the
-        earlier runs are superseded and their leases released. Returns how many updates
-        were released; RunSuperseded when a newer run has started already."""
-
-        def write(db: sqlite3.Connection) -> int:
-            with transaction(db, "IMMEDIATE"):
-                if _is_current(db, holder):
-                    return 0
-                db.execute(
-                    "INSERT INTO runs (consumer, run, started_at) VALUES (?, ?, ?)",
-                    (holder.consumer, holder.run, now),
-                )
-                db.execute(
-                    "UPDATE runs SET superseded_at = ?"
-                    " WHERE consumer = ? AND run != ? AND superseded_at IS NULL",
-                    (now, holder.consumer, holder.run),
-                )
-                cursor = db.execute(
-                    "UPDATE updates SET leased_until = 0, leased_by = NULL, lease_run = NULL"
-                    " WHERE leased_by = ? AND lease_run != ? AND acked_at IS NULL",
-                    (holder.consumer, holder.run),
-                )
-                return cursor.rowcount
-
-        return await self._run(write)
-
-    async def lease(
-        self, limit: int, now: float, lease_s: float, holder: Holder | None = None
-    ) -> list[StoredUpdate]:
-        """The oldest waiting updates (never leased, or lease expired) of agents not paused,
-        leased until now+lease_s to ``holder`` (RunSuperseded when it is no longer its
-        consumer's current run)."""
-
-        def take(db: sqlite3.Connection) -> list[StoredUpdate]:
-            with transaction(db, "IMMEDIATE"):
-                if holder is not None:
-                    _is_current(db, holder)  # raises when a newer run has started
-                found = db.execute(
-                    "SELECT bot, update_id, agent, body, deliveries FROM updates"
-                    " WHERE acked_at IS NULL AND leased_until <= ?"
-                    " AND agent NOT IN (SELECT agent FROM paused)"
-                    " ORDER BY received_at, bot, update_id LIMIT ?",
-                    (now, limit),
-                ).fetchall()
-                consumer, run = (holder.consumer, holder.run) if holder else (None, None)
-                db.executemany(
-                    "UPDATE updates SET leased_until = ?, deliveries = deliveries + 1,"
-                    " leased_by = ?, lease_run = ? WHERE bot = ? AND update_id = ?",
-                    [
-                        (now + lease_s, consumer, run, bot, update_id)
-                        for bot, update_id, *_ in found
-                    ],
-                )
-            return [StoredUpdate(b, u, a, body, d + 1) for b, u, a, body, d in found]
-
-        return await self._run(take)
-
-    async def extend(self, keys: Sequence[tuple[str, int]], holder: Holder, until: float) -> int:
-        """Extend to ``until`` the leases ``holder`` still holds among ``keys``; how many."""
-
-        def write(db: sqlite3.Connection) -> int:
-            with transaction(db, "IMMEDIATE"):
-                before = db.total_changes
-                db.executemany(
-                    "UPDATE updates SET leased_until = ? WHERE bot = ? AND update_id = ?"
-                    " AND leased_by = ? AND lease_run = ? AND acked_at IS NULL",
-                    [(until, bot, number, holder.consumer, holder.run) for bot, number in keys],
-                )
-                return db.total_changes - before
-
-        return await self._run(write)
-
-    async def next_lease_expiry(self) -> float | None:
-        """When the earliest current lease runs out (None when nothing is leased)."""
-
-        def read(db: sqlite3.Connection) -> float | None:
-            (when,) = db.execute(
-                "SELECT MIN(leased_until) FROM updates WHERE acked_at IS NULL AND leased_until > 0"
-            ).fetchone()
-            return None if when is None else float(when)
-
-        return await self._run(read)
-
-    async def ack(self, keys: Sequence[tuple[str, int]], now: float) -> int:
-        """Mark updates done; returns how many were waiting (acking twice is harmless)."""
-
-        def write(db: sqlite3.Connection) -> int:
-            with transaction(db, "IMMEDIATE"):
-                before = db.total_changes
-                db.executemany(
-                    "UPDATE updates SET acked_at = ?"
-                    " WHERE bot = ? AND update_id = ? AND acked_at IS NULL",
-                    [(now, bot, update_id) for bot, update_id in keys],
-                )
-                return db.total_changes - before
-
-        return await self._run(write)
-
     async def pending(self) -> int:
         def read(db: sqlite3.Connection) -> int:
             (count,) = db.execute("SELECT COUNT(*) FROM updates WHERE acked_at IS NULL").fetchone()
@@ -286,18 +178,6 @@ class InboxStore(SQLiteStore):
             return cursor.rowcount == 1, int(waiting)
 
         return await self._run(write)
-
-    async def held(self) -> bool:
-        """Whether updates of a paused agent are waiting."""
-
-        def read(db: sqlite3.Connection) -> bool:
-            row = db.execute(
-                "SELECT 1 FROM updates WHERE acked_at IS NULL"
-                " AND agent IN (SELECT agent FROM paused) LIMIT 1"
-            ).fetchone()
-            return row is not None
-
-        return await self._run(read)
 
     async def agents(self) -> list[AgentRow]:
         """Each agent that is paused or has updates here: waiting, and when the last came."""
@@ -375,17 +255,6 @@ class InboxStore(SQLiteStore):
                 (agent, chat_id, now),
             )
         )
-
-
-def _is_current(db: sqlite3.Connection, holder: Holder) -> bool:
-    """Whether ``holder.run`` is its consumer's current run; RunSuperseded when it was."""
-    row = db.execute(
-        "SELECT superseded_at FROM runs WHERE consumer = ? AND run = ?",
-        (holder.consumer, holder.run),
-    ).fetchone()
-    if row is not None and row[0] is not None:
-        raise RunSuperseded(holder.run)
-    return row is not None
 
 
 def _sent_parts(db: sqlite3.Connection, key: str) -> dict[int, int]:
