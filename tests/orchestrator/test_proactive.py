@@ -25,7 +25,7 @@ from fakes.serving import serving
 from fakes.world import API_KEY, ROOT, World, clawdia
 from mcp_calendar import ics
 from mcp_calendar.settings import CalendarSettings
-from meshkit.wire.scheduler import Acked, Due, Firing
+from meshkit.wire.scheduler import Acked, Due, Firing, sent_under
 from orchestrator.app import App
 from orchestrator.core.replies import Reply
 from orchestrator.core.routes import Deliver, TapContext
@@ -148,7 +148,7 @@ async def handled(app: App, firing: Firing) -> list[Reply]:
         sent.append(reply)
         return "77"
 
-    assert await app.proactive.handle(firing, Deliver(f"fire:{firing.key}", deliver))
+    assert await app.proactive.handle(firing, Deliver(sent_under(firing.key), deliver))
     return sent
 
 
@@ -224,10 +224,13 @@ async def test_a_reminder_set_by_tap_is_delivered_with_buttons_and_snoozed_witho
         async def edit(reply: Reply) -> None:
             edits.append(reply)
 
+        keys = {"10": "10"}  # message id → the key it was sent under
+
         async def tap(data: str, message: str, tap_id: str | None = None) -> None:
+            key = keys[message]
             await app.dispatcher.on_callback(
                 TapContext(
-                    "clawdia", OWNER, OWNER, message, data, answer, edit, tap_id=tap_id, key=message
+                    "clawdia", OWNER, OWNER, message, data, answer, edit, tap_id=tap_id, key=key
                 )
             )
 
@@ -240,6 +243,7 @@ async def test_a_reminder_set_by_tap_is_delivered_with_buttons_and_snoozed_witho
         CLOCK.advance(when.timestamp() - time.time() + 1)
         [firing] = await reminders_due(app)
         [reminder] = await handled(app, firing)
+        keys["77"] = sent_under(firing.key)
         await app.registry.call_as("scheduler", "ack", {"keys": [firing.key]}, Acked)
         assert reminder.text == "⏰ call mum"
         labels = [[b.label for b in row] for row in reminder.buttons]
@@ -251,7 +255,7 @@ async def test_a_reminder_set_by_tap_is_delivered_with_buttons_and_snoozed_witho
         # The owner's button, replayed by another user of the agent in their own chat, and
         # in the owner's chat on another message (the proposal's).
         await app.dispatcher.on_callback(
-            TapContext("clawdia", GUEST, GUEST, "77", done, answer, edit, key="77")
+            TapContext("clawdia", GUEST, GUEST, "77", done, answer, edit, key=keys["77"])
         )
         await tap(done, "10")
         assert notices[-2:] == ["That button is no longer active."] * 2

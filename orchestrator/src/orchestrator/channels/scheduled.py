@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 import anyio.abc
 
-from meshkit.wire.scheduler import Acked, Due, Firing
+from meshkit.wire.scheduler import Acked, Due, Firing, sent_under
 from orchestrator.channels.telegram_io import (
     TelegramIO,
     TelegramIOUnavailable,
@@ -173,7 +173,7 @@ class ScheduledChannel:
         runtime = self._proactive.runtime(firing.agent)
         owner = None if runtime is None else owner_of(runtime)
 
-        key = f"fire:{firing.key}"
+        key = sent_under(firing.key)
 
         async def send(reply: Reply) -> str | None:
             if owner is None or not reply.text:

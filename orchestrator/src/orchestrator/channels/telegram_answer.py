@@ -18,12 +18,8 @@ with the answerer):
 - Every reply is sent under the idempotency key ``reply:<update id>`` (``Deliver.key``):
   a turn redone after a crash delivers nothing twice, and a batch of proposed changes is
   bound to it before the send (telegram-io reports the key of a tapped message).
-- A reply is the last thing its update needs (the turn was stored before it): its send
-  acks the update, in the same call, proposals' buttons included. A reply whose buttons
-  memory records by message id after the send (a question's choices, /memory) has its
-  update acked once that is done, by the channel. (An open question has no buttons: the
-  message recorded after its send only serves to show the typed answer there, which a
-  crash in between leaves undrawn, the answer taken all the same.)
+- A reply is the last thing its update needs (the turn was stored, and its buttons bound
+  to its key, before it): its send acks the update, in the same call.
 """
 
 from __future__ import annotations
@@ -104,9 +100,10 @@ class UpdateAnswerer:
         async def send(reply: Reply) -> str | None:
             nonlocal acked
             typing.cancel()  # the answer is here: no more "typing…"
-            ack = [] if _recorded_after(reply) else [update.id]
-            shown_in = await self._io.deliver(agent, chat, reply, _reply_key(update), ack=ack)
-            acked = acked or bool(ack)
+            shown_in = await self._io.deliver(
+                agent, chat, reply, _reply_key(update), ack=[update.id]
+            )
+            acked = True
             return shown_in
 
         async def edit_message(message_id: str, reply: Reply) -> None:
@@ -147,9 +144,8 @@ class UpdateAnswerer:
         tap = _Tap(self._io, agent, chat, update, at_once=at_once)
 
         async def deliver(reply: Reply) -> str | None:
-            ack = [] if _recorded_after(reply) else [update.id]
-            sent = await self.send(agent, update, reply, ack=bool(ack))
-            tap.acked = tap.acked or bool(ack)
+            sent = await self.send(agent, update, reply, ack=True)
+            tap.acked = True
             return str(sent.message_ids[-1]) if sent.message_ids else None
 
         def keyed(key: str) -> Deliver:
@@ -284,13 +280,6 @@ class _Tap:
             )
             return False
         return ack
-
-
-def _recorded_after(reply: Reply) -> bool:
-    """Whether memory records the message ``reply``'s buttons are in after the send (a
-    question's choices, /memory): its update is acked once that is done. A batch of
-    proposed changes was bound to the reply's key before the send."""
-    return bool(reply.buttons) and reply.batch_id is None
 
 
 def _reply_key(update: InboxUpdate) -> str:

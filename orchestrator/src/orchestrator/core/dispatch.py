@@ -110,9 +110,7 @@ class Dispatcher:
         # Command → handler, in the order /help and Telegram's "/" menu list them.
         self.command_routes: Mapping[str, Command] = MappingProxyType({
             "/new": Command("start a fresh conversation", self._new),
-            "/memory": Command(
-                "what I remember for you (forget with a tap)", self._memories, delivers=True
-            ),
+            "/memory": Command("what I remember for you (forget with a tap)", self._memories),
             "/stop": Command("cancel the answer in progress", self._stop, serial=False),
             "/status": Command("servers, tools, model, policies and uptime", self._status),
             "/grants": Command("changes allowed without a tap, for now", self._grants),
@@ -346,11 +344,8 @@ class Dispatcher:
         return Reply(STOPPED if stopped else NOTHING_TO_STOP)
 
     async def _memories(self, asked: CommandContext) -> Reply:
-        """/memory, sent by the desk: its message is recorded, the 🗑 buttons act there."""
-        owner = owner_of(asked.runtime) == asked.user
-        return await self._memory.present(
-            asked.runtime.id, asked.chat, asked.user, owner, asked.deliver
-        )
+        """/memory: the 🗑 buttons act in the message it is sent in."""
+        return await self._memory.present(asked, owner_of(asked.runtime) == asked.user)
 
     async def _help(self, asked: CommandContext) -> Reply:
         return Reply(self.help_text(asked.runtime))
@@ -458,8 +453,7 @@ async def refused(tap: TapContext) -> None:
 
 
 async def _run(command: Command, asked: CommandContext) -> Reply:
-    reply = await command.run(asked)
-    return reply if command.delivers else await _delivered(reply, asked.deliver)
+    return await _delivered(await command.run(asked), asked.deliver)
 
 
 def _each(tap: TapContext, turn_id: str) -> Deliver | None:

@@ -55,9 +55,10 @@ class TapContext:
     """A tap on a button: who tapped, where, what the button carries, and the ways back.
 
     ``message`` is the id of the message the button is on, ``key`` the idempotency key
-    that message was sent under (None: not known; such a tap does nothing): a button acts
-    only in the message its ids were recorded for (clarify and /memory: by message id in
-    memory; proposed changes: by key in pending-actions). ``deliver`` sends a new message
+    that message was sent under (None: not known; such a tap does nothing): every button
+    acts only in the message sent under the key it was bound to before the send (proposed
+    changes by pending-actions, clarify and /memory by memory, a reminder's by the
+    scheduler: ``fire:<firing key>``). ``deliver`` sends a new message
     (the turn a clarify answer starts); ``tap_id`` is the channel's id for the tap, the
     same when it is handed over again after a crash.
 
@@ -104,14 +105,13 @@ class CommandContext:
 class Command:
     """A command's line in /help and Telegram's "/" menu, and what answers it.
 
-    ``run``'s reply is delivered by the dispatcher, unless ``delivers`` (the handler sends
-    it itself: /memory records the message its buttons are in). A ``serial`` command waits
-    for the chat's running turn; /stop does not: it must reach it.
+    ``run``'s reply is delivered by the dispatcher (under ``deliver.key``, which its
+    buttons are bound to). A ``serial`` command waits for the chat's running turn; /stop
+    does not: it must reach it.
     """
 
     description: str
     run: Callable[[CommandContext], Awaitable[Reply]]
-    delivers: bool = False
     serial: bool = True
 
 
