@@ -78,7 +78,7 @@ class UpdateAnswerer:
 
     async def answer(self, runtime: AgentRuntime, update: InboxUpdate) -> bool:
         """Answer ``update`` and deliver what it says back; whether its reply's send acked
-        it (else the channel acks it)."""
+        it (else the next poll acks it)."""
         return await self.routes[update.kind](runtime.id, str(update.chat_id), update)
 
     async def send(
@@ -245,16 +245,14 @@ class _Tap:
         if reply is not None and reply.text and self._update.message_id is not None:
             self.acked = await self._redraw(reply, ack=True)
             return
-        ack = [self._update.id]
+        if self._answered:
+            return  # nothing left to send: acked by the next poll
+        self._answered = True
+        callback, ack = self._update.callback_id or "", [self._update.id]
         try:
-            if self._answered:
-                await self._io.ack(self._update.id)
-            else:
-                self._answered = True
-                callback = self._update.callback_id or ""
-                await self._io.answer_callback(self._agent, callback, self._notice or "", ack=ack)
+            await self._io.answer_callback(self._agent, callback, self._notice or "", ack=ack)
             self.acked = True
-        except TelegramIOFailed as error:  # the channel acks it
+        except TelegramIOFailed as error:  # acked by the next poll
             logger.info("update %s: the tap's answer failed (%s)", self._update.id, error)
 
     async def _redraw(self, reply: Reply, *, ack: bool) -> bool:
