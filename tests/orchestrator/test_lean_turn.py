@@ -37,7 +37,7 @@ from orchestrator.app import App, open_app
 from orchestrator.channels.scheduled import ScheduledChannel
 from orchestrator.channels.telegram import TelegramChannel
 from orchestrator.core.replies import Reply as ChatReply
-from orchestrator.core.routes import Deliver
+from orchestrator.core.routes import Deliver, TextContext
 from orchestrator.core.summaries import PROMPT
 from orchestrator.settings import OrchestratorSettings
 from orchestrator.shutdown import Shutdown
@@ -438,7 +438,7 @@ async def test_a_turn_goes_on_when_memory_does_not_answer(tmp_path: Path) -> Non
 
         async with open_app(settings) as app:
             await app.dispatcher.on_text(
-                "clawdia", "7", "hi", user_id="7", deliver=Deliver("reply:1", deliver)
+                TextContext("clawdia", "7", "hi", user="7", deliver=Deliver("reply:1", deliver))
             )
 
     assert sent == ["Hello without memory."]

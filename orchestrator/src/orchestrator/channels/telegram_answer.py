@@ -38,7 +38,7 @@ from orchestrator.channels.telegram_io import (
     without_bot_name,
 )
 from orchestrator.core.dispatch import Dispatcher, Reply
-from orchestrator.core.routes import Deliver, TapContext
+from orchestrator.core.routes import Deliver, TapContext, TextContext
 from orchestrator.core.turn import AgentRuntime
 
 logger = logging.getLogger(__name__)
@@ -116,13 +116,15 @@ class UpdateAnswerer:
             turn.start_soon(keep_typing)
             try:
                 await self._dispatcher.on_text(
-                    agent,
-                    chat,
-                    without_bot_name(update.text or ""),
-                    message_id=update.id,
-                    user_id=update.user_id,
-                    deliver=Deliver(_reply_key(update), send),
-                    edit_message=edit_message,
+                    TextContext(
+                        agent,
+                        chat,
+                        without_bot_name(update.text or ""),
+                        message_id=update.id,
+                        user=update.user_id,
+                        deliver=Deliver(_reply_key(update), send),
+                        edit_message=edit_message,
+                    ),
                 )
             except TelegramIOFailed as error:
                 failed = error  # raised below, as itself rather than in an exception group

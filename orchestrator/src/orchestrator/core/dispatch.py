@@ -39,19 +39,21 @@ from orchestrator.core.clarify import Questions
 from orchestrator.core.consent import ConsentDesk, policy_lines
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.memory_desk import MemoryDesk
-from orchestrator.core.questions_desk import EditMessage, QuestionDesk
+from orchestrator.core.questions_desk import QuestionDesk
 from orchestrator.core.remembered import Remembered
 from orchestrator.core.replies import Button, Reply
 from orchestrator.core.routes import (
     Command,
     CommandContext,
     Deliver,
+    EditMessage,
     StatusLines,
     TapContext,
     TapHandler,
+    TextContext,
 )
 from orchestrator.core.summaries import Spawn, Summarizer
-from orchestrator.core.turn import AgentRuntime, ToolObserver, TurnEngine, TurnRequest, TurnResult
+from orchestrator.core.turn import AgentRuntime, TurnEngine, TurnRequest, TurnResult
 from orchestrator.mesh.registry import Registry
 
 __all__ = ["Button", "Dispatcher", "Reply"]
@@ -120,45 +122,31 @@ class Dispatcher:
             **(more_commands or {}),
         })  # fmt: skip
 
-    async def on_text(
-        self,
-        agent_id: str,
-        chat_id: str,
-        text: str,
-        observe: ToolObserver | None = None,
-        *,
-        message_id: str | None = None,
-        user_id: str | None = None,
-        deliver: Deliver | None = None,
-        edit_message: EditMessage | None = None,
-        from_user: bool = True,
-    ) -> Reply:
-        """The answer to a message. A turn cancelled by ``/stop`` answers an empty Reply.
+    async def on_text(self, said: TextContext) -> Reply:
+        """The answer to a text (:class:`TextContext`). A turn cancelled by ``/stop``
+        answers an empty Reply.
 
-        ``message_id`` identifies the message across redeliveries (a Telegram update id),
-        so a turn redone after a crash is remembered once. Changes the turn proposed are
-        staged for ``user_id`` to confirm: the reply carries their buttons. The turn is
-        stored before ``deliver`` sends its reply, so the send may be the last thing the
-        message needs (a crash before it redoes the turn, stored once; the channel
-        delivers a reply once); ``deliver`` says which message the reply's buttons are
-        in. Changes proposed are bound to ``deliver.key``: their buttons act only in the
-        message sent under it. A text that answers a question the model asked
-        (clarify) has the question's message redrawn with the answer through
-        ``edit_message``; a text not typed by the user (``from_user`` False: a scheduled
-        prompt) never answers one.
+        Changes the turn proposed are staged for ``said.user`` to confirm, bound to
+        ``said.deliver.key``: the reply carries their buttons, which act only in the
+        message sent under it. The turn is stored before ``deliver`` sends its reply, so
+        the send may be the last thing the message needs (a crash before it redoes the
+        turn, stored once; the channel delivers a reply once).
         """
-        runtime = self.agents[agent_id]
+        runtime = self.agents[said.agent]
+        text = said.text
         command = text.strip().split(maxsplit=1)[0].lower() if text.startswith("/") else ""
         if command:
-            asked = CommandContext(runtime, chat_id, user_id or chat_id, deliver)
+            asked = CommandContext(runtime, said.chat, said.user or said.chat, said.deliver)
             return await self._on_command(command, asked)
-        async with self._locks[(agent_id, chat_id)]:
+        async with self._locks[(said.agent, said.chat)]:
             turn = TurnRequest(
-                runtime, chat_id, text, user_id, observe,
-                purpose="turn" if from_user else "scheduled", turn_id=message_id,
+                runtime, said.chat, text, said.user, said.observe,
+                purpose="turn" if said.from_user else "scheduled", turn_id=said.message_id,
             )  # fmt: skip
-            redraw = edit_message if from_user else None
-            answered = await self._turn(turn, message_id, deliver, answers=from_user, redraw=redraw)
+            redraw = said.edit_message if said.from_user else None
+            answered = await self._turn(
+                turn, said.message_id, said.deliver, answers=said.from_user, redraw=redraw
+            )
             return answered.reply
 
     async def _turn(

@@ -18,7 +18,7 @@ from orchestrator.core.briefing import Briefings
 from orchestrator.core.dispatch import Dispatcher, owner_of
 from orchestrator.core.reminders import reminder_reply
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import Deliver
+from orchestrator.core.routes import Deliver, TextContext
 from orchestrator.core.turn import AgentRuntime
 from orchestrator.mesh.registry import Registry
 
@@ -55,12 +55,14 @@ class Proactive:
             name = firing.source.rsplit("/", 1)[-1]
             prompt = PROMPT_PREFIX.format(name=name) + str(firing.payload.get("prompt", ""))
             await self._dispatcher.on_text(
-                runtime.id,
-                owner,
-                prompt,
-                message_id=sent_under(firing.key),
-                user_id=owner,
-                deliver=deliver,
-                from_user=False,  # a question waiting in the chat is the user's to answer
+                TextContext(
+                    runtime.id,
+                    owner,
+                    prompt,
+                    message_id=sent_under(firing.key),
+                    user=owner,
+                    deliver=deliver,
+                    from_user=False,
+                ),  # a question waiting in the chat is the user's to answer
             )
         return True

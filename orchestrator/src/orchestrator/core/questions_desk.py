@@ -13,19 +13,13 @@ answered after a restart is not redrawn, its answer taken all the same.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine
-from typing import Any
 
 from meshkit.wire.memory import Question
 from orchestrator.core.actions import NO_LONGER_ACTIVE, UNAVAILABLE
 from orchestrator.core.callbacks import decode_choice
 from orchestrator.core.clarify import ANSWERED, EXPIRED, TYPE_IT, Asked, Questions, render
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import Deliver, TapContext
-
-# Redraws message ``message_id`` of the chat (a question, once answered by text).
-EditMessage = Callable[[str, Reply], Coroutine[Any, Any, None]]
-
+from orchestrator.core.routes import Deliver, EditMessage, TapContext
 
 SENT_KEPT = 1000  # questions whose message id this process keeps for a typed answer
 

@@ -8,8 +8,8 @@ The routes themselves are tables built once, at start-up, where a reader finds t
 - update kind → handler: ``UpdateAnswerer.__init__`` (Telegram's text, callback, media).
 
 Nothing is added to them later. A handler gets everything it needs in its context
-(:class:`TapContext`, :class:`CommandContext`); following a parameter means following
-one field of it.
+(:class:`TextContext`, :class:`TapContext`, :class:`CommandContext`); following a
+parameter means following one field of it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.core.replies import Reply
-from orchestrator.core.turn import AgentRuntime
+from orchestrator.core.turn import AgentRuntime, ToolObserver
 
 # The tapped button's notice: stops its spinner.
 Answer = Callable[[str], Coroutine[Any, Any, None]]
@@ -89,6 +89,30 @@ class TapContext:
 
 
 TapHandler = Callable[[TapContext], Awaitable[None]]
+# Redraws message ``message_id`` of the chat (a question, once answered by text).
+EditMessage = Callable[[str, Reply], Coroutine[Any, Any, None]]
+
+
+@dataclass(frozen=True)
+class TextContext:
+    """A text in a chat: the agent, the chat, the words, who wrote them, and the ways back.
+
+    ``message_id`` names the message across redeliveries (a Telegram update id), so a turn
+    redone after a crash is stored once. ``deliver`` sends the reply under its key, which
+    the reply's buttons are bound to before the send; ``edit_message`` redraws a question
+    the text answers (clarify). A text not typed by the user (``from_user`` False: a
+    scheduled prompt) never answers one. ``observe`` sees each tool call (the console).
+    """
+
+    agent: str
+    chat: str
+    text: str
+    user: str | None = None
+    message_id: str | None = None
+    deliver: Deliver | None = None
+    edit_message: EditMessage | None = None
+    observe: ToolObserver | None = None
+    from_user: bool = True
 
 
 @dataclass(frozen=True)
