@@ -108,6 +108,8 @@ class QuestionStore(SQLiteStore):
         now = self._clock()
         qid = f"q_{secrets.token_hex(6)}"
 
+        row = (qid, agent, chat_id, question, json.dumps(choices), now, now + ttl_s, message_key)
+
         def write(db: sqlite3.Connection) -> None:
             with _transaction(db, "IMMEDIATE"):
                 db.execute(
@@ -118,16 +120,7 @@ class QuestionStore(SQLiteStore):
                 db.execute(
                     "INSERT INTO questions (id, agent, chat_id, question, choices, state,"
                     " asked_at, expires_at, message_key) VALUES (?, ?, ?, ?, ?, 'open', ?, ?, ?)",
-                    (
-                        qid,
-                        agent,
-                        chat_id,
-                        question,
-                        json.dumps(choices),
-                        now,
-                        now + ttl_s,
-                        message_key,
-                    ),
+                    row,
                 )
 
         await self._run(write)
