@@ -41,10 +41,6 @@ Agent = Annotated[
 ]
 User = Annotated[str, Field(description="filled in by the assistant", max_length=200)]
 MemoryId = Annotated[str, Field(pattern=r"^mem_[0-9a-f]{12}$", max_length=16)]
-MessageKey = Annotated[
-    str,
-    Field(min_length=1, max_length=200, description="The key /memory's message is sent under"),
-]
 
 
 def declare_changes(consent: Consent, service: MemoryService) -> None:
@@ -140,7 +136,7 @@ def add_memory_tools(
         agent: params.Agent,
         user: Annotated[str, Field(min_length=1, max_length=200)],
         chat_id: params.ChatId,
-        message_key: MessageKey,
+        message_key: params.MessageKey,
         owner: Annotated[bool, Field(description="The user is the agent's owner")],
     ) -> Memories:
         """What /memory lists for the user, before its message is sent (or redrawn) under
@@ -153,7 +149,7 @@ def add_memory_tools(
         agent: params.Agent,
         user: Annotated[str, Field(min_length=1, max_length=200)],
         chat_id: params.ChatId,
-        message_key: MessageKey,
+        message_key: params.MessageKey,
         memory_id: MemoryId,
         owner: Annotated[bool, Field(description="The tapping user is the agent's owner")],
     ) -> ForgetTapped:

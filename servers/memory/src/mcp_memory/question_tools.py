@@ -8,20 +8,11 @@ from fastmcp import FastMCP
 from pydantic import Field
 
 from mcp_memory.questions import MAX_CHOICES, QuestionStore
-from meshkit.params import Agent, ChatId
+from meshkit.params import Agent, ChatId, MessageKey
 from meshkit.tool_classes import internal
 from meshkit.wire.memory import Question, QuestionLookup
 
 QuestionId = Annotated[str, Field(pattern=r"^q_[0-9a-f]{12}$", max_length=14)]
-MessageKey = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=200,
-        description="The idempotency key the question's message is sent under: its buttons "
-        "act only in the message sent under it",
-    ),
-]
 
 
 def add_question_tools(mcp: FastMCP[Any], questions: QuestionStore) -> None:

@@ -16,6 +16,7 @@ from pydantic import Field
 from mcp_scheduler.reminders import ReminderDesk, Repeat, views
 from mcp_scheduler.service import Scheduler
 from meshkit.consent import Consent
+from meshkit.params import MessageKey
 from meshkit.proposals import Proposal
 from meshkit.tool_classes import internal, producer, read
 from meshkit.wire.pause import Paused
@@ -27,10 +28,6 @@ Agent = Annotated[
 Zone = Annotated[str, Field(description="filled in by the assistant", max_length=64)]
 Holder = Annotated[str, Field(min_length=1, max_length=100)]
 FiringId = Annotated[str, Field(pattern=r"^fir_[0-9a-f]{12}$", max_length=16)]
-MessageKey = Annotated[
-    str,
-    Field(min_length=1, max_length=1100, description="The key the tapped message was sent under"),
-]
 FiringKeys = Annotated[
     tuple[Annotated[str, Field(max_length=1000)], ...],
     Field(max_length=100, description="keys of firings handled: never handed out again"),
