@@ -46,6 +46,7 @@ from meshkit.credentials import token_digest
 from meshkit.secret_files import CREDENTIALS, render_credentials
 from orchestrator.app import App, llm_for, open_app
 from orchestrator.config import Agent
+from orchestrator.core.routes import TextContext
 from orchestrator.llm.base import LLM, Item, LLMReply, ToolSpec
 from orchestrator.settings import OrchestratorSettings
 
@@ -131,7 +132,7 @@ class Scenario:
         chat = self.chat or f"{self.name}-{self.turns}"
         self.llm.spans.clear()
         started = time.perf_counter_ns()
-        reply = await self.app.dispatcher.on_text(AGENT, chat, self.prompt)
+        reply = await self.app.dispatcher.on_text(TextContext(AGENT, chat, self.prompt))
         ended = time.perf_counter_ns()
         spans = self.llm.spans
         if reply.text != self.reply or len(spans) != self.llm_calls:

@@ -35,8 +35,7 @@ async def question(mesh: Mesh) -> Sent:
     )
     mesh.telegram.user_message(CLAWDIA, USER, "Weather in Paris?")
     await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, USER)) == 1, 60)
-    # The turn is stored, then its message is out before its buttons are recorded as shown
-    # there (then the update is acked): a tap faster than that would find no question in it.
+    # The question is stored, bound to its message's key, before the send that acks the update.
     await mesh.all_acked()
     return mesh.telegram.sent(CLAWDIA, USER)[0]
 

@@ -236,7 +236,7 @@ class Mesh:
 
     async def all_acked(self) -> None:
         """Until every update is acked: the orchestrator is done with them (a turn is acked
-        once its reply is sent, its buttons recorded and the turn stored)."""
+        once its reply is sent, after the turn was stored and its buttons bound)."""
 
         async def done() -> bool:
             return self.unacked() == 0

@@ -44,6 +44,7 @@ from mcp_memory.memory_store import MemoryStore
 from mcp_memory.settings import MemorySettings
 from orchestrator.app import App, open_app
 from orchestrator.core.remembered import CLOSE, PREAMBLE
+from orchestrator.core.routes import TextContext
 from orchestrator.settings import OrchestratorSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -210,7 +211,7 @@ async def plain_question(llm: FakeOpenAI, app: App) -> Body:
     """The request of a plain question after one earlier exchange in the same chat."""
     llm.default = answer
     for message, expected in ((EARLIER, EARLIER_ANSWER), (QUESTION, ANSWER)):
-        reply = await app.dispatcher.on_text(AGENT, USER, message, user_id=USER)
+        reply = await app.dispatcher.on_text(TextContext(AGENT, USER, message, user=USER))
         if reply.text != expected:
             raise RuntimeError(f"unexpected reply to {message!r}: {reply.text[:300]!r}")
     return llm.requests[-1]

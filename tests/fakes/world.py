@@ -15,7 +15,7 @@ from orchestrator.app import App, llm_for, open_app
 from orchestrator.channels.console import Console
 from orchestrator.config import Agent
 from orchestrator.core.replies import Reply as ChatReply
-from orchestrator.core.routes import Deliver, TapContext
+from orchestrator.core.routes import Deliver, TapContext, TextContext
 from orchestrator.llm.base import LLM
 from orchestrator.llm.openai_api import build_llm
 from orchestrator.llm.retry import RetryPolicy
@@ -142,7 +142,7 @@ async def clawdia(
 
 
 async def say(app: App, message: str, chat: str = "chat-1") -> str:
-    return (await app.dispatcher.on_text("clawdia", chat, message, user_id=chat)).text
+    return (await app.dispatcher.on_text(TextContext("clawdia", chat, message, user=chat))).text
 
 
 async def ask_in(app: App, chat: str, shown_in: str, message: str) -> ChatReply:
@@ -153,7 +153,7 @@ async def ask_in(app: App, chat: str, shown_in: str, message: str) -> ChatReply:
         return shown_in
 
     return await app.dispatcher.on_text(
-        "clawdia", chat, message, user_id=chat, deliver=Deliver(shown_in, deliver)
+        TextContext("clawdia", chat, message, user=chat, deliver=Deliver(shown_in, deliver))
     )
 
 

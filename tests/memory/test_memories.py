@@ -201,15 +201,17 @@ async def confirmed_forget(
 
 async def tapped(client: Client[Any], memory_id: str, message: str = "7", user: str = "42",
                  *, owner: bool = False) -> dict[str, Any]:  # fmt: skip
-    """A 🗑 tap on /memory's message ``message`` in ``user``'s chat."""
-    where = {"agent": "clawdia", "user": user, "chat_id": user, "message_id": message}
+    """A 🗑 tap on /memory's message sent under ``reply:<message>`` in ``user``'s chat."""
+    where = {"agent": "clawdia", "user": user, "chat_id": user, "message_key": f"reply:{message}"}
     return await structured(client, "forget_tapped", memory_id=memory_id, owner=owner, **where)
 
 
-async def shown(client: Client[Any], memory_ids: list[str], message: str = "7",
-                user: str = "42") -> None:  # fmt: skip
-    where = {"agent": "clawdia", "user": user, "chat_id": user, "message_id": message}
-    await structured(client, "memories_shown", memory_ids=memory_ids, **where)
+async def shown(client: Client[Any], message: str = "7", user: str = "42",
+                *, owner: bool = False) -> list[str]:  # fmt: skip
+    """/memory's list for ``user``, its buttons bound to ``reply:<message>``: the ids."""
+    where = {"agent": "clawdia", "user": user, "chat_id": user, "message_key": f"reply:{message}"}
+    listed = await structured(client, "show_memories", owner=owner, **where)
+    return [memory["id"] for memory in listed["memories"]]
 
 
 async def test_an_agent_rule_is_forgotten_only_by_its_setter_or_the_owner(
@@ -221,7 +223,7 @@ async def test_an_agent_rule_is_forgotten_only_by_its_setter_or_the_owner(
     with pytest.raises(ToolError, match="only they, or the agent's owner"):
         await client.call_tool("propose_forget", {"memory_id": rule["id"], "agent": "clawdia",
                                                   "user": "77"})  # fmt: skip
-    await shown(client, [rule["id"]], user="77")
+    await shown(client, user="77", owner=True)  # the list as the owner saw it
     refused = await tapped(client, rule["id"], user="77")
     # A payload forged for the guest, approved all the same, forgets nothing.
     forged = {"agent": "clawdia", "user": "77", "memory_id": rule["id"], "text": rule["text"]}
@@ -247,18 +249,19 @@ async def test_a_forget_tap_acts_only_in_the_message_that_shows_its_button(
     note = (await remembered(client, signer, "Has a dog called Rex"))["memory"]["id"]
     other = (await remembered(client, signer, "Likes jazz a lot"))["memory"]["id"]
     unshown = await tapped(client, note)
-    await shown(client, [note, other], "7")
+    listed = await shown(client, "7")
     elsewhere = await tapped(client, note, "8")
     stranger = await tapped(client, note, user="77")
     proposed = await tapped(client, note)
     await confirmed_forget(client, signer, proposed["proposal"]["payload"], "act_eeeeeeeeeeee")
-    await shown(client, [other], "7")  # redrawn without it
+    relisted = await shown(client, "7")  # redrawn without it
     again = await tapped(client, note)
     # Forgotten by another way (the model's proposal): the list still shows its button.
     forget_other = await structured(client, "propose_forget", memory_id=other, **CLAWDIA)
     await confirmed_forget(client, signer, forget_other["payload"], "act_ffffffffffff")
     stale = await tapped(client, other)
 
+    assert (listed, relisted) == ([note, other], [other])
     assert [s["state"] for s in (unshown, elsewhere, stranger)] == ["not_here"] * 3
     assert proposed["state"] == "proposed"
     assert (again["state"], again["redraw"]) == ("forgotten", False)
@@ -285,7 +288,7 @@ async def test_a_memories_file_from_before_setters_were_recorded_keeps_its_rules
 
     async with Client(build_server(settings, clock=clock)) as client:
         listed = await structured(client, "list_memories", **CLAWDIA)
-        await shown(client, ["mem_0123456789ab"])
+        await shown(client, owner=True)
         refused = await tapped(client, "mem_0123456789ab")
         as_owner = await tapped(client, "mem_0123456789ab", owner=True)
 

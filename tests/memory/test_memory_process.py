@@ -20,9 +20,9 @@ TOKEN = "memory-process-test-token-7"
 TOOLS = {
     "turn_context", "append_items", "load_window", "reset", "evicted_items", "save_summary",
     "hold_message", "held_messages",
-    "ask_question", "question_shown", "choose_answer",
+    "ask_question", "choose_answer",
     "list_memories", "propose_remember", "propose_forget", "confirm_remember", "confirm_forget",
-    "recall", "memories_shown", "forget_tapped", "get_action",
+    "recall", "show_memories", "forget_tapped", "get_action",
     "record_usage", "usage_totals", "usage_report", "confirm_allow_more",
 }  # fmt: skip
 KEY = {"agent": "clawdia", "chat_id": "42"}

@@ -15,7 +15,7 @@ from mcp_memory.settings import MemorySettings
 pytestmark = pytest.mark.anyio
 
 CONVERSATION_TOOLS = {"turn_context", "append_items", "load_window", "reset"}
-QUESTION_TOOLS = {"ask_question", "question_shown", "choose_answer"}
+QUESTION_TOOLS = {"ask_question", "choose_answer"}
 SUMMARY_TOOLS = {"evicted_items", "save_summary"}
 HELD_TOOLS = {"hold_message", "held_messages"}
 USAGE_TOOLS = {"record_usage", "usage_totals", "usage_report", "confirm_allow_more"}
@@ -32,7 +32,7 @@ TOOLS = (
         "confirm_remember",
         "confirm_forget",
         "recall",
-        "memories_shown",
+        "show_memories",
         "forget_tapped",
         "get_action",  # a client follows what it proposed (meshkit.consent)
     }

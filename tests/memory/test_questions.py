@@ -1,11 +1,11 @@
-"""The clarify question tools through an in-memory MCP client, on real SQLite files: a tap
-is named by its ``tap_id``, so the same tap handed over again after a crash is still the
+"""The clarify question tools through an in-memory MCP client, on real SQLite files: a
+question is bound to the key its message is sent under, and a tap acts only with that key; a
+tap is named by its ``tap_id``, so the same tap handed over again after a crash is still the
 answer while another tap changes nothing; a questions file from before ``tap_id`` keeps its
 questions."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,6 +20,7 @@ from mcp_memory.settings import MemorySettings
 pytestmark = pytest.mark.anyio
 
 KEY = {"agent": "clawdia", "chat_id": "42"}
+SENT_UNDER = "reply:bot:7"  # the key the question's message is sent under
 CHOICES = ["Paris, France", "Paris, Texas"]
 
 
@@ -37,14 +38,28 @@ async def call(client: Client[Any], tool: str, **arguments: Any) -> dict[str, An
 
 async def shown_question(client: Client[Any], choices: list[str] = CHOICES) -> str:
     asked = await call(client, "ask_question", **KEY, question="Which Paris?", choices=choices,
-                       ttl_s=3600)  # fmt: skip
-    await call(client, "question_shown", **KEY, question_id=asked["id"], message_id="7")
+                       ttl_s=3600, message_key=SENT_UNDER)  # fmt: skip
     return str(asked["id"])
 
 
-async def tap(client: Client[Any], qid: str, choice: int | None, tap_id: str) -> dict[str, Any]:
-    return await call(client, "choose_answer", **KEY, question_id=qid, message_id="7",
-                      choice=choice, tap_id=tap_id)  # fmt: skip
+async def tap(
+    client: Client[Any], qid: str, choice: int | None, tap_id: str, key: str = SENT_UNDER
+) -> dict[str, Any]:
+    return await call(client, "choose_answer", **KEY, question_id=qid, message_key=key,
+                      message_id="7", choice=choice, tap_id=tap_id)  # fmt: skip
+
+
+async def test_a_tap_on_a_message_sent_under_another_key_finds_no_question(
+    client: Client[Any],
+) -> None:
+    qid = await shown_question(client)
+
+    elsewhere = await tap(client, qid, 1, "bot:101", key="reply:bot:8")
+    here = await tap(client, qid, 1, "bot:102")
+
+    assert (elsewhere["changed"], elsewhere["question"]) == (False, None)
+    assert (here["changed"], here["question"]["answer"]) == (True, "Paris, Texas")
+    assert here["question"]["message_id"] == "7"  # where a typed answer would be drawn
 
 
 async def test_the_same_tap_again_is_still_the_answer_and_another_tap_is_not(
@@ -63,7 +78,8 @@ async def test_the_same_tap_again_is_still_the_answer_and_another_tap_is_not(
 
 async def test_a_tap_without_an_id_answers_once(client: Client[Any]) -> None:
     qid = await shown_question(client)
-    arguments = {**KEY, "question_id": qid, "message_id": "7", "choice": 0}
+    arguments = {**KEY, "question_id": qid, "message_key": SENT_UNDER, "message_id": "7",
+                 "choice": 0}  # fmt: skip
 
     first = await call(client, "choose_answer", **arguments)
     again = await call(client, "choose_answer", **arguments)
@@ -88,7 +104,14 @@ async def test_a_tap_id_longer_than_100_characters_is_refused(client: Client[Any
     qid = await shown_question(client)
     result = await client.call_tool(
         "choose_answer",
-        {**KEY, "question_id": qid, "message_id": "7", "choice": 0, "tap_id": "x" * 101},
+        {
+            **KEY,
+            "question_id": qid,
+            "message_key": SENT_UNDER,
+            "message_id": "7",
+            "choice": 0,
+            "tap_id": "x" * 101,
+        },
         raise_on_error=False,
     )
     assert result.is_error
@@ -110,19 +133,17 @@ async def test_a_questions_file_from_before_tap_ids_keeps_its_open_question(
         )
         db.execute(
             "INSERT INTO questions (id, agent, chat_id, question, choices, state, message_id,"
-            " asked_at, expires_at) VALUES (?, ?, ?, ?, ?, 'open', '7', ?, ?)",
-            ("q_0123456789ab", "clawdia", "42", "Which Paris?", json.dumps(CHOICES),
-             clock(), clock() + 3600),
-        )  # fmt: skip
+            " asked_at, expires_at) VALUES (?, ?, ?, ?, '[]', 'open', '7', ?, ?)",
+            ("q_0123456789ab", "clawdia", "42", "Which city?", clock(), clock() + 3600),
+        )
     db.close()
 
     async with Client(build_server(settings, clock=clock)) as client:
-        first = await tap(client, "q_0123456789ab", 1, "bot:101")
-        again = await tap(client, "q_0123456789ab", 1, "bot:101")
+        typed = await call(client, "turn_context", **KEY, user="42", text="Lyon")
 
-    assert (first["changed"], first["question"]["answer"]) == (True, "Paris, Texas")
-    assert again["changed"] is True
+    assert (typed["answered"]["id"], typed["answered"]["answer"]) == ("q_0123456789ab", "Lyon")
+    assert typed["answered"]["message_id"] == "7"  # drawn where it was shown
     with sqlite3.connect(settings.questions_path) as db:
         (version,) = db.execute("PRAGMA user_version").fetchone()
     db.close()
-    assert version == 2
+    assert version == 3

@@ -83,8 +83,7 @@ async def test_the_context_is_the_window_the_memories_and_the_summary_in_one_cal
 
 async def test_a_typed_text_answers_the_waiting_question_once(client: Client[Any]) -> None:
     asked = await call(client, "ask_question", **KEY, question="Which city?", choices=[],
-                       ttl_s=3600)  # fmt: skip
-    await call(client, "question_shown", **KEY, question_id=asked["id"], message_id="7")
+                       ttl_s=3600, message_key="reply:bot:7")  # fmt: skip
 
     untyped = await call(client, "turn_context", **WHO)  # a scheduled prompt: no text
     typed = await call(client, "turn_context", **WHO, text="Lyon")
@@ -93,7 +92,7 @@ async def test_a_typed_text_answers_the_waiting_question_once(client: Client[Any
     assert untyped["answered"] is None
     assert typed["answered"]["id"] == asked["id"]
     assert (typed["answered"]["state"], typed["answered"]["answer"]) == ("answered", "Lyon")
-    assert typed["answered"]["message_id"] == "7"  # the message to redraw
+    assert typed["answered"]["message_id"] is None  # never tapped: where the orchestrator sent it
     assert later["answered"] is None
 
 

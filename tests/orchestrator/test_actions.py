@@ -23,7 +23,7 @@ from meshkit.wire.proposals import Proposal
 from orchestrator.app import App
 from orchestrator.core.actions import Where
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import Deliver, TapContext
+from orchestrator.core.routes import Deliver, TapContext, TextContext
 
 pytestmark = pytest.mark.anyio
 
@@ -112,7 +112,7 @@ async def ask(app: App, message: str, shown_in: str = MESSAGE) -> Reply:
         return shown_in
 
     return await app.dispatcher.on_text(
-        "clawdia", CHAT, message, user_id=USER, deliver=Deliver(shown_in, deliver)
+        TextContext("clawdia", CHAT, message, user=USER, deliver=Deliver(shown_in, deliver))
     )
 
 

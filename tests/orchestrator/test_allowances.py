@@ -28,7 +28,7 @@ from meshkit.wire.usage import UsageReport
 from orchestrator.app import App, llm_for, open_app
 from orchestrator.config import Agent, ConfigError
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import Deliver, TapContext
+from orchestrator.core.routes import Deliver, TapContext, TextContext
 from orchestrator.core.summaries import Summarizer
 from orchestrator.llm.base import LLM
 from orchestrator.llm.openai_api import build_llm
@@ -101,7 +101,7 @@ async def ask(app: App, words: str, update: str) -> Reply:
 
     deliver = Deliver(f"reply:{update}", send)
     return await app.dispatcher.on_text(
-        "clawdia", OWNER, words, message_id=update, user_id=OWNER, deliver=deliver
+        TextContext("clawdia", OWNER, words, message_id=update, user=OWNER, deliver=deliver)
     )
 
 

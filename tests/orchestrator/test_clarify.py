@@ -18,7 +18,7 @@ from orchestrator.channels.console import Console
 from orchestrator.core.actions import NO_LONGER_ACTIVE
 from orchestrator.core.clarify import EXPIRED, OTHER, TYPE_IT
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import Deliver, TapContext
+from orchestrator.core.routes import Deliver, TapContext, TextContext
 
 pytestmark = pytest.mark.anyio
 
@@ -49,12 +49,14 @@ class Chat:
             self.edits.append((message_id, reply))
 
         return await self.app.dispatcher.on_text(
-            "clawdia",
-            CHAT,
-            message,
-            user_id=CHAT,
-            deliver=Deliver(str(len(self.messages) + 1), self.deliver),
-            edit_message=edit_message,
+            TextContext(
+                "clawdia",
+                CHAT,
+                message,
+                user=CHAT,
+                deliver=Deliver(str(len(self.messages) + 1), self.deliver),
+                edit_message=edit_message,
+            ),
         )
 
     async def tap(

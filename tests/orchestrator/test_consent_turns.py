@@ -26,7 +26,7 @@ from orchestrator.channels.consent import ConsentChannel
 from orchestrator.channels.console import Console
 from orchestrator.core.callbacks import decode
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import CommandContext, Deliver, TapContext
+from orchestrator.core.routes import CommandContext, Deliver, TapContext, TextContext
 from orchestrator.mesh.tools import describe
 from orchestrator.shutdown import Shutdown
 
@@ -53,7 +53,7 @@ async def ask(app: App, words: str, shown_in: str = "1") -> Reply:
         return shown_in
 
     return await app.dispatcher.on_text(
-        "clawdia", CHAT, words, user_id=USER, deliver=Deliver(shown_in, deliver)
+        TextContext("clawdia", CHAT, words, user=USER, deliver=Deliver(shown_in, deliver))
     )
 
 

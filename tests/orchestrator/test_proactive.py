@@ -25,10 +25,10 @@ from fakes.serving import serving
 from fakes.world import API_KEY, ROOT, World, clawdia
 from mcp_calendar import ics_files
 from mcp_calendar.settings import CalendarSettings
-from meshkit.wire.scheduler import Acked, Due, Firing
+from meshkit.wire.scheduler import Acked, Due, Firing, sent_under
 from orchestrator.app import App
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import Deliver, TapContext
+from orchestrator.core.routes import Deliver, TapContext, TextContext
 from orchestrator.settings import OrchestratorSettings
 
 pytestmark = pytest.mark.anyio
@@ -148,7 +148,7 @@ async def handled(app: App, firing: Firing) -> list[Reply]:
         sent.append(reply)
         return "77"
 
-    assert await app.proactive.handle(firing, Deliver(f"fire:{firing.key}", deliver))
+    assert await app.proactive.handle(firing, Deliver(sent_under(firing.key), deliver))
     return sent
 
 
@@ -209,11 +209,13 @@ async def test_a_reminder_set_by_tap_is_delivered_with_buttons_and_snoozed_witho
             return "10"
 
         asked = await app.dispatcher.on_text(
-            "clawdia",
-            OWNER,
-            "remind me in 2 hours to call mum",
-            user_id=OWNER,
-            deliver=Deliver("10", deliver),
+            TextContext(
+                "clawdia",
+                OWNER,
+                "remind me in 2 hours to call mum",
+                user=OWNER,
+                deliver=Deliver("10", deliver),
+            ),
         )
         notices: list[str] = []
         edits: list[Reply] = []
@@ -224,22 +226,26 @@ async def test_a_reminder_set_by_tap_is_delivered_with_buttons_and_snoozed_witho
         async def edit(reply: Reply) -> None:
             edits.append(reply)
 
+        keys = {"10": "10"}  # message id → the key it was sent under
+
         async def tap(data: str, message: str, tap_id: str | None = None) -> None:
+            key = keys[message]
             await app.dispatcher.on_callback(
                 TapContext(
-                    "clawdia", OWNER, OWNER, message, data, answer, edit, tap_id=tap_id, key=message
+                    "clawdia", OWNER, OWNER, message, data, answer, edit, tap_id=tap_id, key=key
                 )
             )
 
         [[set_button, _]] = asked.buttons
         assert await reminders_due(app) == []  # not set before the tap
         await tap(set_button.data, "10")
-        jobs = (await app.dispatcher.on_text("clawdia", OWNER, "/jobs")).text
+        jobs = (await app.dispatcher.on_text(TextContext("clawdia", OWNER, "/jobs"))).text
         assert "call mum" in jobs
         assert "briefing: 07:30 daily" in jobs
         CLOCK.advance(when.timestamp() - time.time() + 1)
         [firing] = await reminders_due(app)
         [reminder] = await handled(app, firing)
+        keys["77"] = sent_under(firing.key)
         await app.registry.call_as("scheduler", "ack", {"keys": [firing.key]}, Acked)
         assert reminder.text == "⏰ call mum"
         labels = [[b.label for b in row] for row in reminder.buttons]
@@ -251,7 +257,7 @@ async def test_a_reminder_set_by_tap_is_delivered_with_buttons_and_snoozed_witho
         # The owner's button, replayed by another user of the agent in their own chat, and
         # in the owner's chat on another message (the proposal's).
         await app.dispatcher.on_callback(
-            TapContext("clawdia", GUEST, GUEST, "77", done, answer, edit, key="77")
+            TapContext("clawdia", GUEST, GUEST, "77", done, answer, edit, key=keys["77"])
         )
         await tap(done, "10")
         assert notices[-2:] == ["That button is no longer active."] * 2
@@ -288,7 +294,7 @@ async def test_a_scheduled_prompt_is_a_normal_turn_answered_in_the_owners_chat(
     world.llm.script(text("Here is your week."))
     async with clawdia(world) as app:
         sunday = next_sunday_6pm()
-        status = (await app.dispatcher.on_text("clawdia", OWNER, "/status")).text
+        status = (await app.dispatcher.on_text(TextContext("clawdia", OWNER, "/status"))).text
         assert f"⏱ clawdia/prompt/week-ahead: next {sunday:%a %-d %b %H:%M}" in status
         CLOCK.advance(sunday.timestamp() - time.time() + 1)
         [firing] = await due(app)
@@ -311,8 +317,8 @@ async def test_status_shows_the_asking_agents_jobs_only(world: World) -> None:
         '      - {name: secret-plan, cron: "0 7 * * mon", prompt: Plan.}\n'
     )
     async with clawdia(world) as app:
-        status = (await app.dispatcher.on_text("clawdia", OWNER, "/status")).text
-        bobs = (await app.dispatcher.on_text("bob", OWNER, "/status")).text
+        status = (await app.dispatcher.on_text(TextContext("clawdia", OWNER, "/status"))).text
+        bobs = (await app.dispatcher.on_text(TextContext("bob", OWNER, "/status"))).text
     assert "clawdia/prompt/week-ahead" in status
     assert "secret-plan" not in status
     assert "bob/prompt/secret-plan" in bobs
@@ -341,13 +347,15 @@ async def test_a_scheduled_prompt_leaves_a_waiting_question_to_the_users_answer(
 
     async with clawdia(world) as app:
         asked = await app.dispatcher.on_text(
-            "clawdia", OWNER, "Weather in Paris?", user_id=OWNER, deliver=Deliver("1", shown_as_1)
+            TextContext(
+                "clawdia", OWNER, "Weather in Paris?", user=OWNER, deliver=Deliver("1", shown_as_1)
+            )
         )
         CLOCK.advance(next_sunday_6pm().timestamp() - time.time() + 1)  # the scheduler's clock
         [firing] = await due(app)
         [prompted] = await handled(app, firing)
         answered = await app.dispatcher.on_text(
-            "clawdia", OWNER, "Paris, Texas", user_id=OWNER, edit_message=edit_message
+            TextContext("clawdia", OWNER, "Paris, Texas", user=OWNER, edit_message=edit_message)
         )
     assert (asked.text, prompted.text) == ("❓ Which Paris do you mean?", "Here is your week.")
     assert redrawn == [("1", "❓ Which Paris do you mean?\n→ Paris, Texas")]  # the user's answer

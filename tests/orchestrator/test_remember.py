@@ -14,7 +14,7 @@ from fakes.world import World, clawdia, last_output
 from orchestrator.app import App
 from orchestrator.core.remembered import CLOSE, OPEN
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import Deliver, TapContext
+from orchestrator.core.routes import Deliver, TapContext, TextContext
 
 pytestmark = pytest.mark.anyio
 
@@ -37,7 +37,9 @@ class Chat:
 
         key = str(self.messages + 1)  # the message it is delivered in
         return await self.app.dispatcher.on_text(
-            "clawdia", self.chat, message, user_id=self.chat, deliver=Deliver(key, deliver)
+            TextContext(
+                "clawdia", self.chat, message, user=self.chat, deliver=Deliver(key, deliver)
+            )
         )
 
     async def tap(self, reply: Reply, label: str, message: str | None = None) -> Reply | None:

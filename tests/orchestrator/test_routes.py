@@ -35,7 +35,7 @@ from orchestrator.core.callbacks import (
     prefix_of,
 )
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import Deliver, TapContext
+from orchestrator.core.routes import Deliver, TapContext, TextContext
 
 pytestmark = pytest.mark.anyio
 
@@ -118,9 +118,13 @@ async def test_an_unknown_or_forged_button_is_refused_and_nothing_runs(
 
 async def test_a_command_no_component_gave_is_unknown_and_not_listed(world: World) -> None:
     async with clawdia(world) as app:
-        jobs = (await app.dispatcher.on_text("clawdia", CHAT, "/jobs", user_id=CHAT)).text
-        listed = (await app.dispatcher.on_text("clawdia", CHAT, "/help", user_id=CHAT)).text
-        started = (await app.dispatcher.on_text("clawdia", CHAT, "/start", user_id=CHAT)).text
+        jobs = (await app.dispatcher.on_text(TextContext("clawdia", CHAT, "/jobs", user=CHAT))).text
+        listed = (
+            await app.dispatcher.on_text(TextContext("clawdia", CHAT, "/help", user=CHAT))
+        ).text
+        started = (
+            await app.dispatcher.on_text(TextContext("clawdia", CHAT, "/start", user=CHAT))
+        ).text
     assert jobs.startswith("I don't know /jobs. Commands: /new (start a fresh conversation)")
     assert "/jobs" not in listed
     assert "/help (what I can do)" in listed

@@ -27,6 +27,7 @@ from fakes.world import ROOT, World, clawdia, last_output, say
 from meshkit.credentials import token_digest
 from meshkit.http import build_http_app
 from orchestrator.config import ServerEntry
+from orchestrator.core.routes import TextContext
 from orchestrator.mesh.bridge import output_of_error
 from orchestrator.mesh.errors import ServerUnavailable, ToolCallError
 from orchestrator.mesh.registry import Registry, ToolResult
@@ -304,7 +305,7 @@ async def test_status_and_the_model_see_the_weather_server_as_it_is_at_each_mome
         async with clawdia(world) as app:
 
             async def status() -> str:
-                return (await app.dispatcher.on_text("clawdia", "c", "/status")).text
+                return (await app.dispatcher.on_text(TextContext("clawdia", "c", "/status"))).text
 
             assert "✅ weather (http): up, 3 tools" in await status()
             await weather.kill()

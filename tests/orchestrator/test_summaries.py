@@ -17,7 +17,7 @@ from meshkit.wire.memory import Window
 from orchestrator.app import App
 from orchestrator.core.remembered import EARLIER_OPEN, OPEN
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import Deliver, TapContext
+from orchestrator.core.routes import Deliver, TapContext, TextContext
 from orchestrator.core.summaries import PROMPT
 
 pytestmark = pytest.mark.anyio
@@ -41,7 +41,7 @@ async def say(app: App, message: str) -> Reply:
         return "1"
 
     return await app.dispatcher.on_text(
-        "clawdia", CHAT, message, user_id=CHAT, deliver=Deliver("1", deliver)
+        TextContext("clawdia", CHAT, message, user=CHAT, deliver=Deliver("1", deliver))
     )
 
 

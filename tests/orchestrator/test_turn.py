@@ -30,6 +30,7 @@ from fakes.world import (
     say,
     write_config,
 )
+from orchestrator.core.routes import TextContext
 
 pytestmark = pytest.mark.anyio
 Body = dict[str, Any]
@@ -144,7 +145,9 @@ async def test_a_proposal_of_a_kind_its_server_cannot_make_is_never_staged(
     # proposal of that kind could only be left executing by a tap, so it never gets one.
     world.llm.script(calls(call("toys__propose_unheard", thing="milk")), text("It cannot be done."))
     async with clawdia(world) as app:
-        reply = await app.dispatcher.on_text("clawdia", "chat-9", "do it", user_id="chat-9")
+        reply = await app.dispatcher.on_text(
+            TextContext("clawdia", "chat-9", "do it", user="chat-9")
+        )
     assert reply.text == "It cannot be done."
     assert reply.buttons == []
     error = last_output(world.llm.requests[1])["error"]
@@ -221,10 +224,12 @@ async def test_history_survives_an_orchestrator_restart(world: World) -> None:
 async def test_a_message_answered_again_after_a_crash_is_remembered_once(world: World) -> None:
     world.llm.default = lambda body: text(f"{len(inputs(body))} items")
     async with clawdia(world) as app:
-        first = await app.dispatcher.on_text("clawdia", "c", "hi", message_id="bot:1")
+        first = await app.dispatcher.on_text(TextContext("clawdia", "c", "hi", message_id="bot:1"))
         # The process died before the reply went out; the same message comes again.
-        again = await app.dispatcher.on_text("clawdia", "c", "hi", message_id="bot:1")
-        after = await app.dispatcher.on_text("clawdia", "c", "next", message_id="bot:2")
+        again = await app.dispatcher.on_text(TextContext("clawdia", "c", "hi", message_id="bot:1"))
+        after = await app.dispatcher.on_text(
+            TextContext("clawdia", "c", "next", message_id="bot:2")
+        )
     assert (first.text, again.text) == ("1 items", "3 items")
     assert after.text == "3 items"  # "hi" and its answer once, then "next"
 
@@ -235,17 +240,17 @@ async def test_new_forgets_and_chats_are_separate(world: World) -> None:
         assert await say(app, "one") == "1"
         assert await say(app, "two") == "3"
         assert await say(app, "other chat", chat="chat-2") == "1"
-        assert (await app.dispatcher.on_text("clawdia", "chat-1", "/new")).text.startswith(
-            "Fresh start"
-        )
+        assert (
+            await app.dispatcher.on_text(TextContext("clawdia", "chat-1", "/new"))
+        ).text.startswith("Fresh start")
         assert await say(app, "three") == "1"
 
 
 async def test_help_and_status_describe_tools_servers_and_model(world: World) -> None:
     async with clawdia(world) as app:
-        help_text = (await app.dispatcher.on_text("clawdia", "c", "/help")).text
-        status = (await app.dispatcher.on_text("clawdia", "c", "/status")).text
-        unknown = (await app.dispatcher.on_text("clawdia", "c", "/frobnicate")).text
+        help_text = (await app.dispatcher.on_text(TextContext("clawdia", "c", "/help"))).text
+        status = (await app.dispatcher.on_text(TextContext("clawdia", "c", "/status"))).text
+        unknown = (await app.dispatcher.on_text(TextContext("clawdia", "c", "/frobnicate"))).text
     assert "I'm Clawdia" in help_text
     assert "weather: Current weather, Daily forecast, Hourly forecast" in help_text
     assert "/new" in help_text
@@ -272,8 +277,8 @@ async def test_chat_completions_agents_run_the_same_turn(world: World, tmp_path:
 
 async def test_help_names_only_servers_that_are_down(world: World) -> None:
     async with clawdia(world) as app:
-        help_text = (await app.dispatcher.on_text("clawdia", "c", "/help")).text
-        status = (await app.dispatcher.on_text("clawdia", "c", "/status")).text
+        help_text = (await app.dispatcher.on_text(TextContext("clawdia", "c", "/help"))).text
+        status = (await app.dispatcher.on_text(TextContext("clawdia", "c", "/status"))).text
     assert "unavailable right now" not in help_text
     assert "✅ memory (in-process): up, 4 tools\n" in status + "\n"
 

@@ -23,7 +23,7 @@ from meshkit.wire.usage import AllowMorePayload
 from orchestrator.app import App
 from orchestrator.core.actions import Where
 from orchestrator.core.allowance_limits import periods
-from orchestrator.core.routes import CommandContext
+from orchestrator.core.routes import CommandContext, TextContext
 from orchestrator.core.usage_book import UsageBook
 from orchestrator.core.usage_view import UsageView
 
@@ -177,8 +177,8 @@ async def test_usage_is_a_command_of_the_dispatcher_listed_in_help(app: App) -> 
         call(now - 1, OTHER, turn_id="b", tokens=(3_900, 0, 220)),
     )
 
-    reply = await app.dispatcher.on_text("clawdia", OWNER, "/usage", user_id=OWNER)
-    help_text = await app.dispatcher.on_text("clawdia", OWNER, "/help", user_id=OWNER)
+    reply = await app.dispatcher.on_text(TextContext("clawdia", OWNER, "/usage", user=OWNER))
+    help_text = await app.dispatcher.on_text(TextContext("clawdia", OWNER, "/help", user=OWNER))
 
     assert reply.text.startswith("📊 Usage of Clawdia — today is ")
     assert "\nToday: $0.0031 · 8,570 tokens · 2 calls\n" in reply.text
@@ -198,8 +198,8 @@ async def test_the_days_grants_are_listed_and_raise_what_the_limits_allow(app: A
                                             key="msg-1")  # fmt: skip
     await tap_in(app, OWNER, "msg-1", offer, "Allow")
 
-    owner = (await app.dispatcher.on_text("clawdia", OWNER, "/usage", user_id=OWNER)).text
-    other = (await app.dispatcher.on_text("clawdia", OTHER, "/usage", user_id=OTHER)).text
+    owner = (await app.dispatcher.on_text(TextContext("clawdia", OWNER, "/usage", user=OWNER))).text
+    other = (await app.dispatcher.on_text(TextContext("clawdia", OTHER, "/usage", user=OTHER))).text
 
     assert "• Daily allowance: $0.0017 of $0.07 ($0.05 + $0.02 allowed today) · 2 %" in owner
     assert re.search(r"\nAllowed more today:\n• \+\$0\.02 for you at [0-9]{2}:[0-9]{2}\n", owner)
@@ -215,7 +215,9 @@ async def test_status_has_one_line_of_usage(app: App) -> None:
         call(now - 1, OTHER, turn_id="b", tokens=None),
     )
 
-    status = (await app.dispatcher.on_text("clawdia", OWNER, "/status", user_id=OWNER)).text
+    status = (
+        await app.dispatcher.on_text(TextContext("clawdia", OWNER, "/status", user=OWNER))
+    ).text
 
     usage = [line for line in status.splitlines() if line.startswith("📊")]
     assert usage == [

@@ -13,6 +13,7 @@ from fastmcp import Client
 from fakes.clock import Clock
 from fakes.tool_calls import call, call_error
 from meshkit.wire.proposals import Proposal
+from meshkit.wire.scheduler import sent_under
 from scheduler.calls import AGENT, due, local, mint, running, settings_for
 
 pytestmark = pytest.mark.anyio
@@ -20,19 +21,11 @@ NO_JOBS = "agents: {}\n"
 BERLIN = "Europe/Berlin"
 
 
-CHAT = "4242"
-
-
-async def sent_in(client: Client[Any], firing: dict[str, Any], message: str) -> None:
-    """The orchestrator sent the reminder in message ``message`` of the owner's chat."""
-    shown = {"agent": AGENT, "firing_id": firing["id"], "chat_id": CHAT, "message_id": message}
-    await call(client, "reminder_shown", **shown)
-
-
 async def follow_up(
-    client: Client[Any], firing: dict[str, Any], outcome: str, message: str = "77", **more: Any
+    client: Client[Any], firing: dict[str, Any], outcome: str, **more: Any
 ) -> dict[str, Any]:
-    where = {"agent": AGENT, "chat_id": CHAT, "message_id": message} | more
+    """A tap on the reminder's message, which was sent under its firing's key."""
+    where = {"agent": AGENT, "message_key": sent_under(firing["key"])} | more
     return await call(client, "follow_up", firing_id=firing["id"], outcome=outcome, **where)
 
 
@@ -120,7 +113,6 @@ async def test_a_reminder_is_delivered_at_its_time_then_snoozed_once_and_done(
             "call mum",
             False,
         )
-        await sent_in(client, firing, "77")
         await call(client, "ack", keys=[firing["key"]])
         snoozed = await follow_up(client, firing, "snooze_10")
         twice = await follow_up(client, firing, "snooze_10")
@@ -131,14 +123,13 @@ async def test_a_reminder_is_delivered_at_its_time_then_snoozed_once_and_done(
         clock.now = local("2026-05-04T17:10")
         [again] = await due(client)
         assert again["key"] != firing["key"]
-        await sent_in(client, again, "78")
         await call(client, "ack", keys=[again["key"]])
-        done = await follow_up(client, again, "done", "78")
+        done = await follow_up(client, again, "done")
         assert done["message"] == "✅ Done: call mum"
         assert (await call(client, "list_reminders", agent=AGENT))["reminders"] == []
         refused = await call_error(
-            client, "follow_up", agent="other", firing_id=again["id"], chat_id=CHAT,
-            message_id="78", outcome="done",
+            client, "follow_up", agent="other", firing_id=again["id"],
+            message_key=sent_under(again["key"]), outcome="done",
         )  # fmt: skip
         assert "No such reminder" in refused
 
@@ -151,26 +142,18 @@ async def test_a_reminders_buttons_act_only_in_the_message_it_was_sent_in(
         await set_reminder(client, clock, "call mum", "2026-05-04T17:00")
         clock.now = local("2026-05-04T17:00")
         [firing] = await due(client)
-        unsent = await call_error(
-            client, "follow_up", agent=AGENT, firing_id=firing["id"], chat_id=CHAT,
-            message_id="77", outcome="done",
-        )  # fmt: skip
-        await sent_in(client, firing, "77")
-        await sent_in(client, firing, "77")  # sent again after a crash: the same message
-        moved = await call_error(
-            client, "reminder_shown", agent=AGENT, firing_id=firing["id"], chat_id=CHAT,
-            message_id="90",
-        )  # fmt: skip
         elsewhere = [
-            await call_error(client, "follow_up", firing_id=firing["id"], outcome="done", **where)
-            for where in (
-                {"agent": AGENT, "chat_id": CHAT, "message_id": "12"},
-                {"agent": AGENT, "chat_id": "5151", "message_id": "77"},
+            await call_error(
+                client,
+                "follow_up",
+                agent=AGENT,
+                firing_id=firing["id"],
+                message_key=key,
+                outcome="done",
             )
+            for key in ("reply:bot:12", sent_under("rem_0123456789ab@2026-05-04T17:00"))
         ]
         done = await follow_up(client, firing, "done")
-    assert "No such reminder" in unsent
-    assert "another message" in moved
     assert all("No such reminder" in refused for refused in elsewhere)
     assert done["changed"] is True
 
@@ -183,7 +166,6 @@ async def test_the_tap_that_followed_a_reminder_up_handed_over_again_still_chang
         await set_reminder(client, clock, "call mum", "2026-05-04T17:00")
         clock.now = local("2026-05-04T17:00")
         [firing] = await due(client)
-        await sent_in(client, firing, "77")
         first = await follow_up(client, firing, "done", tap_id="bot:101")
         again = await follow_up(client, firing, "done", tap_id="bot:101")  # after a crash
         other = await follow_up(client, firing, "snooze_10", tap_id="bot:102")
@@ -210,7 +192,6 @@ async def test_a_firings_file_from_before_messages_were_recorded_keeps_its_due_r
 
     async with running(settings, clock) as client:
         [again] = await due(client, run="run-2")  # the crashed run's firing, handed over
-        await sent_in(client, again, "77")
         done = await follow_up(client, again, "done")
     assert again["id"] == firing["id"]
     assert done["changed"] is True
@@ -241,7 +222,6 @@ async def test_a_weekly_reminder_repeats_at_its_wall_time_and_a_snooze_keeps_the
         await set_reminder(client, clock, "bins out", "2026-03-23T08:00", repeat="weekly")
         clock.now = local("2026-03-23T08:00")
         [first] = await due(client)
-        await sent_in(client, first, "77")
         await call(client, "ack", keys=[first["key"]])
         await follow_up(client, first, "snooze_60")
         clock.now = local("2026-03-23T09:00")

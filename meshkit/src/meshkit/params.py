@@ -28,3 +28,11 @@ MAX_ID: Final = 2**63 - 1  # SQLite's INTEGER; Telegram's ids fit in it too
 # An integer id (a row, a Telegram message): an id beyond MAX_ID is a validation error, not
 # an OverflowError where SQLite gets it.
 IntegerId = Annotated[int, Field(ge=1, le=MAX_ID)]
+MessageKey = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=1100,
+        description="The idempotency key a message is sent under: its buttons act there only",
+    ),
+]

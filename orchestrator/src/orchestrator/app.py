@@ -167,7 +167,7 @@ async def open_app(
                     ],
                     clarify_ttl_s=settings.clarify_ttl_s, background=background.start_soon,
                 )  # fmt: skip
-                proactive = Proactive(registry, dispatcher, reminders)
+                proactive = Proactive(registry, dispatcher)
                 try:
                     yield App(settings, registry, dispatcher, engine, proactive)
                 finally:

@@ -81,17 +81,13 @@ class Remembered(BaseModel):
     replayed: bool = Field(default=False, description="Done before: nothing was done now")
 
 
-class MemoriesShown(BaseModel):
-    message_id: str
-    shown: int = Field(description="How many 🗑 buttons the message shows now")
-
-
 class ForgetTapped(BaseModel):
     """A tap on a /memory 🗑: what it may do, from where it was tapped."""
 
     state: Literal["proposed", "forgotten", "not_here", "not_yours"] = Field(
         description="proposed: a forget to confirm; forgotten: already forgotten; "
-        "not_here: this message never showed that button to this user; not_yours: "
+        "not_here: the message sent under this key never showed that button to this user; "
+        "not_yours: "
         "another's rule, and the tapping user is not the agent's owner"
     )
     redraw: bool = Field(
@@ -120,7 +116,10 @@ class Question(BaseModel):
         description="open: waiting (buttons, or text for an open question); typing: the user "
         "tapped Other and the next text is the answer; answered; expired"
     )
-    message_id: str | None = Field(description="The message the question was shown in")
+    message_id: str | None = Field(
+        description="The message a tap on the question came from (where a typed answer is "
+        "drawn); null: not tapped yet"
+    )
     answer: str | None = None
     expires_at: float
 

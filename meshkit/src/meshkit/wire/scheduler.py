@@ -11,6 +11,12 @@ FollowUp = Literal["done", "snooze_10", "snooze_60"]
 SNOOZE_MINUTES: dict[str, int] = {"snooze_10": 10, "snooze_60": 60}
 
 
+def sent_under(firing_key: str) -> str:
+    """The idempotency key a firing's message is sent under: a reminder's buttons act only
+    in the message sent under its firing's key (the tap carries it, the scheduler checks)."""
+    return f"fire:{firing_key}"
+
+
 class Firing(BaseModel):
     id: str = Field(description="'fir_' + 12 hex: names the firing in buttons")
     key: str = Field(description="'<job or reminder id>@<scheduled time>': the idempotency key")
@@ -62,11 +68,6 @@ class Jobs(BaseModel):
 
 class Reminders(BaseModel):
     reminders: list[ReminderView]
-
-
-class Shown(BaseModel):
-    firing_id: str
-    message_id: str = Field(description="The message its buttons act in")
 
 
 class FollowedUp(BaseModel):

@@ -38,9 +38,8 @@ What becomes of a notice (no proposal ever vanishes unsaid):
                                                    runs out, with a fresh approval
 
 The confirm tool performs an action id once, and telegram-io delivers a key once. The
-notices of one poll are handled side by side, and reported by the next poll. Stopping: no
-new notices; those being handled get ``grace_s``; the reports not yet sent go in one last
-call.
+notices of one poll are handled side by side, and reported by the next poll; stopping is
+the consumer's (``consumer``).
 """
 
 from __future__ import annotations
@@ -52,6 +51,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from meshkit.wire.pending_actions import Notice, Notices, Undelivered
+from orchestrator.channels.consumer import Batch, Consumer, Left, Source
 from orchestrator.channels.telegram_io import (
     TelegramBusy,
     TelegramIO,
@@ -70,7 +70,6 @@ logger = logging.getLogger(__name__)
 
 MAX_NOTICES = 10
 MAX_WAIT_S = 25.0  # pending-actions' bound for one long poll
-FLUSH_S = 5.0  # the last call's bound, when stopping
 
 UNREACHABLE = (
     "the assistant cannot reach Telegram right now (its telegram-io service does not answer)"
@@ -108,7 +107,13 @@ def telegram_show(io: TelegramIO) -> Show:
     return show
 
 
-class ConsentChannel:
+class ConsentChannel(Source[Notice, str | Undelivered]):
+    """pending-actions' notices as a source of the consumer (``consumer``): handled side by
+    side, each reported by the next poll (an ack, or undelivered with why)."""
+
+    name = "pending-actions"
+    failures = (ToolCallError,)
+
     def __init__(
         self,
         dispatcher: Dispatcher,
@@ -131,109 +136,59 @@ class ConsentChannel:
         self._show = show
         self._holder = {"consumer": consumer, "run": run or uuid.uuid4().hex[:16]}
         self._wait_s = min(wait_s, MAX_WAIT_S)
-        self._grace_s = grace_s
-        self._sleep = sleep
-        self._acks: list[str] = []  # delivered, to be acked by the next poll
-        self._undelivered: list[Undelivered] = []  # not delivered, reported by the next poll
-        self._polling = anyio.CancelScope()  # the long poll under way
         self.server = registry.server_for("pending-actions")
+        self._consumer = Consumer(self, max_at_once=MAX_NOTICES, grace_s=grace_s, sleep=sleep)
 
     async def run(self, shutdown: Shutdown) -> None:
         """Bring notices to their chats until ``shutdown`` is requested."""
-        if self.server is None:
-            return
-        with anyio.CancelScope() as everything:
-            async with anyio.create_task_group() as tasks:
+        if self.server is not None:
+            await self._consumer.run(shutdown)
 
-                async def stop() -> None:
-                    await shutdown.requested.wait()
-                    self._polling.cancel()  # the notices being handled get the grace
-                    with anyio.move_on_after(self._grace_s):
-                        await shutdown.hurried.wait()
-                    everything.cancel()
+    async def poll(self, acks: list[str | Undelivered]) -> Batch[Notice]:
+        return Batch((await self._next(acks, MAX_NOTICES, self._wait_s)).notices)
 
-                tasks.start_soon(stop)
-                await self._poll(self.server, shutdown)
-                tasks.cancel_scope.cancel()
-        await self._flush(self.server)
+    async def flush(self, acks: list[str | Undelivered]) -> None:
+        """The reports no poll took, in one last call that waits for nothing new: the next
+        run does not show the delivered again, and tries the others when their time comes."""
+        await self._next(acks, 1, 0)
 
-    async def _poll(self, server: str, shutdown: Shutdown) -> None:
-        delay = 0.5
-        while not shutdown.requested.is_set():
-            acks, failed = list(self._acks), list(self._undelivered)
-            with anyio.CancelScope() as self._polling:
-                if shutdown.requested.is_set():
-                    return
-                try:
-                    found = await self._next(server, acks, failed, MAX_NOTICES, self._wait_s)
-                except ToolCallError as error:
-                    logger.warning("pending-actions: next_notices failed (%s); retrying", error)
-                    await self._sleep(delay)
-                    delay = min(delay * 2, 10.0)
-                    continue
-            if self._polling.cancelled_caught:
-                return  # its reports, maybe not made: the flush makes them (once, by key)
-            self._reported(acks, failed)
-            delay = 0.5
-            async with anyio.create_task_group() as handling:  # side by side, then acked
-                for notice in found.notices:
-                    handling.start_soon(self._handle, notice, name=notice.key)
-
-    async def _next(
-        self, server: str, acks: list[str], failed: list[Undelivered], most: int, wait_s: float
-    ) -> Notices:
+    async def _next(self, acks: list[str | Undelivered], most: int, wait_s: float) -> Notices:
         arguments: dict[str, object] = {**self._holder, "max": most, "wait_s": wait_s}
-        if acks:
-            arguments["ack"] = acks
-        if failed:
-            arguments["undelivered"] = [report.model_dump() for report in failed]
-        return await self._registry.call_as(server, "next_notices", arguments, Notices)
+        if done := [ack for ack in acks if isinstance(ack, str)]:
+            arguments["ack"] = done
+        if failed := [ack.model_dump() for ack in acks if isinstance(ack, Undelivered)]:
+            arguments["undelivered"] = failed
+        return await self._registry.call_as(self.server or "", "next_notices", arguments, Notices)
 
-    def _reported(self, keys: list[str], failed: list[Undelivered]) -> None:
-        for key in keys:
-            self._acks.remove(key)
-        for report in failed:
-            self._undelivered.remove(report)
+    def id(self, item: Notice) -> str:
+        return item.key
 
-    async def _flush(self, server: str) -> None:
-        """The reports no poll took, in one last call that takes nothing new: the next run
-        does not show the delivered again, and tries the others when their time comes."""
-        if not self._acks and not self._undelivered:
-            return
-        with anyio.move_on_after(FLUSH_S):
-            acks, failed = list(self._acks), list(self._undelivered)
-            try:
-                await self._next(server, acks, failed, 1, 0)
-            except ToolCallError as error:
-                logger.warning("report of %d notice(s) failed (%s)", len(acks) + len(failed), error)
-                return
-            self._reported(acks, failed)
+    def key(self, item: Notice) -> str:
+        return item.key
 
-    async def _handle(self, notice: Notice) -> None:
-        """One notice; the boundary of one: whatever goes wrong, the others go on."""
+    async def handle(self, item: Notice) -> str | Undelivered:
+        """One notice: its key when it is done, else why not (Left: the confirm tool gave
+        no answer; it comes back when its lease runs out, with a fresh approval)."""
+        notice = item
         if notice.type == "show" and (why := self._unreachable(notice)):
-            self._undelivered.append(Undelivered(key=notice.key, reason=why, final=True))
-            return
+            return Undelivered(key=notice.key, reason=why, final=True)
         try:
             done = await (self._execute if notice.type == "execute" else self._present)(notice)
         except NoticeUnsent as error:
             logger.warning("notice %s: not sent (%s); tried again later", notice.key, error)
-            self._undelivered.append(Undelivered(key=notice.key, reason=_said(error)))
-            return
+            return Undelivered(key=notice.key, reason=_said(error))
         except NoticeRefused as error:
             logger.warning("notice %s: the message was refused (%s)", notice.key, error)
             if notice.type == "show":  # its proposals fail, saying why
-                report = Undelivered(key=notice.key, reason=_said(error), final=True)
-                self._undelivered.append(report)
-                return
+                return Undelivered(key=notice.key, reason=_said(error), final=True)
             done = True  # the change is made and recorded: only its message is lost
         except Exception:
             logger.exception("notice %s: failed; tried again later", notice.key)
-            self._undelivered.append(Undelivered(key=notice.key, reason=OUR_ERROR))
-            return
-        if done:
-            self._acks.append(notice.key)
-            logger.info("notice %s (%s from %s) handled", notice.key, notice.type, notice.client)
+            return Undelivered(key=notice.key, reason=OUR_ERROR)
+        if not done:
+            raise Left("the confirm tool gave no answer")
+        logger.info("notice %s (%s from %s) handled", notice.key, notice.type, notice.client)
+        return notice.key
 
     def _reaches(self, notice: Notice) -> bool:
         """Whether the notice's user is one its agent talks to, and so may be shown it."""

@@ -20,7 +20,7 @@ import anyio.lowlevel
 
 from meshkit.wire.pending_actions import Notice
 from orchestrator.core.dispatch import Button, Dispatcher, Reply
-from orchestrator.core.routes import Deliver, TapContext
+from orchestrator.core.routes import Deliver, TapContext, TextContext
 from orchestrator.core.turn import arguments_preview
 from orchestrator.llm.base import FunctionCall
 from orchestrator.mesh.tools import ToolInfo
@@ -128,13 +128,15 @@ class Console:
         self._set_thinking(True)
         try:
             reply = await self._dispatcher.on_text(
-                self._agent_id,
-                CHAT_ID,
-                line,
-                observe=self._show_tool,
-                user_id=USER_ID,
-                deliver=deliver,
-                edit_message=self._answered,
+                TextContext(
+                    self._agent_id,
+                    CHAT_ID,
+                    line,
+                    observe=self._show_tool,
+                    user=USER_ID,
+                    deliver=deliver,
+                    edit_message=self._answered,
+                ),
             )
         finally:
             self._set_thinking(False)

@@ -1,4 +1,5 @@
-"""The scheduler's due firings, handled like Telegram updates: leased, handled, sent, acked.
+"""The scheduler's due firings, a source of the consumer (``consumer``): leased, handled,
+sent, acked.
 
     scheduler.next_due (long poll) ─► Proactive.handle ─► telegram-io send_message
         (idempotency key: fire:<firing key>) ─► acked by the next next_due (``ack``)
@@ -26,9 +27,9 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 import anyio
-import anyio.abc
 
-from meshkit.wire.scheduler import Acked, Due, Firing
+from meshkit.wire.scheduler import Acked, Due, Firing, sent_under
+from orchestrator.channels.consumer import Batch, Consumer, Left, Source
 from orchestrator.channels.telegram_io import (
     TelegramIO,
     TelegramIOUnavailable,
@@ -45,10 +46,16 @@ from orchestrator.shutdown import Shutdown
 logger = logging.getLogger(__name__)
 
 MAX_ACKS = 100  # the most one call acks (the scheduler's bound)
-FLUSH_S = 5.0  # the last call's bound, when stopping
 
 
-class ScheduledChannel:
+class ScheduledChannel(Source[Firing, str]):
+    """The scheduler's firings as a source of the consumer (``consumer``): keyed by their
+    own key (side by side, ``max_firings`` at once), acked by the next poll."""
+
+    name = "scheduler"
+    failures = (ToolCallError,)
+    max_acks = MAX_ACKS
+
     def __init__(
         self,
         proactive: Proactive,
@@ -62,118 +69,58 @@ class ScheduledChannel:
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     ) -> None:
         self._proactive = proactive
+        self._server = proactive.server or ""
         self._registry = registry
         self._run = run or uuid.uuid4().hex[:16]
         self._holder = {"consumer": consumer, "run": self._run}
         self._io = TelegramIO(registry, consumer=consumer, run=self._run)
         self._wait_s = wait_s
-        self._grace_s = grace_s
-        self._sleep = sleep
-        self._polling = anyio.CancelScope()  # the long poll under way
-        # Firings being handled or waiting for their ack (a lease run out: not again).
-        self._handling: set[str] = set()
-        self._acks: list[str] = []  # handled, to be acked by the next poll
-        self._firings = anyio.CapacityLimiter(max_firings)
+        self._consumer = Consumer(
+            self, max_at_once=max_firings, grace_s=grace_s, repoll_after_s=0, sleep=sleep
+        )
 
     async def run(self, shutdown: Shutdown) -> None:
         """Handle due firings until ``shutdown`` is requested."""
-        server = self._proactive.server
-        if server is None:
-            return
-        with anyio.CancelScope() as everything:
-            async with anyio.create_task_group() as tasks:
+        if self._proactive.server is not None:
+            await self._consumer.run(shutdown)
 
-                async def stop() -> None:
-                    await shutdown.requested.wait()
-                    self._polling.cancel()  # the firings being handled get the grace
-                    with anyio.move_on_after(self._grace_s):
-                        await shutdown.hurried.wait()
-                    everything.cancel()
+    async def poll(self, acks: list[str]) -> Batch[Firing]:
+        arguments: dict[str, object] = {**self._holder, "max": 10, "wait_s": self._wait_s}
+        if acks:
+            arguments["ack"] = acks
+        due = await self._registry.call_as(self._server, "next_due", arguments, Due)
+        return Batch(due.firings)
 
-                tasks.start_soon(stop)
-                async with anyio.create_task_group() as firings:
-                    await self._poll(server, shutdown, firings)
-                tasks.cancel_scope.cancel()
-        await self._flush(server)
+    def id(self, item: Firing) -> str:
+        return item.key
 
-    async def _poll(self, server: str, shutdown: Shutdown, firings: anyio.abc.TaskGroup) -> None:
-        delay = 0.5
-        while not shutdown.requested.is_set():
-            acks = self._acks[:MAX_ACKS]
-            arguments = {**self._holder, "max": 10, "wait_s": self._wait_s}
-            if acks:
-                arguments["ack"] = acks
-            with anyio.CancelScope() as self._polling:
-                try:
-                    due = await self._registry.call_as(server, "next_due", arguments, Due)
-                except ToolCallError as error:
-                    logger.warning("scheduler: next_due failed (%s); retrying", error)
-                    await self._sleep(delay)
-                    delay = min(delay * 2, 10.0)
-                    continue
-            if self._polling.cancelled_caught:
-                return  # its acks, maybe not made: the flush makes them (once, by key)
-            self._acked(acks)
-            delay = 0.5
-            for firing in due.firings:
-                if shutdown.requested.is_set():
-                    return  # left leased to this run: the next run takes it at once
-                if firing.key not in self._handling:
-                    self._handling.add(firing.key)
-                    firings.start_soon(self._handle, firing, shutdown, name=firing.key)
+    def key(self, item: Firing) -> str:
+        return item.key
 
-    def _acked(self, keys: list[str]) -> None:
-        for key in keys:
-            self._acks.remove(key)
-            self._handling.discard(key)
+    async def flush(self, acks: list[str]) -> None:
+        for start in range(0, len(acks), MAX_ACKS):
+            keys = acks[start : start + MAX_ACKS]
+            await self._registry.call_as(self._server, "ack", {"keys": keys}, Acked)
 
-    async def _flush(self, server: str) -> None:
-        """The acks no poll took, in one last call: the next run does not redo their turns."""
-        with anyio.move_on_after(FLUSH_S):
-            while acks := self._acks[:MAX_ACKS]:
-                try:
-                    await self._registry.call_as(server, "ack", {"keys": acks}, Acked)
-                except ToolCallError as error:
-                    logger.warning("ack of %d firing(s) failed (%s)", len(self._acks), error)
-                    return
-                self._acked(acks)
-
-    async def _handle(self, firing: Firing, shutdown: Shutdown) -> None:
-        done = False
+    async def handle(self, item: Firing) -> str:
+        """One firing, sent to its agent's owner: its key, to be acked (Left: telegram-io
+        did not answer, it comes back when its lease runs out)."""
         try:
-            async with self._firings:
-                if not shutdown.requested.is_set():  # else left leased, for the next run
-                    done = await self._handle_now(firing)
-        finally:
-            if done:
-                self._acks.append(firing.key)
-            else:
-                self._handling.discard(firing.key)
-
-    async def _handle_now(self, firing: Firing) -> bool:
-        """One firing, sent to its agent's owner; the boundary of one firing. True: it is
-        done, to be acked."""
-        try:
-            await self._proactive.handle(firing, self._deliverer(firing))
+            await self._proactive.handle(item, self._deliverer(item))
         except TelegramIOUnavailable as error:
-            logger.warning(
-                "firing %s: telegram-io failed (%s); left for redelivery", firing.key, error
-            )
-            return False
+            raise Left(f"telegram-io failed ({error})") from error
         except TelegramRefused as error:
-            logger.warning("firing %s: the message was refused (%s); acked", firing.key, error)
+            logger.warning("firing %s: the message was refused (%s); acked", item.key, error)
         except Exception:
-            logger.exception(
-                "firing %s: failed; acked so it does not come back forever", firing.key
-            )
-        logger.info("firing %s (%s) handled", firing.key, firing.kind)
-        return True
+            logger.exception("firing %s: failed; acked so it does not come back forever", item.key)
+        logger.info("firing %s (%s) handled", item.key, item.kind)
+        return item.key
 
     def _deliverer(self, firing: Firing) -> Deliver:
         runtime = self._proactive.runtime(firing.agent)
         owner = None if runtime is None else owner_of(runtime)
 
-        key = f"fire:{firing.key}"
+        key = sent_under(firing.key)
 
         async def send(reply: Reply) -> str | None:
             if owner is None or not reply.text:

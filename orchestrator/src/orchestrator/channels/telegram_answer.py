@@ -18,12 +18,8 @@ with the answerer):
 - Every reply is sent under the idempotency key ``reply:<update id>`` (``Deliver.key``):
   a turn redone after a crash delivers nothing twice, and a batch of proposed changes is
   bound to it before the send (telegram-io reports the key of a tapped message).
-- A reply is the last thing its update needs (the turn was stored before it): its send
-  acks the update, in the same call, proposals' buttons included. A reply whose buttons
-  memory records by message id after the send (a question's choices, /memory) has its
-  update acked once that is done, by the channel. (An open question has no buttons: the
-  message recorded after its send only serves to show the typed answer there, which a
-  crash in between leaves undrawn, the answer taken all the same.)
+- A reply is the last thing its update needs (the turn was stored, and its buttons bound
+  to its key, before it): its send acks the update, in the same call.
 """
 
 from __future__ import annotations
@@ -42,7 +38,7 @@ from orchestrator.channels.telegram_io import (
     without_bot_name,
 )
 from orchestrator.core.dispatch import Dispatcher, Reply
-from orchestrator.core.routes import Deliver, TapContext
+from orchestrator.core.routes import Deliver, TapContext, TextContext
 from orchestrator.core.runtime import AgentRuntime
 
 logger = logging.getLogger(__name__)
@@ -82,7 +78,7 @@ class UpdateAnswerer:
 
     async def answer(self, runtime: AgentRuntime, update: InboxUpdate) -> bool:
         """Answer ``update`` and deliver what it says back; whether its reply's send acked
-        it (else the channel acks it)."""
+        it (else the next poll acks it)."""
         return await self.routes[update.kind](runtime.id, str(update.chat_id), update)
 
     async def send(
@@ -104,9 +100,10 @@ class UpdateAnswerer:
         async def send(reply: Reply) -> str | None:
             nonlocal acked
             typing.cancel()  # the answer is here: no more "typing…"
-            ack = [] if _recorded_after(reply) else [update.id]
-            shown_in = await self._io.deliver(agent, chat, reply, _reply_key(update), ack=ack)
-            acked = acked or bool(ack)
+            shown_in = await self._io.deliver(
+                agent, chat, reply, _reply_key(update), ack=[update.id]
+            )
+            acked = True
             return shown_in
 
         async def edit_message(message_id: str, reply: Reply) -> None:
@@ -119,13 +116,15 @@ class UpdateAnswerer:
             turn.start_soon(keep_typing)
             try:
                 await self._dispatcher.on_text(
-                    agent,
-                    chat,
-                    without_bot_name(update.text or ""),
-                    message_id=update.id,
-                    user_id=update.user_id,
-                    deliver=Deliver(_reply_key(update), send),
-                    edit_message=edit_message,
+                    TextContext(
+                        agent,
+                        chat,
+                        without_bot_name(update.text or ""),
+                        message_id=update.id,
+                        user=update.user_id,
+                        deliver=Deliver(_reply_key(update), send),
+                        edit_message=edit_message,
+                    ),
                 )
             except TelegramIOFailed as error:
                 failed = error  # raised below, as itself rather than in an exception group
@@ -147,9 +146,8 @@ class UpdateAnswerer:
         tap = _Tap(self._io, agent, chat, update, at_once=at_once)
 
         async def deliver(reply: Reply) -> str | None:
-            ack = [] if _recorded_after(reply) else [update.id]
-            sent = await self.send(agent, update, reply, ack=bool(ack))
-            tap.acked = tap.acked or bool(ack)
+            sent = await self.send(agent, update, reply, ack=True)
+            tap.acked = True
             return str(sent.message_ids[-1]) if sent.message_ids else None
 
         def keyed(key: str) -> Deliver:
@@ -249,16 +247,14 @@ class _Tap:
         if reply is not None and reply.text and self._update.message_id is not None:
             self.acked = await self._redraw(reply, ack=True)
             return
-        ack = [self._update.id]
+        if self._answered:
+            return  # nothing left to send: acked by the next poll
+        self._answered = True
+        callback, ack = self._update.callback_id or "", [self._update.id]
         try:
-            if self._answered:
-                await self._io.ack(self._update.id)
-            else:
-                self._answered = True
-                callback = self._update.callback_id or ""
-                await self._io.answer_callback(self._agent, callback, self._notice or "", ack=ack)
+            await self._io.answer_callback(self._agent, callback, self._notice or "", ack=ack)
             self.acked = True
-        except TelegramIOFailed as error:  # the channel acks it
+        except TelegramIOFailed as error:  # acked by the next poll
             logger.info("update %s: the tap's answer failed (%s)", self._update.id, error)
 
     async def _redraw(self, reply: Reply, *, ack: bool) -> bool:
@@ -284,13 +280,6 @@ class _Tap:
             )
             return False
         return ack
-
-
-def _recorded_after(reply: Reply) -> bool:
-    """Whether memory records the message ``reply``'s buttons are in after the send (a
-    question's choices, /memory): its update is acked once that is done. A batch of
-    proposed changes was bound to the reply's key before the send."""
-    return bool(reply.buttons) and reply.batch_id is None
 
 
 def _reply_key(update: InboxUpdate) -> str:

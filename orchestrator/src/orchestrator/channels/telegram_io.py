@@ -74,8 +74,8 @@ class TelegramIO:
         arguments = {"ids": update_ids, **self._holder}
         return (await self._call("extend_leases", arguments, Extended)).extended
 
-    async def ack(self, update_id: str) -> None:
-        await self._call("ack", {"ids": [update_id]}, Acked)
+    async def ack(self, update_ids: list[str]) -> None:
+        await self._call("ack", {"ids": update_ids}, Acked)
 
     async def send(
         self, agent: str, chat_id: str, reply: Reply, key: str, *, ack: Sequence[str] = ()

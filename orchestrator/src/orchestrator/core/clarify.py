@@ -1,9 +1,9 @@
 """clarify: the tool the orchestrator gives every agent, to ask instead of guessing.
 
     model calls clarify(question, choices?) ─► the turn ends with the question
-        ─► memory.ask_question (stored: a restart in between changes nothing)
+        ─► memory.ask_question (stored, bound to the key its message is sent under: its
+            buttons act in that message only; a restart in between changes nothing)
         ─► sent with a button per choice and "✏️ Other (type answer)" (none: open question)
-        ─► memory.question_shown (its buttons act in that message only)
     tap on a choice ─► memory.choose_answer ─► the message shows the answer
         ─► the choice starts the next turn, with the question in the window
         (the tap handed over again after a crash, same tap_id: still the answer, the turn
@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from meshkit.wire.memory import Question, QuestionLookup
 from orchestrator.core.callbacks import ChoiceTap, encode_choice
@@ -28,6 +29,9 @@ from orchestrator.core.replies import Button, Reply
 from orchestrator.llm.base import FunctionCall, ToolSpec
 from orchestrator.mesh.registry import Registry
 from orchestrator.mesh.roles import RoleClient
+
+if TYPE_CHECKING:  # routes imports the turn, which imports this
+    from orchestrator.core.routes import TapContext
 
 logger = logging.getLogger(__name__)
 
@@ -117,25 +121,18 @@ class Questions:
         self._memory = RoleClient(registry, "memory")
         self._ttl_s = ttl_s
 
-    async def ask(self, agent: str, chat_id: str, asked: Asked) -> Question | None:
+    async def ask(self, agent: str, chat_id: str, asked: Asked, key: str | None) -> Question | None:
+        """Store the question, bound to ``key``, the key its message is sent under."""
         arguments = {
             "agent": agent, "chat_id": chat_id, "question": asked.question,
-            "choices": asked.choices, "ttl_s": self._ttl_s,
+            "choices": asked.choices, "ttl_s": self._ttl_s, "message_key": key,
         }  # fmt: skip
         return await self._memory.call("ask_question", arguments, Question)
 
-    async def shown(self, question: Question, message_id: str) -> None:
+    async def choose(self, tap: TapContext, choice: ChoiceTap) -> QuestionLookup | None:
         arguments = {
-            "question_id": question.id, "agent": question.agent,
-            "chat_id": question.chat_id, "message_id": message_id,
-        }  # fmt: skip
-        await self._memory.call("question_shown", arguments, Question)
-
-    async def choose(
-        self, agent: str, chat_id: str, message_id: str, tap: ChoiceTap, tap_id: str | None
-    ) -> QuestionLookup | None:
-        arguments = {
-            "question_id": tap.question_id, "agent": agent, "chat_id": chat_id,
-            "message_id": message_id, "choice": tap.choice, "tap_id": tap_id,
+            "question_id": choice.question_id, "agent": tap.agent, "chat_id": tap.chat,
+            "message_key": tap.key, "message_id": tap.message, "choice": choice.choice,
+            "tap_id": tap.tap_id,
         }  # fmt: skip
         return await self._memory.call("choose_answer", arguments, QuestionLookup)

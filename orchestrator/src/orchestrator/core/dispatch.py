@@ -40,20 +40,22 @@ from orchestrator.core.clarify import Questions
 from orchestrator.core.consent_desk import ConsentDesk, policy_lines
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.memory_desk import MemoryDesk
-from orchestrator.core.questions_desk import EditMessage, QuestionDesk
+from orchestrator.core.questions_desk import QuestionDesk
 from orchestrator.core.remembered import Remembered
 from orchestrator.core.replies import Button, Reply
 from orchestrator.core.routes import (
     Command,
     CommandContext,
     Deliver,
+    EditMessage,
     StatusLines,
     TapContext,
     TapHandler,
+    TextContext,
 )
 from orchestrator.core.runtime import AgentRuntime
 from orchestrator.core.summaries import Spawn, Summarizer
-from orchestrator.core.turn import ToolObserver, TurnEngine, TurnRequest, TurnResult
+from orchestrator.core.turn import TurnEngine, TurnRequest, TurnResult
 from orchestrator.mesh.registry import Registry
 
 __all__ = ["Button", "Dispatcher", "Reply"]
@@ -112,9 +114,7 @@ class Dispatcher:
         # Command → handler, in the order /help and Telegram's "/" menu list them.
         self.command_routes: Mapping[str, Command] = MappingProxyType({
             "/new": Command("start a fresh conversation", self._new),
-            "/memory": Command(
-                "what I remember for you (forget with a tap)", self._memories, delivers=True
-            ),
+            "/memory": Command("what I remember for you (forget with a tap)", self._memories),
             "/stop": Command("cancel the answer in progress", self._stop, serial=False),
             "/status": Command("servers, tools, model, policies and uptime", self._status),
             "/grants": Command("changes allowed without a tap, for now", self._grants),
@@ -124,45 +124,31 @@ class Dispatcher:
             **(more_commands or {}),
         })  # fmt: skip
 
-    async def on_text(
-        self,
-        agent_id: str,
-        chat_id: str,
-        text: str,
-        observe: ToolObserver | None = None,
-        *,
-        message_id: str | None = None,
-        user_id: str | None = None,
-        deliver: Deliver | None = None,
-        edit_message: EditMessage | None = None,
-        from_user: bool = True,
-    ) -> Reply:
-        """The answer to a message. A turn cancelled by ``/stop`` answers an empty Reply.
+    async def on_text(self, said: TextContext) -> Reply:
+        """The answer to a text (:class:`TextContext`). A turn cancelled by ``/stop``
+        answers an empty Reply.
 
-        ``message_id`` identifies the message across redeliveries (a Telegram update id),
-        so a turn redone after a crash is remembered once. Changes the turn proposed are
-        staged for ``user_id`` to confirm: the reply carries their buttons. The turn is
-        stored before ``deliver`` sends its reply, so the send may be the last thing the
-        message needs (a crash before it redoes the turn, stored once; the channel
-        delivers a reply once); ``deliver`` says which message the reply's buttons are
-        in. Changes proposed are bound to ``deliver.key``: their buttons act only in the
-        message sent under it. A text that answers a question the model asked
-        (clarify) has the question's message redrawn with the answer through
-        ``edit_message``; a text not typed by the user (``from_user`` False: a scheduled
-        prompt) never answers one.
+        Changes the turn proposed are staged for ``said.user`` to confirm, bound to
+        ``said.deliver.key``: the reply carries their buttons, which act only in the
+        message sent under it. The turn is stored before ``deliver`` sends its reply, so
+        the send may be the last thing the message needs (a crash before it redoes the
+        turn, stored once; the channel delivers a reply once).
         """
-        runtime = self.agents[agent_id]
+        runtime = self.agents[said.agent]
+        text = said.text
         command = text.strip().split(maxsplit=1)[0].lower() if text.startswith("/") else ""
         if command:
-            asked = CommandContext(runtime, chat_id, user_id or chat_id, deliver)
+            asked = CommandContext(runtime, said.chat, said.user or said.chat, said.deliver)
             return await self._on_command(command, asked)
-        async with self._locks[(agent_id, chat_id)]:
+        async with self._locks[(said.agent, said.chat)]:
             turn = TurnRequest(
-                runtime, chat_id, text, user_id, observe,
-                purpose="turn" if from_user else "scheduled", turn_id=message_id,
+                runtime, said.chat, text, said.user, said.observe,
+                purpose="turn" if said.from_user else "scheduled", turn_id=said.message_id,
             )  # fmt: skip
-            redraw = edit_message if from_user else None
-            answered = await self._turn(turn, message_id, deliver, answers=from_user, redraw=redraw)
+            redraw = said.edit_message if said.from_user else None
+            answered = await self._turn(
+                turn, said.message_id, said.deliver, answers=said.from_user, redraw=redraw
+            )
             return answered.reply
 
     async def _turn(
@@ -349,11 +335,8 @@ class Dispatcher:
         return Reply(STOPPED if stopped else NOTHING_TO_STOP)
 
     async def _memories(self, asked: CommandContext) -> Reply:
-        """/memory, sent by the desk: its message is recorded, the 🗑 buttons act there."""
-        owner = owner_of(asked.runtime) == asked.user
-        return await self._memory.present(
-            asked.runtime.id, asked.chat, asked.user, owner, asked.deliver
-        )
+        """/memory: the 🗑 buttons act in the message it is sent in."""
+        return await self._memory.present(asked, owner_of(asked.runtime) == asked.user)
 
     async def _help(self, asked: CommandContext) -> Reply:
         return Reply(self.help_text(asked.runtime))
@@ -461,8 +444,7 @@ async def refused(tap: TapContext) -> None:
 
 
 async def _run(command: Command, asked: CommandContext) -> Reply:
-    reply = await command.run(asked)
-    return reply if command.delivers else await _delivered(reply, asked.deliver)
+    return await _delivered(await command.run(asked), asked.deliver)
 
 
 def _each(tap: TapContext, turn_id: str) -> Deliver | None:

@@ -1,10 +1,11 @@
 """/memory: what the agent remembers for this user, each line with a Forget button.
 
 No model is involved. The list shows a 🗑 for what the user may forget (their notes, the
-rules they set; the agent's owner: every rule), and the memory server records which
-buttons the message shows (``memories_shown``, again at each redraw): a 🗑 acts in that
-message only. A Forget tap is a tap on a change like any other: the memory server checks
-it (``forget_tapped``: shown there, theirs to forget) and proposes the forget,
+rules they set; the agent's owner: every rule); the memory server gives the list and binds
+those buttons to the key its message is sent under before it is sent (``show_memories``,
+again at each redraw): a 🗑 acts in that message only. A Forget tap is a tap on a change
+like any other: the memory server checks it (``forget_tapped``: shown under that key,
+theirs to forget) and proposes the forget,
 pending-actions stages it for this user, bound to the key the tapped message was sent
 under, and the same tap confirms it (``ActionDesk.tap``: approval token, confirm-once, the
 conversation told). The message then shows the outcome above the list as it now stands.
@@ -19,7 +20,7 @@ from dataclasses import replace
 
 import anyio
 
-from meshkit.wire.memory import ForgetTapped, MemoriesShown
+from meshkit.wire.memory import ForgetTapped, Memories, Memory
 from meshkit.wire.proposals import Proposal
 from orchestrator.core.actions import NO_LONGER_ACTIVE, UNAVAILABLE, ActionDesk, Where
 from orchestrator.core.callbacks import (
@@ -32,7 +33,7 @@ from orchestrator.core.callbacks import (
 )
 from orchestrator.core.remembered import BUDGETS, LABELS, Remembered, layers
 from orchestrator.core.replies import Button, Reply
-from orchestrator.core.routes import Deliver, TapContext
+from orchestrator.core.routes import CommandContext, TapContext
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry
 
@@ -54,53 +55,51 @@ class MemoryDesk:
         self._registry = registry
         self._desk = desk
         self._remembered = remembered
-        # One /memory message sent or one Forget tap at a time in a chat: a tap waits until
-        # the message it is on is recorded, and a second tap until the first has redrawn.
+        # One Forget tap at a time in a chat: a second one waits until the first has redrawn.
         self._busy: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
 
-    async def _listing(self, agent: str, user: str, owner: bool) -> tuple[Reply, list[str]]:
-        """The list, and the memories it shows a 🗑 for (``owner``: every rule too)."""
-        memories = await self._remembered.memories(agent, user)
+    async def _listing(
+        self, agent: str, chat_id: str, user: str, owner: bool, key: str | None
+    ) -> Reply:
+        """The list, its 🗑 buttons (``owner``: every rule's too) bound to the message sent
+        or redrawn under ``key`` (None: no buttons, nowhere to bind them)."""
+        bound = await self._bound(agent, chat_id, user, owner, key)
+        memories = bound if bound is not None else await self._remembered.memories(agent, user)
         if not memories:
-            return Reply(NOTHING), []
+            return Reply(NOTHING)
         lines = ["What I remember (🗑 forgets one):"]
-        rows, ids = [], []
+        rows = []
         for number, memory in enumerate(memories, start=1):
             lines.append(f"{number}. [{LABELS[memory.scope]}] {memory.text}")
-            if memory.yours or owner:
+            if bound is not None and (memory.yours or owner):
                 rows.append([Button(f"🗑 {number}", encode_forget(ForgetTap(memory.id)))])
-                ids.append(memory.id)
-        return Reply("\n".join(lines), rows), ids
+        return Reply("\n".join(lines), rows)
 
-    async def present(
-        self, agent: str, chat_id: str, user: str, owner: bool, deliver: Deliver | None
-    ) -> Reply:
-        """Send the list and record the 🗑 buttons its message shows: they act there only."""
-        async with self._busy[(agent, chat_id)]:
-            reply, ids = await self._listing(agent, user, owner)
-            if deliver is None:
-                return reply
-            message_id = await deliver(reply)
-            if ids and message_id is None:
-                logger.warning("/memory: sent, but its message id is unknown")
-            elif ids and message_id is not None:
-                await self._shown(agent, chat_id, user, message_id, ids)
-            return reply
-
-    async def _shown(
-        self, agent: str, chat_id: str, user: str, message_id: str, ids: list[str]
-    ) -> None:
+    async def _bound(
+        self, agent: str, chat_id: str, user: str, owner: bool, key: str | None
+    ) -> list[Memory] | None:
+        """The memories listed, their buttons bound to ``key``; None when there is no key
+        or memory did not answer (the list is shown without buttons)."""
         memory = self._registry.server_for("memory")
-        if memory is None:
-            return
+        if memory is None or key is None:
+            return None
         arguments = {
-            "agent": agent, "user": user, "chat_id": chat_id, "message_id": message_id,
-            "memory_ids": ids,
+            "agent": agent, "user": user, "chat_id": chat_id, "message_key": key, "owner": owner
         }  # fmt: skip
         try:
-            await self._registry.call_as(memory, "memories_shown", arguments, MemoriesShown)
+            return (
+                await self._registry.call_as(memory, "show_memories", arguments, Memories)
+            ).memories
         except ToolCallError as error:
-            logger.warning("/memory: its buttons were not recorded (%s)", error)
+            logger.warning("/memory: its buttons could not be bound (%s)", error)
+            return None
+
+    async def present(self, command: CommandContext, owner: bool) -> Reply:
+        """/memory's list, its 🗑 buttons bound to the key it is sent under: they act there
+        only."""
+        key = None if command.deliver is None else command.deliver.key
+        runtime = command.runtime
+        return await self._listing(runtime.id, command.chat, command.user, owner, key)
 
     async def status_line(self, agent: str, user: str) -> str:
         """The layers' use of their budgets, and what did not fit (left out of turns)."""
@@ -116,27 +115,22 @@ class MemoryDesk:
         """A 🗑 tap (``mf``) on message ``tap.message``; ``owner``: the tapping user is the
         agent's owner, who may forget any rule."""
         forget = decode_forget(tap.data)
-        if forget is None or tap.message is None or tap.key is None:
+        if forget is None or tap.key is None:
             await tap.answer(NO_LONGER_ACTIVE)
             return
         async with self._busy[(tap.agent, tap.chat)]:
-            await self._forget(tap, tap.message, forget, owner)
+            await self._forget(tap, tap.key, forget, owner)
 
-    async def _forget(
-        self, tap: TapContext, message_id: str, forget: ForgetTap, owner: bool
-    ) -> None:
+    async def _forget(self, tap: TapContext, key: str, forget: ForgetTap, owner: bool) -> None:
         memory = self._registry.server_for("memory")
         pending = self._registry.server_for("pending-actions")
         if memory is None or pending is None:
             await tap.answer(UNAVAILABLE)
             return
-        where = {
-            "agent": tap.agent,
-            "user": tap.user,
-            "chat_id": tap.chat,
-            "message_id": message_id,
-        }
-        arguments = {**where, "memory_id": forget.memory_id, "owner": owner}
+        arguments = {
+            "agent": tap.agent, "user": tap.user, "chat_id": tap.chat, "message_key": key,
+            "memory_id": forget.memory_id, "owner": owner,
+        }  # fmt: skip
         try:
             found = await self._registry.call_as(memory, "forget_tapped", arguments, ForgetTapped)
         except ToolCallError:
@@ -150,9 +144,7 @@ class MemoryDesk:
             return
 
         async def with_list(outcome: Reply | None) -> None:
-            listing, ids = await self._listing(tap.agent, tap.user, owner)
-            # Recorded before it can be tapped.
-            await self._shown(tap.agent, tap.chat, tap.user, message_id, ids)
+            listing = await self._listing(tap.agent, tap.chat, tap.user, owner, key)
             done = "" if outcome is None else outcome.text.removeprefix(f"{BATCH_TEXT}\n\n")
             await tap.settle(Reply(f"{done}\n\n{listing.text}".lstrip("\n"), listing.buttons))
 

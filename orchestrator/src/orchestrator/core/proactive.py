@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import logging
 
-from meshkit.wire.scheduler import Firing, FiringKind
+from meshkit.wire.scheduler import Firing, FiringKind, sent_under
 from orchestrator.core.briefing import Briefings
 from orchestrator.core.dispatch import Dispatcher, owner_of
-from orchestrator.core.reminders import Reminders
+from orchestrator.core.reminders import reminder_reply
 from orchestrator.core.replies import Reply
-from orchestrator.core.routes import Deliver
+from orchestrator.core.routes import Deliver, TextContext
 from orchestrator.core.runtime import AgentRuntime
 from orchestrator.mesh.registry import Registry
 
@@ -28,9 +28,8 @@ PROMPT_PREFIX = "(Scheduled: {name}) "
 
 
 class Proactive:
-    def __init__(self, registry: Registry, dispatcher: Dispatcher, reminders: Reminders) -> None:
+    def __init__(self, registry: Registry, dispatcher: Dispatcher) -> None:
         self._dispatcher = dispatcher
-        self._reminders = reminders
         self._briefings = Briefings(registry, dispatcher.meter)
         self.server = registry.server_for("scheduler")
 
@@ -49,19 +48,21 @@ class Proactive:
             return False
         kind: FiringKind = firing.kind
         if kind == "reminder":
-            await self._reminders.send(firing, owner, deliver)
+            await deliver(reminder_reply(firing))
         elif kind == "briefing":
             await deliver(Reply(await self._briefings.compose(runtime, firing, owner)))
         else:
             name = firing.source.rsplit("/", 1)[-1]
             prompt = PROMPT_PREFIX.format(name=name) + str(firing.payload.get("prompt", ""))
             await self._dispatcher.on_text(
-                runtime.id,
-                owner,
-                prompt,
-                message_id=f"fire:{firing.key}",
-                user_id=owner,
-                deliver=deliver,
-                from_user=False,  # a question waiting in the chat is the user's to answer
+                TextContext(
+                    runtime.id,
+                    owner,
+                    prompt,
+                    message_id=sent_under(firing.key),
+                    user=owner,
+                    deliver=deliver,
+                    from_user=False,
+                ),  # a question waiting in the chat is the user's to answer
             )
         return True

@@ -1,9 +1,10 @@
 """Reminders in the chat: the message a due reminder becomes, its buttons, and ``/jobs``.
 
-    reminder  ─► "⏰ <text>" with Done / Snooze 10 min / Snooze 1 h
-              ─► scheduler.reminder_shown (the message it is in: its buttons act there only)
-    tap on those buttons (``rm``) ─► scheduler.follow_up (once per firing, from that
-        message), no model ─► edited (a second tap is answered and edits nothing)
+    reminder  ─► "⏰ <text>" with Done / Snooze 10 min / Snooze 1 h, sent under
+                 ``fire:<firing key>`` (its buttons act in that message only)
+    tap on those buttons (``rm``) ─► scheduler.follow_up (once per firing, from the
+        message sent under its key), no model ─► edited (a second tap is answered and
+        edits nothing)
 
 ``/jobs`` lists the agent's jobs and reminders; ``/status`` gets the next firing of each
 job (``status_lines``). The app gives these to the dispatcher when it builds it; without a
@@ -13,18 +14,15 @@ scheduler in the registry, a reminder's button is refused like any unknown one.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Mapping
 from datetime import datetime
 
-import anyio
-
-from meshkit.wire.scheduler import Firing, FollowedUp, FollowUp, Jobs, Shown
+from meshkit.wire.scheduler import Firing, FollowedUp, FollowUp, Jobs
 from orchestrator.core.actions import NO_LONGER_ACTIVE
 from orchestrator.core.callbacks import ReminderTap, decode_reminder, encode_reminder
 from orchestrator.core.dispatch import owner_of
 from orchestrator.core.replies import Button, Reply
-from orchestrator.core.routes import CommandContext, Deliver, TapContext
+from orchestrator.core.routes import CommandContext, TapContext
 from orchestrator.core.runtime import AgentRuntime
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry
@@ -62,49 +60,23 @@ class Reminders:
         self._registry = registry
         self._agents = agents
         self.server = registry.server_for("scheduler")
-        # Held from sending a reminder until the scheduler knows its message, so a tap that
-        # comes back at once is not refused for a message not recorded yet.
-        self._showing: defaultdict[tuple[str, str], anyio.Lock] = defaultdict(anyio.Lock)
-
-    async def send(self, firing: Firing, chat_id: str, deliver: Deliver) -> None:
-        """Send a due reminder with its buttons and record the message they are in."""
-        async with self._showing[(firing.agent, chat_id)]:
-            message_id = await deliver(reminder_reply(firing))
-            await self._shown(firing, chat_id, message_id)
-
-    async def _shown(self, firing: Firing, chat_id: str, message_id: str | None) -> None:
-        """Record the message a reminder is in; unrecorded, its buttons answer that they are
-        no longer active (a firing sent again after a crash is recorded then)."""
-        if message_id is None or self.server is None:
-            logger.warning("reminder %s: sent, but its message is not known", firing.key)
-            return
-        arguments = {
-            "agent": firing.agent, "firing_id": firing.id, "chat_id": chat_id,
-            "message_id": message_id,
-        }  # fmt: skip
-        try:
-            await self._registry.call_as(self.server, "reminder_shown", arguments, Shown)
-        except ToolCallError as error:
-            logger.warning("reminder %s: its message was not recorded (%s)", firing.key, error)
 
     async def tap(self, tap: TapContext) -> None:
         """A tap on a reminder's button (``rm``). It acts in the message the reminder was
-        sent in, in the owner's chat: a tap anywhere else (the same button's data replayed
-        on another message, or by another user of the agent in their chat) changes
-        nothing. A second tap is answered and edits nothing; the same tap handed over
-        again after a crash (``tap.tap_id``) redraws the message."""
+        sent in (the scheduler checks its key), in the owner's chat: a tap anywhere else
+        (the same button's data replayed on another message, or by another user of the
+        agent in their chat) changes nothing. A second tap is answered and edits nothing;
+        the same tap handed over again after a crash (``tap.tap_id``) redraws the message."""
         decoded = decode_reminder(tap.data)
         runtime = self._agents.get(tap.agent)
         owner = None if runtime is None else owner_of(runtime)
         ours = owner is not None and (tap.chat, tap.user) == (owner, owner)
-        if decoded is None or not ours or tap.message is None or self.server is None:
+        if decoded is None or not ours or tap.key is None or self.server is None:
             await tap.answer(NO_LONGER_ACTIVE)
             return
-        async with self._showing[(tap.agent, tap.chat)]:
-            pass  # a reminder being sent in this chat: its message is recorded first
         arguments = {
-            "agent": tap.agent, "firing_id": decoded.firing_id, "chat_id": tap.chat,
-            "message_id": tap.message, "outcome": decoded.outcome, "tap_id": tap.tap_id,
+            "agent": tap.agent, "firing_id": decoded.firing_id, "message_key": tap.key,
+            "outcome": decoded.outcome, "tap_id": tap.tap_id,
         }  # fmt: skip
         try:
             done = await self._registry.call_as(self.server, "follow_up", arguments, FollowedUp)

@@ -8,8 +8,8 @@ The routes themselves are tables built once, at start-up, where a reader finds t
 - update kind → handler: ``UpdateAnswerer.__init__`` (Telegram's text, callback, media).
 
 Nothing is added to them later. A handler gets everything it needs in its context
-(:class:`TapContext`, :class:`CommandContext`); following a parameter means following
-one field of it.
+(:class:`TextContext`, :class:`TapContext`, :class:`CommandContext`); following a
+parameter means following one field of it.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 from orchestrator.core.replies import Reply
 from orchestrator.core.runtime import AgentRuntime
+from orchestrator.core.turn import ToolObserver
 
 # The tapped button's notice: stops its spinner.
 Answer = Callable[[str], Coroutine[Any, Any, None]]
@@ -55,9 +56,10 @@ class TapContext:
     """A tap on a button: who tapped, where, what the button carries, and the ways back.
 
     ``message`` is the id of the message the button is on, ``key`` the idempotency key
-    that message was sent under (None: not known; such a tap does nothing): a button acts
-    only in the message its ids were recorded for (clarify and /memory: by message id in
-    memory; proposed changes: by key in pending-actions). ``deliver`` sends a new message
+    that message was sent under (None: not known; such a tap does nothing): every button
+    acts only in the message sent under the key it was bound to before the send (proposed
+    changes by pending-actions, clarify and /memory by memory, a reminder's by the
+    scheduler: ``fire:<firing key>``). ``deliver`` sends a new message
     (the turn a clarify answer starts); ``tap_id`` is the channel's id for the tap, the
     same when it is handed over again after a crash.
 
@@ -88,6 +90,30 @@ class TapContext:
 
 
 TapHandler = Callable[[TapContext], Awaitable[None]]
+# Redraws message ``message_id`` of the chat (a question, once answered by text).
+EditMessage = Callable[[str, Reply], Coroutine[Any, Any, None]]
+
+
+@dataclass(frozen=True)
+class TextContext:
+    """A text in a chat: the agent, the chat, the words, who wrote them, and the ways back.
+
+    ``message_id`` names the message across redeliveries (a Telegram update id), so a turn
+    redone after a crash is stored once. ``deliver`` sends the reply under its key, which
+    the reply's buttons are bound to before the send; ``edit_message`` redraws a question
+    the text answers (clarify). A text not typed by the user (``from_user`` False: a
+    scheduled prompt) never answers one. ``observe`` sees each tool call (the console).
+    """
+
+    agent: str
+    chat: str
+    text: str
+    user: str | None = None
+    message_id: str | None = None
+    deliver: Deliver | None = None
+    edit_message: EditMessage | None = None
+    observe: ToolObserver | None = None
+    from_user: bool = True
 
 
 @dataclass(frozen=True)
@@ -104,14 +130,13 @@ class CommandContext:
 class Command:
     """A command's line in /help and Telegram's "/" menu, and what answers it.
 
-    ``run``'s reply is delivered by the dispatcher, unless ``delivers`` (the handler sends
-    it itself: /memory records the message its buttons are in). A ``serial`` command waits
-    for the chat's running turn; /stop does not: it must reach it.
+    ``run``'s reply is delivered by the dispatcher (under ``deliver.key``, which its
+    buttons are bound to). A ``serial`` command waits for the chat's running turn; /stop
+    does not: it must reach it.
     """
 
     description: str
     run: Callable[[CommandContext], Awaitable[Reply]]
-    delivers: bool = False
     serial: bool = True
 
 

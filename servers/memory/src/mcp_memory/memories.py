@@ -16,15 +16,16 @@ for another agent does not match).
 A note is forgotten by its user; an agent rule (it reaches everyone) by the user who set
 it, or by the agent's owner, for whom the orchestrator vouches on a /memory 🗑 tap
 (``forget_tapped``): the model's ``propose_forget`` offers only what is the user's own.
-/memory's 🗑 buttons act in the message that shows them (``show`` records them, again at
-each redraw): the same data tapped on another message is "not here".
+/memory's 🗑 buttons act in the message that shows them: ``show`` binds them to the key
+that message is sent under, before it is sent and again at each redraw; the same data
+tapped on another message is "not here".
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -33,7 +34,7 @@ from mcp_memory.errors import InvalidRequest
 from mcp_memory.memory_store import Changes, MemoryStore
 from meshkit.proposals import Approval, Confirmed
 from meshkit.text import one_line
-from meshkit.wire.memory import ForgetTapped, Memories, MemoriesShown
+from meshkit.wire.memory import ForgetTapped, Memories
 from meshkit.wire.proposals import Proposal
 
 SERVER = "memory"  # as approval tokens name it
@@ -126,26 +127,30 @@ class MemoryService:
         )
 
     async def show(
-        self, agent: str, user: str, chat_id: str, message_id: str, memory_ids: Sequence[str]
-    ) -> MemoriesShown:
-        """Record the 🗑 buttons /memory's message shows now: they act there only."""
-        ids = [*dict.fromkeys(memory_ids)]
-        await self._store.show(agent, chat_id, message_id, user, ids, self._clock())
-        return MemoriesShown(message_id=message_id, shown=len(ids))
+        self, agent: str, user: str, chat_id: str, message_key: str, *, owner: bool
+    ) -> Memories:
+        """What /memory lists for ``user``, its 🗑 buttons (theirs to forget; ``owner``:
+        every rule too) bound to the message sent (or redrawn) under ``message_key``: they
+        act there only."""
+        memories = await self._store.visible(agent, user)
+        ids = [memory.id for memory in memories if memory.yours or owner]
+        await self._store.show(agent, chat_id, message_key, user, ids, self._clock())
+        return Memories(memories=memories)
 
     async def forget_tapped(
         self,
         agent: str,
         user: str,
         chat_id: str,
-        message_id: str,
+        message_key: str,
         memory_id: str,
         *,
         owner: bool,
     ) -> ForgetTapped:
-        """A /memory 🗑 tap: a forget to confirm, if that message shows this user that
-        button and the memory is theirs to forget (``owner``: the agent's owner, any rule)."""
-        shown = await self._store.button(agent, chat_id, message_id, user, memory_id)
+        """A /memory 🗑 tap: a forget to confirm, if the message sent under ``message_key``
+        shows this user that button and the memory is theirs to forget (``owner``: the
+        agent's owner, any rule)."""
+        shown = await self._store.button(agent, chat_id, message_key, user, memory_id)
         found = await self._store.find(agent, user, memory_id)
         if shown is None or (shown is False and found is not None):
             return ForgetTapped(state="not_here")

@@ -4,8 +4,9 @@ Tables:
 
     memories       (id, agent, scope, user, text, created_at, forgotten_at, set_by)
     memories_fts   FTS5 over the text of the memories not forgotten (recall)
-    buttons        (agent, chat_id, message_id, memory_id, user, shown, at): the /memory
-                   messages and the 🗑 buttons each shows (shown 0: removed by a redraw)
+    buttons        (agent, chat_id, message_key, memory_id, user, shown, at): the /memory
+                   messages, by the key each is sent under, and the 🗑 buttons each shows
+                   (shown 0: removed by a redraw)
     confirmations  meshkit's confirm-once record (one row per approved action)
 
 ``scope`` is ``agent`` (how the agent behaves for everyone; ``user`` is '') or ``user``
@@ -43,12 +44,12 @@ CREATE INDEX IF NOT EXISTS memories_by_agent ON memories (agent, scope, user, cr
 CREATE TABLE IF NOT EXISTS buttons (
     agent TEXT NOT NULL,
     chat_id TEXT NOT NULL,
-    message_id TEXT NOT NULL,
+    message_key TEXT NOT NULL,
     memory_id TEXT NOT NULL,
     user TEXT NOT NULL,
     shown INTEGER NOT NULL,
     at REAL NOT NULL,
-    PRIMARY KEY (agent, chat_id, message_id, memory_id)
+    PRIMARY KEY (agent, chat_id, message_key, memory_id)
 );
 CREATE INDEX IF NOT EXISTS buttons_by_age ON buttons (at);
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
@@ -57,7 +58,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
 """
     + CONFIRMATIONS_SCHEMA
 )
-MIGRATIONS = {2: "ALTER TABLE memories ADD COLUMN set_by TEXT;"}
+MIGRATIONS = {
+    2: "ALTER TABLE memories ADD COLUMN set_by TEXT;",
+    3: "DROP TABLE IF EXISTS buttons;",  # bound by message id: their messages' buttons act no more
+}
 # The memories a user sees; the fifth column: theirs to forget (a note, a rule they set).
 _VISIBLE = (
     "SELECT id, scope, text, created_at, (scope = 'user' OR set_by = :user) FROM memories"
@@ -72,7 +76,7 @@ def _memory(row: tuple[Any, ...]) -> Memory:
 
 class MemoryStore(SQLiteStore):
     SCHEMA = SCHEMA
-    SCHEMA_VERSION = 2
+    SCHEMA_VERSION = 3
     MIGRATIONS = MIGRATIONS
 
     async def visible(self, agent: str, user: str) -> list[Memory]:
@@ -97,23 +101,23 @@ class MemoryStore(SQLiteStore):
         return await self._run(read)
 
     async def show(  # noqa: PLR0917 (where the message is, whose, what it shows)
-        self, agent: str, chat_id: str, message_id: str, user: str, memory_ids: list[str],
+        self, agent: str, chat_id: str, message_key: str, user: str, memory_ids: list[str],
         at: float,
     ) -> None:  # fmt: skip
-        """Record the 🗑 buttons message ``message_id`` shows now (for ``user``): those it
-        showed before and no longer does stay known as removed."""
+        """Record the 🗑 buttons the message sent under ``message_key`` shows now (for
+        ``user``): those it showed before and no longer does stay known as removed."""
 
         def write(db: sqlite3.Connection) -> None:
-            where = (agent, chat_id, message_id)
+            where = (agent, chat_id, message_key)
             with transaction(db, "IMMEDIATE"):
                 db.execute("DELETE FROM buttons WHERE at < ?", (at - BUTTONS_KEPT_S,))
                 db.execute(
                     "UPDATE buttons SET shown = 0 WHERE agent = ? AND chat_id = ?"
-                    " AND message_id = ?",
+                    " AND message_key = ?",
                     where,
                 )
                 db.executemany(
-                    "INSERT INTO buttons (agent, chat_id, message_id, memory_id, user, shown, at)"
+                    "INSERT INTO buttons (agent, chat_id, message_key, memory_id, user, shown, at)"
                     " VALUES (?, ?, ?, ?, ?, 1, ?) ON CONFLICT DO UPDATE SET shown = 1,"
                     " user = excluded.user, at = excluded.at",
                     [(*where, memory_id, user, at) for memory_id in memory_ids],
@@ -122,16 +126,16 @@ class MemoryStore(SQLiteStore):
         await self._run(write)
 
     async def button(
-        self, agent: str, chat_id: str, message_id: str, user: str, memory_id: str
+        self, agent: str, chat_id: str, message_key: str, user: str, memory_id: str
     ) -> bool | None:
-        """Whether message ``message_id`` shows ``user`` the 🗑 of ``memory_id`` (False: it
-        did, a redraw removed it; None: it never did)."""
+        """Whether the message sent under ``message_key`` shows ``user`` the 🗑 of
+        ``memory_id`` (False: it did, a redraw removed it; None: it never did)."""
 
         def read(db: sqlite3.Connection) -> bool | None:
             row = db.execute(
-                "SELECT shown FROM buttons WHERE agent = ? AND chat_id = ? AND message_id = ?"
+                "SELECT shown FROM buttons WHERE agent = ? AND chat_id = ? AND message_key = ?"
                 " AND memory_id = ? AND user = ?",
-                (agent, chat_id, message_id, memory_id, user),
+                (agent, chat_id, message_key, memory_id, user),
             ).fetchone()
             return None if row is None else bool(row[0])
 

@@ -16,7 +16,6 @@ from pydantic import Field
 
 from mcp_memory.memories import (
     FORGET,
-    MAX_MEMORIES,
     MAX_TEXT,
     REMEMBER,
     ForgetPayload,
@@ -32,7 +31,6 @@ from meshkit.wire.memory import (
     ForgetTapped,
     Forgotten,
     Memories,
-    MemoriesShown,
     Recalled,
     Remembered,
 )
@@ -43,7 +41,6 @@ Agent = Annotated[
 ]
 User = Annotated[str, Field(description="filled in by the assistant", max_length=200)]
 MemoryId = Annotated[str, Field(pattern=r"^mem_[0-9a-f]{12}$", max_length=16)]
-MessageId = Annotated[str, Field(min_length=1, max_length=100)]
 
 
 def declare_changes(consent: Consent, service: MemoryService) -> None:
@@ -134,27 +131,31 @@ def add_memory_tools(
 
     # --- internal (the orchestrator's /memory) -------------------------------------------
 
-    @mcp.tool(**internal(title="Memories shown", idempotent=True))
-    async def memories_shown(
+    @mcp.tool(**internal(title="Show memories", idempotent=True))
+    async def show_memories(
         agent: params.Agent,
         user: Annotated[str, Field(min_length=1, max_length=200)],
         chat_id: params.ChatId,
-        message_id: MessageId,
-        memory_ids: Annotated[list[MemoryId], Field(max_length=MAX_MEMORIES)],
-    ) -> MemoriesShown:
-        """/memory's message shows the user these 🗑 buttons now (sent, or redrawn): they
-        act in that message only."""
-        return await service.show(agent, user, chat_id, message_id, memory_ids)
+        message_key: params.MessageKey,
+        owner: Annotated[bool, Field(description="The user is the agent's owner")],
+    ) -> Memories:
+        """What /memory lists for the user, before its message is sent (or redrawn) under
+        ``message_key``: the 🗑 buttons it shows (the user's notes and rules; the owner's:
+        every rule) act in that message only."""
+        return await service.show(agent, user, chat_id, message_key, owner=owner)
 
     @mcp.tool(**internal(title="Forget tapped"))
     async def forget_tapped(  # noqa: PLR0917 (a tool's parameters are its schema)
         agent: params.Agent,
         user: Annotated[str, Field(min_length=1, max_length=200)],
         chat_id: params.ChatId,
-        message_id: MessageId,
+        message_key: params.MessageKey,
         memory_id: MemoryId,
         owner: Annotated[bool, Field(description="The tapping user is the agent's owner")],
     ) -> ForgetTapped:
-        """A tap on a /memory 🗑: the forget proposal to stage and confirm, when that message
-        shows the user that button and the memory is theirs (or they are the owner)."""
-        return await service.forget_tapped(agent, user, chat_id, message_id, memory_id, owner=owner)
+        """A tap on a /memory 🗑 of the message sent under ``message_key``: the forget
+        proposal to stage and confirm, when that message shows the user that button and the
+        memory is theirs (or they are the owner)."""
+        return await service.forget_tapped(
+            agent, user, chat_id, message_key, memory_id, owner=owner
+        )

@@ -1,9 +1,15 @@
-"""Clarify questions: what the model asked, where it was shown, and how it was answered.
+"""Clarify questions: what the model asked, the message it is in, and how it was answered.
 
     ask ─► open ─┬─ choose(n) ─────────────► answered (the choice)
                  ├─ choose(other) ─► typing ─► answer_text ─► answered (the text)
                  ├─ answer_text (open question, no choices) ─► answered
                  └─ past expires_at ─► expired (buttons answer "expired"; text is a message)
+
+A question is bound, when it is asked, to the key its message is sent under
+(``message_key``): a tap acts only when it carries that key (the channel hands a tap with
+the key of the message it is on), so a button works in that message alone, before and
+after any restart, with nothing recorded after the send. The tap that changes it notes
+the message's id (``message_id``), where a typed answer is drawn later.
 
 A chat has at most one question waiting: a new one ends the one before. Every change is
 one conditional UPDATE, so a double tap answers once. A tap carries its id (``tap_id``, the
@@ -43,11 +49,15 @@ CREATE TABLE IF NOT EXISTS questions (
     asked_at REAL NOT NULL,
     expires_at REAL NOT NULL,
     answered_at REAL,
-    answered_by TEXT
+    answered_by TEXT,
+    message_key TEXT
 );
 CREATE INDEX IF NOT EXISTS questions_by_chat ON questions (agent, chat_id, state);
 """
-MIGRATIONS = {2: "ALTER TABLE questions ADD COLUMN answered_by TEXT;"}
+MIGRATIONS = {
+    2: "ALTER TABLE questions ADD COLUMN answered_by TEXT;",
+    3: "ALTER TABLE questions ADD COLUMN message_key TEXT;",
+}
 _SELECT = (
     "SELECT id, agent, chat_id, question, choices, state, message_id, answer, expires_at"
     " FROM questions"
@@ -73,7 +83,7 @@ class QuestionStore(SQLiteStore):
     """The questions, one SQLite file; ``clock`` (Unix seconds) decides expiry."""
 
     SCHEMA = SCHEMA
-    SCHEMA_VERSION = 2
+    SCHEMA_VERSION = 3
     MIGRATIONS = MIGRATIONS
 
     def __init__(
@@ -82,14 +92,23 @@ class QuestionStore(SQLiteStore):
         super().__init__(path, max_bytes=max_bytes, clock=clock)
         self._clock = clock
 
-    async def ask(
-        self, agent: str, chat_id: str, question: str, choices: list[str], ttl_s: float
+    async def ask(  # noqa: PLR0917 (the chat, the question, its life, its message)
+        self,
+        agent: str,
+        chat_id: str,
+        question: str,
+        choices: list[str],
+        ttl_s: float,
+        message_key: str | None = None,
     ) -> Question:
-        """A new question in the chat; one still waiting there is ended (expired)."""
+        """A new question in the chat, bound to the key its message is sent under (None: its
+        buttons act nowhere); one still waiting there is ended (expired)."""
         if len(choices) > MAX_CHOICES:
             raise InvalidRequest(f"At most {MAX_CHOICES} choices; got {len(choices)}.")
         now = self._clock()
         qid = f"q_{secrets.token_hex(6)}"
+
+        row = (qid, agent, chat_id, question, json.dumps(choices), now, now + ttl_s, message_key)
 
         def write(db: sqlite3.Connection) -> None:
             with _transaction(db, "IMMEDIATE"):
@@ -100,8 +119,8 @@ class QuestionStore(SQLiteStore):
                 )
                 db.execute(
                     "INSERT INTO questions (id, agent, chat_id, question, choices, state,"
-                    " asked_at, expires_at) VALUES (?, ?, ?, ?, ?, 'open', ?, ?)",
-                    (qid, agent, chat_id, question, json.dumps(choices), now, now + ttl_s),
+                    " asked_at, expires_at, message_key) VALUES (?, ?, ?, ?, ?, 'open', ?, ?, ?)",
+                    row,
                 )
 
         await self._run(write)
@@ -118,41 +137,27 @@ class QuestionStore(SQLiteStore):
 
         return await self._run(read)
 
-    async def shown(self, question_id: str, agent: str, chat_id: str, message_id: str) -> Question:
-        """Record the message the question is in (once): its buttons act there only."""
-
-        def write(db: sqlite3.Connection) -> None:
-            db.execute(
-                "UPDATE questions SET message_id = ? WHERE id = ? AND agent = ? AND chat_id = ?"
-                " AND message_id IS NULL",
-                (message_id, question_id, agent, chat_id),
-            )
-
-        await self._run(write)
-        found = await self.get(question_id)
-        if found is None or (found.agent, found.chat_id) != (agent, chat_id):
-            raise InvalidRequest(f"No question {question_id} in this chat.")
-        return found
-
     async def choose(  # noqa: PLR0917 (the question, where it is, the tap)
         self,
         question_id: str,
         agent: str,
         chat_id: str,
+        message_key: str,
         message_id: str,
         choice: int | None,
         tap_id: str | None = None,
     ) -> tuple[bool, Question | None]:
-        """A tap: a choice (its index) answers, None (Other) waits for text. Whether the tap
-        changed the question (now, or before: the same ``tap_id`` again), and the question
-        as it stands (None: not in this chat's message)."""
+        """A tap on message ``message_id``, sent under ``message_key``: a choice (its index)
+        answers, None (Other) waits for text. Whether the tap changed the question (now, or
+        before: the same ``tap_id`` again), and the question as it stands (None: not in
+        this chat's message)."""
         now = self._clock()
 
         def write(db: sqlite3.Connection) -> tuple[bool, Question | None]:
             with _transaction(db, "IMMEDIATE"):
                 row = db.execute(
-                    _SELECT + " WHERE id = ? AND agent = ? AND chat_id = ? AND message_id = ?",
-                    (question_id, agent, chat_id, message_id),
+                    _SELECT + " WHERE id = ? AND agent = ? AND chat_id = ? AND message_key = ?",
+                    (question_id, agent, chat_id, message_key),
                 ).fetchone()
                 if row is None:
                     return False, None
@@ -173,19 +178,22 @@ class QuestionStore(SQLiteStore):
                     choice is not None and not 0 <= choice < len(found.choices)
                 ):
                     return False, found
+                shown = {"message_id": message_id}
                 if choice is None:
                     db.execute(
-                        "UPDATE questions SET state = 'typing', answered_by = ? WHERE id = ?",
-                        (tap_id, found.id),
+                        "UPDATE questions SET state = 'typing', answered_by = ?, message_id = ?"
+                        " WHERE id = ?",
+                        (tap_id, message_id, found.id),
                     )
-                    return True, found.model_copy(update={"state": "typing"})
+                    return True, found.model_copy(update={"state": "typing", **shown})
                 answer = found.choices[choice]
                 db.execute(
                     "UPDATE questions SET state = 'answered', answer = ?, answered_at = ?,"
-                    " answered_by = ? WHERE id = ?",
-                    (answer, now, tap_id, found.id),
+                    " answered_by = ?, message_id = ? WHERE id = ?",
+                    (answer, now, tap_id, message_id, found.id),
                 )
-                return True, found.model_copy(update={"state": "answered", "answer": answer})
+                changed = {"state": "answered", "answer": answer, **shown}
+                return True, found.model_copy(update=changed)
 
         return await self._run(write)
 

@@ -6,9 +6,10 @@ to ISO 8601: without an offset it is wall-clock time in the agent's zone. ``repe
 (daily, weekdays, weekly, monthly) repeats it at that wall time, by dateutil's rrule.
 
 A follow-up acts once per firing (a conditional UPDATE on the firing's outcome): a double
-tap on Snooze snoozes once. It acts only from the message the firing was sent in (``shown``,
-recorded once by the orchestrator): the same button's data tapped on any other message of
-the chat is "no such reminder", exactly like an unknown id.
+tap on Snooze snoozes once. It acts only from the message the firing was sent in: the tap
+carries the key its message was sent under, which must be the firing's (``sent_under``,
+known before the send, nothing recorded after it); the same button's data tapped on any
+other message is "no such reminder", exactly like an unknown id.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from mcp_scheduler.recurrence import Monthly, Rule, Weekly
 from mcp_scheduler.store import ReminderRow, SchedulerStore
 from meshkit.text import one_line
 from meshkit.wire.proposals import Proposal
-from meshkit.wire.scheduler import SNOOZE_MINUTES, FollowedUp, FollowUp, ReminderView
+from meshkit.wire.scheduler import SNOOZE_MINUTES, FollowedUp, FollowUp, ReminderView, sent_under
 
 SERVER = "scheduler"
 SET, CANCEL = "reminder", "cancel_reminder"
@@ -132,35 +133,18 @@ class ReminderDesk:
     async def listed(self, agent: str) -> list[ReminderRow]:
         return await self._store.read(lambda db: q.reminders(db, agent, ("active", "waiting")))
 
-    async def shown(self, agent: str, firing_id: str, chat_id: str, message_id: str) -> None:
-        """Record the message a reminder's firing was sent in: its buttons act there only."""
-
-        def work(db: sqlite3.Connection) -> None:
-            firing = q.firing(db, firing_id)
-            if firing is None or firing.agent != agent or firing.kind != "reminder":
-                raise NotFound("No such reminder.")
-            q.shown(db, firing_id, chat_id, message_id)
-            recorded = q.firing(db, firing_id)
-            if recorded is None or (recorded.chat_id, recorded.message_id) != (chat_id, message_id):
-                raise InvalidRequest(
-                    f"Firing {firing_id} was sent in another message already: its buttons "
-                    "work there only."
-                )
-
-        await self._store.transact(work)
-
-    async def follow_up(  # noqa: PLR0917 (the firing, where the tap was, what it says)
+    async def follow_up(
         self,
         agent: str,
         firing_id: str,
-        chat_id: str,
-        message_id: str,
+        message_key: str,
         outcome: FollowUp,
         tap_id: str | None = None,
     ) -> FollowedUp:
         """Done or snooze, once per firing of a reminder of ``agent``, tapped in the message
-        it was sent in. ``tap_id`` names the tap: handed over again after a crash, it still
-        is the one that changed it (``changed``: its message is redrawn)."""
+        sent under the firing's key (``sent_under``). ``tap_id`` names the tap: handed over
+        again after a crash, it still is the one that changed it (``changed``: its message
+        is redrawn)."""
         now = self._clock()
 
         def work(db: sqlite3.Connection) -> FollowedUp:
@@ -169,7 +153,7 @@ class ReminderDesk:
                 firing is None
                 or firing.agent != agent
                 or firing.kind != "reminder"
-                or (firing.chat_id, firing.message_id) != (chat_id, message_id)
+                or message_key != sent_under(firing.key)
             ):
                 raise NotFound("No such reminder in this message.")
             text, tz = str(firing.payload.get("text", "")), ZoneInfo(firing.timezone)

@@ -9,9 +9,9 @@
   (``<job or reminder id>@<scheduled time>``), inserted or ignored: whatever happens,
   a firing exists once. ``due`` until acked (``done``) or skipped; leased through
   ``meshkit.queue`` (``FIRINGS``; each consumer's runs in ``runs``). A reminder's firing
-  records the chat and message it was sent in (``chat_id``, ``message_id``, once): its
-  buttons act in that message only; and the tap that followed it up (``followed_by``), so
-  that tap handed over again still counts.
+  records the tap that followed it up (``followed_by``), so that tap handed over again
+  still counts (``chat_id`` and ``message_id`` are no longer written: its buttons are
+  bound by the key its message is sent under).
 - ``paused``: agents the operator paused (``clawmesh agent stop``): nothing of theirs
   fires or is handed out until they are resumed.
 
@@ -123,13 +123,10 @@ class FiringRow:
     late: bool
     payload: dict[str, Any]
     outcome: str | None
-    chat_id: str | None = None  # where a reminder was sent (None: not recorded)
-    message_id: str | None = None
 
 
 _FIRING_COLUMNS = (
-    "key, id, agent, kind, source, scheduled_at, timezone, state, late, payload, outcome,"
-    " chat_id, message_id"
+    "key, id, agent, kind, source, scheduled_at, timezone, state, late, payload, outcome"
 )
 _REMINDER_COLUMNS = "id, agent, text, timezone, repeat, anchor, due_at, state, created_at"
 
@@ -261,14 +258,6 @@ def firing(db: sqlite3.Connection, firing_id: str) -> FiringRow | None:
     return None if row is None else firing_of(row)
 
 
-def shown(db: sqlite3.Connection, firing_id: str, chat_id: str, message_id: str) -> None:
-    """Record where a firing was sent, once (a firing sent again keeps its first message)."""
-    db.execute(
-        "UPDATE firings SET chat_id = ?, message_id = ? WHERE id = ? AND message_id IS NULL",
-        (chat_id, message_id, firing_id),
-    )
-
-
 def follow_up(
     db: sqlite3.Connection, firing_id: str, outcome: str, tap_id: str | None = None
 ) -> bool:
@@ -327,8 +316,7 @@ def held(db: sqlite3.Connection, agent: str | None, now: float) -> int:
 
 
 def firing_of(row: tuple[Any, ...]) -> FiringRow:
-    key, fid, agent, kind, source, at, tz, state, late, payload, outcome, chat, message = row
+    key, fid, agent, kind, source, at, tz, state, late, payload, outcome = row
     return FiringRow(
-        key, fid, agent, kind, source, at, tz, state, bool(late), json.loads(payload), outcome,
-        chat, message,
-    )  # fmt: skip
+        key, fid, agent, kind, source, at, tz, state, bool(late), json.loads(payload), outcome
+    )

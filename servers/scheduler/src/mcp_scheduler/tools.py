@@ -16,11 +16,11 @@ from pydantic import Field
 from mcp_scheduler.reminders import ReminderDesk, Repeat, views
 from mcp_scheduler.service import Scheduler
 from meshkit.consent import Consent
-from meshkit.params import ChatId
+from meshkit.params import MessageKey
 from meshkit.tool_classes import internal, producer, read
 from meshkit.wire.pause import Paused
 from meshkit.wire.proposals import Proposal
-from meshkit.wire.scheduler import Acked, Due, FollowedUp, FollowUp, Jobs, Reminders, Shown
+from meshkit.wire.scheduler import Acked, Due, FollowedUp, FollowUp, Jobs, Reminders
 
 Agent = Annotated[
     str, Field(description="filled in by the assistant", min_length=1, max_length=200)
@@ -28,7 +28,6 @@ Agent = Annotated[
 Zone = Annotated[str, Field(description="filled in by the assistant", max_length=64)]
 Holder = Annotated[str, Field(min_length=1, max_length=100)]
 FiringId = Annotated[str, Field(pattern=r"^fir_[0-9a-f]{12}$", max_length=16)]
-MessageId = Annotated[str, Field(min_length=1, max_length=100)]
 FiringKeys = Annotated[
     tuple[Annotated[str, Field(max_length=1000)], ...],
     Field(max_length=100, description="keys of firings handled: never handed out again"),
@@ -89,21 +88,11 @@ def add_internal_tools(mcp: FastMCP[Any], scheduler: Scheduler, desk: ReminderDe
         """Mark handled firings done (by key): they are never handed out again."""
         return Acked(acked=await scheduler.ack(list(keys)))
 
-    @mcp.tool(**internal(title="Reminder shown", idempotent=True))
-    async def reminder_shown(
-        agent: Agent, firing_id: FiringId, chat_id: ChatId, message_id: MessageId
-    ) -> Shown:
-        """The reminder's firing was sent in this message: its buttons act there only
-        (recorded once)."""
-        await desk.shown(agent, firing_id, chat_id, message_id)
-        return Shown(firing_id=firing_id, message_id=message_id)
-
     @mcp.tool(**internal(title="Follow up a reminder", idempotent=True))
-    async def follow_up(  # noqa: PLR0917 (a tool's parameters are its schema)
+    async def follow_up(
         agent: Agent,
         firing_id: FiringId,
-        chat_id: ChatId,
-        message_id: MessageId,
+        message_key: MessageKey,
         outcome: FollowUp,
         tap_id: Annotated[
             str | None,
@@ -115,8 +104,8 @@ def add_internal_tools(mcp: FastMCP[Any], scheduler: Scheduler, desk: ReminderDe
         ] = None,
     ) -> FollowedUp:
         """Done, or snooze 10 min / 1 h, from a tap on a reminder in the message it was sent
-        in: once per firing."""
-        return await desk.follow_up(agent, firing_id, chat_id, message_id, outcome, tap_id)
+        in (under ``fire:<firing key>``): once per firing."""
+        return await desk.follow_up(agent, firing_id, message_key, outcome, tap_id)
 
     @mcp.tool(**internal(title="Pause or resume an agent", idempotent=True))
     async def set_paused(
