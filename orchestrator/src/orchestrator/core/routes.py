@@ -20,8 +20,11 @@ from typing import Any
 
 from orchestrator.core.replies import Reply
 from orchestrator.core.runtime import AgentRuntime
-from orchestrator.core.turn import ToolObserver
+from orchestrator.llm.base import FunctionCall
+from orchestrator.mesh.tools import ToolInfo
 
+# Told of each tool call a turn makes (the tool, None when unknown, and the call).
+ToolObserver = Callable[[ToolInfo | None, FunctionCall], Awaitable[None]]
 # The tapped button's notice: stops its spinner.
 Answer = Callable[[str], Coroutine[Any, Any, None]]
 # Redraws the tapped message.

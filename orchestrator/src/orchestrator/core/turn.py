@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -28,6 +28,7 @@ from orchestrator.core import clarify
 from orchestrator.core.allowance_replies import cap_text
 from orchestrator.core.instructions import instructions
 from orchestrator.core.remembered import earlier, layers
+from orchestrator.core.routes import ToolObserver
 from orchestrator.core.runtime import AgentRuntime
 from orchestrator.core.screening import Screen
 from orchestrator.core.usage import Capped, Meter, Who
@@ -62,8 +63,6 @@ TOOL_LIMIT_OUTPUT = (
     "Not called: this turn has used its {limit} tool calls. Answer with what you have."
 )
 EMPTY_REPLY = "I have nothing to add to that."
-
-ToolObserver = Callable[[ToolInfo | None, FunctionCall], Awaitable[None]]
 
 
 @dataclass(frozen=True)
