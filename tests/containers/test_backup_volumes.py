@@ -59,8 +59,8 @@ def volumes_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     secrets = tmp_path_factory.mktemp("backup-stack") / "secrets"
     running = Stack(stack_environment(dict(os.environ), secrets), project=PROJECT)
     build(running)
-    up(running)
-    try:
+    try:  # a stack that never got healthy is taken down too
+        up(running)
         yield running
     finally:
         down(running)
