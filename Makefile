@@ -82,10 +82,11 @@ typecheck: install
 
 # Test modules side by side (pytest-xdist, a worker per core). A module is the unit a worker
 # takes: its module fixtures are made once, and the container stack (its tests are one
-# module, tests/conftest.py checks it) is brought up once.
+# module, tests/conftest.py checks it) is brought up once. PYTEST_ARGS: more of pytest's
+# arguments (PYTEST_ARGS='-m "not containers"': the suite without the container tests).
 PYTEST_WORKERS ?= auto
 pytest: install calendar-corpus
-	$(UV) run pytest --numprocesses $(PYTEST_WORKERS) --dist loadfile
+	$(UV) run pytest --numprocesses $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 

@@ -48,7 +48,16 @@ from bench._stack_readings import (
     restart,
     stack_cpu,
 )
-from containers.stack import BOT_TOKEN, USER_ID, Stack, build, down, engine_problem, up
+from containers.stack import (
+    BOT_TOKEN,
+    USER_ID,
+    Stack,
+    build,
+    down,
+    engine_problem,
+    sources_tag,
+    up,
+)
 from containers.stack import stack_environment as stack_env
 from fakes.mesh import TOKENS, USER, Mesh, running_mesh
 from fakes.standalone import converse
@@ -293,11 +302,10 @@ def main() -> None:
         raise SystemExit(f"bench.containers needs a Docker engine: {problem}")
     # The stacks' secret files, as make up writes them (kept with --keep: the stack reads them).
     secrets = Path(tempfile.mkdtemp(prefix="bench-containers-"))
-    this = Stack(
-        stack_env({**os.environ, "TAG": os.environ.get("TAG", "bench")}, secrets / "this"),
-        project="clawmesh-bench",
-    )
-    if not args.no_build:
+    this = Stack(stack_env(dict(os.environ), secrets / "this"), project="clawmesh-bench")
+    if args.no_build:
+        this.env["TAG"] = sources_tag(this.env)  # the images the tests built from this tree
+    else:
         for step, seconds in build(this).items():
             print(f"{step}: {seconds:.0f} s", flush=True)
     runs = [anyio.run(measure_processes, args.messages, args.gap_s)]

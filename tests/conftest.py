@@ -1,5 +1,9 @@
-"""What every test shares: the anyio backend; and the one rule of the parallel run (``make
-pytest``: pytest-xdist with ``--dist loadfile``, a module per worker at a time)."""
+"""What every test shares: the anyio backend; a working directory outside the checkout; and
+the one rule of the parallel run (``make pytest``: pytest-xdist with ``--dist loadfile``, a
+module per worker at a time)."""
+
+import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -7,6 +11,20 @@ import pytest
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def outside_the_checkout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The tests run in a folder of their own: a program a test starts (or an entry point it
+    calls) reads no .env, config/ or agents/ of the checkout, which are a person's (a filled
+    .env, ``clawmesh agent init bob``). A test whose subject they are names them (ROOT), on
+    a copy (fakes.checkout.shipped)."""
+    before = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("cwd"))
+    try:
+        yield
+    finally:
+        os.chdir(before)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

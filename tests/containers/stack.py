@@ -7,12 +7,17 @@ that need an engine skip, with the reason, where none answers.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +82,10 @@ def config(env: dict[str, str], *files: Path) -> dict[str, Any]:
     return loaded
 
 
-PROJECT = "clawmesh-test"
+# This run's own: two runs on one engine (two checkouts, or one checkout twice) never share
+# a compose project, and so neither its containers, networks nor volumes.
+RUN = uuid.uuid4().hex[:8]
+PROJECT = f"clawmesh-test-{RUN}"
 BASE_TAG = "clawmesh/base:bookworm-py311"
 BOT_TOKEN = "123456:container-test-token"
 USER_ID = 42
@@ -99,7 +107,7 @@ FAKES = ("fake-telegram", "fake-llm", "fake-open-meteo")
 
 
 class Stack:
-    """The mesh and the fakes, up under the project name ``clawmesh-test``.
+    """The mesh and the fakes, up under a project name of this run's own (``PROJECT``).
 
     ``root``: the tree whose compose.yaml and fakes overlay are used (bench.containers runs
     another build's, from its own tree and under its own project, beside this one's)."""
@@ -226,10 +234,17 @@ def sources_digest(env: dict[str, str]) -> str:
         if skipped or name.endswith(".md") or not path.is_file():
             continue
         digest.update(name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
-    for variable in ("ARCH", "BASE_IMAGE", "TAG"):
+    for variable in ("ARCH", "BASE_IMAGE"):
         digest.update(f"{variable}={env.get(variable, '')}\0".encode())
     digest.update(_image_id(env.get("BASE_IMAGE") or BASE_TAG).encode())
     return digest.hexdigest()
+
+
+def sources_tag(env: dict[str, str]) -> str:
+    """The images' tag for these sources (``src-`` and their digest): a checkout whose
+    sources are the same (a fresh clone, another worktree) finds its images built, and one
+    with other sources never replaces another's."""
+    return f"src-{sources_digest(env)[:16]}"
 
 
 def _image_id(name: str) -> str:
@@ -244,50 +259,64 @@ def _image_id(name: str) -> str:
     return found.stdout.strip() if found.returncode == 0 else ""
 
 
-def _built_images(stack: Stack) -> dict[str, str]:
-    """Each image the test stack runs (its services' and the fakes'), with its id."""
-    names = sorted(set(stack.compose("config", "--images").stdout.split()))
-    return {name: _image_id(name) for name in names}
+def _images(stack: Stack) -> list[str]:
+    """Each image the test stack runs (its services' and the fakes'), under its ``TAG``."""
+    return sorted(set(stack.compose("config", "--images").stdout.split()))
 
 
-def _stamp(stack: Stack) -> Path:
-    """Where the last build for the test stack is recorded: beside the wheels it used."""
-    return ROOT / "containers" / "wheels" / stack.env["ARCH"] / ".test-images.json"
+def _last_tag(stack: Stack) -> Path:
+    """Where this checkout records the tag it last built: beside the wheels it used."""
+    return ROOT / "containers" / "wheels" / stack.env["ARCH"] / ".test-images-tag"
 
 
-def images_up_to_date(stack: Stack, digest: str) -> bool:
-    """Whether the engine holds the very images built last time from sources of ``digest``
-    (none rebuilt since, by this worktree or another with other sources)."""
-    try:
-        recorded = json.loads(_stamp(stack).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    if not isinstance(recorded, dict) or recorded.get("digest") != digest:
-        return False
-    images = _built_images(stack)
-    return all(images.values()) and recorded.get("images") == images
+@contextmanager
+def _building() -> Iterator[None]:
+    """One build at a time on this machine: the stack tests of one run (in several xdist
+    workers) and of other checkouts wait for it, then find the images there."""
+    with open(Path(tempfile.gettempdir()) / "clawmesh-test-images.lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def build(stack: Stack) -> dict[str, float]:
-    """Everything the test stack needs, from nothing but Docker: seconds per step. Nothing
-    is built when the images were built from the same sources (``sources_digest``) and are
-    still the engine's: the suite builds them once per change, not once per run."""
+    """Everything the test stack needs, from nothing but Docker: seconds per step. The images
+    are tagged by their sources (``sources_tag``, set as the stack's ``TAG``) and built only
+    when the engine has none under that tag: once per change of the sources, not per run."""
     env = stack.env
-    steps = {
-        "base image": _timed([str(ROOT / "containers" / "base-image.sh"), BASE_TAG], env, "base")
-    }
-    digest = sources_digest(env)
-    if images_up_to_date(stack, digest):
-        return {**steps, "images: up to date for these sources, not rebuilt": 0.0}
-    _stamp(stack).unlink(missing_ok=True)
-    steps |= {
-        "wheels": _timed([str(ROOT / "containers" / "wheels.sh"), env["ARCH"]], env, "wheels"),
-        "stack images": _timed([*stack.command, "build", *stack.services()], env, "images"),
-        "fakes image": _timed([*stack.command, "build", "fake-llm"], env, "fakes image"),
-    }
-    record = {"digest": digest, "images": _built_images(stack)}
-    _stamp(stack).write_text(json.dumps(record, indent=1), encoding="utf-8")
+    with _building():
+        steps = {
+            "base image": _timed(
+                [str(ROOT / "containers" / "base-image.sh"), BASE_TAG], env, "base"
+            )
+        }
+        env["TAG"] = sources_tag(env)
+        if all(_image_id(image) for image in _images(stack)):
+            return {**steps, f"images: built for these sources ({env['TAG']}), reused": 0.0}
+        steps |= {
+            "wheels": _timed([str(ROOT / "containers" / "wheels.sh"), env["ARCH"]], env, "wheels"),
+            "stack images": _timed([*stack.command, "build", *stack.services()], env, "images"),
+            "fakes image": _timed([*stack.command, "build", "fake-llm"], env, "fakes image"),
+        }
+        _forget_last_tag(stack)
     return steps
+
+
+def _forget_last_tag(stack: Stack) -> None:
+    """Remove the images this checkout built last under another tag (a stack still running
+    on them keeps them: the engine refuses), and record the new tag."""
+    record = _last_tag(stack)
+    try:
+        last = record.read_text(encoding="utf-8").strip()
+    except OSError:
+        last = ""
+    if last and last != stack.env["TAG"]:
+        old = [image.rsplit(":", 1)[0] + ":" + last for image in _images(stack)]
+        subprocess.run(["docker", "image", "rm", *old], capture_output=True, check=False)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(stack.env["TAG"] + "\n", encoding="utf-8")
 
 
 def up(stack: Stack) -> float:

@@ -4,8 +4,8 @@ archive verifies on the host (and `make backup`, under a umask of 022, writes it
 and a restore from stdin into fresh volumes (made by
 ``docker compose create``) brings the data back for the servers, owned by their user.
 
-Its own project (``clawmesh-backup-test``, or CLAWMESH_BACKUP_PROJECT), never the suite's
-``clawmesh-test`` stack: it takes its volumes down and up again. The images are the suite's
+Its own project (``clawmesh-backup-test-<run>``, or CLAWMESH_BACKUP_PROJECT), never the
+suite's stack: it takes its volumes down and up again. The images are the suite's
 (built once per change of the sources, whichever stack test comes first). Skipped with the
 reason where no engine answers."""
 
@@ -22,7 +22,11 @@ from pathlib import Path
 import pytest
 
 from containers.stack import (
+    PROJECT as SUITE_PROJECT,
+)
+from containers.stack import (
     ROOT,
+    RUN,
     Stack,
     build,
     compose_command,
@@ -32,7 +36,7 @@ from containers.stack import (
     up,
 )
 
-PROJECT = os.environ.get("CLAWMESH_BACKUP_PROJECT", "clawmesh-backup-test")
+PROJECT = os.environ.get("CLAWMESH_BACKUP_PROJECT", f"clawmesh-backup-test-{RUN}")
 BACKUP_FILE = ROOT / "compose.backup.yaml"
 CLAWMESH = str(Path(sys.executable).parent / "clawmesh")
 EVENT = (
@@ -50,13 +54,13 @@ def volumes_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     problem = engine_problem() or (None if compose_command() else "no Compose v2 here")
     if problem:
         pytest.skip(f"the compose backup test needs a Docker engine: {problem}")
-    if PROJECT == "clawmesh-test":
+    if PROJECT == SUITE_PROJECT:
         pytest.fail("the backup test takes its stack's volumes down: give it its own project")
     secrets = tmp_path_factory.mktemp("backup-stack") / "secrets"
     running = Stack(stack_environment(dict(os.environ), secrets), project=PROJECT)
     build(running)
-    up(running)
-    try:
+    try:  # a stack that never got healthy is taken down too
+        up(running)
         yield running
     finally:
         down(running)

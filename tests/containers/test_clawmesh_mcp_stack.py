@@ -4,8 +4,8 @@ HTTP to the servers' ports that an overlay publishes on 127.0.0.1 (what compose.
 does, compose.clients.example.yaml), with a client credential of MESH_CLIENTS bound to the
 stack's user.
 
-Its own project and image tag (``cli-proxy``), beside the suite's ``clawmesh-test``; the
-stack is taken down with its volumes after.
+Its own project, beside the suite's stack, on the suite's images; the stack is taken down
+with its volumes after.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from containers.stack import (
     BOT_TOKEN,
     ROOT,
+    RUN,
     USER_ID,
     Stack,
     build,
@@ -43,7 +44,7 @@ from meshkit.credentials import Binding, new_client
 
 pytestmark = [pytest.mark.timeout(2400)]  # may build everything first
 
-PROJECT = "clawmesh-mcp-test"  # its own volumes and ports; the suite's images
+PROJECT = f"clawmesh-mcp-test-{RUN}"  # its own volumes and ports; the suite's images
 BINDING = Binding("clawdia", str(USER_ID))
 TOKEN, CREDENTIAL = new_client("claude-desktop", BINDING)
 PORTS = {"weather": 8101, "calendar": 8102, "shopping": 8103, "memory": 8104, "scheduler": 8107}
@@ -72,8 +73,8 @@ def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     stack.command += ["-f", str(published)]
     for step, seconds in build(stack).items():
         print(f"{step}: {seconds:.0f} s")
-    print(f"stack up, all healthy: {up(stack):.0f} s")
-    try:
+    try:  # a stack that never got healthy is taken down too
+        print(f"stack up, all healthy: {up(stack):.0f} s")
         yield stack
     finally:
         down(stack)

@@ -1,7 +1,7 @@
 """``clawmesh doctor`` against the real engine: a container hardened as compose.yaml's
 template passes, one started plainly (``docker run`` of the base image) fails with a fix for
 each departure, and the command's output (lines, JSON) says so. Containers of projects of
-this test's own (labels ``cli-doctor-*``), removed after; skipped without an engine."""
+this test's own (labels ``cli-doctor-<run>-*``), removed after; skipped without an engine."""
 
 from __future__ import annotations
 
@@ -14,16 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from containers.stack import BASE_TAG, ROOT, engine_problem
+from containers.stack import BASE_TAG, ROOT, RUN, engine_problem
 from orchestrator.cli.checks.engine import Docker
 from orchestrator.cli.checks.findings import STATUSES, Finding
 from orchestrator.cli.checks.running import check_stack, read_containers, stack_findings
 from orchestrator.cli.checks.stack_spec import load_spec
 
-HARDENED = "cli-doctor-hardened"
-PLAIN = "cli-doctor-plain"
-EXITED = "cli-doctor-exited"
-GOOGLE = "cli-doctor-google"  # started with compose.calendar-google.yaml, as compose labels it
+HARDENED = f"cli-doctor-{RUN}-hardened"
+PLAIN = f"cli-doctor-{RUN}-plain"
+EXITED = f"cli-doctor-{RUN}-exited"
+# GOOGLE: started with compose.calendar-google.yaml, as compose labels it.
+GOOGLE = f"cli-doctor-{RUN}-google"
+NOTHING = f"cli-doctor-{RUN}-nothing"  # a project with no container
 NETWORK = f"{HARDENED}_mesh"
 OPEN_NETWORK = f"{PLAIN}_mesh"  # a mesh network with a route out
 HEALTHY_WITHIN_S = 60
@@ -273,14 +275,14 @@ def test_the_command_prints_a_line_per_finding_and_its_fix(engine: Docker, tmp_p
 def test_a_project_without_containers_is_a_warning_not_a_failure(
     engine: Docker, tmp_path: Path
 ) -> None:
-    done = clawmesh(tmp_path, "--json", "--project", "cli-doctor-nothing")
+    done = clawmesh(tmp_path, "--json", "--project", NOTHING)
     shown = json.loads(done.stdout)
     stack = [f for f in shown["findings"] if f["check"] == "stack"]
     assert stack == [
         {
             "check": "stack",
             "status": "warn",
-            "detail": "no container of the project cli-doctor-nothing here: nothing to check",
+            "detail": f"no container of the project {NOTHING} here: nothing to check",
             "fix": "make up starts it (or --project names the project that runs)",
         }
     ]

@@ -12,13 +12,14 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from fakes.mesh import ROOT, TOKENS, USER, Mesh, eventually, running_embedded, running_mesh
+from fakes.mesh import TOKENS, USER, Mesh, eventually, running_embedded, running_mesh
 from fakes.responses_api import Body, Reply, text
 
 pytestmark = pytest.mark.anyio
@@ -53,82 +54,88 @@ def replies(mesh: Mesh, token: str) -> list[str]:
     return [s.text for s in mesh.telegram.sent(token, USER)]
 
 
+@pytest.fixture(scope="module")
+async def mesh(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Mesh]:
+    """Clawdia and bob on one mesh, for the tests here: a stop refused changes nothing."""
+    async with running_mesh(tmp_path_factory.mktemp("fleet"), agents=("clawdia", "bob")) as mesh:
+        yield mesh
+
+
 async def test_a_paused_agent_keeps_its_messages_through_a_restart_and_answers_them_in_order(
-    tmp_path: Path,
+    mesh: Mesh,
 ) -> None:
-    async with running_mesh(tmp_path, agents=("clawdia", "bob")) as mesh:
-        mesh.llm.default = named
-        for token in (CLAWDIA, BOB):
-            mesh.telegram.user_message(token, USER, "msg-hello")
-        await mesh.telegram.wait_for(
-            lambda: replies(mesh, CLAWDIA) == replies(mesh, BOB) == ["re: msg-hello"], 60
-        )
+    mesh.llm.default = named
+    for token in (CLAWDIA, BOB):
+        mesh.telegram.user_message(token, USER, "msg-hello")
+    await mesh.telegram.wait_for(
+        lambda: replies(mesh, CLAWDIA) == replies(mesh, BOB) == ["re: msg-hello"], 60
+    )
 
-        stopped = await clawmesh(mesh, "agent", "stop", "bob")
-        assert stopped.returncode == 0, stopped.stderr.decode()
-        assert stopped.stdout.decode().splitlines()[0] == "bob: paused"
+    stopped = await clawmesh(mesh, "agent", "stop", "bob")
+    assert stopped.returncode == 0, stopped.stderr.decode()
+    assert stopped.stdout.decode().splitlines()[0] == "bob: paused"
 
-        for mark in ("msg-1", "msg-2", "msg-3"):
-            mesh.telegram.user_message(BOB, USER, mark)
-        mesh.telegram.user_message(CLAWDIA, USER, "msg-a")
-        await mesh.telegram.wait_for(lambda: len(replies(mesh, CLAWDIA)) == 2, 30)
+    for mark in ("msg-1", "msg-2", "msg-3"):
+        mesh.telegram.user_message(BOB, USER, mark)
+    mesh.telegram.user_message(CLAWDIA, USER, "msg-a")
+    await mesh.telegram.wait_for(lambda: len(replies(mesh, CLAWDIA)) == 2, 30)
 
-        async def all_in() -> bool:  # bob's poller stores them as they come
-            return mesh.unacked() == 3
+    async def all_in() -> bool:  # bob's poller stores them as they come
+        return mesh.unacked() == 3
 
-        await eventually(all_in)
-        waiting = await status(mesh, "bob")
-        assert waiting["state"] == "paused"
-        assert waiting["paused_in"] == ["telegram-io", "scheduler"]
-        assert (waiting["inbox_backlog"], waiting["bot_state"]) == (3, "ok")
-        assert waiting["bot_username"] is not None
-        assert replies(mesh, BOB) == ["re: msg-hello"]  # answered nothing since
+    await eventually(all_in)
+    waiting = await status(mesh, "bob")
+    assert waiting["state"] == "paused"
+    assert waiting["paused_in"] == ["telegram-io", "scheduler"]
+    assert (waiting["inbox_backlog"], waiting["bot_state"]) == (3, "ok")
+    assert waiting["bot_username"] is not None
+    assert replies(mesh, BOB) == ["re: msg-hello"]  # answered nothing since
 
-        # A restart of the inbox and of the orchestrator keeps the pause; clawdia goes on.
-        await mesh.orchestrator.stop()
-        await mesh.services["telegram-io"].stop()
-        await mesh.services["telegram-io"].start()
-        await mesh.orchestrator.start()
-        mesh.telegram.user_message(CLAWDIA, USER, "msg-b")
-        await mesh.telegram.wait_for(lambda: len(replies(mesh, CLAWDIA)) == 3, 60)
-        assert replies(mesh, CLAWDIA) == ["re: msg-hello", "re: msg-a", "re: msg-b"]
-        after = await status(mesh, "bob")
-        assert (after["state"], after["inbox_backlog"]) == ("paused", 3)
-        assert replies(mesh, BOB) == ["re: msg-hello"]
-        assert (await status(mesh, "clawdia"))["state"] == "running"
+    # A restart of the inbox and of the orchestrator keeps the pause; clawdia goes on.
+    await mesh.orchestrator.stop()
+    await mesh.services["telegram-io"].stop()
+    await mesh.services["telegram-io"].start()
+    await mesh.orchestrator.start()
+    mesh.telegram.user_message(CLAWDIA, USER, "msg-b")
+    await mesh.telegram.wait_for(lambda: len(replies(mesh, CLAWDIA)) == 3, 60)
+    assert replies(mesh, CLAWDIA) == ["re: msg-hello", "re: msg-a", "re: msg-b"]
+    after = await status(mesh, "bob")
+    assert (after["state"], after["inbox_backlog"]) == ("paused", 3)
+    assert replies(mesh, BOB) == ["re: msg-hello"]
+    assert (await status(mesh, "clawdia"))["state"] == "running"
 
-        started = await clawmesh(mesh, "agent", "start", "bob", "--json")
-        assert started.returncode == 0, started.stderr.decode()
-        resumed = json.loads(started.stdout)
-        assert (resumed["paused"], resumed["changed"], resumed["inbox_waiting"]) == (
-            False,
-            True,
-            3,
-        )
-        await mesh.telegram.wait_for(lambda: len(replies(mesh, BOB)) == 4, 60)
-        assert replies(mesh, BOB) == ["re: msg-hello", "re: msg-1", "re: msg-2", "re: msg-3"]
-        await mesh.all_acked()
-        assert (await status(mesh, "bob"))["state"] == "running"
+    started = await clawmesh(mesh, "agent", "start", "bob", "--json")
+    assert started.returncode == 0, started.stderr.decode()
+    resumed = json.loads(started.stdout)
+    assert (resumed["paused"], resumed["changed"], resumed["inbox_waiting"]) == (
+        False,
+        True,
+        3,
+    )
+    await mesh.telegram.wait_for(lambda: len(replies(mesh, BOB)) == 4, 60)
+    assert replies(mesh, BOB) == ["re: msg-hello", "re: msg-1", "re: msg-2", "re: msg-3"]
+    await mesh.all_acked()
+    assert (await status(mesh, "bob"))["state"] == "running"
 
 
-async def test_stopping_an_agent_not_in_the_fleet_says_so_in_the_one_form(tmp_path: Path) -> None:
-    async with running_mesh(tmp_path) as mesh:
-        done = await clawmesh(mesh, "agent", "stop", "nobody")
-        as_json = await clawmesh(mesh, "agent", "stop", "nobody", "--json")
+async def test_stopping_an_agent_not_in_the_fleet_says_so_in_the_one_form(mesh: Mesh) -> None:
+    done = await clawmesh(mesh, "agent", "stop", "nobody")
+    as_json = await clawmesh(mesh, "agent", "stop", "nobody", "--json")
     assert done.returncode == as_json.returncode == 1
     assert done.stdout == b""
+    fleet_file = mesh.tmp / "config" / "agents.yaml"
     assert done.stderr.decode() == (
-        f"Error: no agent 'nobody' in {tmp_path / 'config' / 'agents.yaml'} - use one of "
-        "clawdia (clawmesh agent list)\n"
+        f"Error: no agent 'nobody' in {fleet_file} - use one of "
+        "bob, clawdia (clawmesh agent list)\n"
     )
     assert json.loads(as_json.stdout) == {
-        "error": f"no agent 'nobody' in {tmp_path / 'config' / 'agents.yaml'}",
-        "suggestion": "use one of clawdia (clawmesh agent list)",
+        "error": f"no agent 'nobody' in {fleet_file}",
+        "suggestion": "use one of bob, clawdia (clawmesh agent list)",
     }
 
 
 def test_the_command_is_the_workspace_console_script() -> None:
-    done = subprocess.run([CLAWMESH, "agent", "--help"], capture_output=True, check=False, cwd=ROOT)
+    done = subprocess.run([CLAWMESH, "agent", "--help"], capture_output=True, check=False)
     assert done.returncode == 0
     assert "stop" in done.stdout.decode()
 

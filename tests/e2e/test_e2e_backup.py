@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 import anyio
 import pytest
 
+from fakes.checkout import shipped
 from fakes.mesh import API_KEY, ROOT, TOKENS, USER, Mesh, eventually, running_embedded
 from fakes.responses_api import call, calls, text
 from fakes.telegram_api import Sent
@@ -34,7 +35,9 @@ CLAWMESH = [str(Path(sys.executable).parent / "clawmesh")]  # the console script
 async def clawmesh(*args: str, env: dict[str, str]) -> Ran:
     """The command run to its end, the fakes serving meanwhile."""
     with anyio.fail_after(120):
-        done = await anyio.run_process([*CLAWMESH, *args], env=env, cwd=ROOT, check=False)
+        done = await anyio.run_process(
+            [*CLAWMESH, *args], env=env, cwd=env["CLAWMESH_ROOT"], check=False
+        )
     return Ran(done.returncode, done.stdout.decode(), done.stderr.decode())
 
 
@@ -115,10 +118,11 @@ async def test_a_backup_of_a_running_stack_restores_everything_and_the_reminder_
             ),
         )  # not tapped: a pending action
 
+        project = shipped(tmp_path / "project")  # the personas and jobs it backs up
         command_env = {
             **mesh.orchestrator.env,
-            "CLAWMESH_REGISTRY": str(ROOT / "config" / "mcp_servers.local.yaml"),
-            "CLAWMESH_ROOT": str(ROOT),
+            "CLAWMESH_REGISTRY": str(project / "config" / "mcp_servers.local.yaml"),
+            "CLAWMESH_ROOT": str(project),
         }
         created = await clawmesh("backup", "create", str(archive), env=command_env)
         assert created.returncode == 0, created.stderr

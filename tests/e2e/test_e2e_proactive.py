@@ -158,7 +158,7 @@ def import_today(tmp: Path, day: str) -> None:
     subprocess.run(
         [sys.executable, "-m", "mcp_calendar", "import", str(ics)],
         env={**os.environ, "DATA_DIR": str(tmp / "data"), "CALENDAR_TIMEZONE": "Europe/Paris"},
-        cwd=ROOT,
+        cwd=tmp,
         check=True,
         capture_output=True,
     )

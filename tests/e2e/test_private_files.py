@@ -18,6 +18,7 @@ import pytest
 
 from calendar_server.calls import mint
 from fakes.approval_keys import PUBLIC_ENV, write_public_key
+from fakes.checkout import shipped
 from fakes.clock import Clock
 from fakes.serving import ServerProcess, sdk_client
 
@@ -104,9 +105,7 @@ def test_the_console_leaves_every_file_of_the_fleet_private(tmp_path: Path) -> N
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "DATA_DIR": str(data_dir),
-        "CLAWMESH_REGISTRY": str(ROOT / "config" / "mcp_servers.local.yaml"),
-        "CLAWMESH_AGENTS": str(ROOT / "config" / "agents.yaml"),
-        "CLAWMESH_ROOT": str(ROOT),
+        "CLAWMESH_REGISTRY": "config/mcp_servers.local.yaml",
         "OPENAI_API_KEY": "sk-private-files-test",  # no message is sent: no model call
         "FASTMCP_CHECK_FOR_UPDATES": "off",
     }
@@ -116,7 +115,7 @@ def test_the_console_leaves_every_file_of_the_fleet_private(tmp_path: Path) -> N
     chat = subprocess.run(
         shell(sys.executable, "-m", "orchestrator", "chat"),
         env=env,
-        cwd=ROOT,
+        cwd=shipped(tmp_path / "project"),  # the shipped config/ and agents/, no .env
         stdin=subprocess.DEVNULL,
         capture_output=True,
         timeout=120,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from fakes.checkout import shipped
 from fakes.disks import unwritable
 
-ROOT = Path(__file__).resolve().parents[2]
 BOT_TOKEN = "123456:storage-start-test-bot-token-abcdefghijklmn"
 SERVERS = {
     "mcp_calendar": "calendar.sqlite3",
@@ -33,7 +33,7 @@ def environment(data_dir: Path, **extra: str) -> dict[str, str]:
         "DATA_DIR": str(data_dir),
         "MESH_TOKEN_SHA256": "5" * 64,
         "MCP_PORT": "1",  # never bound: the start fails before
-        "CLAWMESH_AGENTS": str(ROOT / "config" / "agents.yaml"),
+        "CLAWMESH_AGENTS": "config/agents.yaml",  # the shipped one, in its folder (Started)
         "CLAWDIA_BOT_TOKEN": BOT_TOKEN,
         "TELEGRAM_USER_ID": "7001",
         "FASTMCP_CHECK_FOR_UPDATES": "off",
@@ -43,9 +43,11 @@ def environment(data_dir: Path, **extra: str) -> dict[str, str]:
 
 class Started:
     """A process that must exit by itself: started at once, so the slow imports of many
-    such processes overlap; ``result`` waits for its exit code and stderr lines."""
+    such processes overlap; ``result`` waits for its exit code and stderr lines. It runs in
+    ``cwd``, a project folder with the shipped config/ and agents/ and no .env."""
 
     def __init__(self, command: list[str], env: dict[str, str], cwd: Path) -> None:
+        shipped(cwd)
         self.data_dir = Path(env["DATA_DIR"])
         self.process = subprocess.Popen(
             command,
@@ -94,8 +96,7 @@ COMMANDS = {"chat": ["chat"], "chat-verbose": ["chat", "--verbose"], "telegram":
 def orchestrator_env(data_dir: Path) -> dict[str, str]:
     return environment(
         data_dir,
-        CLAWMESH_REGISTRY=str(ROOT / "config" / "mcp_servers.local.yaml"),
-        CLAWMESH_ROOT=str(ROOT),
+        CLAWMESH_REGISTRY="config/mcp_servers.local.yaml",
         OPENAI_API_KEY="sk-storage-start-test",  # the start fails before any model call
     )
 

@@ -99,7 +99,11 @@ class Service:
     log: Path
     health_url: str | None = None
     process: anyio.abc.Process | None = None
-    cwd: Path = ROOT
+    # Unset: its log's folder, the test's own: never the checkout, whose .env it would read.
+    cwd: Path | None = None
+
+    def __post_init__(self) -> None:
+        self.cwd = self.cwd or self.log.parent
 
     async def start(self, timeout_s: float = 60.0) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -206,7 +210,7 @@ class Mesh:
         }
         package = self.services[server].argv[-1]
         return StdioServerParameters(
-            command=sys.executable, args=["-m", package, "--stdio"], env=env, cwd=str(ROOT)
+            command=sys.executable, args=["-m", package, "--stdio"], env=env, cwd=str(self.tmp)
         )
 
     def new_user(self) -> int:
@@ -306,7 +310,7 @@ async def _import_orders(shopping: Service, path: Path, csv_text: str) -> None:
     done = await anyio.run_process(
         [sys.executable, "-m", "mcp_shopping", "import", str(path), "--agent", "clawdia"],
         env=shopping.env,
-        cwd=ROOT,
+        cwd=path.parent,
         check=False,
     )
     if done.returncode != 0:
@@ -432,7 +436,6 @@ async def running_mesh(
                 },
                 tmp / "logs" / f"{name}.log",
                 f"http://127.0.0.1:{ports[name]}/health",
-                cwd=root,
             )
         services["orchestrator"] = Service(
             "orchestrator",
@@ -447,7 +450,6 @@ async def running_mesh(
                 **(orchestrator_env or {}),
             },
             tmp / "logs" / "orchestrator.log",
-            cwd=root,
         )
         if orders_csv is not None:
             await _import_orders(services["shopping"], tmp / "orders.csv", orders_csv)
@@ -503,8 +505,9 @@ def source_path(root: Path) -> str:
 
 
 def _base_env(agents_file: Path, root: Path = ROOT) -> dict[str, str]:
-    """What every process gets: this environment without real credentials, quiet fastmcp
-    (and, for another source tree than this one, that tree first on the import path)."""
+    """What every process gets: this environment without real credentials, quiet fastmcp,
+    ``root`` as the project root (each runs in a folder of the test's own, where no .env
+    is), and for another source tree than this one, that tree first on the import path."""
     own = {} if root == ROOT else {"PYTHONPATH": source_path(root)}
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith(PRIVATE)},
@@ -513,6 +516,7 @@ def _base_env(agents_file: Path, root: Path = ROOT) -> dict[str, str]:
         "FASTMCP_CHECK_FOR_UPDATES": "off",
         "PTB_TIMEDELTA": "true",
         "LOG_LEVEL": "INFO",
+        "CLAWMESH_ROOT": str(root),
         "CLAWMESH_AGENTS": str(agents_file),
         "CLAWMESH_SCHEDULE": str(agents_file.parent / "schedule.yaml"),
     }
@@ -550,7 +554,6 @@ async def running_embedded(
             [sys.executable, "-m", "orchestrator"],
             environment,
             tmp / "logs" / "orchestrator.log",
-            cwd=root,
         )
         mesh = Mesh(fakes.telegram, fakes.llm, {"orchestrator": orchestrator}, tmp, list(agents))
         try:

@@ -12,6 +12,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key, load_pem_public_key
 
+from fakes.checkout import shipped
 from meshkit.credentials import token_digest
 from meshkit.secret_files import (
     BOT_TOKENS,
@@ -129,7 +130,7 @@ def test_the_command_prints_file_names_and_never_a_secret(tmp_path: Path) -> Non
     }
     done = subprocess.run(
         [Path(sys.executable).with_name("clawmesh"), "secrets"],
-        cwd=ROOT,
+        cwd=shipped(tmp_path / "project"),  # the shipped registry, no .env
         env=env,
         capture_output=True,
         text=True,

@@ -1,29 +1,27 @@
 """``clawmesh agent init`` and ``list``, run as the operator runs them: the console script
-in a process, on a copy of the shipped fleet file (its comments kept)."""
+in a process, on a copy of the shipped fleet file (its comments kept), never the checkout's
+(where a person may have run ``agent init bob`` already)."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from fakes.checkout import shipped
 from orchestrator.config import load_fleet, load_registry
 
-ROOT = Path(__file__).resolve().parents[2]
 CLAWMESH = str(Path(sys.executable).with_name("clawmesh"))
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A project folder: the shipped fleet file, registry and clawdia's persona."""
-    shutil.copytree(ROOT / "config", tmp_path / "config")
-    shutil.copytree(ROOT / "agents", tmp_path / "agents")
-    return tmp_path
+    return shipped(tmp_path)
 
 
 def clawmesh(project: Path, *args: str) -> subprocess.CompletedProcess[str]:

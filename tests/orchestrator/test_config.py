@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from fakes.checkout import shipped
 from orchestrator.config import ConfigError, load_fleet, load_registry
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -27,23 +27,27 @@ def persona(tmp_path: Path) -> None:
 
 
 def orchestrator(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m orchestrator [args]`` with ``env`` and no input, as a user starts it."""
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
-        env=env,
-        cwd=ROOT,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    """``python -m orchestrator [args]`` with ``env`` and no input, as a user starts it in a
+    project folder: the shipped config/ and agents/, and no .env (the checkout's is a
+    person's, who may have filled it in)."""
+    with tempfile.TemporaryDirectory() as folder:
+        return subprocess.run(
+            [sys.executable, "-m", "orchestrator", *args],
+            env=env,
+            cwd=shipped(Path(folder)),
+            input="",
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
 
 
-def test_the_shipped_configuration_loads() -> None:
+def test_the_shipped_configuration_loads(tmp_path: Path) -> None:
+    project = shipped(tmp_path)
     for registry_file in ("mcp_servers.yaml", "mcp_servers.local.yaml"):
-        registry = load_registry(ROOT / "config" / registry_file, environ={})
-        fleet = load_fleet(ROOT / "config" / "agents.yaml", registry, environ={}, root=ROOT)
+        registry = load_registry(project / "config" / registry_file, environ={})
+        fleet = load_fleet(project / "config" / "agents.yaml", registry, environ={}, root=project)
         clawdia = fleet["clawdia"]
         assert registry[clawdia.servers[0]] is not None
         assert clawdia.entry.name == "Clawdia"
@@ -340,11 +344,10 @@ def test_dot_env_is_read_as_dotenv_reads_it(tmp_path: Path) -> None:
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MESH_"))}
     env |= {
-        "CLAWMESH_REGISTRY": str(ROOT / "config" / "mcp_servers.local.yaml"),
-        "CLAWMESH_AGENTS": str(ROOT / "config" / "agents.yaml"),
-        "CLAWMESH_ROOT": str(ROOT),
+        "CLAWMESH_REGISTRY": "config/mcp_servers.local.yaml",
         "DATA_DIR": str(tmp_path / "data"),
     }
+    shipped(tmp_path)  # a project folder: the shipped config/ and agents/ beside this .env
     result = subprocess.run(
         [sys.executable, "-m", "orchestrator", "chat"],
         env=env,

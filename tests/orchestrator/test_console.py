@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from fakes.checkout import shipped
 from fakes.responses_api import call, calls, text
 from fakes.world import API_KEY, ROOT, World, answer_from_output, clawdia, recording_console
 from orchestrator.channels.console import GOODBYE, Console
@@ -76,7 +77,7 @@ async def test_python_m_orchestrator_chat_holds_a_conversation(
             [sys.executable, "-m", "orchestrator", "chat", "--agent", "clawdia"],
             input=b"hello\nweather in Zurich tomorrow?\n",
             env=env,
-            cwd=ROOT,
+            cwd=tmp_path,  # no .env of the checkout
             check=False,
         )
     stdout, stderr = result.stdout.decode(), result.stderr.decode()
@@ -105,7 +106,8 @@ async def test_ctrl_c_leaves_the_chat_at_once_while_it_waits_for_input(
         "DATA_DIR": str(tmp_path / "chat-data"),
     }
     command = [sys.executable, "-m", "orchestrator", "chat"]
-    async with await anyio.open_process(command, env=env, cwd=ROOT) as process:
+    project = shipped(tmp_path / "project")  # what make chat reads, no .env
+    async with await anyio.open_process(command, env=env, cwd=project) as process:
         assert process.stdin is not None
         assert process.stdout is not None
         await process.stdin.send(b"/help\n")
@@ -189,7 +191,7 @@ async def test_make_chats_first_start_can_reorder_the_oat_milk(
             [sys.executable, "-m", "orchestrator", "chat"],
             input=b"reorder the oat milk\n",
             env=env,
-            cwd=ROOT,
+            cwd=shipped(tmp_path / "project"),  # what make chat reads, no .env
             check=False,
         )
     stdout = result.stdout.decode()
