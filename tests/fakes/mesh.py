@@ -105,7 +105,9 @@ class Service:
     def __post_init__(self) -> None:
         self.cwd = self.cwd or self.log.parent
 
-    async def start(self, timeout_s: float = 60.0) -> None:
+    # A deadline, not a pace: a first run builds the container images beside the e2e meshes,
+    # and a server then takes well over a minute to start on two cores.
+    async def start(self, timeout_s: float = 180.0) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as log:
             self.process = await anyio.open_process(
@@ -119,7 +121,7 @@ class Service:
         if self.health_url is not None:
             await self.wait_healthy(timeout_s)
 
-    async def wait_healthy(self, timeout_s: float = 60.0) -> None:
+    async def wait_healthy(self, timeout_s: float = 180.0) -> None:
         assert self.health_url is not None
         async with httpx.AsyncClient(timeout=2) as client:
             with anyio.fail_after(timeout_s):
