@@ -58,9 +58,10 @@ for service in $("${compose[@]}" config --services | sort); do
     probe=$(docker inspect --format \
         '{{if .State.Health}}{{range .State.Health.Log}}{{.Output}}{{end}}{{end}}' "$id" \
         | grep -v '^[[:space:]]*$' | tail -n 1 | cut -c1-300)
-    # Running but not healthy: what /health answers names the failing check; stopped or
-    # restarting: its log says why it exited.
-    if [ "$status" = running ] && [ -n "$probe" ]; then
+    # Running and never restarted but not healthy: what /health answers names the failing
+    # check. Stopped, restarting or restarted: its log says why it exited (a probe's answer is
+    # then only "connection refused" from a process that was not up yet).
+    if [ "$status" = running ] && [ "$restarts" -eq 0 ] && [ -n "$probe" ]; then
         reason="health: $probe"
     else
         reason=$(last_error "$id")

@@ -17,7 +17,8 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Annotated, TypeVar
+from pathlib import Path
+from typing import Annotated, TextIO, TypeVar
 
 from cyclopts import App, CycloptsError, Parameter
 from pydantic import BaseModel, ValidationError
@@ -28,6 +29,7 @@ from meshkit.yaml_config import ConfigError
 
 T = TypeVar("T")
 S = TypeVar("S", bound=BaseSettings)
+BAD_FILE_EXIT = 2  # a file read whole but refused: nothing of it was imported
 BROKEN_PIPE_EXIT = 141  # what a shell reports for a command a closed pipe ended (128 + SIGPIPE)
 
 Json = Annotated[bool, Parameter(name="--json", negative=(), help="JSON on stdout")]
@@ -72,6 +74,30 @@ def settings_of(kind: type[S]) -> S:
         first = describe_error(kind, error).splitlines()[0]
         raise CliError(
             first, "fix the variable it names (in .env or the environment)", code=2
+        ) from None
+
+
+def read_file(
+    file: Path,
+    parse: Callable[[TextIO], T],
+    *,
+    refused: type[Exception],
+    newline: str | None = None,
+) -> T:
+    """``parse`` of ``file`` read as UTF-8 text (a BOM skipped). A file that cannot be read or
+    is not UTF-8 is a CliError; so is ``refused`` raised by ``parse``, its message (a line per
+    problem) printed first: nothing of the file was imported (exit 2)."""
+    try:
+        with file.open(encoding="utf-8-sig", newline=newline) as lines:
+            return parse(lines)
+    except OSError as error:
+        raise CliError(f"cannot read {file}: {error.strerror}", "check the path") from None
+    except UnicodeDecodeError:
+        raise CliError(f"{file} is not UTF-8 text", "save it as UTF-8") from None
+    except refused as problems:
+        print(problems, file=sys.stderr)
+        raise CliError(
+            f"nothing was imported from {file}", "fix the lines above", code=BAD_FILE_EXIT
         ) from None
 
 

@@ -22,11 +22,10 @@ from cyclopts import App, Parameter
 
 from mcp_memory.markdown import BadFile, export_markdown, import_entries, parse
 from mcp_memory.settings import MemorySettings
-from meshkit.command import CliError, Json, guarded, run, settings_of
+from meshkit.command import Json, guarded, read_file, run, settings_of
 from meshkit.private import private_output
 
 app = App(name="memory", help="Remembered rules and notes as Markdown, out and in.")
-BAD_FILE_EXIT = 2
 
 
 @app.command
@@ -58,18 +57,7 @@ def import_(
 
     def run() -> None:
         settings = settings_of(MemorySettings)
-        try:
-            with file.open(encoding="utf-8-sig") as lines:
-                entries = parse(lines)
-        except OSError as error:
-            raise CliError(f"cannot read {file}: {error.strerror}", "check the path") from None
-        except UnicodeDecodeError:
-            raise CliError(f"{file} is not UTF-8 text", "save it as UTF-8") from None
-        except BadFile as bad:
-            print("\n".join(bad.problems), file=sys.stderr)
-            raise CliError(
-                f"nothing was imported from {file}", "fix the lines above", code=BAD_FILE_EXIT
-            ) from None
+        entries = read_file(file, parse, refused=BadFile)
         added, present = anyio.run(import_entries, settings.memories_path, agent, entries)
         if as_json:
             print(json.dumps({"agent": agent, "added": added, "present": present}))

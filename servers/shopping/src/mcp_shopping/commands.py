@@ -8,7 +8,6 @@ the CSV format). In a container: ``docker compose exec shopping python -m mcp_sh
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,10 +18,9 @@ from cyclopts import App, Parameter
 
 from mcp_shopping.importer import BadFile, forget_examples, import_orders, read_orders
 from mcp_shopping.settings import ShoppingSettings
-from meshkit.command import CliError, Json, guarded, run, settings_of
+from meshkit.command import CliError, Json, guarded, read_file, run, settings_of
 
 app = App(name="shopping", help="An agent's order history: import a CSV, forget the examples.")
-BAD_FILE_EXIT = 2
 Agent = Annotated[str, Parameter(help="whose history")]
 
 
@@ -41,18 +39,7 @@ def import_(file: Path, /, *, agent: Agent = "default", as_json: Json = False) -
         if not who:
             raise CliError("--agent is empty", "name the agent whose history it is", code=2)
         settings = settings_of(ShoppingSettings)
-        try:
-            with file.open(encoding="utf-8-sig", newline="") as lines:
-                orders = read_orders(lines)
-        except OSError as error:
-            raise CliError(f"cannot read {file}: {error.strerror}", "check the path") from None
-        except UnicodeDecodeError:
-            raise CliError(f"{file} is not UTF-8 text", "save it as UTF-8") from None
-        except BadFile as bad:
-            print("\n".join(bad.problems), file=sys.stderr)
-            raise CliError(
-                f"nothing was imported from {file}", "fix the lines above", code=BAD_FILE_EXIT
-            ) from None
+        orders = read_file(file, read_orders, refused=BadFile, newline="")
         done = anyio.run(import_orders, settings.db_path, who, orders, time.time())
         if as_json:
             print(json.dumps({"agent": who, "added": done.added, "present": done.present}))
