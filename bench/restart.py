@@ -41,7 +41,7 @@ from anyio.abc import Process
 from bench._fakes import FakeOpenMeteo, serving
 from bench.hop import CHILD_ENV, ROOT, free_port, wait_until_answering
 from meshkit.credentials import token_digest
-from orchestrator.config import ServerEntry
+from orchestrator.config.registry import ServerEntry
 from orchestrator.mesh.errors import ServerUnavailable
 from orchestrator.mesh.registry import Registry
 

@@ -45,7 +45,7 @@ from bench.hop import ROOT, free_port, http_server
 from meshkit.credentials import token_digest
 from meshkit.secret_files import CREDENTIALS, render_credentials
 from orchestrator.app import App, llm_for, open_app
-from orchestrator.config import Agent
+from orchestrator.config.fleet import Agent
 from orchestrator.core.routes import TextContext
 from orchestrator.llm.base import LLM, Item, LLMReply, ToolSpec
 from orchestrator.settings import OrchestratorSettings

@@ -14,7 +14,7 @@ from pydantic_settings import BaseSettings
 
 from mcp_calendar import expansion, rules, times, zone_rules
 from meshkit.settings import env_name
-from orchestrator.config import ServerEntry
+from orchestrator.config.registry import ServerEntry
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -13,7 +13,7 @@ from typing import Any
 from fakes.responses_api import FakeOpenAI, Reply, text
 from orchestrator.app import App, llm_for, open_app
 from orchestrator.channels.console import Console
-from orchestrator.config import Agent
+from orchestrator.config.fleet import Agent
 from orchestrator.core.replies import Reply as ChatReply
 from orchestrator.core.routes import Deliver, TapContext, TextContext
 from orchestrator.llm.base import LLM

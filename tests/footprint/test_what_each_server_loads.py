@@ -87,7 +87,7 @@ import importlib, sys
 from pathlib import Path
 from fastmcp import Client
 importlib.import_module("orchestrator.__main__")
-from orchestrator.config import load_registry
+from orchestrator.config.registry import load_registry
 from orchestrator.mesh.transports import transport_for
 entries = load_registry(Path({registry!r}))
 assert entries and all(entry.url for entry in entries.values())

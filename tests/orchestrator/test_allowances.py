@@ -25,8 +25,9 @@ from meshkit.wire.memory import AppendResult, Window
 from meshkit.wire.pending_actions import ActionList
 from meshkit.wire.scheduler import Firing
 from meshkit.wire.usage import UsageReport
+from meshkit.yaml_config import ConfigError
 from orchestrator.app import App, llm_for, open_app
-from orchestrator.config import Agent, ConfigError
+from orchestrator.config.fleet import Agent
 from orchestrator.core.replies import Reply
 from orchestrator.core.routes import Deliver, TapContext, TextContext
 from orchestrator.core.summaries import Summarizer

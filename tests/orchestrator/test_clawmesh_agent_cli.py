@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from fakes.checkout import shipped
-from orchestrator.config import load_fleet, load_registry
+from orchestrator.config.fleet import load_fleet
+from orchestrator.config.registry import load_registry
 
 CLAWMESH = str(Path(sys.executable).with_name("clawmesh"))
 

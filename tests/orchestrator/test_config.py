@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from fakes.checkout import shipped
-from orchestrator.config import ConfigError, load_fleet, load_registry
+from meshkit.yaml_config import ConfigError
+from orchestrator.config.fleet import load_fleet
+from orchestrator.config.registry import load_registry
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

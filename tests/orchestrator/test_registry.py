@@ -17,7 +17,7 @@ from fakes.mcp_toys import CALLS, build_toys
 from fakes.serving import free_port, serving
 from meshkit.http import build_http_app
 from meshkit.tool_classes import read
-from orchestrator.config import ServerEntry
+from orchestrator.config.registry import ServerEntry
 from orchestrator.mesh.bridge import output_of, output_of_error
 from orchestrator.mesh.errors import (
     BrokenContract,

@@ -18,7 +18,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fakes.checkout import shipped
 from fakes.serving import credentials_file, serving
-from orchestrator.config import ConfigError, ServerEntry, load_registry, mesh_credentials
+from meshkit.yaml_config import ConfigError
+from orchestrator.config.registry import ServerEntry, load_registry, mesh_credentials
 from orchestrator.mesh.bridge import output_of
 from orchestrator.mesh.registry import Registry
 

@@ -26,7 +26,7 @@ from fakes.serving import credentials_file, free_port, serving
 from fakes.world import ROOT, World, clawdia, last_output, say
 from meshkit.credentials import token_digest
 from meshkit.http import build_http_app
-from orchestrator.config import ServerEntry
+from orchestrator.config.registry import ServerEntry
 from orchestrator.core.routes import TextContext
 from orchestrator.mesh.bridge import output_of_error
 from orchestrator.mesh.errors import ServerUnavailable, ToolCallError

@@ -17,8 +17,8 @@ from fakes.usage_records import OTHER, OWNER, call, record, utc, write_fleet
 from fakes.world import ROOT, World, clawdia
 from mcp_memory.server import build_server as build_memory
 from meshkit.http import build_http_app
+from meshkit.yaml_config import ConfigError
 from orchestrator.cli.usage import Asked, collect
-from orchestrator.config import ConfigError
 
 pytestmark = pytest.mark.anyio
 

@@ -18,6 +18,7 @@ import fastmcp
 
 from meshkit.logs import configure_logging
 from meshkit.settings import environment, fail, fail_all, load_dotenv
+from meshkit.yaml_config import ConfigError
 from orchestrator import preflight
 from orchestrator.app import open_app
 from orchestrator.channels.consent import ConsentChannel, telegram_show
@@ -26,7 +27,6 @@ from orchestrator.channels.scheduled import ScheduledChannel
 from orchestrator.channels.telegram import TelegramChannel
 from orchestrator.channels.telegram_io import TelegramIO
 from orchestrator.channels.telegram_ready import NoBotCanRun
-from orchestrator.config import ConfigError
 from orchestrator.health_http import serving_health
 from orchestrator.settings import OrchestratorSettings
 from orchestrator.shutdown import Shutdown, on_signals

@@ -16,16 +16,11 @@ from datetime import UTC, datetime
 import anyio
 
 from meshkit.exception_groups import as_itself
+from meshkit.yaml_config import ConfigError
 from orchestrator.channels.telegram import inbox_status
-from orchestrator.config import (
-    Agent,
-    ConfigError,
-    Role,
-    load_fleet,
-    load_prices,
-    load_registry,
-    mesh_credentials,
-)
+from orchestrator.config.fleet import Agent, load_fleet
+from orchestrator.config.prices import load_prices
+from orchestrator.config.registry import Role, load_registry, mesh_credentials
 from orchestrator.core.allowance_limits import limits as allowance_limits
 from orchestrator.core.conversation import Conversation
 from orchestrator.core.dispatch import Dispatcher

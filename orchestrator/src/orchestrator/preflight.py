@@ -13,7 +13,9 @@ from typing import Literal
 from pydantic import ValidationError
 
 from meshkit.settings import describe_error, secret_value
-from orchestrator.config import Agent, ConfigError, ServerEntry, load_fleet, load_registry
+from meshkit.yaml_config import ConfigError
+from orchestrator.config.fleet import Agent, load_fleet
+from orchestrator.config.registry import ServerEntry, load_registry
 from orchestrator.settings import NO_LLM_HELP, OrchestratorSettings
 
 Mode = Literal["telegram", "chat"]

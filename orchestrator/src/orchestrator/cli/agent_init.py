@@ -18,7 +18,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from meshkit.command import CliError
 from meshkit.settings import environment
 from meshkit.yaml_config import ConfigError
-from orchestrator.config import load_fleet, load_registry
+from orchestrator.config.fleet import load_fleet
+from orchestrator.config.registry import load_registry
 from orchestrator.settings import OrchestratorSettings
 
 AGENT_ID = re.compile(r"^[a-z][a-z0-9-]{0,31}$")

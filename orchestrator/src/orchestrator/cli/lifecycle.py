@@ -27,7 +27,8 @@ from meshkit.wire.scheduler import Jobs
 from meshkit.wire.telegram_io import Status
 from meshkit.wire.usage import PeriodSpend
 from orchestrator.cli.mesh import role_servers, unreachable
-from orchestrator.config import Agent, Role
+from orchestrator.config.fleet import Agent
+from orchestrator.config.registry import Role
 from orchestrator.core.allowance_limits import periods
 from orchestrator.core.usage_book import UsageBook
 from orchestrator.mesh.errors import ToolCallError

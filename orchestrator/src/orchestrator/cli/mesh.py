@@ -25,7 +25,8 @@ import fastmcp
 
 from meshkit.command import CliError, settings_of
 from meshkit.settings import environment
-from orchestrator.config import Agent, Role, load_fleet, load_registry, mesh_credentials
+from orchestrator.config.fleet import Agent, load_fleet
+from orchestrator.config.registry import Role, load_registry, mesh_credentials
 from orchestrator.mesh.registry import Registry
 from orchestrator.mesh.transports import ModuleNotLoadable
 from orchestrator.settings import OrchestratorSettings

@@ -28,8 +28,11 @@ from meshkit.command import CliError, Json, guarded
 from meshkit.logs import configure_logging
 from meshkit.settings import CONFIG_ERROR_EXIT, environment
 from meshkit.wire.usage import Spend, UsageReport, UsageTotals
+from meshkit.yaml_config import ConfigError
 from orchestrator.cli.mesh import role_servers, settings, unreachable
-from orchestrator.config import Agent, ConfigError, load_fleet, load_prices, load_registry
+from orchestrator.config.fleet import Agent, load_fleet
+from orchestrator.config.prices import load_prices
+from orchestrator.config.registry import load_registry
 from orchestrator.core.allowance_limits import (
     Period,
     Periods,

@@ -3,44 +3,6 @@
 
 ``${VAR}`` is substituted as in Compose (see ``meshkit.yaml_config``). Every error
 names the file, the key and the fix, and stops the process with exit code 2.
+Import from the module that holds a name: ``config.registry``, ``config.fleet``,
+``config.prices`` (``ConfigError`` is ``meshkit.yaml_config``'s).
 """
-
-from meshkit.yaml_config import ConfigError
-from orchestrator.config.fleet import (
-    Agent,
-    AgentEntry,
-    AllowanceEntry,
-    Amount,
-    Persona,
-    Unit,
-    load_fleet,
-)
-from orchestrator.config.prices import ModelPrice, Prices, load_prices
-from orchestrator.config.registry import (
-    Role,
-    ServerEntry,
-    check_server_name,
-    load_registry,
-    mesh_credentials,
-    qualified_name,
-)
-
-__all__ = [
-    "Agent",
-    "AgentEntry",
-    "AllowanceEntry",
-    "Amount",
-    "ConfigError",
-    "ModelPrice",
-    "Persona",
-    "Prices",
-    "Role",
-    "ServerEntry",
-    "Unit",
-    "check_server_name",
-    "load_fleet",
-    "load_prices",
-    "load_registry",
-    "mesh_credentials",
-    "qualified_name",
-]

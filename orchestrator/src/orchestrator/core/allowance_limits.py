@@ -14,7 +14,7 @@ from typing import Literal
 from zoneinfo import ZoneInfo
 
 from meshkit.wire.usage import Spend, UsageTotals
-from orchestrator.config import AllowanceEntry, Amount, Unit
+from orchestrator.config.fleet import AllowanceEntry, Amount, Unit
 
 Scope = Literal["agent", "user"]
 Period = Literal["day", "month"]

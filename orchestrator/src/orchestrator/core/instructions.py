@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from orchestrator.config import Agent
+from orchestrator.config.fleet import Agent
 
 
 def instructions(agent: Agent, now: datetime, remembered: str = "") -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from orchestrator.config import Agent
+from orchestrator.config.fleet import Agent
 from orchestrator.llm.base import LLM
 
 

@@ -36,7 +36,8 @@ from meshkit.wire.usage import (
     UsageRecord,
     UsageTotals,
 )
-from orchestrator.config import AllowanceEntry, Amount, Prices
+from orchestrator.config.fleet import AllowanceEntry, Amount
+from orchestrator.config.prices import Prices
 from orchestrator.core.allowance_limits import (
     WARN_AT,
     Limit,

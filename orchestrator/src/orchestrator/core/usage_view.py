@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from meshkit.wire.usage import PURPOSES, Grant, Spend, TurnCost, UsageReport, UsageTotals
-from orchestrator.config import AllowanceEntry, Unit
+from orchestrator.config.fleet import AllowanceEntry, Unit
 from orchestrator.core.allowance_limits import (
     WARN_AT,
     Periods,

@@ -27,7 +27,7 @@ import mcp_types
 from fastmcp import Client
 from mcp.shared.exceptions import MCPError
 
-from orchestrator.config import ServerEntry
+from orchestrator.config.registry import ServerEntry
 from orchestrator.mesh.errors import CallLost, CallRefused, CallTimedOut, ServerUnavailable
 from orchestrator.mesh.reasons import reason_of
 from orchestrator.mesh.tools import WITHHELD, ToolInfo, describe, withheld_reason

@@ -19,7 +19,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from meshkit.tool_classes import PRODUCER, READ
-from orchestrator.config import Role, ServerEntry
+from orchestrator.config.registry import Role, ServerEntry
 from orchestrator.mesh.connection import ServerConnection
 from orchestrator.mesh.errors import BrokenContract, ServerUnavailable, ToolFailed
 from orchestrator.mesh.tools import ToolInfo

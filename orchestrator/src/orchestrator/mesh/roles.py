@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from orchestrator.config import Role
+from orchestrator.config.registry import Role
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry
 

@@ -17,7 +17,7 @@ from typing import Any
 import mcp_types
 
 from meshkit.tool_classes import CLASSES, CONFIRM, CONTEXT_ARGUMENTS, PRODUCER, READ
-from orchestrator.config import qualified_name
+from orchestrator.config.registry import qualified_name
 
 logger = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from fastmcp.client.transports import (
 from fastmcp.client.transports.base import SessionKwargs, TransportOptions
 from mcp import ClientSession
 
-from orchestrator.config import ServerEntry
+from orchestrator.config.registry import ServerEntry
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
