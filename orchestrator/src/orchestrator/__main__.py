@@ -16,6 +16,7 @@ from pathlib import Path
 import anyio
 import fastmcp
 
+from meshkit.exception_groups import as_itself
 from meshkit.logs import configure_logging
 from meshkit.settings import environment, fail, fail_all, load_dotenv
 from meshkit.yaml_config import ConfigError
@@ -83,17 +84,13 @@ async def _telegram(settings: OrchestratorSettings) -> list[str]:
     """Serve the fleet until SIGTERM or SIGINT; what Telegram refused, when no bot can run."""
     shutdown = Shutdown()
     refused: list[str] = []
-    mistake: ConfigError | SystemExit | None = None
-    async with anyio.create_task_group() as signals:
+    # A ConfigError or SystemExit (meshkit fail(), its line said) is raised as itself.
+    async with as_itself(), anyio.create_task_group() as signals:
         await signals.start(on_signals, shutdown)
         try:
             refused = await _serve(settings, shutdown)
-        except (ConfigError, SystemExit) as error:  # SystemExit: meshkit fail(), its line said
-            mistake = error  # raised below as itself, not inside the task group's exception group
         finally:
             signals.cancel_scope.cancel()
-    if mistake is not None:
-        raise mistake
     return refused
 
 

@@ -30,6 +30,7 @@ from types import MappingProxyType
 
 import anyio
 
+from meshkit.exception_groups import as_itself
 from meshkit.wire.telegram_io import InboxUpdate, Kind, Sent
 from orchestrator.channels.telegram_io import (
     TelegramIO,
@@ -111,8 +112,7 @@ class UpdateAnswerer:
             if message_id.isdigit():
                 await best_effort(self._io.edit(agent, chat, int(message_id), reply))
 
-        failed: TelegramIOFailed | None = None
-        async with anyio.create_task_group() as turn:
+        async with as_itself(), anyio.create_task_group() as turn:
             turn.start_soon(keep_typing)
             try:
                 await self._dispatcher.on_text(
@@ -126,12 +126,8 @@ class UpdateAnswerer:
                         edit_message=edit_message,
                     ),
                 )
-            except TelegramIOFailed as error:
-                failed = error  # raised below, as itself rather than in an exception group
             finally:
                 typing.cancel()
-        if failed is not None:
-            raise failed
         return acked
 
     async def _media(self, agent: str, chat: str, update: InboxUpdate) -> bool:
@@ -171,18 +167,13 @@ class UpdateAnswerer:
             key=update.message_key,
             finish=tap.finish,
         )
-        failed: TelegramIOFailed | None = None
-        async with anyio.create_task_group() as waiting:
+        async with as_itself(), anyio.create_task_group() as waiting:
             if not at_once:
                 waiting.start_soon(self._answer_in_time, tap)
             try:
                 await self._dispatcher.on_callback(context)
-            except TelegramIOFailed as error:
-                failed = error  # raised below, as itself rather than in an exception group
             finally:
                 waiting.cancel_scope.cancel()
-        if failed is not None:
-            raise failed
         if not tap.acked:
             await tap.finish(None)  # what the handler left: its notice, and the ack
         return tap.acked
