@@ -88,15 +88,12 @@ class TelegramIO:
             "chat_id": chat_id,
             "text": reply.text,
             "idempotency_key": key,
+            **_buttons(reply),
         }
-        if reply.buttons:
-            arguments["buttons"] = _buttons(reply)
-        if ack:
-            arguments["ack"] = list(ack)
         try:
-            return await self._call("send_message", arguments, Sent)
+            return await self._call("send_message", arguments, Sent, ack=ack)
         except TelegramIOUnavailable:  # parts already delivered are not sent again
-            return await self._call("send_message", arguments, Sent)
+            return await self._call("send_message", arguments, Sent, ack=ack)
 
     async def deliver(
         self, agent: str, chat_id: str, reply: Reply, key: str, *, ack: Sequence[str] = ()
@@ -128,23 +125,18 @@ class TelegramIO:
             "chat_id": chat_id,
             "message_id": message_id,
             "text": reply.text[:MAX_TEXT],  # an edit cannot grow into a second message
+            **_buttons(reply),
         }
-        if reply.buttons:
-            arguments["buttons"] = _buttons(reply)
         if callback_id is not None:
             arguments |= {"callback_id": callback_id, "notice": notice}
-        if ack:
-            arguments["ack"] = list(ack)
-        await self._call("edit_message", arguments, Done)
+        await self._call("edit_message", arguments, Done, ack=ack)
 
     async def answer_callback(
         self, agent: str, callback_id: str, text: str, *, ack: Sequence[str] = ()
     ) -> None:
         """Stop a tap's spinner with ``text``; the updates ``ack`` names acked with it."""
-        arguments: dict[str, Any] = {"agent": agent, "callback_id": callback_id, "text": text}
-        if ack:
-            arguments["ack"] = list(ack)
-        await self._call("answer_callback", arguments, Done)
+        arguments = {"agent": agent, "callback_id": callback_id, "text": text}
+        await self._call("answer_callback", arguments, Done, ack=ack)
 
     async def typing(self, agent: str, chat_id: str) -> None:
         await self._call("send_chat_action", {"agent": agent, "chat_id": chat_id}, Done)
@@ -156,9 +148,14 @@ class TelegramIO:
     async def status(self) -> Status:
         return await self._call("status", {}, Status)
 
-    async def _call(self, tool: str, arguments: dict[str, Any], model: type[M]) -> M:
+    async def _call(
+        self, tool: str, arguments: dict[str, Any], model: type[M], *, ack: Sequence[str] = ()
+    ) -> M:
+        """``tool`` of telegram-io; the updates ``ack`` names acked with it, in the same call."""
         if self._server is None:
             raise TelegramIOUnavailable("no server with role 'telegram-io' in the registry")
+        if ack:
+            arguments = {**arguments, "ack": list(ack)}
         try:
             return await self._registry.call_as(self._server, tool, arguments, model)
         except ToolFailed as error:
@@ -178,8 +175,11 @@ async def best_effort(call: Awaitable[object]) -> None:
         logger.info("telegram-io: %s", error)
 
 
-def _buttons(reply: Reply) -> list[list[dict[str, str]]]:
-    return [[{"label": b.label, "data": b.data} for b in row] for row in reply.buttons]
+def _buttons(reply: Reply) -> dict[str, list[list[dict[str, str]]]]:
+    """The ``buttons`` argument of a reply that has some."""
+    if not reply.buttons:
+        return {}
+    return {"buttons": [[{"label": b.label, "data": b.data} for b in row] for row in reply.buttons]}
 
 
 def command_of(text: str) -> str:

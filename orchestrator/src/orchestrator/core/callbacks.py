@@ -21,6 +21,7 @@ away: pending-actions ends it for the tapping user and agent, whoever's message 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -38,6 +39,13 @@ PREFIXES = frozenset({ACTION, BATCH, CHOICE, FORGET, REMINDER, GRANT_END})
 def prefix_of(data: str) -> str:
     """The route of callback ``data``: what comes before its first ":"."""
     return data.split(":", 1)[0]
+
+
+def _checked(data: str, decode: Callable[[str], object], tapped: object) -> str:
+    """``data``, once it is known to decode to what was tapped, within Telegram's bytes."""
+    if decode(data) != tapped or len(data.encode()) > MAX_BYTES:
+        raise ValueError(f"cannot encode {tapped!r}")
+    return data
 
 
 _ACTION = re.compile(r"act_[0-9a-f]{12}")
@@ -62,10 +70,7 @@ class Tap:
 def encode(tap: Tap) -> str:
     prefix = ACTION if tap.scope == "action" else BATCH
     verb = next(v for v, name in _VERBS.items() if name == tap.verb)
-    data = f"{prefix}:{verb}:{tap.target}"
-    if decode(data) != tap or len(data.encode()) > MAX_BYTES:
-        raise ValueError(f"cannot encode {tap}")
-    return data
+    return _checked(f"{prefix}:{verb}:{tap.target}", decode, tap)
 
 
 def decode(data: str) -> Tap | None:
@@ -85,10 +90,7 @@ _GRANT = re.compile(r"ge:(grt_[0-9a-f]{12})")
 
 
 def encode_grant_end(grant_id: str) -> str:
-    data = f"{GRANT_END}:{grant_id}"
-    if decode_grant_end(data) != grant_id:
-        raise ValueError(f"cannot encode grant {grant_id!r}")
-    return data
+    return _checked(f"{GRANT_END}:{grant_id}", decode_grant_end, grant_id)
 
 
 def decode_grant_end(data: str) -> str | None:
@@ -117,10 +119,7 @@ class ReminderTap:
 
 def encode_reminder(tap: ReminderTap) -> str:
     verb = next(v for v, outcome in _FOLLOW_UPS.items() if outcome == tap.outcome)
-    data = f"{REMINDER}:{verb}:{tap.firing_id}"
-    if decode_reminder(data) != tap or len(data.encode()) > MAX_BYTES:
-        raise ValueError(f"cannot encode {tap}")
-    return data
+    return _checked(f"{REMINDER}:{verb}:{tap.firing_id}", decode_reminder, tap)
 
 
 def decode_reminder(data: str) -> ReminderTap | None:
@@ -154,10 +153,8 @@ class ForgetTap:
 
 
 def encode_choice(tap: ChoiceTap) -> str:
-    data = f"{CHOICE}:{tap.question_id}:{'o' if tap.choice is None else tap.choice}"
-    if decode_choice(data) != tap or len(data.encode()) > MAX_BYTES:
-        raise ValueError(f"cannot encode {tap}")
-    return data
+    choice = "o" if tap.choice is None else tap.choice
+    return _checked(f"{CHOICE}:{tap.question_id}:{choice}", decode_choice, tap)
 
 
 def decode_choice(data: str) -> ChoiceTap | None:
@@ -169,10 +166,7 @@ def decode_choice(data: str) -> ChoiceTap | None:
 
 
 def encode_forget(tap: ForgetTap) -> str:
-    data = f"{FORGET}:{tap.memory_id}"
-    if decode_forget(data) != tap:
-        raise ValueError(f"cannot encode {tap}")
-    return data
+    return _checked(f"{FORGET}:{tap.memory_id}", decode_forget, tap)
 
 
 def decode_forget(data: str) -> ForgetTap | None:
