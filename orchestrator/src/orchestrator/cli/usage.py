@@ -39,6 +39,7 @@ from orchestrator.core.allowance_limits import (
     amount_text,
     limits,
     periods,
+    spend_of,
     standing,
 )
 from orchestrator.core.usage_book import UsageBook
@@ -183,7 +184,7 @@ async def _agent_usage(book: UsageBook, agent: Agent, asked: Asked, now: float) 
     )
     usages = []
     for period, bounds in shown:
-        since, until = _bounds(bounds, period)
+        since, until = bounds.start(period), bounds.end(period)
         report = await book.report(since, until, agent=agent.id)
         usages.append(PeriodUsage(period=period, name=bounds.name(period), since=since,
                                   until=until, report=report))  # fmt: skip
@@ -205,12 +206,6 @@ def _periods_of(zone: str, period: Period, name: str) -> Periods:
     return periods(zone, datetime(year, month, day, 12, tzinfo=ZoneInfo(zone)))
 
 
-def _bounds(bounds: Periods, period: Period) -> tuple[float, float]:
-    if period == "day":
-        return bounds.day_start, bounds.day_end
-    return bounds.month_start, bounds.month_end
-
-
 def _limit_states(
     agent: Agent, totals: UsageTotals, current: Periods, shown: set[Period]
 ) -> list[LimitState]:
@@ -222,8 +217,7 @@ def _limit_states(
         users: list[str | None] = [None] if limit.scope == "agent" else [*sorted(totals.users)]
         for user in users:
             where = standing(limit, totals, user or "")
-            spends = totals.total if user is None else totals.users[user]
-            spend = spends.day if limit.period == "day" else spends.month
+            spend = spend_of(totals, limit.scope, limit.period, user or "")
             renews = datetime.fromtimestamp(current.end(limit.period), zone)
             states.append(
                 LimitState(

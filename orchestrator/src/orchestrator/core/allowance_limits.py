@@ -38,6 +38,9 @@ class Periods:
     def name(self, period: Period) -> str:
         return self.day if period == "day" else self.month
 
+    def start(self, period: Period) -> float:
+        return self.day_start if period == "day" else self.month_start
+
     def end(self, period: Period) -> float:
         return self.day_end if period == "day" else self.month_end
 
@@ -125,15 +128,22 @@ def standing(limit: Limit, totals: UsageTotals, user: str) -> Standing:
     """``limit`` for ``user`` in the periods of ``totals``. Grants are for their day: an
     agent's limits take every user's grants of the day, a user's limits their own."""
     unit = limit.amount.unit
-    spend = totals.total if limit.scope == "agent" else totals.users.get(user)
-    period_spend = Spend() if spend is None else spend.day if limit.period == "day" else spend.month
     granted = sum(
         grant.amount
         for grant in totals.grants
         if grant.unit == unit and grant.day == totals.day
         and (limit.scope == "agent" or grant.user == user)
     )  # fmt: skip
-    return Standing(limit, spent(period_spend, unit), limit.amount.value + granted)
+    spend = spend_of(totals, limit.scope, limit.period, user)
+    return Standing(limit, spent(spend, unit), limit.amount.value + granted)
+
+
+def spend_of(totals: UsageTotals, scope: Scope, period: Period, user: str) -> Spend:
+    """What ``totals`` count against a limit of ``scope`` in ``period``, for ``user``."""
+    spends = totals.total if scope == "agent" else totals.users.get(user)
+    if spends is None:
+        return Spend()
+    return spends.day if period == "day" else spends.month
 
 
 def more_for(allowance: AllowanceEntry, reached: Limit) -> Amount:

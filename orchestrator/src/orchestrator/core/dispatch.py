@@ -117,8 +117,8 @@ class Dispatcher:
             "/memory": Command("what I remember for you (forget with a tap)", self._memories),
             "/stop": Command("cancel the answer in progress", self._stop, serial=False),
             "/status": Command("servers, tools, model, policies and uptime", self._status),
-            "/grants": Command("changes allowed without a tap, for now", self._grants),
-            "/audit": Command("your last 10 entries in the consent ledger", self._audit),
+            "/grants": Command("changes allowed without a tap, for now", self.consent.grants),
+            "/audit": Command("your last 10 entries in the consent ledger", self.consent.audit),
             "/reload": Command("re-discover the tools of every server", self._reload),
             "/help": Command("what I can do", self._help),
             **(more_commands or {}),
@@ -365,12 +365,6 @@ class Dispatcher:
             lines += await more(runtime.id)
         lines += policy_lines(runtime.agent.policies)
         return Reply("\n".join(lines))
-
-    async def _grants(self, asked: CommandContext) -> Reply:
-        return await self.consent.grants(asked)
-
-    async def _audit(self, asked: CommandContext) -> Reply:
-        return await self.consent.audit(asked)
 
     def help_text(self, runtime: AgentRuntime) -> str:
         tools = self._engine.visible_tools(runtime)

@@ -48,6 +48,7 @@ from orchestrator.core.allowance_limits import (
     periods,
     standing,
 )
+from orchestrator.core.usage_book import totals_arguments
 from orchestrator.llm.base import Usage
 from orchestrator.mesh.registry import Registry
 from orchestrator.mesh.roles import RoleClient
@@ -328,17 +329,7 @@ class Meter:
         return totals, bounds
 
     async def _read(self, agent: str, bounds: Periods) -> UsageTotals | None:
-        arguments = {
-            "agent": agent,
-            "day": bounds.day,
-            "month": bounds.month,
-            "bounds": {
-                "day_start": bounds.day_start,
-                "day_end": bounds.day_end,
-                "month_start": bounds.month_start,
-                "month_end": bounds.month_end,
-            },
-        }
+        arguments = totals_arguments(agent, bounds)
         totals = await self._memory.call("usage_totals", arguments, UsageTotals)
         if totals is None:
             logger.warning(

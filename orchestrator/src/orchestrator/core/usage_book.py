@@ -36,17 +36,7 @@ class UsageBook:
 
     async def totals(self, agent: str, periods: Periods) -> UsageTotals:
         """The agent's spend in the day and month of ``periods``, with the day's grants."""
-        arguments = {
-            "agent": agent,
-            "day": periods.day,
-            "month": periods.month,
-            "bounds": {
-                "day_start": periods.day_start,
-                "day_end": periods.day_end,
-                "month_start": periods.month_start,
-                "month_end": periods.month_end,
-            },
-        }
+        arguments = totals_arguments(agent, periods)
         server = self._memory("usage_totals")
         return await self._registry.call_as(server, "usage_totals", arguments, UsageTotals)
 
@@ -82,3 +72,14 @@ class UsageBook:
             reads.start_soon(keep, "day", day)
             reads.start_soon(keep, "month", month)
         return read["totals"], read["day"], read["month"]
+
+
+def totals_arguments(agent: str, periods: Periods) -> dict[str, Any]:
+    """``usage_totals``' arguments: the agent's day and month, named and bounded."""
+    bounds = ("day_start", "day_end", "month_start", "month_end")
+    return {
+        "agent": agent,
+        "day": periods.day,
+        "month": periods.month,
+        "bounds": {name: getattr(periods, name) for name in bounds},
+    }

@@ -30,6 +30,7 @@ from orchestrator.core.allowance_limits import (
     amount_text,
     limits,
     periods,
+    spend_of,
     standing,
 )
 from orchestrator.core.dispatch import owner_of
@@ -168,16 +169,9 @@ def _allowance(seen: Seen) -> list[str]:
     lines = ["Allowance:"]
     for limit in found:
         where = standing(limit, seen.totals, seen.user)
-        spend = _spend_of(seen.totals, limit.scope, limit.period, seen.user)
+        spend = spend_of(seen.totals, limit.scope, limit.period, seen.user)
         lines.append(standing_line(where, spend, seen.periods, seen.now, seen.currency))
     return lines
-
-
-def _spend_of(totals: UsageTotals, scope: str, period: str, user: str) -> Spend:
-    spends = totals.total if scope == "agent" else totals.users.get(user)
-    if spends is None:
-        return Spend()
-    return spends.day if period == "day" else spends.month
 
 
 def _grants(seen: Seen) -> list[str]:
@@ -210,8 +204,7 @@ def spend_text(spend: Spend, currency: str) -> str:
     as such; 'nothing yet' when there were no calls."""
     if not spend.calls:
         return "nothing yet"
-    calls = f"{spend.calls} call" + ("s" if spend.calls != 1 else "")
-    text = f"{_cost(spend, currency)} · {_tokens(spend)} · {calls}"
+    text = f"{_cost(spend, currency)} · {_tokens(spend)} · {calls_text(spend.calls)}"
     return text + _unknown_note(spend)
 
 
