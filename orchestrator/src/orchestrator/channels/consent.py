@@ -190,10 +190,6 @@ class ConsentChannel(Source[Notice, str | Undelivered]):
         logger.info("notice %s (%s from %s) handled", notice.key, notice.type, notice.client)
         return notice.key
 
-    def _reaches(self, notice: Notice) -> bool:
-        """Whether the notice's user is one its agent talks to, and so may be shown it."""
-        return not self._unreachable(notice)
-
     def _unreachable(self, notice: Notice) -> str:
         """Why the notice's user may not be shown it, logged with the fix ("": they may)."""
         runtime = self._dispatcher.agents.get(notice.agent)
@@ -255,7 +251,7 @@ class ConsentChannel(Source[Notice, str | Undelivered]):
         # Recorded before the user is told: a notice handed over again (its message not
         # sent) finds the action done, and its confirm tool answers with the first result.
         await desk.settled(notice.agent, notice.chat_id, [outcome])
-        if self._reaches(notice):  # the policy allowed it: done, even where nobody is told
+        if not self._unreachable(notice):  # the policy allowed it: done, even where nobody is told
             await self._show(notice, Reply(text))
         return True
 

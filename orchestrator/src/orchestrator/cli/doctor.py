@@ -83,7 +83,7 @@ def diagnose(machine: Machine, root: Path, project: str | None) -> list[Finding]
     disk = _existing(info.root_dir if info and info.root_dir else machine.root)
     findings.append(host.free_disk(disk, shutil.disk_usage(disk).free))
     stack = check_stack(answering, spec, project) if answering is not None else None
-    meminfo = _read(machine.root / "proc" / "meminfo")
+    meminfo = host.read_text(machine.root / "proc" / "meminfo")
     used = stack.memory_used if stack else 0
     findings.append(host.free_memory(meminfo, spec.memory_needed, used))
     return findings + (stack.findings if stack else [])
@@ -186,10 +186,3 @@ def _existing(path: Path) -> Path:
             continue
         return candidate
     return Path("/")
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError:
-        return None

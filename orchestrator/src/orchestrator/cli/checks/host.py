@@ -80,10 +80,10 @@ def memory_cgroup(root: Path, engine_enforces: bool | None) -> Finding:
 
 
 def _kernel_memory_controller(root: Path) -> bool | None:
-    controllers = _read(root / "sys" / "fs" / "cgroup" / "cgroup.controllers")
+    controllers = read_text(root / "sys" / "fs" / "cgroup" / "cgroup.controllers")
     if controllers is not None:
         return "memory" in controllers.split()
-    cgroups = _read(root / "proc" / "cgroups")
+    cgroups = read_text(root / "proc" / "cgroups")
     if cgroups is None:
         return None
     for line in cgroups.splitlines():
@@ -153,7 +153,8 @@ def _gib(size: int) -> str:
     return f"{size / GIB:.1f} GiB"
 
 
-def _read(path: Path) -> str | None:
+def read_text(path: Path) -> str | None:
+    """The file's text; None when it cannot be read (absent here, not permitted)."""
     try:
         return path.read_text(encoding="utf-8")
     except OSError:
