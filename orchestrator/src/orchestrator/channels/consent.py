@@ -163,9 +163,6 @@ class ConsentChannel(Source[Notice, str | Undelivered]):
     def id(self, item: Notice) -> str:
         return item.key
 
-    def key(self, item: Notice) -> str:
-        return item.key
-
     async def handle(self, item: Notice) -> str | Undelivered:
         """One notice: its key when it is done, else why not (Left: the confirm tool gave
         no answer; it comes back when its lease runs out, with a fresh approval)."""

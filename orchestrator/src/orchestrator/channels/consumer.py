@@ -74,9 +74,10 @@ class Source(ABC, Generic[T, A]):
     @abstractmethod
     def id(self, item: T) -> str: ...
 
-    @abstractmethod
     def key(self, item: T) -> Hashable | None:
-        """The items of one key are handled one at a time, in order; None: at once."""
+        """The items of one key are handled one at a time, in order; None: at once. By
+        default an item's id: each item its own key, handled side by side."""
+        return self.id(item)
 
     @abstractmethod
     async def handle(self, item: T) -> A | None:

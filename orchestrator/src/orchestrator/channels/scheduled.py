@@ -94,9 +94,6 @@ class ScheduledChannel(Source[Firing, str]):
     def id(self, item: Firing) -> str:
         return item.key
 
-    def key(self, item: Firing) -> str:
-        return item.key
-
     async def flush(self, acks: list[str]) -> None:
         for start in range(0, len(acks), MAX_ACKS):
             keys = acks[start : start + MAX_ACKS]
