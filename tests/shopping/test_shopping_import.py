@@ -14,6 +14,7 @@ from fakes.tool_calls import call
 from mcp_shopping import commands, importer
 from mcp_shopping.__main__ import main as shopping_main
 from mcp_shopping.settings import ShoppingSettings
+from meshkit.errors import BadFile
 from shopping.calls import ORDERS_CSV, WATER, snapshot
 
 pytestmark = pytest.mark.anyio
@@ -185,7 +186,7 @@ def test_a_file_with_two_bad_rows_reports_both_and_imports_nothing(tmp_path: Pat
     ids=["empty", "extra-column", "missing-column", "twice", "dates", "cells"],
 )
 def test_every_problem_is_reported_with_its_line(text: str, problems: list[str]) -> None:
-    with pytest.raises(importer.BadFile) as raised:
+    with pytest.raises(BadFile) as raised:
         importer.read_orders(text.splitlines(keepends=True))
 
     assert raised.value.problems == problems

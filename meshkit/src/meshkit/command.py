@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Annotated, TextIO, TypeVar
 
 from cyclopts import App, CycloptsError, Parameter
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from pydantic_settings import BaseSettings
 
+from meshkit.errors import BadFile
 from meshkit.settings import describe_error, load_dotenv
 from meshkit.yaml_config import ConfigError
 
@@ -77,15 +78,9 @@ def settings_of(kind: type[S]) -> S:
         ) from None
 
 
-def read_file(
-    file: Path,
-    parse: Callable[[TextIO], T],
-    *,
-    refused: type[Exception],
-    newline: str | None = None,
-) -> T:
+def read_file(file: Path, parse: Callable[[TextIO], T], *, newline: str | None = None) -> T:
     """``parse`` of ``file`` read as UTF-8 text (a BOM skipped). A file that cannot be read or
-    is not UTF-8 is a CliError; so is ``refused`` raised by ``parse``, its message (a line per
+    is not UTF-8 is a CliError; so is :class:`BadFile` raised by ``parse``, its message (a line per
     problem) printed first: nothing of the file was imported (exit 2)."""
     try:
         with file.open(encoding="utf-8-sig", newline=newline) as lines:
@@ -94,15 +89,11 @@ def read_file(
         raise CliError(f"cannot read {file}: {error.strerror}", "check the path") from None
     except UnicodeDecodeError:
         raise CliError(f"{file} is not UTF-8 text", "save it as UTF-8") from None
-    except refused as problems:
+    except BadFile as problems:
         print(problems, file=sys.stderr)
         raise CliError(
             f"nothing was imported from {file}", "fix the lines above", code=BAD_FILE_EXIT
         ) from None
-
-
-def print_json(model: BaseModel) -> None:
-    print(model.model_dump_json(indent=2))
 
 
 def run(app: App, argv: Sequence[str] | None = None, *, prog: str = "clawmesh") -> None:

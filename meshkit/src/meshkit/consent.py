@@ -1,11 +1,12 @@
 """The consent kernel: a server declares each kind of change once, meshkit does the rest.
 
-A server with changes builds one :class:`Consent` (its name, pending-actions' public key,
-the relay ``meshkit.relay.relay_from(settings)``) and declares each :class:`ChangeKind`: its
-name, payload model (with ``agent``, the agent whose data it changes), title, result model,
-executor, and optionally a summary, button labels, a destructive flag, a staleness check and
-``tap_only`` (every proposal of it waits for the user's tap: its proposals carry
-``tap_only``, and pending-actions then ignores an ``auto`` policy and grants for it).
+A server with changes builds one :class:`Consent` (:meth:`Consent.from_settings`: its name,
+pending-actions' public key, the relay ``meshkit.relay.relay_from(settings)``) and declares
+each :class:`ChangeKind`: its name, payload model (with ``agent``, the agent whose data it
+changes), title, result model, executor, and optionally a summary, button labels, a
+destructive flag, a staleness check and ``tap_only`` (every proposal of it waits for the
+user's tap: its proposals carry ``tap_only``, and pending-actions then ignores an ``auto``
+policy and grants for it).
 Its producer tools build the payload (or the whole ``Proposal``) and return
 ``await consent.propose(kind, payload)`` (or ``consent.offer(proposal)``); meshkit gives it
 ``confirm_<kind>(payload, approval)`` (the orchestrator's tool, unchanged: approval checked for
@@ -15,12 +16,12 @@ performs the change once: in a store's confirm-once transaction
 (``meshkit.proposals.confirm_once``, which records the result; a replay returns it), e.g.
 ``lambda change, approval: store.confirm(approval, perform, at=clock())``::
 
-    consent = Consent(mcp, "echo", Approvals(public_key(settings)), relay=relay_from(settings))
+    consent = Consent.from_settings(mcp, "echo", settings)
     consent.declare(ChangeKind("shout", ShoutPayload, Shouted, title="Shout",
                                summary=lambda p: f"Shout {p.text!r}", execute=store.shout))
 
     @mcp.tool(**producer(title="Propose a shout", context=("agent",)))
-    async def propose_shout(text: Text, agent: Agent = "default") -> Proposal:
+    async def propose_shout(text: Text, agent: ContextAgent = "default") -> Proposal:
         return await consent.propose("shout", ShoutPayload(agent=agent, text=text))
 
 Who proposes decides what happens to a proposal (``meshkit.scopes.current_caller``): for the
@@ -37,6 +38,7 @@ sent. Nothing blocks the client's call waiting for a human, or for Telegram. Pas
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeVar
@@ -44,10 +46,13 @@ from typing import Annotated, Any, Generic, TypeVar
 from fastmcp import FastMCP
 from pydantic import BaseModel, Field
 
+from meshkit.approval_keys import public_key
 from meshkit.errors import ModelError
+from meshkit.params import ContextAgent, ContextUser
 from meshkit.proposals import Approval, Approvals, Confirmed, approved_payload, payload_agent
-from meshkit.relay import Stager
+from meshkit.relay import Stager, relay_from
 from meshkit.scopes import current_caller
+from meshkit.settings import ApprovalSettings
 from meshkit.tool_classes import confirm, read
 from meshkit.wire.pending_actions import ActionStatus, State
 from meshkit.wire.proposals import ALLOWED_NOTE, QUEUED_NOTE, Proposal
@@ -74,10 +79,6 @@ ActionId = Annotated[
         description="The action_id the proposal's 'staged' gave",
     ),
 ]
-Agent = Annotated[
-    str, Field(description="filled in by the assistant", min_length=1, max_length=200)
-]
-User = Annotated[str, Field(description="filled in by the assistant", max_length=200)]
 
 NO_RELAY = (
     "This server cannot ask the user for you: it has no way to reach pending-actions "
@@ -127,6 +128,20 @@ class Consent:
         self._relay = relay
         self._kinds: dict[str, ChangeKind[Any]] = {}
         self._add_get_action()
+
+    @classmethod
+    def from_settings(
+        cls,
+        mcp: FastMCP[Any],
+        server: str,
+        settings: ApprovalSettings,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> Consent:
+        """As every server builds it: approvals checked with pending-actions' public key
+        (``meshkit.approval_keys.public_key``), the relay ``relay_from(settings)``."""
+        approvals = Approvals(public_key(settings), clock=clock)
+        return cls(mcp, server, approvals, relay=relay_from(settings))
 
     def declare(self, *kinds: ChangeKind[Any]) -> None:
         """Add each kind's ``confirm_<kind>`` tool."""
@@ -244,7 +259,7 @@ class Consent:
             **read(title="A proposal's state", context=("agent", "user"), clients_only=True)
         )
         async def get_action(
-            action_id: ActionId, agent: Agent = "default", user: User = ""
+            action_id: ActionId, agent: ContextAgent = "default", user: ContextUser = ""
         ) -> ActionStatus:
             """How a change you proposed stands: pending (waiting for the user's tap on
             Telegram), executing, done (with its result), failed (with why), cancelled or

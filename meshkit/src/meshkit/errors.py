@@ -9,6 +9,9 @@ awaits the service: fastmcp answers any ``ToolError`` a tool raises as a tool er
 its message (its documented contract), while every other exception is masked
 (``create_server`` sets ``mask_error_details``), so internals never reach a client.
 Being the model's business, not the operator's, they are logged at INFO.
+
+:class:`BadFile` is the operator's: a file to import refused whole (``meshkit.command``'s
+``read_file`` prints its problems).
 """
 
 from __future__ import annotations
@@ -23,3 +26,11 @@ class ModelError(ToolError):
 
     def __init__(self, *args: object) -> None:
         super().__init__(*args, log_level=logging.INFO)
+
+
+class BadFile(Exception):
+    """The file cannot be imported: one line per problem, each with its line number."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems

@@ -1,5 +1,5 @@
 """Tool parameters the orchestrator's internal tools share: who (agent), where (chat), and
-integer ids."""
+integer ids; and the context arguments of the tools every client calls."""
 
 from __future__ import annotations
 
@@ -23,6 +23,14 @@ ChatId = Annotated[
         max_length=200,
     ),
 ]
+
+# Context arguments (meshkit.bindings): the orchestrator fills them in for its turn, a client
+# bound to a person gets them from its binding.
+ContextAgent = Annotated[
+    str, Field(description="filled in by the assistant", min_length=1, max_length=200)
+]
+ContextUser = Annotated[str, Field(description="filled in by the assistant", max_length=200)]
+ContextZone = Annotated[str, Field(description="filled in by the assistant", max_length=64)]
 
 MAX_ID: Final = 2**63 - 1  # SQLite's INTEGER; Telegram's ids fit in it too
 # An integer id (a row, a Telegram message): an id beyond MAX_ID is a validation error, not

@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, NoReturn, TypeVar
+from typing import Annotated, ClassVar, NoReturn, TypeVar
 
 import dotenv
 from pydantic import (
@@ -112,6 +112,7 @@ class DataSettings(BaseSettings):
     as .env.example has it) counts as unset: never an empty token."""
 
     model_config = SettingsConfigDict(extra="ignore", env_ignore_empty=True)
+    db_file: ClassVar[str]  # a server's own database (db_path), set by a server with one
 
     # "data_dir" as a second choice lets code pass data_dir=...; env names are
     # case-insensitive, so only DATA_DIR is read from the environment.
@@ -129,6 +130,11 @@ class DataSettings(BaseSettings):
     @property
     def max_db_bytes(self) -> int | None:
         return None if self.max_db_mb is None else int(self.max_db_mb * 1e6)
+
+    @property
+    def db_path(self) -> Path:
+        """The server's database: its ``db_file`` in ``DATA_DIR``."""
+        return self.data_dir / self.db_file
 
 
 class SigningSettings(DataSettings):

@@ -219,21 +219,12 @@ class CalDAVBackend:
         the calendar's token changed (or the range is not the one kept)."""
         state = await self._run(_state, calendar.remote)
         kept = self._windows.get(calendar.info.id)
-        if (
-            kept is not None
-            and state is not None
-            and kept.state == state
-            and kept.start <= start
-            and end <= kept.end
-        ):
+        if kept is None or state is None or kept.state != state:
+            kept = None  # nothing kept, or the calendar changed since
+        if kept is not None and kept.start <= start and end <= kept.end:
             return kept
         low, high = start - WINDOW_MARGIN, end + WINDOW_MARGIN
-        if (
-            kept is not None
-            and state is not None
-            and kept.state == state
-            and max(high, kept.end) - min(low, kept.start) <= MAX_WINDOW
-        ):
+        if kept is not None and max(high, kept.end) - min(low, kept.start) <= MAX_WINDOW:
             low, high = min(low, kept.start), max(high, kept.end)
         objects = await self._run(_between, calendar.remote, low, high)
         read = await self._work(self._read_all, calendar.info.id, objects)

@@ -131,10 +131,6 @@ def master_of(components: list[Event]) -> Event:
     return next(c for c in components if "RECURRENCE-ID" not in c)
 
 
-def is_series(components: list[Event]) -> bool:
-    return "RRULE" in master_of(components)
-
-
 def rid_key(moment: Moment) -> str:
     """A recurrence id compared as text: the UTC instant, or the date."""
     if isinstance(moment, datetime):

@@ -149,20 +149,10 @@ class GoogleBackend:
                         partial(_call, "get", calendarId=calendar_id, eventId=uid)
                     )
                 else:
-                    page = await self._client.call(
-                        partial(
-                            _call,
-                            "instances",
-                            calendarId=calendar_id,
-                            eventId=uid,
-                            originalStart=google_events.query_time(rid),
-                            showDeleted=True,
-                        )
-                    )
-                    items = page.get("items", [])
-                    if not items:
+                    original = google_events.query_time(rid)
+                    resource = await self._instance(calendar_id, uid, original, showDeleted=True)
+                    if resource is None:
                         return None
-                    resource = items[0]
             except ApiFailure as failure:
                 if failure.status in GONE:
                     continue
@@ -272,37 +262,38 @@ class GoogleBackend:
         move by whole periods) now stands for another occurrence: it becomes the series'
         own again (a cancelled one restored) before the exceptions are written again."""
         for exception in exceptions:
-            page = await self._client.call(
-                partial(
-                    _call,
-                    "instances",
-                    calendarId=calendar_id,
-                    eventId=master["id"],
-                    originalStart=exception["originalStartTime"].get("dateTime")
-                    or exception["originalStartTime"]["date"],
-                    showDeleted=True,
-                )
-            )
-            for instance in page.get("items", [])[:1]:
-                if instance.get("etag") == exception.get("etag"):
-                    body = google_events.reset(master, patch, exception)
-                    await self._events(calendar_id, "patch", instance["id"], body)
+            started = exception["originalStartTime"]
+            original = started.get("dateTime") or started["date"]
+            instance = await self._instance(calendar_id, master["id"], original, showDeleted=True)
+            if instance is not None and instance.get("etag") == exception.get("etag"):
+                body = google_events.reset(master, patch, exception)
+                await self._events(calendar_id, "patch", instance["id"], body)
 
     async def _redo(self, calendar_id: str, series_id: str, redo: list[Redo]) -> None:
         """Write the changed occurrences again on the moved series, each on the instance
         at its new original start."""
         for again in redo:
-            page = await self._client.call(
-                partial(
-                    _call,
-                    "instances",
-                    calendarId=calendar_id,
-                    eventId=series_id,
-                    originalStart=google_events.query_time(again.original),
-                )
-            )
-            for instance in page.get("items", [])[:1]:
+            original = google_events.query_time(again.original)
+            instance = await self._instance(calendar_id, series_id, original)
+            if instance is not None:
                 await self._events(calendar_id, "patch", instance["id"], again.body)
+
+    async def _instance(
+        self, calendar_id: str, series_id: str, original: str, **options: Any
+    ) -> Resource | None:
+        """The series' instance whose original start is ``original`` (None: it has none)."""
+        page = await self._client.call(
+            partial(
+                _call,
+                "instances",
+                calendarId=calendar_id,
+                eventId=series_id,
+                originalStart=original,
+                **options,
+            )
+        )
+        items = page.get("items", [])
+        return items[0] if items else None
 
     async def _events(
         self,

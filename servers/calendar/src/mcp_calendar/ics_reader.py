@@ -43,6 +43,7 @@ from dateutil.rrule import rrulestr
 from icalendar import Calendar, Component, Event, Timezone
 
 from mcp_calendar import edits, rules, times, zones
+from mcp_calendar.expansion import instant
 from mcp_calendar.local import row
 from mcp_calendar.store import EventRow
 
@@ -315,7 +316,9 @@ class _Reader:
         if "DTEND" not in event or "RRULE" in event or "RDATE" in event:
             return
         start, end = event.decoded("DTSTART"), event.decoded("DTEND")
-        if isinstance(start, datetime) != isinstance(end, datetime) or _utc(end) >= _utc(start):
+        if isinstance(start, datetime) != isinstance(end, datetime) or instant(end) >= instant(
+            start
+        ):
             return
         event["DTSTART"], event["DTEND"] = event["DTEND"], event["DTSTART"]
         self.warnings.append(f"{name}: it ends before it starts: its start and end were swapped")
@@ -476,7 +479,7 @@ def _time_problem(event: Event) -> str | None:
         start, end = event.decoded("DTSTART"), event.decoded("DTEND")
         if isinstance(start, datetime) != isinstance(end, datetime):
             return "start and end are not both dates or both times"
-        if _utc(end) < _utc(start):
+        if instant(end) < instant(start):
             return "it ends before it starts"
     return None
 
@@ -587,12 +590,6 @@ def _zoned(value: Any, tz: ZoneInfo) -> Any:
     if isinstance(value, datetime) and value.tzinfo is None:
         return value.replace(tzinfo=tz)
     return value
-
-
-def _utc(moment: datetime | date) -> datetime:
-    if isinstance(moment, datetime):
-        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return datetime.combine(moment, datetime.min.time(), tzinfo=UTC)
 
 
 def _naive(moment: datetime | date) -> datetime:

@@ -23,10 +23,7 @@ from mcp_calendar.service import CalendarService
 from mcp_calendar.settings import CalendarSettings
 from mcp_calendar.store import CalendarStore
 from mcp_calendar.tools import add_producer_tools, add_read_tools
-from meshkit.approval_keys import public_key
 from meshkit.consent import Consent
-from meshkit.proposals import Approvals
-from meshkit.relay import relay_from
 from meshkit.server import create_server
 from meshkit.settings import load_settings
 
@@ -72,9 +69,7 @@ def build_server(
         checks={"calendar": service.check},
         stores=[store],
     )
-    consent = Consent(
-        mcp, SERVER, Approvals(public_key(settings), clock=clock), relay=relay_from(settings)
-    )
+    consent = Consent.from_settings(mcp, SERVER, settings, clock=clock)
     consent.declare(*change_kinds(backend, clock))
     add_read_tools(mcp, service, settings.timezone)
     add_producer_tools(mcp, proposals, consent, settings.timezone)

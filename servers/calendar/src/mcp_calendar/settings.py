@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import time
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -27,6 +27,7 @@ TOKEN_FILE = "token.json"  # noqa: S105 (a file name) the user's token, `mcp_cal
 
 class CalendarSettings(ApprovalSettings):
     model_config = SettingsConfigDict(env_prefix="CALENDAR_", extra="ignore")
+    db_file: ClassVar[str] = DB_FILE
 
     backend: Literal["local", "google", "caldav"] = Field(
         default="local",
@@ -161,10 +162,6 @@ class CalendarSettings(ApprovalSettings):
     @property
     def token_file(self) -> Path:
         return self.credentials_dir / TOKEN_FILE
-
-    @property
-    def db_path(self) -> Path:
-        return self.data_dir / DB_FILE
 
 
 def _comma_list(value: object) -> object:

@@ -17,14 +17,12 @@ from mcp_calendar.models import Calendars, Events, FreeTime, ScopeName
 from mcp_calendar.proposals import Proposals
 from mcp_calendar.service import CalendarService
 from meshkit.consent import Consent
+from meshkit.params import ContextAgent
 from meshkit.tool_classes import producer, read
 from meshkit.wire.proposals import Proposal
 
 CONTEXT = ("agent", "timezone")
 
-Agent = Annotated[
-    str, Field(description="filled in by the assistant", min_length=1, max_length=200)
-]
 Time = Annotated[
     str,
     Field(
@@ -138,7 +136,7 @@ def add_producer_tools(
         ] = None,
         location: Annotated[str | None, Field(max_length=200)] = None,
         description: Annotated[str | None, Field(max_length=2000)] = None,
-        agent: Agent = "default",
+        agent: ContextAgent = "default",
         timezone: Zone = zone_default,
     ) -> Proposal:
         """Propose adding an event (a date alone: all day); it lists the events it overlaps."""
@@ -164,7 +162,7 @@ def add_producer_tools(
         end: EndTime = None,
         occurrence: Occurrence = None,
         scope: Scope = "this",
-        agent: Agent = "default",
+        agent: ContextAgent = "default",
         timezone: Zone = zone_default,
     ) -> Proposal:
         """Propose moving an event; it keeps its length unless end is given."""
@@ -178,7 +176,7 @@ def add_producer_tools(
         event: EventName,
         occurrence: Occurrence = None,
         scope: Scope = "this",
-        agent: Agent = "default",
+        agent: ContextAgent = "default",
         timezone: Zone = zone_default,
     ) -> Proposal:
         """Propose cancelling (deleting) an event."""

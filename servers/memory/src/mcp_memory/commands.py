@@ -20,7 +20,7 @@ from typing import Annotated
 import anyio
 from cyclopts import App, Parameter
 
-from mcp_memory.markdown import BadFile, export_markdown, import_entries, parse
+from mcp_memory.markdown import export_markdown, import_entries, parse
 from mcp_memory.settings import MemorySettings
 from meshkit.command import Json, guarded, read_file, run, settings_of
 from meshkit.private import private_output
@@ -57,7 +57,7 @@ def import_(
 
     def run() -> None:
         settings = settings_of(MemorySettings)
-        entries = read_file(file, parse, refused=BadFile)
+        entries = read_file(file, parse)
         added, present = anyio.run(import_entries, settings.memories_path, agent, entries)
         if as_json:
             print(json.dumps({"agent": agent, "added": added, "present": present}))

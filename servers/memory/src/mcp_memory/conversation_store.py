@@ -285,14 +285,7 @@ class ConversationStore(SQLiteStore):
         return await self._run(read)
 
     async def summary(self, agent: str, chat_id: str) -> Summary | None:
-        def read(db: sqlite3.Connection) -> Summary | None:
-            row = db.execute(
-                "SELECT text, up_to_id, up_to_at FROM summaries WHERE agent = ? AND chat_id = ?",
-                (agent, chat_id),
-            ).fetchone()
-            return None if row is None else Summary(*row)
-
-        return await self._run(read)
+        return await self._run(lambda db: _summary(db, agent, chat_id))
 
     async def unsummarized(self, agent: str, chat_id: str, below_id: int, limit: int) -> list[Row]:
         """The current conversation's items below ``below_id`` (out of the window) that no
@@ -353,11 +346,7 @@ def _tail(db: sqlite3.Connection, agent: str, chat_id: str, limit: int) -> Tail:
         "SELECT COUNT(*) FROM items WHERE agent = ? AND chat_id = ? AND id > ?",
         (agent, chat_id, start),
     ).fetchone()
-    row = db.execute(
-        "SELECT text, up_to_id, up_to_at FROM summaries WHERE agent = ? AND chat_id = ?",
-        (agent, chat_id),
-    ).fetchone()
-    summary = None if row is None else Summary(*row)
+    summary = _summary(db, agent, chat_id)
     unsummarized = total
     if summary is not None and summary.up_to_id > start:
         (unsummarized,) = db.execute(
@@ -365,3 +354,11 @@ def _tail(db: sqlite3.Connection, agent: str, chat_id: str, limit: int) -> Tail:
             (agent, chat_id, summary.up_to_id),
         ).fetchone()
     return Tail([Row(*r) for r in found], total, summary, unsummarized)
+
+
+def _summary(db: sqlite3.Connection, agent: str, chat_id: str) -> Summary | None:
+    row = db.execute(
+        "SELECT text, up_to_id, up_to_at FROM summaries WHERE agent = ? AND chat_id = ?",
+        (agent, chat_id),
+    ).fetchone()
+    return None if row is None else Summary(*row)

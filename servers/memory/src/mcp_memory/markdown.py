@@ -24,17 +24,12 @@ from pathlib import Path
 
 from mcp_memory.memories import MAX_TEXT
 from mcp_memory.memory_store import MemoryStore
+from meshkit.errors import BadFile
 from meshkit.text import one_line
 
 EVERYONE = "## For everyone"
 _USER = re.compile(r"## About user (\S{1,200})")
 Entry = tuple[str, str, str]  # scope, user ("" for agent), text
-
-
-class BadFile(Exception):
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("\n".join(problems))
-        self.problems = problems
 
 
 def render(agent: str, entries: Iterable[Entry]) -> str:

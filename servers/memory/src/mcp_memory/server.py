@@ -28,10 +28,7 @@ from mcp_memory.turns import TurnContexts
 from mcp_memory.usage import UsageService
 from mcp_memory.usage_store import UsageStore
 from mcp_memory.usage_tools import add_usage_tools, declare_usage_changes
-from meshkit.approval_keys import public_key
 from meshkit.consent import Consent
-from meshkit.proposals import Approvals
-from meshkit.relay import relay_from
 from meshkit.server import create_server
 from meshkit.settings import load_settings
 
@@ -75,8 +72,7 @@ def build_server(
         checks={"database": service.check},
         stores=[store, memories, questions, usage_store],
     )
-    approvals = Approvals(public_key(settings), clock=clock)
-    consent = Consent(mcp, SERVER, approvals, relay=relay_from(settings))
+    consent = Consent.from_settings(mcp, SERVER, settings, clock=clock)
     remembered = MemoryService(memories, clock=clock)
     declare_changes(consent, remembered)
     usage = UsageService(usage_store, clock=clock)

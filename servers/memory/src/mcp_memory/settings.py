@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
@@ -19,6 +20,7 @@ MAX_WINDOW_TOKENS = 1_000_000
 
 class MemorySettings(ApprovalSettings):
     model_config = SettingsConfigDict(env_prefix="MEMORY_", extra="ignore")
+    db_file: ClassVar[str] = DB_FILE
 
     window_max_items: int = Field(
         default=40, ge=1, le=MAX_WINDOW_ITEMS, description="Most items a window holds."
@@ -34,10 +36,6 @@ class MemorySettings(ApprovalSettings):
         gt=0,
         description="Silence after which a conversation is over and the next window starts empty.",
     )
-
-    @property
-    def db_path(self) -> Path:
-        return self.data_dir / DB_FILE
 
     @property
     def memories_path(self) -> Path:

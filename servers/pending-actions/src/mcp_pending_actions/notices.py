@@ -45,6 +45,7 @@ from mcp_pending_actions.rows import ActionRow, BatchRow, NoticeRow
 from mcp_pending_actions.store import PendingStore, fail_unshown, select_action, select_batch
 from meshkit.proposals import ApprovalSigner
 from meshkit.queue import Holder, LeasedQueue, QueueSpec, put
+from meshkit.text import readable
 from meshkit.wire.pending_actions import Notice, Notices, State, Undelivered
 
 _COLUMNS = "key, type, agent, chat_id, user_id, client, batch_id, action_id, created_at"
@@ -104,11 +105,6 @@ def delivery(db: sqlite3.Connection, batch_id: str) -> Delivery:
         return Delivery(None, None)
     shown_at, last_error = found
     return Delivery(shown_at, None if shown_at is not None else last_error)
-
-
-def label(client: str) -> str:
-    """A client's name as the user reads it: 'claude-desktop' → 'Claude Desktop'."""
-    return " ".join(word.capitalize() for word in client.replace("_", "-").split("-") if word)
 
 
 @dataclass(frozen=True)
@@ -240,7 +236,7 @@ class NoticeBoard:
             chat_id=row.chat_id,
             user_id=row.user_id,
             client=row.client,
-            client_label=label(row.client),
+            client_label=readable(row.client),
         )
         if row.type == "show" and found.batch is not None:
             return notice.model_copy(update={"batch": views.batch(found.batch, found.actions)})

@@ -162,22 +162,9 @@ class PendingActions:
             raise UnknownAction(f"There is no action {action_id[:100]!r} of yours here.")
         row = await self._settle(row, self._clock())
         shown = await self._store.read(lambda db: notices.delivery(db, row.batch_id))
-        return ActionStatus(
-            action_id=row.action_id,
-            state=row.state,
-            summary=row.summary,
-            server=row.server,
-            kind=row.kind,
-            client=row.client,
-            decided_by=row.decided_by,
-            created_at=row.created_at,
-            expires_at=row.expires_at,
-            decided_at=row.decided_at,
-            result=row.result,
-            error=row.error,
-            shown_at=shown.shown_at,
-            not_shown=shown.not_shown if row.state == State.PENDING else None,
-        )
+        status = ActionStatus.model_validate(row, from_attributes=True)
+        not_shown = shown.not_shown if row.state == State.PENDING else None
+        return status.model_copy(update={"shown_at": shown.shown_at, "not_shown": not_shown})
 
     async def list_grants(self, agent: str, user_id: str) -> Grants:
         """The user's running grants with the agent, the soonest to end first."""

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
@@ -17,6 +18,7 @@ DB_FILE = "pending_actions.sqlite3"
 
 class PendingSettings(SigningSettings):
     model_config = SettingsConfigDict(env_prefix="PENDING_", extra="ignore")
+    db_file: ClassVar[str] = DB_FILE
 
     max_ttl_s: int = Field(
         default=MAX_TTL_S,
@@ -72,7 +74,3 @@ class PendingSettings(SigningSettings):
         description="The fleet file: each agent's consent policies (consent:), read again "
         "when it changes; not there: every change asks.",
     )
-
-    @property
-    def db_path(self) -> Path:
-        return self.data_dir / DB_FILE

@@ -50,6 +50,7 @@ from mcp_pending_actions.rows import ActionRow, BatchRow, NoticeRow
 from mcp_pending_actions.settings import PendingSettings
 from mcp_pending_actions.store import PendingStore, insert
 from meshkit.proposals import SERVER_PATTERN, ApprovalSigner
+from meshkit.text import readable
 from meshkit.wire.pending_actions import (
     CHAT_CLIENT,
     ClientStaged,
@@ -204,7 +205,7 @@ class Staging:
             joined = batch_id is not None
             batch_id = batch_id or new_id("bat_")
             key = notices.show_key(batch_id)
-            text = f"From {notices.label(client)}:"
+            text = f"From {readable(client)}:"
             action = self._row(agent, user_id, user_id, client, server, proposal, batch_id)
             action = _decided(action, verdict, now)
             batch = None if joined else BatchRow(batch_id, agent, user_id, text, now, key)

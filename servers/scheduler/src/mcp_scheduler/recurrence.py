@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from croniter import croniter
@@ -35,15 +36,7 @@ class Weekly:
     weekdays: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6)
 
     def walls(self, start: datetime) -> Iterator[datetime]:
-        rule = rrule(
-            DAILY,
-            dtstart=start.replace(second=0, microsecond=0),
-            byweekday=self.weekdays,
-            byhour=self.at.hour,
-            byminute=self.at.minute,
-            bysecond=0,
-        )
-        return rule.xafter(start)
+        return _walls(start, self.at, freq=DAILY, byweekday=self.weekdays)
 
 
 @dataclass(frozen=True)
@@ -54,15 +47,7 @@ class Monthly:
     day: int
 
     def walls(self, start: datetime) -> Iterator[datetime]:
-        rule = rrule(
-            MONTHLY,
-            dtstart=start.replace(second=0, microsecond=0),
-            bymonthday=self.day,
-            byhour=self.at.hour,
-            byminute=self.at.minute,
-            bysecond=0,
-        )
-        return rule.xafter(start)
+        return _walls(start, self.at, freq=MONTHLY, bymonthday=self.day)
 
 
 @dataclass(frozen=True)
@@ -78,6 +63,17 @@ class Cron:
 
 
 Rule = Weekly | Monthly | Cron
+
+
+def _walls(start: datetime, at: time, **rule: Any) -> Iterator[datetime]:
+    """The times of an rrule (``freq`` and the days it names) at ``at``, after ``start``."""
+    return rrule(
+        dtstart=start.replace(second=0, microsecond=0),
+        byhour=at.hour,
+        byminute=at.minute,
+        bysecond=0,
+        **rule,
+    ).xafter(start)
 
 
 def next_after(rule: Rule, after: float, tz: ZoneInfo) -> float:

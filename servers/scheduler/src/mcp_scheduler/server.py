@@ -19,10 +19,7 @@ from mcp_scheduler.service import Scheduler
 from mcp_scheduler.settings import DEFAULT_SCHEDULE, SchedulerSettings
 from mcp_scheduler.store import SchedulerStore
 from mcp_scheduler.tools import add_internal_tools, add_reminder_tools
-from meshkit.approval_keys import public_key
 from meshkit.consent import Consent
-from meshkit.proposals import Approvals
-from meshkit.relay import relay_from
 from meshkit.server import create_server
 from meshkit.settings import load_settings
 from meshkit.stopping import Stopping
@@ -66,9 +63,7 @@ def build_server(
         checks={"database": scheduler.check},
         stores=[store],
     )
-    consent = Consent(
-        mcp, SERVER, Approvals(public_key(settings), clock=clock), relay=relay_from(settings)
-    )
+    consent = Consent.from_settings(mcp, SERVER, settings, clock=clock)
     consent.declare(*change_kinds(store, clock, scheduler.changed))
     add_reminder_tools(mcp, desk, consent)
     add_internal_tools(mcp, scheduler, desk)

@@ -4,6 +4,7 @@ and ``CLAWMESH_AGENTS``)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
@@ -16,6 +17,7 @@ DEFAULT_SCHEDULE = Path("config/schedule.yaml")
 
 class SchedulerSettings(ApprovalSettings):
     model_config = SettingsConfigDict(env_prefix="SCHEDULER_", extra="ignore")
+    db_file: ClassVar[str] = DB_FILE
 
     schedule: Path | None = Field(
         default=None,
@@ -34,7 +36,3 @@ class SchedulerSettings(ApprovalSettings):
         description="How long next_due leases a firing before it is handed out again (a "
         "scheduled prompt is a whole turn); a new run of the same consumer takes it at once.",
     )
-
-    @property
-    def db_path(self) -> Path:
-        return self.data_dir / DB_FILE

@@ -16,16 +16,12 @@ from pydantic import Field
 from mcp_scheduler.reminders import ReminderDesk, Repeat, views
 from mcp_scheduler.service import Scheduler
 from meshkit.consent import Consent
-from meshkit.params import MessageKey
+from meshkit.params import ContextAgent, ContextZone, MessageKey
 from meshkit.tool_classes import internal, producer, read
 from meshkit.wire.pause import Paused
 from meshkit.wire.proposals import Proposal
 from meshkit.wire.scheduler import Acked, Due, FollowedUp, FollowUp, Jobs, Reminders
 
-Agent = Annotated[
-    str, Field(description="filled in by the assistant", min_length=1, max_length=200)
-]
-Zone = Annotated[str, Field(description="filled in by the assistant", max_length=64)]
 Holder = Annotated[str, Field(min_length=1, max_length=100)]
 FiringId = Annotated[str, Field(pattern=r"^fir_[0-9a-f]{12}$", max_length=16)]
 FiringKeys = Annotated[
@@ -36,7 +32,7 @@ FiringKeys = Annotated[
 
 def add_reminder_tools(mcp: FastMCP[Any], desk: ReminderDesk, consent: Consent) -> None:
     @mcp.tool(**read(title="Reminders", context=("agent",)))
-    async def list_reminders(agent: Agent = "default") -> Reminders:
+    async def list_reminders(agent: ContextAgent = "default") -> Reminders:
         """The user's reminders to come or not yet done, with ids and times."""
         return Reminders(reminders=views(await desk.listed(agent)))
 
@@ -52,8 +48,8 @@ def add_reminder_tools(mcp: FastMCP[Any], desk: ReminderDesk, consent: Consent) 
             ),
         ],
         repeat: Annotated[Repeat | None, Field(description="null: once")] = None,
-        agent: Agent = "default",
-        timezone: Zone = "UTC",
+        agent: ContextAgent = "default",
+        timezone: ContextZone = "UTC",
     ) -> Proposal:
         """Propose a reminder sent to the user at a time."""
         return await consent.offer(desk.propose(agent, text, when, repeat, timezone))
@@ -63,7 +59,7 @@ def add_reminder_tools(mcp: FastMCP[Any], desk: ReminderDesk, consent: Consent) 
         reminder_id: Annotated[
             str, Field(min_length=1, max_length=40, description="From list_reminders")
         ],
-        agent: Agent = "default",
+        agent: ContextAgent = "default",
     ) -> Proposal:
         """Propose cancelling a reminder."""
         return await consent.offer(await desk.propose_cancel(agent, reminder_id))
@@ -90,7 +86,7 @@ def add_internal_tools(mcp: FastMCP[Any], scheduler: Scheduler, desk: ReminderDe
 
     @mcp.tool(**internal(title="Follow up a reminder", idempotent=True))
     async def follow_up(
-        agent: Agent,
+        agent: ContextAgent,
         firing_id: FiringId,
         message_key: MessageKey,
         outcome: FollowUp,
@@ -109,7 +105,7 @@ def add_internal_tools(mcp: FastMCP[Any], scheduler: Scheduler, desk: ReminderDe
 
     @mcp.tool(**internal(title="Pause or resume an agent", idempotent=True))
     async def set_paused(
-        agent: Agent,
+        agent: ContextAgent,
         paused: Annotated[bool, Field(description="true: pause; false: resume")],
     ) -> Paused:
         """Pause an agent (the operator's ``clawmesh agent stop``): none of its jobs or
@@ -118,6 +114,6 @@ def add_internal_tools(mcp: FastMCP[Any], scheduler: Scheduler, desk: ReminderDe
         return await scheduler.set_paused(agent, paused)
 
     @mcp.tool(**internal(title="Jobs", read_only=True, idempotent=True))
-    async def jobs(agent: Agent) -> Jobs:
+    async def jobs(agent: ContextAgent) -> Jobs:
         """The agent's scheduled jobs with their next firing, and its reminders."""
         return await scheduler.jobs_of(agent)

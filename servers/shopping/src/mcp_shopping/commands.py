@@ -16,7 +16,7 @@ from typing import Annotated
 import anyio
 from cyclopts import App, Parameter
 
-from mcp_shopping.importer import BadFile, forget_examples, import_orders, read_orders
+from mcp_shopping.importer import forget_examples, import_orders, read_orders
 from mcp_shopping.settings import ShoppingSettings
 from meshkit.command import CliError, Json, guarded, read_file, run, settings_of
 
@@ -39,7 +39,7 @@ def import_(file: Path, /, *, agent: Agent = "default", as_json: Json = False) -
         if not who:
             raise CliError("--agent is empty", "name the agent whose history it is", code=2)
         settings = settings_of(ShoppingSettings)
-        orders = read_file(file, read_orders, refused=BadFile, newline="")
+        orders = read_file(file, read_orders, newline="")
         done = anyio.run(import_orders, settings.db_path, who, orders, time.time())
         if as_json:
             print(json.dumps({"agent": who, "added": done.added, "present": done.present}))

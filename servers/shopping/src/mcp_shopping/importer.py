@@ -33,6 +33,7 @@ from datetime import date
 from pathlib import Path
 
 from mcp_shopping.store import Imported, NewOrder, ShoppingStore
+from meshkit.errors import BadFile
 
 COLUMNS = ("date", "item", "store", "quantity", "price")
 REQUIRED = ("date", "item", "store")
@@ -40,14 +41,6 @@ MAX_NAME = 200
 MAX_STORE = 100
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _NUMBER = re.compile(r"\d+(\.\d*)?|\.\d+")
-
-
-class BadFile(Exception):
-    """The file cannot be imported: one line per problem, each with its line number."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("\n".join(problems))
-        self.problems = problems
 
 
 def read_orders(lines: Iterable[str]) -> list[NewOrder]:

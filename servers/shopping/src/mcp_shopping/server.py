@@ -21,10 +21,7 @@ from mcp_shopping.service import ShoppingService, list_key
 from mcp_shopping.settings import ShoppingSettings
 from mcp_shopping.store import ShoppingStore
 from mcp_shopping.tools import add_producer_tools, add_read_tools
-from meshkit.approval_keys import public_key
 from meshkit.consent import Consent
-from meshkit.proposals import Approvals
-from meshkit.relay import relay_from
 from meshkit.server import create_server
 from meshkit.settings import load_settings
 
@@ -65,8 +62,7 @@ def build_server(
         checks={"database": service.check},
         stores=[store],
     )
-    approvals = Approvals(public_key(settings), clock=clock)
-    consent = Consent(mcp, SERVER, approvals, relay=relay_from(settings))
+    consent = Consent.from_settings(mcp, SERVER, settings, clock=clock)
     consent.declare(*change_kinds(store, clock, today or (lambda: date.fromtimestamp(clock()))))
     default_list = list_key(settings.default_list)
     add_read_tools(mcp, service, default_list)

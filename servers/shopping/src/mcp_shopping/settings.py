@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import ClassVar
 
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
@@ -15,6 +15,7 @@ MAX_LIST_NAME = 60
 
 class ShoppingSettings(ApprovalSettings):
     model_config = SettingsConfigDict(env_prefix="SHOPPING_", extra="ignore")
+    db_file: ClassVar[str] = DB_FILE
 
     default_list: str = Field(
         default="groceries",
@@ -33,7 +34,3 @@ class ShoppingSettings(ApprovalSettings):
         max_length=5,
         description="Shown before prices in proposals ('$4.99'); prices are stored as numbers.",
     )
-
-    @property
-    def db_path(self) -> Path:
-        return self.data_dir / DB_FILE

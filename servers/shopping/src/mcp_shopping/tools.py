@@ -17,14 +17,12 @@ from mcp_shopping.models import ItemMatches, Lists, RecentOrders
 from mcp_shopping.service import MAX_QUANTITY, ShoppingService
 from mcp_shopping.settings import MAX_LIST_NAME
 from meshkit.consent import Consent
+from meshkit.params import ContextAgent
 from meshkit.tool_classes import producer, read
 from meshkit.wire.proposals import Proposal
 
 MAX_ORDERS = 100
 
-Agent = Annotated[
-    str, Field(description="filled in by the assistant", min_length=1, max_length=200)
-]
 Store = Annotated[str | None, Field(max_length=100)]
 ListName = Annotated[
     str,
@@ -47,7 +45,7 @@ def add_read_tools(mcp: FastMCP[Any], service: ShoppingService, default_list: st
                 description="null: every list; a store's cart is 'cart:<store>'",
             ),
         ] = default_list,
-        agent: Agent = "default",
+        agent: ContextAgent = "default",
     ) -> Lists:
         """A shopping list's items with their ids, and the names of all lists."""
         return await service.get_list(agent, list_name)
@@ -63,7 +61,7 @@ def add_read_tools(mcp: FastMCP[Any], service: ShoppingService, default_list: st
             ),
         ],
         limit: Annotated[int, Field(ge=1, le=20)] = 5,
-        agent: Agent = "default",
+        agent: ContextAgent = "default",
     ) -> ItemMatches:
         """Items ordered before or on a list that match loose words (typos too), with where,
         when, how many and at what price last ordered: an item's full name for a reorder."""
@@ -73,7 +71,7 @@ def add_read_tools(mcp: FastMCP[Any], service: ShoppingService, default_list: st
     async def get_recent_orders(
         limit: Annotated[int, Field(ge=1, le=MAX_ORDERS)] = 20,
         store: Store = None,
-        agent: Agent = "default",
+        agent: ContextAgent = "default",
     ) -> RecentOrders:
         """The most recent orders, newest first, of one store or all."""
         return await service.recent_orders(agent, limit, store)
@@ -91,7 +89,7 @@ def add_producer_tools(
         store: Store = None,
         note: Annotated[str | None, Field(max_length=300)] = None,
         list_name: ListName = default_list,
-        agent: Agent = "default",
+        agent: ContextAgent = "default",
     ) -> Proposal:
         """Propose adding an item to a shopping list."""
         proposal = await service.propose_add(
@@ -116,7 +114,7 @@ def add_producer_tools(
             ),
         ],
         list_name: ListName = default_list,
-        agent: Agent = "default",
+        agent: ContextAgent = "default",
     ) -> Proposal:
         """Propose removing an item from a shopping list."""
         return await consent.offer(await service.propose_remove(agent, name, list_name))
@@ -139,7 +137,7 @@ def add_producer_tools(
             str | None,
             Field(max_length=100, description="Default: where last bought"),
         ] = None,
-        agent: Agent = "default",
+        agent: ContextAgent = "default",
     ) -> Proposal:
         """Propose ordering an item again: into the store's cart, recorded as an order
         (nothing is bought online)."""

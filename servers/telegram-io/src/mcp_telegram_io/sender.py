@@ -335,16 +335,7 @@ def keyboard(rows: Sequence[Sequence[ButtonSpec]]) -> InlineKeyboardMarkup | Non
     if not rows:
         return None
     try:
-        return InlineKeyboardMarkup(
-            [
-                [
-                    InlineKeyboardButton(b.label, callback_data=check_callback_data(b.data))
-                    for b in row
-                ]
-                for row in rows
-                if row
-            ]
-        )
+        return InlineKeyboardMarkup([[_button(b) for b in row] for row in rows if row])
     except ValueError as error:
         raise TelegramRefused(str(error)) from error
 

@@ -8,6 +8,7 @@ variables that hold its token (``bot_token_env`` in agents.yaml), see ``fleet.py
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
@@ -20,6 +21,7 @@ KILL_SWITCH = "inbox-disabled"
 
 class TelegramIOSettings(DataSettings):
     model_config = SettingsConfigDict(env_prefix="TELEGRAM_", extra="ignore")
+    db_file: ClassVar[str] = DB_FILE
 
     api_base: str = Field(
         default="https://api.telegram.org",
@@ -60,10 +62,6 @@ class TelegramIOSettings(DataSettings):
     keep_s: float = Field(
         default=2 * 86400, gt=0, description="How long acked updates are kept for dedupe."
     )
-
-    @property
-    def db_path(self) -> Path:
-        return self.data_dir / DB_FILE
 
     @property
     def kill_switch(self) -> Path:
