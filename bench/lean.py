@@ -118,7 +118,9 @@ class Build:
 def proposing(build: Build) -> tuple[str, ...]:
     """The servers the mesh's registry says may propose (``proposes: true``), for a build
     that reads the key: one from before issue 35 refuses it (and offers every producer)."""
-    config = build.root / "orchestrator" / "src" / "orchestrator" / "config.py"
+    package = build.root / "orchestrator" / "src" / "orchestrator"
+    config = package / "config" / "registry.py"  # config.py before issue 36
+    config = config if config.exists() else package / "config.py"
     return PROPOSING if "proposes: bool" in config.read_text() else ()
 
 
