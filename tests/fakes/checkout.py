@@ -9,7 +9,9 @@ from __future__ import annotations
 import io
 import shutil
 import subprocess
+import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,3 +34,20 @@ def shipped(dest: Path, *paths: str) -> Path:
     for path in paths:
         shutil.copytree(ROOT / path, dest / path, dirs_exist_ok=True)
     return dest
+
+
+def orchestrator(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m orchestrator [args]`` with ``env`` and no input, as a user starts it in a
+    project folder: the shipped config/ and agents/, and no .env (the checkout's is a
+    person's, who may have filled it in)."""
+    with tempfile.TemporaryDirectory() as folder:
+        return subprocess.run(
+            [sys.executable, "-m", "orchestrator", *args],
+            env=env,
+            cwd=shipped(Path(folder)),
+            input="",
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )

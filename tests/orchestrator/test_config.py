@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from fakes.checkout import shipped
+from fakes.checkout import orchestrator, shipped
 from meshkit.yaml_config import ConfigError
 from orchestrator.config.fleet import load_fleet
 from orchestrator.config.registry import load_registry
@@ -26,23 +25,6 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 def persona(tmp_path: Path) -> None:
     (tmp_path / "agents" / "a").mkdir(parents=True)
     (tmp_path / "agents" / "a" / "IDENTITY.md").write_text("I am A.")
-
-
-def orchestrator(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m orchestrator [args]`` with ``env`` and no input, as a user starts it in a
-    project folder: the shipped config/ and agents/, and no .env (the checkout's is a
-    person's, who may have filled it in)."""
-    with tempfile.TemporaryDirectory() as folder:
-        return subprocess.run(
-            [sys.executable, "-m", "orchestrator", *args],
-            env=env,
-            cwd=shipped(Path(folder)),
-            input="",
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
 
 
 def test_the_shipped_configuration_loads(tmp_path: Path) -> None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -16,7 +14,7 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from fakes.checkout import shipped
+from fakes.checkout import orchestrator
 from fakes.serving import credentials_file, serving
 from meshkit.yaml_config import ConfigError
 from orchestrator.config.registry import ServerEntry, load_registry, mesh_credentials
@@ -121,17 +119,7 @@ def orchestrator_chat(registry: Path, **env: str) -> subprocess.CompletedProcess
         "OPENAI_API_KEY": "sk-test",
         **env,
     }
-    with tempfile.TemporaryDirectory() as folder:  # the shipped fleet, no .env
-        return subprocess.run(
-            [sys.executable, "-m", "orchestrator", "chat"],
-            env=environment,
-            cwd=shipped(Path(folder)),
-            input="",
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+    return orchestrator(environment, "chat")  # the shipped fleet, no .env
 
 
 def test_auth_mesh_without_a_credentials_file_stops_the_orchestrator_with_one_line(

@@ -316,9 +316,8 @@ class _Reader:
         if "DTEND" not in event or "RRULE" in event or "RDATE" in event:
             return
         start, end = event.decoded("DTSTART"), event.decoded("DTEND")
-        if isinstance(start, datetime) != isinstance(end, datetime) or instant(end) >= instant(
-            start
-        ):
+        mixed = isinstance(start, datetime) != isinstance(end, datetime)
+        if mixed or instant(end) >= instant(start):
             return
         event["DTSTART"], event["DTEND"] = event["DTEND"], event["DTSTART"]
         self.warnings.append(f"{name}: it ends before it starts: its start and end were swapped")
