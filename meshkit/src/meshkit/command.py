@@ -24,7 +24,6 @@ from cyclopts import App, CycloptsError, Parameter
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings
 
-from meshkit.errors import BadFile
 from meshkit.settings import describe_error, load_dotenv
 from meshkit.yaml_config import ConfigError
 
@@ -82,6 +81,8 @@ def read_file(file: Path, parse: Callable[[TextIO], T], *, newline: str | None =
     """``parse`` of ``file`` read as UTF-8 text (a BOM skipped). A file that cannot be read or
     is not UTF-8 is a CliError; so is :class:`BadFile` raised by ``parse``, its message (a line per
     problem) printed first: nothing of the file was imported (exit 2)."""
+    from meshkit.errors import BadFile  # noqa: PLC0415 (it loads fastmcp; other commands need not)
+
     try:
         with file.open(encoding="utf-8-sig", newline=newline) as lines:
             return parse(lines)

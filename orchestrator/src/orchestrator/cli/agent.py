@@ -20,7 +20,7 @@ from meshkit.command import guarded
 from orchestrator.cli import agent_init, lifecycle
 from orchestrator.cli.mesh import agent_of, fleet, settings
 
-agent_app = App(name="agent", help="Create, list, look at, pause and resume the fleet's agents.")
+agent_app = App(name="agent")  # its description: clawmesh's (cli/main.py)
 
 Json = Annotated[bool, Parameter(name="--json", negative=(), help="JSON on stdout")]
 

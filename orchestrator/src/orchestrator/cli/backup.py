@@ -40,7 +40,7 @@ from orchestrator.cli.backup_sources import (
 )
 from orchestrator.cli.restore import restore as restore_archive
 
-backup_app = App(name="backup", help="Back up and restore the databases and configuration.")
+backup_app = App(name="backup")  # its description: clawmesh's (cli/main.py)
 
 Json = Annotated[bool, Parameter(name="--json", negative=(), help="print JSON on stdout")]
 # "-" is a file name here (stdin, stdout), not an option.

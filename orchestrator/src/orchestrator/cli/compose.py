@@ -21,9 +21,7 @@ from orchestrator.cli.checks.engine import INSTALL_COMPOSE, find_compose
 
 
 def compose(*args: Annotated[str, Parameter(allow_leading_hyphen=True)]) -> None:
-    """Docker Compose v2 (the plugin, else the venv's): wherever the docs say docker compose.
-
-    clawmesh compose ps; clawmesh compose exec orchestrator clawmesh usage."""
+    """The description is clawmesh's (cli/main.py)."""
 
     def run() -> None:
         found = find_compose(shutil.which("docker"))

@@ -94,7 +94,7 @@ def doctor(
     as_json: Annotated[bool, Parameter(name="--json", negative=())] = False,
     project: str | None = None,
 ) -> None:
-    """Check what breaks a deployment on this machine; each finding with its fix.
+    """The description is clawmesh's (cli/main.py).
 
     Parameters
     ----------

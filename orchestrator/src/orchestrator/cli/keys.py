@@ -41,10 +41,7 @@ def client(
     ),
     as_json: Json = False,
 ) -> None:
-    """A credential for another MCP client, bound to one agent and one user.
-
-    Prints its token (shown once: only its SHA-256 is kept) and the MESH_CLIENTS line for
-    .env (the clients already there kept). Restart the servers to admit it."""
+    """The description is clawmesh's (cli/main.py)."""
 
     def run() -> None:
         settings = settings_of(ClientSettings)
@@ -88,11 +85,7 @@ def secrets(
     ] = None,
     registry: Path = Path("config/mcp_servers.yaml"),
 ) -> None:
-    """The secret files compose mounts (make up runs it).
-
-    What is missing is made, the .env secrets copied (meshkit.secret_files says which files).
-    Prints the names of the files it changed, one a line (never a value): make up recreates
-    the containers when one did."""
+    """The description is clawmesh's (cli/main.py)."""
 
     def run() -> None:
         settings_of(ClientSettings)  # .env read, as make up's other steps read it

@@ -30,13 +30,47 @@ from cyclopts import App
 
 from meshkit import command
 from meshkit.command import CliError, report
-from orchestrator.cli.agent import agent_app
-from orchestrator.cli.backup import backup_app
-from orchestrator.cli.compose import compose
-from orchestrator.cli.doctor import doctor
-from orchestrator.cli.keys import client, secrets
-from orchestrator.cli.proxy import mcp
-from orchestrator.cli.usage import usage
+
+# The orchestrator's own commands (cli/<module>:<command>), each imported when it runs: a
+# command loads only what it needs (backup, compose and secrets never load the MCP
+# libraries). Their descriptions are here, where cyclopts lists commands it has not loaded.
+COMMANDS = {
+    "agent": ("agent:agent_app", "Create, list, look at, pause and resume the fleet's agents."),
+    "usage": (
+        "usage:usage",
+        "What the model cost, per agent: today and this month with where each limit stands,"
+        " or one --month or --day.",
+    ),
+    "doctor": (
+        "doctor:doctor",
+        "Check what breaks a deployment on this machine; each finding with its fix.",
+    ),
+    "backup": ("backup:backup_app", "Back up and restore the databases and configuration."),
+    "client": (
+        "keys:client",
+        "A credential for another MCP client, bound to one agent and one user.\n\n"
+        "Prints its token (shown once: only its SHA-256 is kept) and the MESH_CLIENTS line for"
+        " .env (the clients already there kept). Restart the servers to admit it.",
+    ),
+    "secrets": (
+        "keys:secrets",
+        "The secret files compose mounts (make up runs it).\n\n"
+        "What is missing is made, the .env secrets copied (meshkit.secret_files says which"
+        " files). Prints the names of the files it changed, one a line (never a value): make up"
+        " recreates the containers when one did.",
+    ),
+    "compose": (
+        "compose:compose",
+        "Docker Compose v2 (the plugin, else the venv's): wherever the docs say docker compose."
+        "\n\nclawmesh compose ps; clawmesh compose exec orchestrator clawmesh usage.",
+    ),
+    "mcp": (
+        "proxy:mcp",
+        "Serve the mesh's tools over stdio, for Claude Desktop or any stdio MCP client.\n\n"
+        "Give the client file of make client (clients/NAME.yaml: the servers' URLs and the"
+        " token file); the tools are named SERVER__TOOL.",
+    ),
+}
 
 # A server's commands: its clawmesh name -> its service in compose.yaml (the package
 # mcp_<service>, whose module commands holds the App) and what it does.
@@ -57,14 +91,8 @@ app = App(
     help="Operate a clawmesh fleet: its agents, its health, its backups, its servers' data.",
     version_flags=[],
 )
-app.command(agent_app)
-app.command(usage)
-app.command(doctor)
-app.command(backup_app)
-app.command(client)
-app.command(secrets)
-app.command(compose)
-app.command(mcp)
+for _name, (_target, _help) in COMMANDS.items():
+    app.command(f"orchestrator.cli.{_target}", name=_name, help=_help)
 for _name, (_service, _help) in SERVER_COMMANDS.items():
     app.command(f"{_package(_service)}.commands:app", name=_name, help=_help)
 

@@ -52,11 +52,7 @@ _REMAKE = (
 
 
 def mcp(client_file: Annotated[Path, Parameter(help="the client file make client wrote")]) -> None:
-    """Serve the mesh's tools over stdio, for Claude Desktop or any stdio MCP client.
-
-    Give the client file of make client (clients/NAME.yaml: the servers' URLs and the
-    token file); the tools are named SERVER__TOOL.
-    """
+    """The description is clawmesh's (cli/main.py)."""
     guarded(lambda: serve(client_file), as_json=False)
 
 

@@ -104,8 +104,7 @@ def usage(
     verbose: Annotated[bool, Parameter(negative=(), help="logs on stderr")] = False,
     as_json: Json = False,
 ) -> None:
-    """What the model cost, per agent: today and this month with where each limit stands,
-    or one --month or --day."""
+    """The description is clawmesh's (cli/main.py)."""
 
     def run() -> None:
         asked = asked_of(month, day, agent)
