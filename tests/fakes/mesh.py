@@ -486,6 +486,7 @@ class _Fakes:
 async def _serving_fakes(agents: tuple[str, ...]) -> AsyncIterator[_Fakes]:
     """Fake Telegram (a bot per agent), fake OpenAI and fake Open-Meteo, served on loopback."""
     telegram, llm, open_meteo = FakeTelegram(), FakeOpenAI(), FakeOpenMeteo()
+    llm.on_request = telegram.changed  # a wait on the model's requests wakes at each
     for agent in agents:
         telegram.add_bot(TOKENS[agent], name=agent.title())
     async with (

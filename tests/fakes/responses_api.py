@@ -19,7 +19,9 @@ Like the real API it refuses (400) a function call without its output and an out
 without its call, and (404) a reasoning item sent back without ``encrypted_content``
 when ``store`` is false. With a reasoning effort, a Responses answer starts with a
 reasoning item. Every request body is in ``requests``, its Authorization header in
-``authorizations``. Serve it with ``async with fake.serve() as base_url``.
+``authorizations``; ``on_request`` (if set) is called at each, so that a test waiting on
+another fake's events (``FakeTelegram.wait_for``) checks again. Serve it with
+``async with fake.serve() as base_url``.
 """
 
 from __future__ import annotations
@@ -182,6 +184,7 @@ class FakeOpenAI:
         self.default: Step | None = None
         self.requests: list[Body] = []
         self.authorizations: list[str | None] = []
+        self.on_request: Callable[[], None] | None = None
         self._ids = itertools.count(1)
         self._released: anyio.Event | None = None
         self._closed = False
@@ -228,6 +231,8 @@ class FakeOpenAI:
             body: Body = await request.json()
             self.requests.append(body)
             self.authorizations.append(request.headers.get("authorization"))
+            if self.on_request is not None:
+                self.on_request()
             step = self.queue.popleft() if self.queue else self.default
             if step is None:
                 ran_out = f"request {len(self.requests)} to {request.url.path}"

@@ -366,7 +366,8 @@ class FakeTelegram:
         return [u["update_id"] for u in self._bots[token].updates]
 
     async def wait_for(self, predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
-        """Wait until ``predicate()`` holds, checked at every call and injection."""
+        """Wait until ``predicate()`` holds, checked at every call and injection, and at each
+        ``changed()`` (what a predicate reads outside this fake, e.g. the model's requests)."""
         with anyio.fail_after(timeout_s):
             while not predicate():
                 await self._next_change()
@@ -610,6 +611,10 @@ class FakeTelegram:
                     return Response(BAD_GATEWAY, 502, media_type="text/html")
                 raise Refused(fault.status, fault.description, fault.parameters)
         return None
+
+    def changed(self) -> None:
+        """Something outside this fake that a ``wait_for`` predicate reads has changed."""
+        self._signal()
 
     async def _next_change(self) -> None:
         self._changed = self._changed or anyio.Event()
