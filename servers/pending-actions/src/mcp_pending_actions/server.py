@@ -116,7 +116,6 @@ def build_server(
         "pending-actions",
         version=version("mcp-pending-actions"),
         instructions=INSTRUCTIONS,
-        lifespan=store.lifespan,
         checks={"database": store.ping},
         stores=[store],
     )
