@@ -230,7 +230,7 @@ async def _store_as_imported(settings: CalendarSettings, text: bytes) -> None:
     store = CalendarStore(settings.db_path, max_bytes=settings.max_db_bytes)
     store.verify()
     try:
-        await store.write_all(
+        await store.import_rows(
             StoredCalendar("personal", "Personal", writable=True),
             [row("personal", components) for components in by_uid.values()],
             at=0,

@@ -118,11 +118,13 @@ async def test_a_flooding_series_stored_by_an_older_version_is_shown_once_not_ex
     components = [cast(Event, c) for c in Calendar.from_ical(flood).walk("VEVENT")]
     store = CalendarStore(settings.db_path)
     try:
-        written = await store.write_all(
-            StoredCalendar("personal", "Personal", writable=True),
-            [row("personal", [c]) for c in components],
-            at=0,
-        )
+        written = (
+            await store.import_rows(
+                StoredCalendar("personal", "Personal", writable=True),
+                [row("personal", [c]) for c in components],
+                at=0,
+            )
+        ).changed
     finally:
         await store.aclose()
 

@@ -411,7 +411,9 @@ async def test_an_event_stored_in_such_a_zone_by_an_older_version_is_left_out_an
     store = CalendarStore(settings.db_path, max_bytes=settings.max_db_bytes)
     store.verify()
     try:
-        await store.write_all(StoredCalendar("personal", "Personal", writable=True), [stored], at=0)
+        await store.import_rows(
+            StoredCalendar("personal", "Personal", writable=True), [stored], at=0
+        )
     finally:
         await store.aclose()
     server = build_server(settings, clock=clock)

@@ -83,7 +83,6 @@ def notes_server(notebook: Notebook, relay: Stager | None, clock: Clock) -> Fast
         "notes",
         version="1",
         instructions="Notes, jotted after a tap.",
-        lifespan=notebook.lifespan,
         stores=[notebook],
     )
     consent = Consent(mcp, "notes", Approvals(PUBLIC_KEY, clock=clock), relay=relay)

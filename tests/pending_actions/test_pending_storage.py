@@ -19,7 +19,6 @@ from fastmcp import Client
 from fakes.approval_keys import SIGNING_ENV, write_public_key
 from fakes.clock import START, Clock
 from fakes.tool_calls import call
-from mcp_pending_actions.models import State
 from mcp_pending_actions.rows import ActionRow, BatchRow, Change
 from mcp_pending_actions.server import build_server
 from mcp_pending_actions.settings import PendingSettings
@@ -27,6 +26,7 @@ from mcp_pending_actions.store import SCHEMA, PendingStore
 from meshkit.approval_keys import read_public_key
 from meshkit.proposals import Approvals
 from meshkit.storage import StorageUnavailable
+from meshkit.wire.pending_actions import State
 from pending_actions.calls import (
     AGENT,
     CHAT,

@@ -42,6 +42,7 @@ from pydantic import BaseModel, ValidationError
 
 from meshkit.approval_keys import KeyFileError, PublicKeySource
 from meshkit.errors import ModelError
+from meshkit.sqlite import transaction
 
 _KIND = re.compile(r"[a-z][a-z0-9_]{0,39}")
 SERVER_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"  # a registry name, as in server__tool
@@ -270,22 +271,15 @@ def confirm_once(
     Both calls return the result as stored (JSON), so a replay answers exactly the same.
     ``perform`` must not commit or roll back itself.
     """
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(db, "IMMEDIATE"):
         row = db.execute(
             "SELECT result FROM confirmations WHERE action_id = ?", (approval.action_id,)
         ).fetchone()
         if row is not None:
-            db.execute("COMMIT")
             return Confirmed(json.loads(row[0]), replayed=True)
         stored = json.dumps(perform(db), ensure_ascii=False)
         db.execute(
             "INSERT INTO confirmations (action_id, kind, result, at) VALUES (?, ?, ?, ?)",
             (approval.action_id, approval.kind, stored, at),
         )
-        db.execute("COMMIT")
-    except BaseException:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise
     return Confirmed(json.loads(stored), replayed=False)

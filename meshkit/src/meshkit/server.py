@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from fastmcp import FastMCP
@@ -33,8 +33,9 @@ def create_server(
     a size bound (``meshkit.bounds``): one without does not start.
 
     Each of ``stores`` is opened and checked now (``SQLiteStore.verify``: a directory the
-    server cannot write or a damaged file stops the start with one line) and reported by
-    the ``storage`` health check.
+    server cannot write or a damaged file stops the start with one line), kept open while
+    the server runs (``SQLiteStore.lifespan``, around ``lifespan``) and reported by the
+    ``storage`` health check.
     """
     for store in stores:
         store.verify()
@@ -44,7 +45,7 @@ def create_server(
         name,
         version=version,
         instructions=instructions,
-        lifespan=_bounds_first(lifespan or default_lifespan),
+        lifespan=_bounds_first(lifespan or default_lifespan, stores),
         mask_error_details=True,
         # Schemas are listed as pydantic writes them, local $refs kept: no tool the model
         # sees has one in its arguments (the orchestrator's bridge reads $defs anyway), and
@@ -58,12 +59,17 @@ def create_server(
     return server
 
 
-def _bounds_first(lifespan: LifespanCallable[Any]) -> LifespanCallable[Any]:
+def _bounds_first(
+    lifespan: LifespanCallable[Any], stores: Sequence[SQLiteStore]
+) -> LifespanCallable[Any]:
     @asynccontextmanager
     async def checked(server: FastMCP[Any]) -> AsyncIterator[Any]:
         await require_bounds(server)
-        async with lifespan(server) as state:
-            yield state
+        async with AsyncExitStack() as opened:
+            for store in stores:
+                await opened.enter_async_context(store.lifespan())
+            async with lifespan(server) as state:
+                yield state
 
     return checked
 

@@ -135,7 +135,7 @@ class SQLiteStore:
 
     @asynccontextmanager
     async def lifespan(self, _server: object = None) -> AsyncIterator[None]:
-        """A server's lifespan (``create_server(lifespan=store.lifespan)``): opened at start,
+        """A server's lifespan (``create_server(stores=[store])`` enters it): opened at start,
         so a bad ``DATA_DIR`` fails then rather than at the first call; checkpointed in the
         background while it runs; closed at the end."""
         await self.open()

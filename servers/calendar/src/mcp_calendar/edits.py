@@ -84,21 +84,12 @@ def parse_rule(rule: str, start: Moment | None = None) -> vRecur:
     refused = rules.problem(parsed, reference)
     if refused is not None:
         raise InvalidRequest(f"The recurrence {text} cannot be used: {refused}.")
-    first = reference if isinstance(reference, datetime) else _midnight(reference)
+    first = reference if isinstance(reference, datetime) else rules.midnight(reference)
     try:
-        rrulestr(_text(parsed), dtstart=first)  # dateutil must expand it too
+        rrulestr(rules.as_text(parsed), dtstart=first)  # dateutil must expand it too
     except (ValueError, TypeError) as error:
         raise _not_a_rule(rule) from error
     return parsed
-
-
-def _text(rule: Any) -> str:
-    raw = rule.to_ical()
-    return raw.decode() if isinstance(raw, bytes) else str(raw)
-
-
-def _midnight(day: date) -> datetime:
-    return datetime.combine(day, datetime.min.time())
 
 
 def _not_a_rule(rule: str) -> InvalidRequest:
@@ -113,7 +104,7 @@ def deduplicate(components: list[Event]) -> list[Event]:
     SEQUENCE, and of equal ones the last given. Each keeps the place of the first."""
     kept: dict[str, Event] = {}
     for component in components:
-        key = _rid(component)
+        key = component_rid(component)
         if key not in kept or sequence(component) >= sequence(kept[key]):
             kept[key] = component
     return list(kept.values())
@@ -162,7 +153,7 @@ def cancel(components: list[Event], rid: Moment | None, scope: Scope) -> Edited:
             return Edited([], [])
         kept, _ = _split(components, rid)
         return Edited(kept, [])
-    kept = [c for c in components if _rid(c) != rid_key(rid)]
+    kept = [c for c in components if component_rid(c) != rid_key(rid)]
     master.add("exdate", _like(rid, master.start))
     return Edited(kept, [])
 
@@ -170,7 +161,7 @@ def cancel(components: list[Event], rid: Moment | None, scope: Scope) -> Edited:
 def _move_one(components: list[Event], rid: Moment, start: Moment, end: Moment) -> list[Event]:
     master = master_of(components)
     for component in components:
-        if _rid(component) == rid_key(rid):
+        if component_rid(component) == rid_key(rid):
             _set_times(component, start, end)
             return components
     override = Event()
@@ -187,7 +178,7 @@ def _split(components: list[Event], rid: Moment) -> tuple[list[Event], list[Even
     """The series up to ``rid`` (ended by UNTIL) and a copy of it from ``rid`` on."""
     master = master_of(components)
     cut = rid_key(rid)
-    tail = [copy.deepcopy(c) for c in components if c is master or _rid(c) >= cut]
+    tail = [copy.deepcopy(c) for c in components if c is master or component_rid(c) >= cut]
     rule = _the_rule(master)
     if "COUNT" in rule:
         before = _occurrences_before(master, rid)
@@ -199,7 +190,7 @@ def _split(components: list[Event], rid: Moment) -> tuple[list[Event], list[Even
     if "EXDATE" in master:
         _filter_exdates(master, lambda key: key < cut)
         _filter_exdates(master_of(tail), lambda key: key >= cut)
-    kept = [c for c in components if c is master or _rid(c) < cut]
+    kept = [c for c in components if c is master or component_rid(c) < cut]
     tail_master = master_of(tail)
     duration = _duration(master)
     tail_master.pop("DTSTART")
@@ -214,8 +205,8 @@ def _shift_series(components: list[Event], rid: Moment, start: Moment, end: Mome
     """Every occurrence moves by the wall-clock distance from ``rid`` to ``start``."""
     master = master_of(components)
     zone = master.start.tzinfo if isinstance(master.start, datetime) else None
-    delta = _wall(start, zone) - _wall(_like(rid, master.start), zone)
-    days = (_day(start, zone) - _day(_like(rid, master.start), zone)).days
+    delta = wall(start, zone) - wall(_like(rid, master.start), zone)
+    days = (day(start, zone) - day(_like(rid, master.start), zone)).days
     old_start = master.start
     rule = _the_rule(master)
     if days % 7 and "BYDAY" in rule:
@@ -268,7 +259,8 @@ def _set_times(component: Event, start: Moment, end: Moment) -> None:
     component.add("dtend", end)
 
 
-def _rid(component: Event) -> str:
+def component_rid(component: Event) -> str:
+    """A component's RECURRENCE-ID as ``rid_key`` writes it ('' for the master)."""
     if "RECURRENCE-ID" not in component:
         return ""
     value: Moment = component.decoded("RECURRENCE-ID")
@@ -284,15 +276,16 @@ def _like(moment: Moment, reference: Moment) -> Moment:
     return moment.date() if isinstance(moment, datetime) else moment
 
 
-def _wall(moment: Moment, zone: tzinfo | None) -> datetime:
+def wall(moment: Moment, zone: tzinfo | None) -> datetime:
+    """The wall clock of ``moment`` in ``zone`` (a date: its midnight), without a zone."""
     if isinstance(moment, datetime):
         local = moment.astimezone(zone) if zone else moment
         return local.replace(tzinfo=None)
     return datetime.combine(moment, datetime.min.time())
 
 
-def _day(moment: Moment, zone: tzinfo | None) -> date:
-    return _wall(moment, zone).date()
+def day(moment: Moment, zone: tzinfo | None) -> date:
+    return wall(moment, zone).date()
 
 
 def _shifted(moment: Any, delta: timedelta, zone: tzinfo | None) -> Moment:
@@ -354,7 +347,9 @@ def exdates(master: Event) -> list[Any]:
 def rule_text(master: Event) -> str:
     """The master's RRULE as text (``FREQ=WEEKLY;BYDAY=MO``; several joined by " and ")."""
     found: Any = master["RRULE"]
-    return " and ".join(_text(rule) for rule in (found if isinstance(found, list) else [found]))
+    return " and ".join(
+        rules.as_text(rule) for rule in (found if isinstance(found, list) else [found])
+    )
 
 
 def _the_rule(master: Event) -> Any:

@@ -225,7 +225,7 @@ def occurrences(
     """The series' occurrences in [start, end) (rules not refused: the caller checks),
     counted against ``budget`` as they are made."""
     master = edits.master_of(components)
-    changed = {_rid(c) for c in components if c is not master}
+    changed = {edits.component_rid(c) for c in components if c is not master}
     template = occurrence(event, master, master)
     found: list[Occurrence] = []
     pieces = list(_pieces(master, start, end))
@@ -234,7 +234,7 @@ def occurrences(
         for component in components:
             calendar.add_component(forward(component, low) if component is master else component)
         for each in recurring_ical_events.of(calendar).between(low, high):
-            if "RECURRENCE-ID" in each and _rid(each) not in changed:
+            if "RECURRENCE-ID" in each and edits.component_rid(each) not in changed:
                 # An occurrence as the rule made it: the master's, at another time.
                 first: Moment = each.decoded("DTSTART")
                 rid: Moment = each.decoded("RECURRENCE-ID")
@@ -337,10 +337,6 @@ def instant(moment: Moment) -> datetime:
     if isinstance(moment, datetime):
         return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     return datetime.combine(moment, datetime.min.time(), tzinfo=UTC)
-
-
-def _rid(component: Event) -> str:
-    return edits.rid_key(component.decoded("RECURRENCE-ID")) if "RECURRENCE-ID" in component else ""
 
 
 def _text(component: Event, name: str) -> str | None:

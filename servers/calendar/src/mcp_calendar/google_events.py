@@ -39,7 +39,7 @@ from zoneinfo import ZoneInfo
 from dateutil.rrule import rrulestr
 from icalendar import vRecur
 
-from mcp_calendar import edits
+from mcp_calendar import edits, rules
 from mcp_calendar.backend import Moment, NewEvent, Occurrence
 
 Resource = dict[str, Any]
@@ -112,7 +112,7 @@ def new_event(event: NewEvent) -> Resource:
     if set(local) <= ID_CHARS and 5 <= len(local) <= 1024:
         body["id"] = local  # ours: inserting it twice answers 409, not a second event
     if event.rule:
-        body["recurrence"] = [f"RRULE:{_text(edits.parse_rule(event.rule, event.start))}"]
+        body["recurrence"] = [f"RRULE:{rules.as_text(edits.parse_rule(event.rule, event.start))}"]
     if event.location:
         body["location"] = event.location
     if event.description:
@@ -134,8 +134,8 @@ class Shift:
         zone = master["start"].get("timeZone")
         tz = ZoneInfo(zone) if zone else None
         first = moment(master["start"], tz)
-        days = (_day(start, tz) - _day(rid, tz)).days
-        return cls(tz, _wall(start, tz) - _wall(_like(rid, first), tz), days)
+        days = (edits.day(start, tz) - edits.day(rid, tz)).days
+        return cls(tz, edits.wall(start, tz) - edits.wall(_like(rid, first), tz), days)
 
     def __call__(self, value: Moment) -> Moment:
         if isinstance(value, datetime):
@@ -336,7 +336,7 @@ def _recurrence(
 ) -> list[str]:
     """Recurrence lines: the rule, the master's other lines (EXRULE) as they are, and the
     dates, one RDATE and one EXDATE line in the series' own form."""
-    lines = [] if rule is None else [f"RRULE:{_text(rule)}"]
+    lines = [] if rule is None else [f"RRULE:{rules.as_text(rule)}"]
     lines += [
         line
         for line in master.get("recurrence", [])
@@ -370,18 +370,13 @@ def _before(master: Resource, rid: Moment) -> int:
     """How many occurrences of a series with a COUNT come before ``rid``."""
     zone = master["start"].get("timeZone")
     first = moment(master["start"], ZoneInfo(zone) if zone else None)
-    text = _text(edits.parse_rule(rule_of(master) or "", first))  # refused: InvalidRequest
+    text = rules.as_text(edits.parse_rule(rule_of(master) or "", first))  # refused: InvalidRequest
     if isinstance(first, datetime):
         limit = rid if isinstance(rid, datetime) else datetime.combine(rid, first.timetz())
         return sum(1 for _ in takewhile(lambda d: d < limit, rrulestr(text, dtstart=first)))
     naive = datetime.combine(first, datetime.min.time())
     day = rid.date() if isinstance(rid, datetime) else rid
     return sum(1 for _ in takewhile(lambda d: d.date() < day, rrulestr(text, dtstart=naive)))
-
-
-def _text(rule: Any) -> str:
-    raw = rule.to_ical()
-    return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
 def _zone_of(value: datetime) -> str:
@@ -392,13 +387,3 @@ def _like(value: Moment, reference: Moment) -> Moment:
     if isinstance(reference, datetime) and not isinstance(value, datetime):
         return datetime.combine(value, reference.timetz())
     return value
-
-
-def _wall(value: Moment, tz: ZoneInfo | None) -> datetime:
-    if isinstance(value, datetime):
-        return (value.astimezone(tz) if tz else value).replace(tzinfo=None)
-    return datetime.combine(value, datetime.min.time())
-
-
-def _day(value: Moment, tz: ZoneInfo | None) -> date:
-    return _wall(value, tz).date()

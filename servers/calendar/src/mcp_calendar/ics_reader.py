@@ -397,7 +397,7 @@ class _Reader:
         overrides: dict[str, list[Event]] = {}
         for _, event in found:
             if "RECURRENCE-ID" in event:
-                overrides.setdefault(_rid(event), []).append(event)
+                overrides.setdefault(edits.component_rid(event), []).append(event)
         if len(masters) > 1:
             self.warnings.append(
                 f"UID {uid}: {len(masters)} copies of the event: the highest SEQUENCE was kept"
@@ -448,10 +448,6 @@ def _derived_uid(event: Event) -> str:
     return f"{digest[:32]}@import.clawmesh"
 
 
-def _rid(event: Event) -> str:
-    return edits.rid_key(event.decoded("RECURRENCE-ID"))
-
-
 def _latest(events: list[Event]) -> Event:
     """The copy with the highest SEQUENCE; among equals, the last in the file (as
     ``edits.deduplicate`` keeps them for every reader)."""
@@ -460,7 +456,7 @@ def _latest(events: list[Event]) -> Event:
 
 def _single(override: Event, uid: str | None) -> Event:
     """A changed occurrence whose series is not here, as a single event."""
-    rid = _rid(override)
+    rid = edits.component_rid(override)
     override.pop("RECURRENCE-ID")
     if uid is None:
         edits.rename([override], f"{override['UID']}_R{rid}")

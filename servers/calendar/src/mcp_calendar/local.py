@@ -262,12 +262,7 @@ def row(calendar: str, components: list[Event]) -> EventRow:
         title=str(master.get("SUMMARY", "")),
         starts_at=(min(starts) - DAY_MARGIN).timestamp(),
         ends_at=None if series else (max(ends) + DAY_MARGIN).timestamp(),
-        components={
-            edits.rid_key(c.decoded("RECURRENCE-ID")) if "RECURRENCE-ID" in c else "": (
-                c.to_ical().decode()
-            )
-            for c in components
-        },
+        components={edits.component_rid(c): c.to_ical().decode() for c in components},
         zones=zones.used(components),
     )
 

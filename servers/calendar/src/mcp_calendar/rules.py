@@ -95,9 +95,7 @@ def months_note(parts: vRecur, start: date) -> str | None:
         instead["BYMONTHDAY"] = list(range(28, day + 1))
         instead["BYSETPOS"] = [-1]
         meaning = f"the {_ORDINALS[day]}, or the last day of a shorter month"
-    raw = instead.to_ical()
-    text = raw.decode() if isinstance(raw, bytes) else str(raw)
-    return f"{fired}; for {meaning}, the rule is {text}"
+    return f"{fired}; for {meaning}, the rule is {as_text(instead)}"
 
 
 def _month_day(parts: vRecur, start: date) -> int | None:
@@ -181,9 +179,8 @@ def _never(parts: vRecur, start: date) -> bool:
     years included, repeats exactly), to between SEARCH_YEARS and SEARCH_YEARS + 400 years
     before 9999, where dateutil's own end stops the search."""
     pattern: Any = vRecur({k: v for k, v in parts.items() if k not in ("COUNT", "UNTIL")})
-    raw = pattern.to_ical()
-    text = raw.decode() if isinstance(raw, bytes) else str(raw)
-    wall = start.replace(tzinfo=None) if isinstance(start, datetime) else _midnight(start)
+    text = as_text(pattern)
+    wall = start.replace(tzinfo=None) if isinstance(start, datetime) else midnight(start)
     cycles = (datetime.max.year - SEARCH_YEARS - wall.year) // CYCLE_YEARS
     try:
         moved = wall.replace(year=wall.year + cycles * CYCLE_YEARS)
@@ -205,5 +202,11 @@ def _values(values: Any) -> str:
     return ",".join(str(v) for v in listed)
 
 
-def _midnight(day: date) -> datetime:
+def midnight(day: date) -> datetime:
     return datetime.combine(day, datetime.min.time())
+
+
+def as_text(rule: Any) -> str:
+    """A parsed rule (``vRecur``) as RRULE text: ``FREQ=WEEKLY;BYDAY=MO``."""
+    raw = rule.to_ical()
+    return raw.decode() if isinstance(raw, bytes) else str(raw)

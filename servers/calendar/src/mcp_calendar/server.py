@@ -56,10 +56,9 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
-        async with store.lifespan():
-            if isinstance(store, CalendarStore):
-                await store.ensure_calendar(default_calendar(settings.default_calendar))
-            yield
+        if isinstance(store, CalendarStore):
+            await store.ensure_calendar(default_calendar(settings.default_calendar))
+        yield
 
     mcp = create_server(
         SERVER,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from meshkit.proposals import CONFIRMATIONS_SCHEMA, Approval, Confirmed, confirm_once
-from meshkit.sqlite import SQLiteStore, transaction
+from meshkit.sqlite import SQLiteStore
 
 SCHEMA = (
     """
@@ -149,10 +149,6 @@ class CalendarStore(SQLiteStore):
             lambda db: confirm_once(db, approval, lambda db: perform(Changes(db, at)), at=at)
         )
 
-    async def write_all(self, calendar: StoredCalendar, rows: Sequence[EventRow], at: float) -> int:
-        """Write ``rows`` into ``calendar`` (:meth:`import_rows`); how many changed."""
-        return (await self.import_rows(calendar, rows, at)).changed
-
     async def import_rows(
         self, calendar: StoredCalendar, rows: Sequence[EventRow], at: float
     ) -> Written:
@@ -165,20 +161,19 @@ class CalendarStore(SQLiteStore):
         def write(db: sqlite3.Connection) -> Written:
             changed = 0
             moved: dict[str, int] = {}
-            with transaction(db, "IMMEDIATE"):
-                changes = Changes(db, at)
-                changes.set_calendar(calendar)
-                for row in rows:
-                    stored = changes.event(row.uid)
-                    if stored is not None and stored.calendar != row.calendar:
-                        moved[stored.calendar] = moved.get(stored.calendar, 0) + 1
-                    elif stored is not None and _same(stored, row):
-                        continue
-                    changes.write(row)
-                    changed += 1
+            changes = Changes(db, at)
+            changes.set_calendar(calendar)
+            for row in rows:
+                stored = changes.event(row.uid)
+                if stored is not None and stored.calendar != row.calendar:
+                    moved[stored.calendar] = moved.get(stored.calendar, 0) + 1
+                elif stored is not None and _same(stored, row):
+                    continue
+                changes.write(row)
+                changed += 1
             return Written(changed, moved)
 
-        return await self._run(write)
+        return await self.transact(write)
 
 
 def _same(stored: StoredEvent, row: EventRow) -> bool:

@@ -91,7 +91,7 @@ def _part(part: Component, changes: _Changes) -> str | None:
         refused = _rule_problem(str(part.name), rule, start)
         if refused is not None:
             return refused
-        text = _text(rule)
+        text = rules.as_text(rule)
         try:
             expanded = rrulestr(text, dtstart=start, ignoretz=True)
         except (ValueError, TypeError):
@@ -137,8 +137,3 @@ def _dates(part: Component) -> list[datetime]:
             elif isinstance(value, date):
                 moments.append(datetime.combine(value, datetime.min.time()))
     return moments
-
-
-def _text(rule: Any) -> str:
-    raw = rule.to_ical()
-    return raw.decode() if isinstance(raw, bytes) else str(raw)

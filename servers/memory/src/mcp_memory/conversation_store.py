@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from meshkit.sqlite import SQLiteStore
-from meshkit.sqlite import transaction as _transaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS items (
@@ -160,61 +159,50 @@ class ConversationStore(SQLiteStore):
         searchable = list(texts) + [None] * (len(bodies) - len(texts))
 
         def write(db: sqlite3.Connection) -> tuple[bool, Tail | None]:
-            with _transaction(db, "IMMEDIATE"):
-                fresh = turn_id is None or bool(
-                    db.execute(
-                        "INSERT OR IGNORE INTO turns (agent, chat_id, turn_id, at)"
-                        " VALUES (?, ?, ?, ?)",
-                        (agent, chat_id, turn_id, created_at),
-                    ).rowcount
-                )
-                if fresh:  # else a turn stored before: nothing again
-                    for row, text in zip(rows, searchable, strict=True):
-                        cursor = db.execute(
-                            "INSERT INTO items (agent, chat_id, created_at, body)"
-                            " VALUES (?, ?, ?, ?)",
-                            row,
+            fresh = turn_id is None or bool(
+                db.execute(
+                    "INSERT OR IGNORE INTO turns (agent, chat_id, turn_id, at) VALUES (?, ?, ?, ?)",
+                    (agent, chat_id, turn_id, created_at),
+                ).rowcount
+            )
+            if fresh:  # else a turn stored before: nothing again
+                for row, text in zip(rows, searchable, strict=True):
+                    cursor = db.execute(
+                        "INSERT INTO items (agent, chat_id, created_at, body) VALUES (?, ?, ?, ?)",
+                        row,
+                    )
+                    if text:
+                        db.execute(
+                            "INSERT INTO items_fts (rowid, text) VALUES (?, ?)",
+                            (cursor.lastrowid, text),
                         )
-                        if text:
-                            db.execute(
-                                "INSERT INTO items_fts (rowid, text) VALUES (?, ?)",
-                                (cursor.lastrowid, text),
-                            )
-                return fresh, None if tail is None else _tail(db, agent, chat_id, tail)
+            return fresh, None if tail is None else _tail(db, agent, chat_id, tail)
 
-        return await self._run(write)
+        return await self.transact(write)
 
     async def tail(self, agent: str, chat_id: str, limit: int) -> Tail:
         """The newest ``limit`` rows of the chat's current conversation, with its summary
         and counts, from one snapshot (one read, one hand-off to the database thread)."""
-
-        def read(db: sqlite3.Connection) -> Tail:
-            with _transaction(db, "DEFERRED"):
-                return _tail(db, agent, chat_id, limit)
-
-        return await self._run(read)
+        return await self.read(lambda db: _tail(db, agent, chat_id, limit))
 
     async def reset(self, agent: str, chat_id: str, at: float) -> int:
         """Start a new conversation; returns how many items the one that ended had."""
 
         def write(db: sqlite3.Connection) -> int:
-            with _transaction(db, "IMMEDIATE"):
-                (start,) = db.execute(_START, (agent, chat_id)).fetchone()
-                ended, last = db.execute(
-                    "SELECT COUNT(*), COALESCE(MAX(id), ?) FROM items"
-                    " WHERE agent = ? AND chat_id = ? AND id > ?",
-                    (start, agent, chat_id, start),
-                ).fetchone()
-                db.execute(
-                    "INSERT INTO resets (agent, chat_id, after_item_id, at) VALUES (?, ?, ?, ?)",
-                    (agent, chat_id, last, at),
-                )
-                db.execute(
-                    "DELETE FROM summaries WHERE agent = ? AND chat_id = ?", (agent, chat_id)
-                )
+            (start,) = db.execute(_START, (agent, chat_id)).fetchone()
+            ended, last = db.execute(
+                "SELECT COUNT(*), COALESCE(MAX(id), ?) FROM items"
+                " WHERE agent = ? AND chat_id = ? AND id > ?",
+                (start, agent, chat_id, start),
+            ).fetchone()
+            db.execute(
+                "INSERT INTO resets (agent, chat_id, after_item_id, at) VALUES (?, ?, ?, ?)",
+                (agent, chat_id, last, at),
+            )
+            db.execute("DELETE FROM summaries WHERE agent = ? AND chat_id = ?", (agent, chat_id))
             return int(ended)
 
-        return await self._run(write)
+        return await self.transact(write)
 
     async def hold(
         self, agent: str, chat_id: str, message: HeldRow, *, since: float, most: int
@@ -224,33 +212,32 @@ class ConversationStore(SQLiteStore):
         kept, and how many wait. What was answered or held before ``since`` is let go."""
 
         def write(db: sqlite3.Connection) -> tuple[bool, int]:
-            with _transaction(db, "IMMEDIATE"):
-                db.execute(
-                    "DELETE FROM held WHERE agent = ? AND chat_id = ? AND (at <= ? OR EXISTS"
-                    " (SELECT 1 FROM turns WHERE turns.agent = held.agent AND turns.chat_id"
-                    " = held.chat_id AND turns.turn_id = held.turn_id))",
-                    (agent, chat_id, since),
-                )
-                (waiting,) = db.execute(
-                    f"SELECT COUNT(*) {_WAITING}", (agent, chat_id, since)
-                ).fetchone()
-                known = db.execute(
-                    "SELECT 1 FROM held WHERE agent = ? AND chat_id = ? AND turn_id = ?",
-                    (agent, chat_id, message.turn_id),
-                ).fetchone()
-                if known is not None:
-                    return True, int(waiting)
-                if waiting >= most:
-                    return False, int(waiting)
-                db.execute(
-                    "INSERT INTO held (agent, chat_id, turn_id, user_id, purpose, text, at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (agent, chat_id, message.turn_id, message.user_id, message.purpose,
-                     message.text, message.at),
-                )  # fmt: skip
-                return True, int(waiting) + 1
+            db.execute(
+                "DELETE FROM held WHERE agent = ? AND chat_id = ? AND (at <= ? OR EXISTS"
+                " (SELECT 1 FROM turns WHERE turns.agent = held.agent AND turns.chat_id"
+                " = held.chat_id AND turns.turn_id = held.turn_id))",
+                (agent, chat_id, since),
+            )
+            (waiting,) = db.execute(
+                f"SELECT COUNT(*) {_WAITING}", (agent, chat_id, since)
+            ).fetchone()
+            known = db.execute(
+                "SELECT 1 FROM held WHERE agent = ? AND chat_id = ? AND turn_id = ?",
+                (agent, chat_id, message.turn_id),
+            ).fetchone()
+            if known is not None:
+                return True, int(waiting)
+            if waiting >= most:
+                return False, int(waiting)
+            db.execute(
+                "INSERT INTO held (agent, chat_id, turn_id, user_id, purpose, text, at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (agent, chat_id, message.turn_id, message.user_id, message.purpose,
+                 message.text, message.at),
+            )  # fmt: skip
+            return True, int(waiting) + 1
 
-        return await self._run(write)
+        return await self.transact(write)
 
     async def held(self, agent: str, chat_id: str, since: float, limit: int) -> list[HeldRow]:
         """The chat's messages still held (held after ``since``), oldest first."""
@@ -313,26 +300,25 @@ class ConversationStore(SQLiteStore):
         as far is kept already or the conversation was reset past it."""
 
         def write(db: sqlite3.Connection) -> bool:
-            with _transaction(db, "IMMEDIATE"):
-                (start,) = db.execute(_START, (agent, chat_id)).fetchone()
-                found = db.execute(
-                    "SELECT created_at FROM items WHERE id = ? AND agent = ? AND chat_id = ?",
-                    (up_to_id, agent, chat_id),
-                ).fetchone()
-                if found is None or up_to_id <= start:
-                    return False
-                return bool(
-                    db.execute(
-                        "INSERT INTO summaries (agent, chat_id, text, up_to_id, up_to_at, at)"
-                        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (agent, chat_id) DO UPDATE SET"
-                        " text = excluded.text, up_to_id = excluded.up_to_id,"
-                        " up_to_at = excluded.up_to_at, at = excluded.at"
-                        " WHERE excluded.up_to_id > summaries.up_to_id",
-                        (agent, chat_id, text, up_to_id, found[0], at),
-                    ).rowcount
-                )
+            (start,) = db.execute(_START, (agent, chat_id)).fetchone()
+            found = db.execute(
+                "SELECT created_at FROM items WHERE id = ? AND agent = ? AND chat_id = ?",
+                (up_to_id, agent, chat_id),
+            ).fetchone()
+            if found is None or up_to_id <= start:
+                return False
+            return bool(
+                db.execute(
+                    "INSERT INTO summaries (agent, chat_id, text, up_to_id, up_to_at, at)"
+                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (agent, chat_id) DO UPDATE SET"
+                    " text = excluded.text, up_to_id = excluded.up_to_id,"
+                    " up_to_at = excluded.up_to_at, at = excluded.at"
+                    " WHERE excluded.up_to_id > summaries.up_to_id",
+                    (agent, chat_id, text, up_to_id, found[0], at),
+                ).rowcount
+            )
 
-        return await self._run(write)
+        return await self.transact(write)
 
 
 def _tail(db: sqlite3.Connection, agent: str, chat_id: str, limit: int) -> Tail:

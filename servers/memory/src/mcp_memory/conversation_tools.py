@@ -10,7 +10,6 @@ from fastmcp import FastMCP
 from pydantic import Field
 
 from mcp_memory.held import HeldBack
-from mcp_memory.models import AppendResult, ResetResult, Window
 from mcp_memory.service import ConversationService
 from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS
 from mcp_memory.summaries import MAX_LINES, Summaries
@@ -19,7 +18,16 @@ from mcp_memory.usage import UsageService
 from mcp_memory.usage_tools import Records, Warned
 from meshkit.params import Agent, ChatId, IntegerId
 from meshkit.tool_classes import internal
-from meshkit.wire.memory import Evicted, Held, HeldMessages, SummarySaved, TurnContext
+from meshkit.wire.memory import (
+    AppendResult,
+    Evicted,
+    Held,
+    HeldMessages,
+    ResetResult,
+    SummarySaved,
+    TurnContext,
+    Window,
+)
 
 MAX_APPEND_ITEMS = 1000
 SummarizeEvery = Annotated[

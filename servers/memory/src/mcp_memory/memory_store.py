@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from meshkit.proposals import CONFIRMATIONS_SCHEMA, Approval, Confirmed, confirm_once
-from meshkit.sqlite import SQLiteStore, transaction
+from meshkit.sqlite import SQLiteStore
 from meshkit.wire.memory import Memory
 
 SCHEMA = (
@@ -109,21 +109,19 @@ class MemoryStore(SQLiteStore):
 
         def write(db: sqlite3.Connection) -> None:
             where = (agent, chat_id, message_key)
-            with transaction(db, "IMMEDIATE"):
-                db.execute("DELETE FROM buttons WHERE at < ?", (at - BUTTONS_KEPT_S,))
-                db.execute(
-                    "UPDATE buttons SET shown = 0 WHERE agent = ? AND chat_id = ?"
-                    " AND message_key = ?",
-                    where,
-                )
-                db.executemany(
-                    "INSERT INTO buttons (agent, chat_id, message_key, memory_id, user, shown, at)"
-                    " VALUES (?, ?, ?, ?, ?, 1, ?) ON CONFLICT DO UPDATE SET shown = 1,"
-                    " user = excluded.user, at = excluded.at",
-                    [(*where, memory_id, user, at) for memory_id in memory_ids],
-                )
+            db.execute("DELETE FROM buttons WHERE at < ?", (at - BUTTONS_KEPT_S,))
+            db.execute(
+                "UPDATE buttons SET shown = 0 WHERE agent = ? AND chat_id = ? AND message_key = ?",
+                where,
+            )
+            db.executemany(
+                "INSERT INTO buttons (agent, chat_id, message_key, memory_id, user, shown, at)"
+                " VALUES (?, ?, ?, ?, ?, 1, ?) ON CONFLICT DO UPDATE SET shown = 1,"
+                " user = excluded.user, at = excluded.at",
+                [(*where, memory_id, user, at) for memory_id in memory_ids],
+            )
 
-        await self._run(write)
+        await self.transact(write)
 
     async def button(
         self, agent: str, chat_id: str, message_key: str, user: str, memory_id: str
@@ -182,21 +180,20 @@ class MemoryStore(SQLiteStore):
 
         def write(db: sqlite3.Connection) -> tuple[int, int]:
             added = 0
-            with transaction(db, "IMMEDIATE"):
-                for scope, user, text in entries:
-                    present = db.execute(
-                        "SELECT 1 FROM memories WHERE agent = ? AND scope = ? AND user = ?"
-                        " AND text = ? AND forgotten_at IS NULL",
-                        (agent, scope, user, text),
-                    ).fetchone()
-                    if present is None:
-                        Changes(db).remember(
-                            f"mem_{secrets.token_hex(6)}", agent, scope, user, text, at
-                        )
-                        added += 1
+            for scope, user, text in entries:
+                present = db.execute(
+                    "SELECT 1 FROM memories WHERE agent = ? AND scope = ? AND user = ?"
+                    " AND text = ? AND forgotten_at IS NULL",
+                    (agent, scope, user, text),
+                ).fetchone()
+                if present is None:
+                    Changes(db).remember(
+                        f"mem_{secrets.token_hex(6)}", agent, scope, user, text, at
+                    )
+                    added += 1
             return added, len(entries) - added
 
-        return await self._run(write)
+        return await self.transact(write)
 
     async def confirm(
         self,

@@ -32,7 +32,6 @@ from pathlib import Path
 
 from mcp_memory.errors import InvalidRequest
 from meshkit.sqlite import SQLiteStore
-from meshkit.sqlite import transaction as _transaction
 from meshkit.wire.memory import Question
 
 MAX_CHOICES = 6
@@ -111,19 +110,18 @@ class QuestionStore(SQLiteStore):
         row = (qid, agent, chat_id, question, json.dumps(choices), now, now + ttl_s, message_key)
 
         def write(db: sqlite3.Connection) -> None:
-            with _transaction(db, "IMMEDIATE"):
-                db.execute(
-                    "UPDATE questions SET expires_at = ? WHERE agent = ? AND chat_id = ?"
-                    " AND state IN ('open', 'typing') AND expires_at > ?",
-                    (now, agent, chat_id, now),
-                )
-                db.execute(
-                    "INSERT INTO questions (id, agent, chat_id, question, choices, state,"
-                    " asked_at, expires_at, message_key) VALUES (?, ?, ?, ?, ?, 'open', ?, ?, ?)",
-                    row,
-                )
+            db.execute(
+                "UPDATE questions SET expires_at = ? WHERE agent = ? AND chat_id = ?"
+                " AND state IN ('open', 'typing') AND expires_at > ?",
+                (now, agent, chat_id, now),
+            )
+            db.execute(
+                "INSERT INTO questions (id, agent, chat_id, question, choices, state,"
+                " asked_at, expires_at, message_key) VALUES (?, ?, ?, ?, ?, 'open', ?, ?, ?)",
+                row,
+            )
 
-        await self._run(write)
+        await self.transact(write)
         found = await self.get(qid)
         assert found is not None
         return found
@@ -154,48 +152,47 @@ class QuestionStore(SQLiteStore):
         now = self._clock()
 
         def write(db: sqlite3.Connection) -> tuple[bool, Question | None]:
-            with _transaction(db, "IMMEDIATE"):
-                row = db.execute(
-                    _SELECT + " WHERE id = ? AND agent = ? AND chat_id = ? AND message_key = ?",
-                    (question_id, agent, chat_id, message_key),
+            row = db.execute(
+                _SELECT + " WHERE id = ? AND agent = ? AND chat_id = ? AND message_key = ?",
+                (question_id, agent, chat_id, message_key),
+            ).fetchone()
+            if row is None:
+                return False, None
+            found = _question(row, now)
+            if found.state == "expired":  # the first tap to find it so redraws it
+                marked = db.execute(
+                    "UPDATE questions SET state = 'expired' WHERE id = ?"
+                    " AND state IN ('open', 'typing')",
+                    (found.id,),
+                ).rowcount
+                return marked == 1, found
+            if tap_id is not None and found.state in ("answered", "typing"):
+                (by,) = db.execute(
+                    "SELECT answered_by FROM questions WHERE id = ?", (found.id,)
                 ).fetchone()
-                if row is None:
-                    return False, None
-                found = _question(row, now)
-                if found.state == "expired":  # the first tap to find it so redraws it
-                    marked = db.execute(
-                        "UPDATE questions SET state = 'expired' WHERE id = ?"
-                        " AND state IN ('open', 'typing')",
-                        (found.id,),
-                    ).rowcount
-                    return marked == 1, found
-                if tap_id is not None and found.state in ("answered", "typing"):
-                    (by,) = db.execute(
-                        "SELECT answered_by FROM questions WHERE id = ?", (found.id,)
-                    ).fetchone()
-                    return by == tap_id, found
-                if found.state != "open" or (
-                    choice is not None and not 0 <= choice < len(found.choices)
-                ):
-                    return False, found
-                shown = {"message_id": message_id}
-                if choice is None:
-                    db.execute(
-                        "UPDATE questions SET state = 'typing', answered_by = ?, message_id = ?"
-                        " WHERE id = ?",
-                        (tap_id, message_id, found.id),
-                    )
-                    return True, found.model_copy(update={"state": "typing", **shown})
-                answer = found.choices[choice]
+                return by == tap_id, found
+            if found.state != "open" or (
+                choice is not None and not 0 <= choice < len(found.choices)
+            ):
+                return False, found
+            shown = {"message_id": message_id}
+            if choice is None:
                 db.execute(
-                    "UPDATE questions SET state = 'answered', answer = ?, answered_at = ?,"
-                    " answered_by = ?, message_id = ? WHERE id = ?",
-                    (answer, now, tap_id, message_id, found.id),
+                    "UPDATE questions SET state = 'typing', answered_by = ?, message_id = ?"
+                    " WHERE id = ?",
+                    (tap_id, message_id, found.id),
                 )
-                changed = {"state": "answered", "answer": answer, **shown}
-                return True, found.model_copy(update=changed)
+                return True, found.model_copy(update={"state": "typing", **shown})
+            answer = found.choices[choice]
+            db.execute(
+                "UPDATE questions SET state = 'answered', answer = ?, answered_at = ?,"
+                " answered_by = ?, message_id = ? WHERE id = ?",
+                (answer, now, tap_id, message_id, found.id),
+            )
+            changed = {"state": "answered", "answer": answer, **shown}
+            return True, found.model_copy(update=changed)
 
-        return await self._run(write)
+        return await self.transact(write)
 
     async def answer_text(self, agent: str, chat_id: str, text: str) -> Question | None:
         """A text that answers the chat's waiting question (an open one, or one whose Other
@@ -203,20 +200,19 @@ class QuestionStore(SQLiteStore):
         now = self._clock()
 
         def write(db: sqlite3.Connection) -> Question | None:
-            with _transaction(db, "IMMEDIATE"):
-                row = db.execute(
-                    _SELECT + " WHERE agent = ? AND chat_id = ?"
-                    " AND expires_at > ? AND (state = 'typing' OR (state = 'open'"
-                    " AND choices = '[]')) ORDER BY asked_at DESC LIMIT 1",
-                    (agent, chat_id, now),
-                ).fetchone()
-                if row is None:
-                    return None
-                db.execute(  # answered by the text, not by the Other tap before it
-                    "UPDATE questions SET state = 'answered', answer = ?, answered_at = ?,"
-                    " answered_by = NULL WHERE id = ?",
-                    (text, now, row[0]),
-                )
-                return _question(row, now).model_copy(update={"state": "answered", "answer": text})
+            row = db.execute(
+                _SELECT + " WHERE agent = ? AND chat_id = ?"
+                " AND expires_at > ? AND (state = 'typing' OR (state = 'open'"
+                " AND choices = '[]')) ORDER BY asked_at DESC LIMIT 1",
+                (agent, chat_id, now),
+            ).fetchone()
+            if row is None:
+                return None
+            db.execute(  # answered by the text, not by the Other tap before it
+                "UPDATE questions SET state = 'answered', answer = ?, answered_at = ?,"
+                " answered_by = NULL WHERE id = ?",
+                (text, now, row[0]),
+            )
+            return _question(row, now).model_copy(update={"state": "answered", "answer": text})
 
-        return await self._run(write)
+        return await self.transact(write)

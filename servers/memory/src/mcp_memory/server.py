@@ -5,8 +5,7 @@ clarify (question_tools) and the model's usage (usage_tools, "allow more" on the
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from importlib.metadata import version
 from typing import Any
 
@@ -54,21 +53,10 @@ def build_server(
     questions = QuestionStore(settings.questions_path, max_bytes=settings.max_db_bytes, clock=clock)
     usage_store = UsageStore(settings.usage_path, max_bytes=settings.max_db_bytes, clock=clock)
 
-    @asynccontextmanager
-    async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
-        async with (
-            store.lifespan(),
-            memories.lifespan(),
-            questions.lifespan(),
-            usage_store.lifespan(),
-        ):
-            yield
-
     mcp = create_server(
         "memory",
         version=version("mcp-memory"),
         instructions=INSTRUCTIONS,
-        lifespan=lifespan,
         checks={"database": service.check},
         stores=[store, memories, questions, usage_store],
     )

@@ -27,9 +27,9 @@ from typing import Any, NamedTuple
 from mcp_memory import items as responses
 from mcp_memory.conversation_store import ConversationStore, Row, Tail
 from mcp_memory.errors import InvalidItem, InvalidRequest
-from mcp_memory.models import AppendResult, ResetResult, Window
 from mcp_memory.settings import MAX_WINDOW_ITEMS, MAX_WINDOW_TOKENS, MemorySettings
 from mcp_memory.tokens import encode, estimate
+from meshkit.wire.memory import AppendResult, ResetResult, Window
 
 logger = logging.getLogger(__name__)
 

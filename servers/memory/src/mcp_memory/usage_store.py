@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from meshkit.proposals import CONFIRMATIONS_SCHEMA, Approval, Confirmed, confirm_once
-from meshkit.sqlite import SQLiteStore, row_model, transaction
+from meshkit.sqlite import SQLiteStore, row_model
 from meshkit.wire.usage import Bounds, Grant, Spend, TurnCost, UsageRecord, UsageReport
 
 SCHEMA = (
@@ -117,20 +117,19 @@ class UsageStore(SQLiteStore):
 
         def write(db: sqlite3.Connection) -> int:
             stored = 0
-            with transaction(db, "IMMEDIATE"):
-                for row in rows:
-                    stored += db.execute(
-                        f"INSERT OR IGNORE INTO usage ({_COLUMNS}, recorded_at)"  # noqa: S608 (column names, not input)
-                        f" VALUES ({marks})",
-                        row,
-                    ).rowcount
-                db.executemany(
-                    "INSERT OR IGNORE INTO warnings (agent, key, at) VALUES (?, ?, ?)",
-                    [(agent, key, at) for agent, key in warned],
-                )
+            for row in rows:
+                stored += db.execute(
+                    f"INSERT OR IGNORE INTO usage ({_COLUMNS}, recorded_at)"  # noqa: S608 (column names, not input)
+                    f" VALUES ({marks})",
+                    row,
+                ).rowcount
+            db.executemany(
+                "INSERT OR IGNORE INTO warnings (agent, key, at) VALUES (?, ?, ?)",
+                [(agent, key, at) for agent, key in warned],
+            )
             return stored
 
-        return await self._run(write)
+        return await self.transact(write)
 
     async def totals(
         self, agent: str, day: str, month: str, bounds: Bounds
@@ -149,27 +148,26 @@ class UsageStore(SQLiteStore):
         def read(
             db: sqlite3.Connection,
         ) -> tuple[dict[str, tuple[Spend, Spend]], list[Grant], list[str]]:
-            with transaction(db, "DEFERRED"):
-                days = per_user(db, bounds.day_start, bounds.day_end)
-                months = per_user(db, bounds.month_start, bounds.month_end)
-                grants = db.execute(
-                    f"SELECT {_GRANT_COLUMNS} FROM grants WHERE agent = ? AND day = ?"  # noqa: S608 (column names, not input)
-                    " ORDER BY at, id",
-                    (agent, day),
-                ).fetchall()
-                warned = db.execute(
-                    "SELECT key FROM warnings WHERE agent = :agent"
-                    " AND (substr(key, 1, length(:day) + 1) = :day || ':'"
-                    " OR substr(key, 1, length(:month) + 1) = :month || ':') ORDER BY at, key",
-                    {"agent": agent, "day": day, "month": month},
-                ).fetchall()
+            days = per_user(db, bounds.day_start, bounds.day_end)
+            months = per_user(db, bounds.month_start, bounds.month_end)
+            grants = db.execute(
+                f"SELECT {_GRANT_COLUMNS} FROM grants WHERE agent = ? AND day = ?"  # noqa: S608 (column names, not input)
+                " ORDER BY at, id",
+                (agent, day),
+            ).fetchall()
+            warned = db.execute(
+                "SELECT key FROM warnings WHERE agent = :agent"
+                " AND (substr(key, 1, length(:day) + 1) = :day || ':'"
+                " OR substr(key, 1, length(:month) + 1) = :month || ':') ORDER BY at, key",
+                {"agent": agent, "day": day, "month": month},
+            ).fetchall()
             users = {
                 user: (days.get(user, Spend()), months.get(user, Spend()))
                 for user in sorted(days.keys() | months.keys())
             }
             return users, [row_model(Grant, g) for g in grants], [str(w[0]) for w in warned]
 
-        return await self._run(read)
+        return await self.read(read)
 
     async def report(self, where: Filter, top: int) -> UsageReport:
         """For the rows ``where`` selects, in one snapshot: the spend in total and by each
@@ -185,27 +183,26 @@ class UsageStore(SQLiteStore):
             return {str(row[0]): spend(row[1:]) for row in rows}
 
         def read(db: sqlite3.Connection) -> UsageReport:
-            with transaction(db, "DEFERRED"):
-                total = db.execute(
-                    f"SELECT {SPEND} FROM usage{where.where}",  # noqa: S608 (aggregates, not input)
-                    where.params,
-                ).fetchone()
-                groups = {column: grouped(db, column) for column in GROUPS}
-                # One min() among the aggregates: SQLite takes the bare columns (user, chat,
-                # purpose) from the row of the turn's first call.
-                turns = db.execute(
-                    f"SELECT turn_id, agent, user, chat_id, purpose, min(at) AS first, {SPEND},"  # noqa: S608 (aggregates, not input)
-                    " COALESCE(SUM(cost), 0.0) AS known,"
-                    " COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0)"
-                    f" AS tokens FROM usage{where.where}"
-                    " GROUP BY agent, turn_id IS NULL, COALESCE(turn_id, id)"
-                    " ORDER BY known DESC, tokens DESC, first LIMIT :top",
-                    where.params | {"top": top},
-                ).fetchall()
-                grants = db.execute(
-                    f"SELECT {_GRANT_COLUMNS} FROM grants{where.where} ORDER BY at, id",  # noqa: S608 (column names, not input)
-                    where.params,
-                ).fetchall()
+            total = db.execute(
+                f"SELECT {SPEND} FROM usage{where.where}",  # noqa: S608 (aggregates, not input)
+                where.params,
+            ).fetchone()
+            groups = {column: grouped(db, column) for column in GROUPS}
+            # One min() among the aggregates: SQLite takes the bare columns (user, chat,
+            # purpose) from the row of the turn's first call.
+            turns = db.execute(
+                f"SELECT turn_id, agent, user, chat_id, purpose, min(at) AS first, {SPEND},"  # noqa: S608 (aggregates, not input)
+                " COALESCE(SUM(cost), 0.0) AS known,"
+                " COALESCE(SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)), 0)"
+                f" AS tokens FROM usage{where.where}"
+                " GROUP BY agent, turn_id IS NULL, COALESCE(turn_id, id)"
+                " ORDER BY known DESC, tokens DESC, first LIMIT :top",
+                where.params | {"top": top},
+            ).fetchall()
+            grants = db.execute(
+                f"SELECT {_GRANT_COLUMNS} FROM grants{where.where} ORDER BY at, id",  # noqa: S608 (column names, not input)
+                where.params,
+            ).fetchall()
             return UsageReport(
                 since=where.since,
                 until=where.until,
@@ -218,7 +215,7 @@ class UsageStore(SQLiteStore):
                 grants=[row_model(Grant, g) for g in grants],
             )
 
-        return await self._run(read)
+        return await self.read(read)
 
     async def confirm(
         self,

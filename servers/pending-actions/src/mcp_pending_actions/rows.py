@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_pending_actions.models import State
-from meshkit.wire.pending_actions import CHAT_CLIENT, How
+from meshkit.wire.pending_actions import CHAT_CLIENT, How, State
 
 
 @dataclass(frozen=True)

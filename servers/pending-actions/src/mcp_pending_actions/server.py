@@ -12,15 +12,6 @@ from pydantic import Field
 
 from mcp_pending_actions.checks import Tap
 from mcp_pending_actions.errors import Forbidden
-from mcp_pending_actions.models import (
-    ActionList,
-    ActionView,
-    BatchDecisions,
-    BatchView,
-    Decision,
-    History,
-    Staged,
-)
 from mcp_pending_actions.notices import NoticeBoard
 from mcp_pending_actions.policies import FleetPolicies
 from mcp_pending_actions.service import PendingActions
@@ -36,13 +27,20 @@ from meshkit.settings import load_settings
 from meshkit.stopping import Stopping
 from meshkit.tool_classes import internal, relay
 from meshkit.wire.pending_actions import (
+    ActionList,
     ActionStatus,
+    ActionView,
+    BatchDecisions,
+    BatchView,
     ClientStaged,
+    Decision,
     Grant,
     Grants,
+    History,
     Ledger,
     Notices,
     Screened,
+    Staged,
     Undelivered,
 )
 from meshkit.wire.proposals import Proposal
@@ -118,7 +116,6 @@ def build_server(
         "pending-actions",
         version=version("mcp-pending-actions"),
         instructions=INSTRUCTIONS,
-        lifespan=store.lifespan,
         checks={"database": store.ping},
         stores=[store],
     )

@@ -40,22 +40,26 @@ from typing import Any, TypeVar
 from mcp_pending_actions import grants, ledger, notices, views
 from mcp_pending_actions.checks import Tap, check_present, check_size, new_id, shown_there, yours
 from mcp_pending_actions.errors import UnknownAction, UnknownBatch, UnknownGrant, WrongState
-from mcp_pending_actions.models import (
-    ActionList,
-    ActionView,
-    BatchDecisions,
-    BatchView,
-    Decision,
-    Event,
-    History,
-    State,
-)
 from mcp_pending_actions.policies import FleetPolicies
 from mcp_pending_actions.rows import ActionRow, Change
 from mcp_pending_actions.settings import PendingSettings
 from mcp_pending_actions.store import PendingStore, expired
 from meshkit.proposals import ACTION_ID, ApprovalSigner
-from meshkit.wire.pending_actions import ActionStatus, Grant, Grants, Ledger, LedgerEvent
+from meshkit.wire.pending_actions import (
+    ActionList,
+    ActionStatus,
+    ActionView,
+    BatchDecisions,
+    BatchView,
+    Decision,
+    Event,
+    Grant,
+    Grants,
+    History,
+    Ledger,
+    LedgerEvent,
+    State,
+)
 
 BATCH_ID = re.compile(r"bat_[0-9a-f]{12}")
 GRANT_ID = re.compile(r"grt_[0-9a-f]{12}")

@@ -46,11 +46,10 @@ from typing import Any
 
 from mcp_pending_actions import ledger
 from mcp_pending_actions.ledger import Draft
-from mcp_pending_actions.models import State
 from mcp_pending_actions.rows import ActionRow, BatchRow, Change, EventRow, Outcome
 from meshkit.queue import RUNS_SCHEMA
 from meshkit.sqlite import SQLiteStore
-from meshkit.sqlite import transaction as _transaction
+from meshkit.wire.pending_actions import State
 
 NOTICES_3 = """
 CREATE TABLE IF NOT EXISTS notices (
@@ -215,12 +214,11 @@ class PendingStore(SQLiteStore):
         transaction (the ledger, a notice)."""
 
         def write(db: sqlite3.Connection) -> None:
-            with _transaction(db, "IMMEDIATE"):
-                insert(db, action, new_batch=new_batch, text=text)
-                if then is not None:
-                    then(db, action)
+            insert(db, action, new_batch=new_batch, text=text)
+            if then is not None:
+                then(db, action)
 
-        await self._run(write)
+        await self.transact(write)
 
     async def change(
         self, action_id: str, change: Change, then: Then | None = None
@@ -252,47 +250,45 @@ class PendingStore(SQLiteStore):
         update = f"UPDATE actions SET {', '.join(sets)} WHERE {' AND '.join(where)}"  # noqa: S608
 
         def write(db: sqlite3.Connection) -> Outcome | None:
-            with _transaction(db, "IMMEDIATE"):
-                changed = db.execute(update, values).rowcount == 1
-                if changed:
-                    db.execute(
-                        _EVENT,
-                        (
-                            action_id,
-                            change.from_state,
-                            change.to_state,
-                            change.at,
-                            change.actor,
-                            change.detail,
-                        ),
-                    )
-                row = select_action(db, action_id)
-                if changed and row is not None and then is not None:
-                    then(db, row)
+            changed = db.execute(update, values).rowcount == 1
+            if changed:
+                db.execute(
+                    _EVENT,
+                    (
+                        action_id,
+                        change.from_state,
+                        change.to_state,
+                        change.at,
+                        change.actor,
+                        change.detail,
+                    ),
+                )
+            row = select_action(db, action_id)
+            if changed and row is not None and then is not None:
+                then(db, row)
             return None if row is None else Outcome(changed, row)
 
-        return await self._run(write)
+        return await self.transact(write)
 
     async def expire_due(self, now: float, detail: str) -> int:
         """Mark every pending action whose expiry has passed as expired, each with its event
         and its ledger entry; returns how many."""
 
         def write(db: sqlite3.Connection) -> int:
-            with _transaction(db, "IMMEDIATE"):
-                due = _select_actions(
-                    db, f"state = ? AND expires_at <= ? {_ORDER}", (State.PENDING, now)
+            due = _select_actions(
+                db, f"state = ? AND expires_at <= ? {_ORDER}", (State.PENDING, now)
+            )
+            for row in due:
+                db.execute(
+                    "UPDATE actions SET state = ?, updated_at = ?, decided_by = 'expiry',"
+                    " decided_at = ? WHERE action_id = ?",
+                    (State.EXPIRED, now, now, row.action_id),
                 )
-                for row in due:
-                    db.execute(
-                        "UPDATE actions SET state = ?, updated_at = ?, decided_by = 'expiry',"
-                        " decided_at = ? WHERE action_id = ?",
-                        (State.EXPIRED, now, now, row.action_id),
-                    )
-                    db.execute(_EVENT, (row.action_id, row.state, State.EXPIRED, now, None, detail))
-                    ledger.append(db, expired(row, now))
+                db.execute(_EVENT, (row.action_id, row.state, State.EXPIRED, now, None, detail))
+                ledger.append(db, expired(row, now))
             return len(due)
 
-        return await self._run(write)
+        return await self.transact(write)
 
     async def action(self, action_id: str) -> ActionRow | None:
         return await self._run(lambda db: select_action(db, action_id))
@@ -306,12 +302,7 @@ class PendingStore(SQLiteStore):
 
     async def batch_with_actions(self, batch_id: str) -> tuple[BatchRow, list[ActionRow]] | None:
         """The batch and its actions in staging order, read at once."""
-
-        def read(db: sqlite3.Connection) -> tuple[BatchRow, list[ActionRow]] | None:
-            with _transaction(db, "DEFERRED"):  # one snapshot for both
-                return select_batch(db, batch_id)
-
-        return await self._run(read)
+        return await self.read(lambda db: select_batch(db, batch_id))
 
     async def batch_actions(self, batch_id: str) -> list[ActionRow]:
         """The batch's actions in staging order."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_pending_actions.models import UNKNOWN, ActionView, BatchView, Decision, State
 from mcp_pending_actions.rows import ActionRow, BatchRow
+from meshkit.wire.pending_actions import UNKNOWN, ActionView, BatchView, Decision, State
 
 NOT_FOUND = "not found"  # an unknown id, an action of another agent, chat, message or user alike
 REASONS = {

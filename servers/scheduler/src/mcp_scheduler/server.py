@@ -51,9 +51,8 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
-        async with store.lifespan():
-            await scheduler.sync()
-            yield
+        await scheduler.sync()
+        yield
 
     mcp = create_server(
         SERVER,

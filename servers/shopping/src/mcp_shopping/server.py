@@ -50,9 +50,8 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
-        async with store.lifespan():
-            await _load_examples(settings, store, clock())
-            yield
+        await _load_examples(settings, store, clock())
+        yield
 
     mcp = create_server(
         "shopping",

@@ -23,7 +23,6 @@ from mcp_shopping.models import ListItem, Order, Source
 from mcp_shopping.schema import SCHEMA
 from meshkit.proposals import Approval, Confirmed, confirm_once
 from meshkit.sqlite import SQLiteStore, row_model
-from meshkit.sqlite import transaction as _transaction
 
 # A row of these columns is its model's fields, in order (meshkit.sqlite.row_model).
 _ITEM_COLUMNS = ", ".join(ListItem.model_fields)
@@ -137,25 +136,24 @@ class ShoppingStore(SQLiteStore):
 
         def write(db: sqlite3.Connection) -> Imported:
             added = 0
-            with _transaction(db, "IMMEDIATE"):
-                stored = {order: _count_identical(db, agent, order) for order in Counter(orders)}
-                for order in orders:
-                    if stored[order] > 0:
-                        stored[order] -= 1
-                        continue
-                    Changes(db, agent).record_order(
-                        order.item,
-                        order.store,
-                        order.date,
-                        order.quantity,
-                        order.price,
-                        source="import",
-                        at=at,
-                    )
-                    added += 1
+            stored = {order: _count_identical(db, agent, order) for order in Counter(orders)}
+            for order in orders:
+                if stored[order] > 0:
+                    stored[order] -= 1
+                    continue
+                Changes(db, agent).record_order(
+                    order.item,
+                    order.store,
+                    order.date,
+                    order.quantity,
+                    order.price,
+                    source="import",
+                    at=at,
+                )
+                added += 1
             return Imported(added=added, present=len(orders) - added)
 
-        return await self._run(write)
+        return await self.transact(write)
 
     async def load_examples(self, agent: str, orders: Sequence[NewOrder], at: float) -> int:
         """Example orders for ``agent``, on the first start only; how many were loaded."""

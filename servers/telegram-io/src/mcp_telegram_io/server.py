@@ -162,20 +162,19 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
-        async with store.lifespan():
-            # A task of its own, not a task group around the yield: fastmcp closes lifespans
-            # inside a shielded cancel scope, which a task group opened here cannot exit from.
-            loop = asyncio.get_running_loop()
-            runner = loop.create_task(run_pollers(), name="telegram-pollers") if polling else None
-            try:
-                yield
-            finally:
-                if runner is not None:
-                    runner.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await runner
-                for bot in bots.values():
-                    await _shutdown(bot)
+        # A task of its own, not a task group around the yield: fastmcp closes lifespans
+        # inside a shielded cancel scope, which a task group opened here cannot exit from.
+        loop = asyncio.get_running_loop()
+        runner = loop.create_task(run_pollers(), name="telegram-pollers") if polling else None
+        try:
+            yield
+        finally:
+            if runner is not None:
+                runner.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await runner
+            for bot in bots.values():
+                await _shutdown(bot)
 
     mcp = create_server(
         "telegram-io",

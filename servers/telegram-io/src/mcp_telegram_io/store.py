@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from meshkit.queue import RUNS_SCHEMA, QueueSpec
-from meshkit.sqlite import SQLiteStore, transaction
+from meshkit.sqlite import SQLiteStore
 
 SCHEMA = (
     """
@@ -132,26 +132,25 @@ class InboxStore(SQLiteStore):
         rows = [(bot, update_id, agent, now, body) for update_id, body in updates]
 
         def write(db: sqlite3.Connection) -> int:
-            with transaction(db, "IMMEDIATE"):
-                before = db.total_changes
-                db.executemany(
-                    "INSERT OR IGNORE INTO updates (bot, update_id, agent, received_at, body)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    rows,
-                )
-                new = db.total_changes - before
-                db.execute(
-                    "INSERT INTO offsets (bot, next_offset) VALUES (?, ?) ON CONFLICT (bot)"
-                    " DO UPDATE SET next_offset = MAX(next_offset, excluded.next_offset)",
-                    (bot, next_offset),
-                )
-                db.executemany(
-                    "DELETE FROM blocked WHERE agent = ? AND chat_id = ?",
-                    [(agent, chat) for chat in writers],
-                )
+            before = db.total_changes
+            db.executemany(
+                "INSERT OR IGNORE INTO updates (bot, update_id, agent, received_at, body)"
+                " VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+            new = db.total_changes - before
+            db.execute(
+                "INSERT INTO offsets (bot, next_offset) VALUES (?, ?) ON CONFLICT (bot)"
+                " DO UPDATE SET next_offset = MAX(next_offset, excluded.next_offset)",
+                (bot, next_offset),
+            )
+            db.executemany(
+                "DELETE FROM blocked WHERE agent = ? AND chat_id = ?",
+                [(agent, chat) for chat in writers],
+            )
             return new
 
-        return await self._run(write)
+        return await self.transact(write)
 
     async def pending(self) -> int:
         def read(db: sqlite3.Connection) -> int:
@@ -165,19 +164,18 @@ class InboxStore(SQLiteStore):
         changed anything, and how many of its updates wait."""
 
         def write(db: sqlite3.Connection) -> tuple[bool, int]:
-            with transaction(db, "IMMEDIATE"):
-                if paused:
-                    cursor = db.execute(
-                        "INSERT OR IGNORE INTO paused (agent, since) VALUES (?, ?)", (agent, now)
-                    )
-                else:
-                    cursor = db.execute("DELETE FROM paused WHERE agent = ?", (agent,))
-                (waiting,) = db.execute(
-                    "SELECT COUNT(*) FROM updates WHERE agent = ? AND acked_at IS NULL", (agent,)
-                ).fetchone()
+            if paused:
+                cursor = db.execute(
+                    "INSERT OR IGNORE INTO paused (agent, since) VALUES (?, ?)", (agent, now)
+                )
+            else:
+                cursor = db.execute("DELETE FROM paused WHERE agent = ?", (agent,))
+            (waiting,) = db.execute(
+                "SELECT COUNT(*) FROM updates WHERE agent = ? AND acked_at IS NULL", (agent,)
+            ).fetchone()
             return cursor.rowcount == 1, int(waiting)
 
-        return await self._run(write)
+        return await self.transact(write)
 
     async def agents(self) -> list[AgentRow]:
         """Each agent that is paused or has updates here: waiting, and when the last came."""
@@ -199,15 +197,14 @@ class InboxStore(SQLiteStore):
         """Forget acked updates older than ``before`` (Telegram never resends them that late)."""
 
         def write(db: sqlite3.Connection) -> int:
-            with transaction(db, "IMMEDIATE"):
-                cursor = db.execute(
-                    "DELETE FROM updates WHERE acked_at IS NOT NULL AND acked_at < ?", (before,)
-                )
-                db.execute("DELETE FROM sends WHERE at < ?", (before,))
-                db.execute("DELETE FROM runs WHERE superseded_at < ?", (before,))
-                return cursor.rowcount
+            cursor = db.execute(
+                "DELETE FROM updates WHERE acked_at IS NOT NULL AND acked_at < ?", (before,)
+            )
+            db.execute("DELETE FROM sends WHERE at < ?", (before,))
+            db.execute("DELETE FROM runs WHERE superseded_at < ?", (before,))
+            return cursor.rowcount
 
-        return await self._run(write)
+        return await self.transact(write)
 
     async def before_send(
         self, agent: str, chat_id: str, key: str | None
