@@ -36,9 +36,6 @@ def check(
     problems = [*_llm(settings)] if settings.llm_configured else [NO_LLM_HELP]
     try:
         registry = load_registry(settings.registry, environ)
-    except ConfigError as error:
-        return settings, [*problems, str(error)]
-    try:
         fleet = load_fleet(settings.agents, registry, environ, root=settings.root)
     except ConfigError as error:
         return settings, [*problems, str(error)]

@@ -61,10 +61,6 @@ class TelegramIO:
         self._server = registry.server_for("telegram-io")
         self._holder = {"consumer": consumer, "run": run}
 
-    @property
-    def configured(self) -> bool:
-        return self._server is not None
-
     async def next_updates(self, batch: int, wait_s: float) -> Updates:
         arguments = {"max": batch, "wait_s": wait_s, **self._holder}
         return await self._call("next_updates", arguments, Updates)

@@ -16,13 +16,11 @@ from typing import Annotated
 import anyio
 from cyclopts import App, Parameter
 
-from meshkit.command import guarded
+from meshkit.command import Json, guarded
 from orchestrator.cli import agent_init, lifecycle
 from orchestrator.cli.mesh import agent_of, fleet, settings
 
 agent_app = App(name="agent")  # its description: clawmesh's (cli/main.py)
-
-Json = Annotated[bool, Parameter(name="--json", negative=(), help="JSON on stdout")]
 
 
 @agent_app.command

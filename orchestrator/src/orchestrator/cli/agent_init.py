@@ -11,15 +11,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from meshkit.command import CliError
-from meshkit.settings import environment
 from meshkit.yaml_config import ConfigError
-from orchestrator.config.fleet import load_fleet
-from orchestrator.config.registry import load_registry
+from orchestrator.cli.mesh import fleet
 from orchestrator.settings import OrchestratorSettings
 
 AGENT_ID = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
@@ -55,11 +54,7 @@ def init(
             ) from None
     fleet_file = config.agents
     text = _read(fleet_file)
-    environ = environment()
-    known = load_fleet(
-        fleet_file, load_registry(config.registry, environ), environ, root=config.root
-    )
-    if agent in known:
+    if agent in fleet(config):
         raise CliError(
             f"agent {agent!r} exists already in {fleet_file}",
             "choose another id, or edit its entry there",
@@ -77,7 +72,7 @@ def init(
     try:
         _validated(config, updated, agent)
     except BaseException:
-        _remove_persona(folder)
+        shutil.rmtree(folder)
         raise
     _replace(fleet_file, updated)
     return Created(agent, shown, folder, fleet_file, variable)
@@ -136,19 +131,12 @@ def _write_persona(folder: Path, name: str) -> None:
     (folder / "USAGE.md").write_text(USAGE.format(name=name), encoding="utf-8")
 
 
-def _remove_persona(folder: Path) -> None:
-    for file in folder.iterdir():
-        file.unlink()
-    folder.rmdir()
-
-
 def _validated(config: OrchestratorSettings, text: str, agent: str) -> None:
     """The fleet as ``text`` describes it loads as the orchestrator loads it."""
     trial = config.agents.with_name(f".{config.agents.name}.new")
     trial.write_text(text, encoding="utf-8")
     try:
-        environ = environment()
-        load_fleet(trial, load_registry(config.registry, environ), environ, root=config.root)
+        fleet(config.model_copy(update={"agents": trial}))
     except ConfigError as error:
         raise CliError(
             f"the fleet file with {agent!r} added does not load: {error}",

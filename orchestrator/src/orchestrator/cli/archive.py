@@ -90,21 +90,15 @@ def snapshot(database: Path, copy: Path) -> int:
         raise CliError(f"cannot open the database {database}: {error}", _READABLE) from None
     try:
         source.execute("PRAGMA busy_timeout = 5000")
-        target = sqlite3.connect(copy)
-        try:
+        with contextlib.closing(sqlite3.connect(copy)) as target:
             source.backup(target)
             target.execute("PRAGMA journal_mode = DELETE")
             problems = _problems(target)
             (schema,) = target.execute("PRAGMA user_version").fetchone()
-        finally:
-            target.close()
     except sqlite3.Error as error:
         found = fault(error)
-        if found is None:
-            raise CliError(f"cannot back up the database {database}: {error}", _READABLE) from None
-        raise CliError(
-            f"cannot back up the database {database}: {found.reason}", found.fix
-        ) from None
+        why, fix = (str(error), _READABLE) if found is None else (found.reason, found.fix)
+        raise CliError(f"cannot back up the database {database}: {why}", fix) from None
     finally:
         source.close()
     if problems:
@@ -124,11 +118,8 @@ def _problems(db: sqlite3.Connection) -> list[str]:
 
 
 def digest(path: Path) -> str:
-    sha = hashlib.sha256()
     with path.open("rb") as file:
-        while chunk := file.read(CHUNK):
-            sha.update(chunk)
-    return sha.hexdigest()
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def write(
@@ -274,11 +265,8 @@ def check_databases(manifest: Manifest, root: Path) -> None:
         path = root.joinpath(*PurePosixPath(entry.name).parts)
         problems: list[str]
         try:
-            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-            try:
+            with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
                 problems = _problems(db)
-            finally:
-                db.close()
         except sqlite3.Error as error:
             problems = [str(error)]
         if problems:

@@ -27,9 +27,8 @@ from typing import Annotated
 
 from cyclopts import App, Parameter
 
-from meshkit.command import CliError, guarded
+from meshkit.command import CliError, guarded, settings_of
 from meshkit.private import private_output
-from meshkit.settings import load_dotenv
 from orchestrator.cli import archive
 from orchestrator.cli.backup_sources import (
     SECRETS_NOTE,
@@ -45,11 +44,6 @@ backup_app = App(name="backup")  # its description: clawmesh's (cli/main.py)
 Json = Annotated[bool, Parameter(name="--json", negative=(), help="print JSON on stdout")]
 # "-" is a file name here (stdin, stdout), not an option.
 Archive = Annotated[Path, Parameter(allow_leading_hyphen=True)]
-
-
-def _settings() -> BackupSettings:
-    load_dotenv()
-    return BackupSettings()
 
 
 @backup_app.command
@@ -71,7 +65,7 @@ def create(file: Archive | None = None, *, as_json: Json = False) -> None:
     def run() -> None:
         if to_stdout:  # "create - > file" on the host: the shell made the file, umask-wide
             private_output(sys.stdout)
-        settings = _settings()
+        settings = settings_of(BackupSettings)
         now = datetime.now(UTC)
         found = databases(settings.data_dir)
         if not found:
@@ -162,7 +156,7 @@ def restore(
     """
 
     def run() -> None:
-        target = data_dir or _settings().data_dir
+        target = data_dir or settings_of(BackupSettings).data_dir
         with _readable(file) as path:
             done = restore_archive(path, target.absolute(), root and root.absolute(), force=force)
         if as_json:

@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Annotated
 
 from cyclopts import Parameter
-from pydantic import AliasChoices, Field, ValidationError
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from meshkit.command import CliError, guarded
-from meshkit.settings import describe_error, load_dotenv
+from meshkit.command import guarded, settings_of
 from orchestrator.cli.checks import engine, host
 from orchestrator.cli.checks.engine import Docker, EngineError
 from orchestrator.cli.checks.findings import Finding, counts
@@ -114,12 +113,7 @@ def doctor(
 
 
 def _diagnose_here(project: str | None) -> list[Finding]:
-    load_dotenv()
-    try:
-        settings = DoctorSettings()
-    except ValidationError as error:
-        what = describe_error(DoctorSettings, error)
-        raise CliError(what, "fix the variable it names", code=2) from None
+    settings = settings_of(DoctorSettings)
     return diagnose(Machine(), settings.root, project or settings.compose_project_name)
 
 

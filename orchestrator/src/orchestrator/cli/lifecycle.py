@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -25,17 +26,18 @@ from meshkit.command import CliError
 from meshkit.wire.pause import Paused
 from meshkit.wire.scheduler import Jobs
 from meshkit.wire.telegram_io import Status
-from meshkit.wire.usage import PeriodSpend
+from meshkit.wire.usage import PeriodSpend, UsageTotals
 from orchestrator.cli.mesh import role_servers, unreachable
 from orchestrator.config.fleet import Agent
 from orchestrator.config.registry import Role
 from orchestrator.core.allowance_limits import periods
-from orchestrator.core.usage_book import UsageBook
+from orchestrator.core.usage_book import totals_arguments
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry
 from orchestrator.settings import OrchestratorSettings
 
 HOLDERS: tuple[Role, ...] = ("telegram-io", "scheduler")
+M = TypeVar("M", bound=BaseModel)
 
 
 class PauseResult(BaseModel):
@@ -111,18 +113,30 @@ async def statuses(
     not answer is named in ``unavailable``, the rest is still shown."""
     now = time.time() if now is None else now
     async with role_servers(config, (*HOLDERS, "memory")) as registry:
-        inbox, down = await _inbox(registry)
+        down: list[str] = []
+        inbox = await _ask(registry, "telegram-io", "status", {}, Status, down=down)
         return [await _status(registry, agent, inbox, down, now) for agent in agents]
 
 
-async def _inbox(registry: Registry) -> tuple[Status | None, list[str]]:
-    server = registry.server_for("telegram-io")
+async def _ask(
+    registry: Registry,
+    role: Role,
+    tool: str,
+    arguments: dict[str, Any],
+    model: type[M],
+    *,
+    down: list[str],
+) -> M | None:
+    """``tool`` of the ``role`` server; None when there is none, or it did not answer (then
+    it is named in ``down``)."""
+    server = registry.server_for(role)
     if server is None:
-        return None, []
+        return None
     try:
-        return await registry.call_as(server, "status", {}, Status), []
+        return await registry.call_as(server, tool, arguments, model)
     except ToolCallError:
-        return None, [server]
+        down.append(server)
+        return None
 
 
 async def _status(
@@ -135,17 +149,14 @@ async def _status(
     mine = next((a for a in inbox.agents if a.agent == agent.id), None) if inbox else None
     if mine is not None and mine.paused and io is not None:
         paused_in.append(io)
-    jobs = await _jobs(registry, agent.id, unavailable)
+    jobs = await _ask(registry, "scheduler", "jobs", {"agent": agent.id}, Jobs, down=unavailable)
     if jobs is not None and jobs.paused:
         paused_in.append(registry.server_for("scheduler") or "scheduler")
-    usage = None
-    book = UsageBook(registry)
-    if book.server is not None:
-        try:
-            totals = await book.totals(agent.id, periods(agent.entry.timezone, _at(now)))
-            usage = totals.total
-        except ToolCallError:
-            unavailable.append(book.server)
+    bounds = periods(agent.entry.timezone, datetime.fromtimestamp(now, UTC))
+    arguments = totals_arguments(agent.id, bounds)
+    totals = await _ask(
+        registry, "memory", "usage_totals", arguments, UsageTotals, down=unavailable
+    )
     holders = [s for s in (registry.server_for(r) for r in HOLDERS) if s and s not in unavailable]
     state = (
         "unknown"
@@ -166,21 +177,9 @@ async def _status(
         last_activity=_iso(mine.last_update_at) if mine and mine.last_update_at else None,
         inbox_backlog=(mine.waiting if mine else 0) if inbox else None,
         next_firings=_firings(jobs) if jobs is not None else None,
-        usage=usage,
+        usage=totals.total if totals is not None else None,
         unavailable=unavailable,
     )
-
-
-async def _jobs(registry: Registry, agent: str, unavailable: list[str]) -> Jobs | None:
-    """The agent's jobs and reminders (None: no scheduler, or it did not answer)."""
-    server = registry.server_for("scheduler")
-    if server is None:
-        return None
-    try:
-        return await registry.call_as(server, "jobs", {"agent": agent}, Jobs)
-    except ToolCallError:
-        unavailable.append(server)
-        return None
 
 
 def _firings(jobs: Jobs, most: int = 5) -> list[Firing]:
@@ -195,10 +194,6 @@ def _firings(jobs: Jobs, most: int = 5) -> list[Firing]:
 
 def _instant(at: str | None) -> float:
     return datetime.fromisoformat(at).timestamp() if at else float("inf")
-
-
-def _at(now: float) -> datetime:
-    return datetime.fromtimestamp(now, UTC)
 
 
 def _iso(at: float) -> str:

@@ -14,7 +14,6 @@ line naming what to fix, exit 2, never a traceback.
 
 from __future__ import annotations
 
-import re
 import time
 from datetime import UTC, datetime
 from typing import Annotated, Literal
@@ -43,12 +42,15 @@ from orchestrator.core.allowance_limits import (
     standing,
 )
 from orchestrator.core.usage_book import UsageBook
-from orchestrator.core.usage_view import PURPOSE_NAME, calls_text, uncounted
+from orchestrator.core.usage_view import (
+    PURPOSE_NAME,
+    calls_text,
+    cost_text,
+    tokens_known,
+    uncounted,
+)
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.settings import OrchestratorSettings
-
-MONTH = re.compile(r"^[0-9]{4}-([0-9]{2})$")
-DAY = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
 
 class Asked(BaseModel):
@@ -122,12 +124,11 @@ def asked_of(month: str | None, day: str | None, agent: str | None) -> Asked:
     if month is not None and day is not None:
         raise _mistake("--month and --day: give one of them, not both")
     if month is not None:
-        found = MONTH.match(month)
-        if found is None or not 1 <= int(found[1]) <= 12:
+        if not _is(month, "%Y-%m"):
             raise _mistake(f"--month {month!r} is not a month", "write YYYY-MM, e.g. 2026-11")
         return Asked(agent=agent, period="month", name=month)
     if day is not None:
-        if DAY.match(day) is None or not _is_date(day):
+        if not _is(day, "%Y-%m-%d"):
             raise _mistake(f"--day {day!r} is not a day", "write YYYY-MM-DD, e.g. 2026-11-27")
         return Asked(agent=agent, period="day", name=day)
     return Asked(agent=agent)
@@ -137,12 +138,12 @@ def _mistake(what: str, fix: str = "see clawmesh usage --help") -> CliError:
     return CliError(what, fix, code=CONFIG_ERROR_EXIT)
 
 
-def _is_date(day: str) -> bool:
+def _is(text: str, form: str) -> bool:
+    """Whether ``text`` is a date in ``form``, written out in full (2026-01, not 2026-1)."""
     try:
-        datetime.strptime(day, "%Y-%m-%d")
+        return datetime.strptime(text, form).strftime(form) == text
     except ValueError:
         return False
-    return True
 
 
 async def collect(settings: OrchestratorSettings, asked: Asked, now: float) -> UsageOutput:
@@ -275,10 +276,11 @@ def _period_lines(shown: PeriodUsage, currency: str, timezone: str) -> list[str]
         lines.append("  most expensive")
     for number, turn in enumerate(report.top, 1):
         at = datetime.fromtimestamp(turn.at, zone)
-        cost = _cost(turn.spend, currency)
+        cost = cost_text(turn.spend, currency, "unknown")
+        tokens = f"{turn.spend.tokens:,} tokens" if tokens_known(turn.spend) else "tokens unknown"
         lines.append(
             f"  {number:>2}. {cost:>10}  {at:%Y-%m-%d %H:%M}  {PURPOSE_NAME[turn.purpose]:<16} "
-            f"user {turn.user}  {calls_text(turn.spend.calls)}  {_tokens(turn.spend)}"
+            f"user {turn.user}  {calls_text(turn.spend.calls)}  {tokens}"
             + (f"  turn {turn.turn_id}" if turn.turn_id else "")
         )
     if report.grants:
@@ -293,23 +295,12 @@ def _period_lines(shown: PeriodUsage, currency: str, timezone: str) -> list[str]
     return lines
 
 
-def _tokens(spend: Spend) -> str:
-    unknown = spend.calls and spend.unknown_usage >= spend.calls
-    return "tokens unknown" if unknown else f"{spend.tokens:,} tokens"
-
-
 def _row(label: str, spend: Spend, currency: str) -> str:
-    tokens = "-" if spend.calls and spend.unknown_usage >= spend.calls else f"{spend.tokens:,}"
+    tokens = f"{spend.tokens:,}" if tokens_known(spend) else "-"
     return (
-        f"{label[:28]:<28}{_cost(spend, currency):>12}{tokens:>14}{spend.calls:>8}"
+        f"{label[:28]:<28}{cost_text(spend, currency, 'unknown'):>12}{tokens:>14}{spend.calls:>8}"
         f"{spend.unknown_usage:>10}{spend.unknown_cost:>10}"
     )
-
-
-def _cost(spend: Spend, currency: str) -> str:
-    if spend.calls and spend.unknown_usage + spend.unknown_cost >= spend.calls:
-        return "unknown"
-    return amount_text(spend.cost, "money", currency)
 
 
 def _limit_line(state: LimitState, currency: str) -> str:

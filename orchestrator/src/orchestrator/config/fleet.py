@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from meshkit.consent_policy import Policies, Rule, parse_policies
 from meshkit.wire.usage import ALLOW_MORE
@@ -67,16 +67,18 @@ class Amount:
         return cls(value, unit)
 
 
+def _amount(value: object) -> object:
+    return None if value is None or isinstance(value, Amount) else Amount.parse(value)
+
+
+AmountField = Annotated[Amount | None, BeforeValidator(_amount)]
+
+
 class _Limits(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    daily: Amount | None = Field(default=None, description="per day, in the agent's time zone")
-    monthly: Amount | None = Field(default=None, description="per calendar month")
-
-    @field_validator("daily", "monthly", mode="before")
-    @classmethod
-    def _amount(cls, value: object) -> object:
-        return None if value is None or isinstance(value, Amount) else Amount.parse(value)
+    daily: AmountField = Field(default=None, description="per day, in the agent's time zone")
+    monthly: AmountField = Field(default=None, description="per calendar month")
 
 
 class AllowanceEntry(_Limits):
@@ -84,15 +86,10 @@ class AllowanceEntry(_Limits):
     for each one, and ``more``, what one "allow more" tap adds for the day."""
 
     per_user: _Limits | None = None
-    more: Amount | None = Field(
+    more: AmountField = Field(
         default=None, description="what a tap allows more for today (default: a quarter of "
         "the allowance that was reached)"
     )  # fmt: skip
-
-    @field_validator("more", mode="before")
-    @classmethod
-    def _more(cls, value: object) -> object:
-        return None if value is None or isinstance(value, Amount) else Amount.parse(value)
 
 
 class AgentEntry(BaseModel):

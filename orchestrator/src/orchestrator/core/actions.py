@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from meshkit.tool_classes import CONFIRM, PRODUCER
+from meshkit.tool_classes import CONFIRM
 from meshkit.wire.pending_actions import (
     CHAT_CLIENT,
     ActionView,
@@ -58,9 +58,8 @@ from orchestrator.core.replies import Reply
 from orchestrator.core.routes import TapContext, TapHandler
 from orchestrator.core.usage import Meter
 from orchestrator.mesh.errors import ToolCallError, ToolFailed
-from orchestrator.mesh.registry import Registry, ToolResult
+from orchestrator.mesh.registry import Registry
 from orchestrator.mesh.roles import RoleClient
-from orchestrator.mesh.tools import ToolInfo
 
 logger = logging.getLogger(__name__)
 
@@ -73,19 +72,6 @@ NOT_STAGED = (
 )
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def proposals_of(results: Sequence[tuple[ToolInfo, ToolResult]]) -> list[tuple[str, Proposal]]:
-    """The (server, proposal) pairs a turn's producer tools returned, in call order."""
-    found = []
-    for tool, result in results:
-        if tool.tool_class != PRODUCER or result.structured is None:
-            continue
-        try:
-            found.append((tool.server, Proposal.model_validate(result.structured)))
-        except ValidationError as error:
-            logger.warning("%s returned no valid proposal: %s", tool.qualified, error)
-    return found
 
 
 @dataclass(frozen=True)

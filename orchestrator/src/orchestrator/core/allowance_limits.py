@@ -87,18 +87,14 @@ def limits(allowance: AllowanceEntry | None) -> list[Limit]:
     """The limits an allowance sets, agent's first."""
     if allowance is None:
         return []
-    found = [
-        Limit("agent", "day", allowance.daily) if allowance.daily else None,
-        Limit("agent", "month", allowance.monthly) if allowance.monthly else None,
+    each: list[tuple[Scope, Period, Amount | None]] = [
+        ("agent", "day", allowance.daily),
+        ("agent", "month", allowance.monthly),
     ]
     if allowance.per_user is not None:
-        found += [
-            Limit("user", "day", allowance.per_user.daily) if allowance.per_user.daily else None,
-            Limit("user", "month", allowance.per_user.monthly)
-            if allowance.per_user.monthly
-            else None,
-        ]
-    return [limit for limit in found if limit is not None]
+        each += [("user", "day", allowance.per_user.daily)]
+        each += [("user", "month", allowance.per_user.monthly)]
+    return [Limit(scope, period, amount) for scope, period, amount in each if amount]
 
 
 def spent(spend: Spend, unit: Unit) -> float:

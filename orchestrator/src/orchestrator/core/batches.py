@@ -9,13 +9,13 @@ server's line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, Literal
 
 from meshkit.consent_policy import duration_text
 from meshkit.text import readable, shown_line
 from meshkit.wire.pending_actions import ActionView
-from orchestrator.core.callbacks import Tap, encode
+from orchestrator.core.callbacks import Tap, Verb, encode
 from orchestrator.core.replies import Button, Reply
 
 # Above this the reply went out in parts, the buttons on the last: a redraw (an edit of that
@@ -51,17 +51,10 @@ class Line:
 
     @classmethod
     def of(cls, view: ActionView) -> Line:
-        return cls(
-            view.action_id,
-            view.server,
-            view.summary,
-            view.confirm_label,
-            view.cancel_label,
-            str(view.state),
-            view.result,
-            view.error,
-            view.grant_s,
-        )
+        return cls(**view.model_dump(mode="json", include=_VIEWED))
+
+
+_VIEWED = {f.name for f in fields(Line)} - {"allowed"}  # what an ActionView tells of a line
 
 
 def render(text: str, batch_id: str, lines: list[Line], *, redraw: bool = False) -> Reply:
@@ -106,29 +99,24 @@ def _buttons(lines: list[Line], batch_id: str) -> list[list[Button]]:
     rows: list[list[Button]] = []
     for number, line in open_:
         prefix = f"{number}. " if many else ""
-        rows.append(
-            [
-                Button(
-                    f"{prefix}{line.confirm_label}",
-                    encode(Tap("action", "confirm", line.action_id)),
-                ),
-                Button(
-                    f"{prefix}{line.cancel_label}", encode(Tap("action", "cancel", line.action_id))
-                ),
-            ]
-        )
+        rows.append([
+            Button(f"{prefix}{line.confirm_label}", _tap("action", "confirm", line.action_id)),
+            Button(f"{prefix}{line.cancel_label}", _tap("action", "cancel", line.action_id)),
+        ])  # fmt: skip
         if line.grant_s and line.state == "pending":
             allow = f"{prefix}✅ and allow for {duration_text(line.grant_s)}"
-            rows.append([Button(allow, encode(Tap("action", "grant", line.action_id)))])
+            rows.append([Button(allow, _tap("action", "grant", line.action_id))])
     pending = [line for _, line in open_ if line.state == "pending"]
     if len(pending) > 1:
-        rows.append(
-            [
-                Button(f"✅ Confirm all {len(pending)}", encode(Tap("batch", "confirm", batch_id))),
-                Button("❌ Cancel all", encode(Tap("batch", "cancel", batch_id))),
-            ]
-        )
+        rows.append([
+            Button(f"✅ Confirm all {len(pending)}", _tap("batch", "confirm", batch_id)),
+            Button("❌ Cancel all", _tap("batch", "cancel", batch_id)),
+        ])  # fmt: skip
     return rows
+
+
+def _tap(scope: Literal["action", "batch"], verb: Verb, target: str) -> str:
+    return encode(Tap(scope, verb, target))
 
 
 def redrawn_text(text: str) -> str:
@@ -147,19 +135,20 @@ def _short(text: str) -> str:
     return line if len(line) <= MESSAGE_LIMIT else line[: MESSAGE_LIMIT - 1] + "…"
 
 
-def _outcome(line: Line) -> str:  # noqa: PLR0911 (one per state)
+# What a line in a state without words of its own ends with.
+_STATE_WORDS = {
+    "cancelled": " — cancelled",
+    "denied": " — not allowed by your policy; nothing was done",
+    "expired": " — expired, nothing was done",
+    "executing": " — not finished yet: tap Confirm again to retry",
+}
+
+
+def _outcome(line: Line) -> str:
     if line.state == "done" and line.allowed:
         return f": done ({line.allowed})"
     if line.state == "done":
         return f" — {message_of(line.result)}"
     if line.state == "failed":
         return f" — failed: {_short(line.error or 'unknown error')}"
-    if line.state == "cancelled":
-        return " — cancelled"
-    if line.state == "denied":
-        return " — not allowed by your policy; nothing was done"
-    if line.state == "expired":
-        return " — expired, nothing was done"
-    if line.state == "executing":
-        return " — not finished yet: tap Confirm again to retry"
-    return ""
+    return _STATE_WORDS.get(line.state, "")

@@ -48,11 +48,10 @@ def _checked(data: str, decode: Callable[[str], object], tapped: object) -> str:
     return data
 
 
-_ACTION = re.compile(r"act_[0-9a-f]{12}")
-_BATCH = re.compile(r"bat_[0-9a-f]{12}")
+# A grant is given for one action's kind, never a batch's: no "g" for pb.
+_TAP = re.compile(r"pa:([cxg]):(act_[0-9a-f]{12})|pb:([cx]):(bat_[0-9a-f]{12})")
 Verb = Literal["confirm", "cancel", "grant"]  # grant: confirm, and allow for a while
 _VERBS: dict[str, Verb] = {"c": "confirm", "x": "cancel", "g": "grant"}
-_SCOPES = {ACTION: "action", BATCH: "batch"}
 
 
 @dataclass(frozen=True)
@@ -74,15 +73,12 @@ def encode(tap: Tap) -> str:
 
 
 def decode(data: str) -> Tap | None:
-    parts = data.split(":")
-    if len(parts) != 3 or parts[0] not in _SCOPES or parts[1] not in _VERBS:
+    found = _TAP.fullmatch(data)
+    if found is None:
         return None
-    prefix, verb, target = parts
-    pattern = _ACTION if prefix == ACTION else _BATCH
-    if not pattern.fullmatch(target) or (prefix == BATCH and verb == "g"):
-        return None  # a grant is given for one action's kind, never a batch's
-    scope: Literal["action", "batch"] = "action" if prefix == ACTION else "batch"
-    return Tap(scope, _VERBS[verb], target)
+    if found[1]:
+        return Tap("action", _VERBS[found[1]], found[2])
+    return Tap("batch", _VERBS[found[3]], found[4])
 
 
 # --- grants (/grants' End) ------------------------------------------------------------------
@@ -107,13 +103,14 @@ def decode_grant_end(data: str) -> str | None:
 # The firing id names the reminder as it was delivered: the scheduler follows each firing
 # up once, for the agent it belongs to.
 
-_FIRING = re.compile(r"fir_[0-9a-f]{12}")
-_FOLLOW_UPS = {"d": "done", "s10": "snooze_10", "s60": "snooze_60"}
+_REMINDER = re.compile(r"rm:(d|s10|s60):(fir_[0-9a-f]{12})")
+FollowUp = Literal["done", "snooze_10", "snooze_60"]
+_FOLLOW_UPS: dict[str, FollowUp] = {"d": "done", "s10": "snooze_10", "s60": "snooze_60"}
 
 
 @dataclass(frozen=True)
 class ReminderTap:
-    outcome: Literal["done", "snooze_10", "snooze_60"]
+    outcome: FollowUp
     firing_id: str
 
 
@@ -123,13 +120,8 @@ def encode_reminder(tap: ReminderTap) -> str:
 
 
 def decode_reminder(data: str) -> ReminderTap | None:
-    parts = data.split(":")
-    if len(parts) != 3 or parts[0] != REMINDER or parts[1] not in _FOLLOW_UPS:
-        return None
-    if not _FIRING.fullmatch(parts[2]):
-        return None
-    outcome: Literal["done", "snooze_10", "snooze_60"] = _FOLLOW_UPS[parts[1]]  # type: ignore[assignment]
-    return ReminderTap(outcome, parts[2])
+    found = _REMINDER.fullmatch(data)
+    return None if found is None else ReminderTap(_FOLLOW_UPS[found[1]], found[2])
 
 
 # Clarify answers and /memory's Forget buttons: decided by the memory server, not by

@@ -87,12 +87,9 @@ class ConsentDesk:
             return f"allowed until {clock(until, zone)}"
         arguments = {"agent": change.agent, "user_id": change.user}
         grants = await self._pending.call("list_grants", arguments, Grants)
+        wanted = (change.client, change.server, change.kind)
         for grant in grants.grants if grants is not None else []:
-            if (grant.client, grant.server, grant.kind) == (
-                change.client,
-                change.server,
-                change.kind,
-            ):
+            if (grant.client, grant.server, grant.kind) == wanted:
                 return f"allowed until {clock(grant.until, zone)}"
         return "a grant allows it" if how == "grant" else POLICY_ALLOWS
 

@@ -25,7 +25,7 @@ import anyio
 
 from meshkit.exception_groups import as_itself
 from meshkit.wire.memory import AppendResult, TurnContext, Window
-from orchestrator.core.actions import NO_LONGER_ACTIVE, ActionDesk, Where, proposals_of
+from orchestrator.core.actions import NO_LONGER_ACTIVE, ActionDesk, Where
 from orchestrator.core.allowance_replies import offer, warning_text
 from orchestrator.core.callbacks import (
     ACTION,
@@ -200,9 +200,8 @@ class Dispatcher:
             return Answered(await _delivered(capped, deliver), capped=True)
         text = "\n\n".join([result.text, *warned])
         reply = Reply(text)
-        proposals = proposals_of(result.results)
-        if proposals:
-            reply = await self.desk.stage(where, text, proposals, key=key)
+        if result.proposals:
+            reply = await self.desk.stage(where, text, result.proposals, key=key)
         return Answered(await _delivered(reply, deliver))
 
     async def _hold(self, turn: TurnRequest, turn_id: str | None, text: str) -> str:

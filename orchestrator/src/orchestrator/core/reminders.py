@@ -26,6 +26,7 @@ from orchestrator.core.routes import CommandContext, TapContext
 from orchestrator.core.runtime import AgentRuntime
 from orchestrator.mesh.errors import ToolCallError
 from orchestrator.mesh.registry import Registry
+from orchestrator.mesh.roles import RoleClient
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +60,8 @@ class Reminders:
     def __init__(self, registry: Registry, agents: Mapping[str, AgentRuntime]) -> None:
         self._registry = registry
         self._agents = agents
-        self.server = registry.server_for("scheduler")
+        self._scheduler = RoleClient(registry, "scheduler")
+        self.server = self._scheduler.server
 
     async def tap(self, tap: TapContext) -> None:
         """A tap on a reminder's button (``rm``). It acts in the message the reminder was
@@ -116,13 +118,7 @@ class Reminders:
         return [f"⏱ {j.id}: next {_short(j.next_at)}" for j in listed.jobs]
 
     async def _jobs(self, agent: str) -> Jobs | None:
-        if self.server is None:
-            return None
-        try:
-            return await self._registry.call_as(self.server, "jobs", {"agent": agent}, Jobs)
-        except ToolCallError as error:
-            logger.warning("scheduler jobs: %s", error)
-            return None
+        return await self._scheduler.call("jobs", {"agent": agent}, Jobs)
 
 
 def _short(iso: str | None) -> str:

@@ -94,7 +94,7 @@ class TurnResult:
     text: str
     outcome: str  # ok | round_limit | llm_error | timeout | allowance
     new_items: list[Item] = field(default_factory=list)
-    results: list[tuple[ToolInfo, ToolResult]] = field(default_factory=list)
+    proposals: list[tuple[str, Proposal]] = field(default_factory=list)  # (server, proposal)
     llm_calls: int = 0
     tool_calls: int = 0
     usage: Usage = field(default_factory=Usage)
@@ -292,7 +292,6 @@ class TurnEngine:
         proposal = _proposal(tool, answer)
         if proposal is not None:
             return await self._proposed(turn, tool, answer, proposal)
-        turn.result.results.append((tool, answer))
         logger.debug("tool %s ok %.1f ms", call.name, answer.duration_ms)
         return output_of(answer)
 
@@ -317,7 +316,7 @@ class TurnEngine:
         ):
             logger.info("turn agent=%s: %s denied by policy", request.runtime.id, change)
             return denied_output(agent.entry.name, change)
-        turn.result.results.append((tool, answer))
+        turn.result.proposals.append((tool.server, proposal))
         # What the model reads is what happens after its reply: a change the policy allows
         # is made at once, one a grant may allow perhaps; the server's own note says "wait".
         return proposal_output(answer, note_for(rule.policy, offers_grant=rule.grant_s is not None))
@@ -337,8 +336,9 @@ def _proposal(tool: ToolInfo, answer: ToolResult) -> Proposal | None:
         return None
     try:
         return Proposal.model_validate(answer.structured)
-    except ValueError:
-        return None  # not a proposal: proposals_of leaves it out anyway
+    except ValueError as error:
+        logger.warning("%s returned no valid proposal: %s", tool.qualified, error)
+        return None
 
 
 def _asked(call: FunctionCall, result: TurnResult) -> str:

@@ -204,7 +204,7 @@ def spend_text(spend: Spend, currency: str) -> str:
     as such; 'nothing yet' when there were no calls."""
     if not spend.calls:
         return "nothing yet"
-    text = f"{_cost(spend, currency)} · {_tokens(spend)} · {calls_text(spend.calls)}"
+    text = f"{cost_text(spend, currency)} · {_tokens(spend)} · {calls_text(spend.calls)}"
     return text + _unknown_note(spend)
 
 
@@ -212,19 +212,22 @@ def short_spend(spend: Spend, currency: str) -> str:
     """'$0.30 (21k tokens)'; 'nothing' without calls."""
     if not spend.calls:
         return "nothing"
-    return f"{_cost(spend, currency)} ({_tokens(spend)})"
+    return f"{cost_text(spend, currency)} ({_tokens(spend)})"
 
 
-def _cost(spend: Spend, currency: str) -> str:
-    if spend.unknown_usage + spend.unknown_cost >= spend.calls:
-        return "cost unknown"
+def cost_text(spend: Spend, currency: str, unknown: str = "cost unknown") -> str:
+    """'$0.42'; ``unknown`` when no call of ``spend`` had both a usage and a price."""
+    if spend.calls and spend.unknown_usage + spend.unknown_cost >= spend.calls:
+        return unknown
     return amount_text(spend.cost, "money", currency)
 
 
+def tokens_known(spend: Spend) -> bool:
+    return not spend.calls or spend.unknown_usage < spend.calls
+
+
 def _tokens(spend: Spend) -> str:
-    if spend.unknown_usage >= spend.calls:
-        return "tokens unknown"
-    return amount_text(spend.tokens, "tokens")
+    return amount_text(spend.tokens, "tokens") if tokens_known(spend) else "tokens unknown"
 
 
 def _unknown_note(spend: Spend) -> str:
@@ -304,7 +307,7 @@ def turn_line(turn: TurnCost, zone: ZoneInfo, currency: str, who: str | None, us
     at = datetime.fromtimestamp(turn.at, zone)
     spend = turn.spend
     text = (
-        f"{_cost(spend, currency)} · {PURPOSE_NAME[turn.purpose]} · {at:%a %-d %b %H:%M} · "
+        f"{cost_text(spend, currency)} · {PURPOSE_NAME[turn.purpose]} · {at:%a %-d %b %H:%M} · "
         f"{calls_text(spend.calls)}, {_tokens(spend)}"
     )
     if who is not None and who != user:
@@ -334,4 +337,4 @@ def _brief(spend: Spend, currency: str) -> str:
         return "nothing"
     unknown = spend.unknown_usage + spend.unknown_cost
     note = f", {unknown} of unknown cost" if unknown else ""
-    return f"{_cost(spend, currency)} ({calls_text(spend.calls)}{note})"
+    return f"{cost_text(spend, currency)} ({calls_text(spend.calls)}{note})"

@@ -69,9 +69,7 @@ async def _guarded(call: Callable[[], Awaitable[T]], deadline_s: float) -> T:
     try:
         with anyio.fail_after(deadline_s):
             return await call()
-    except TimeoutError as error:
-        raise CallFailed(None, timed_out=True) from error
-    except openai.APITimeoutError as error:
+    except (TimeoutError, openai.APITimeoutError) as error:
         raise CallFailed(None, timed_out=True) from error
     except openai.APIConnectionError as error:
         raise CallFailed(None) from error

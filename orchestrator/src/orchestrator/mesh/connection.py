@@ -250,11 +250,7 @@ class ServerConnection:
             raise self._unavailable(tool)
         try:
             return await self._call_once(tool, arguments)
-        except ServerUnavailable:
-            # A concurrent call found it gone since: as for a lost call.
-            if not tool.retry_safe:
-                raise
-        except CallLost:
+        except (ServerUnavailable, CallLost):  # gone since a concurrent call: as if lost
             if not tool.retry_safe:
                 raise
         # Gone under this call: if it is not back at once, it may be restarting; give it

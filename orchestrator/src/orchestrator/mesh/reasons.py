@@ -7,6 +7,8 @@ status code), following the chain of causes down to the first one it recognises.
 
 from __future__ import annotations
 
+import itertools
+
 import anyio
 import httpx2
 import mcp_types
@@ -22,10 +24,7 @@ def reason_of(error: BaseException) -> str:
     """``connection refused``, ``no answer in time``, ``HTTP 401 (token refused)``, …"""
     # Breadth first through causes and the members of exception groups (task groups wrap).
     queue: list[BaseException] = [error]
-    for index in range(_MAX_LOOKS):
-        if index >= len(queue):
-            break
-        seen = queue[index]
+    for seen in itertools.islice(queue, _MAX_LOOKS):  # sees what is appended below
         known = _known(seen)
         if known is not None:
             return known

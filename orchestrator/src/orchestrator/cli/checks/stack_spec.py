@@ -1,5 +1,5 @@
 """What the stack should look like, read from compose.yaml (and compose.clients.yaml): the
-template's user, each service's memory limit, pids limit and networks, and which services
+template's user, each service's memory limit and networks, and which services
 may publish ports (those compose.clients.yaml gives ``ports:``).
 
 compose.yaml is read as YAML (its ``<<: *service`` merges resolved by the loader), without
@@ -32,7 +32,6 @@ class ServiceSpec:
     """One service as compose.yaml declares it."""
 
     memory: int = 0
-    pids_limit: int = 0
     networks: frozenset[str] = frozenset({"mesh"})
     ports_allowed: bool = False
 
@@ -77,7 +76,6 @@ def spec_from(compose: dict[str, Any], clients: dict[str, Any] | None = None) ->
     services = {
         name: ServiceSpec(
             memory=parse_size(service.get("mem_limit", 0)),
-            pids_limit=int(service.get("pids_limit") or 0),
             networks=frozenset(service.get("networks") or ["default"])
             | joined.get(name, frozenset()),
             ports_allowed=name in with_ports,
