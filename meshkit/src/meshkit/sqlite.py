@@ -134,10 +134,10 @@ class SQLiteStore:
         return error if found is None else StorageUnavailable(self._path, found)
 
     @asynccontextmanager
-    async def lifespan(self, _server: object = None) -> AsyncIterator[None]:
-        """A server's lifespan (``create_server(stores=[store])`` enters it): opened at start,
-        so a bad ``DATA_DIR`` fails then rather than at the first call; checkpointed in the
-        background while it runs; closed at the end."""
+    async def lifespan(self) -> AsyncIterator[None]:
+        """The store's part of a server's lifespan (``create_server(stores=[store])`` enters
+        it): opened at start, so a bad ``DATA_DIR`` fails then rather than at the first call;
+        checkpointed in the background while it runs; closed at the end."""
         await self.open()
         # A task of its own, not a task group around the yield: fastmcp closes lifespans
         # inside a shielded cancel scope, which a task group opened here cannot exit from.

@@ -27,7 +27,7 @@ from typing import Annotated
 
 from cyclopts import App, Parameter
 
-from meshkit.command import CliError, guarded, settings_of
+from meshkit.command import CliError, Json, guarded, settings_of
 from meshkit.private import private_output
 from orchestrator.cli import archive
 from orchestrator.cli.backup_sources import (
@@ -41,7 +41,6 @@ from orchestrator.cli.restore import restore as restore_archive
 
 backup_app = App(name="backup")  # its description: clawmesh's (cli/main.py)
 
-Json = Annotated[bool, Parameter(name="--json", negative=(), help="print JSON on stdout")]
 # "-" is a file name here (stdin, stdout), not an option.
 Archive = Annotated[Path, Parameter(allow_leading_hyphen=True)]
 
