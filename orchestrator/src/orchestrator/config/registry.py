@@ -1,5 +1,12 @@
 """The registry (config/mcp_servers.yaml): each server, how to reach it, its role, and the
 orchestrator's credential for the ``auth: mesh`` ones; the names ``server__tool`` forms.
+
+The capabilities (``capabilities.yaml`` beside the registry file, ``clawmesh capability add``
+writes it) are registry entries too, each naming a published server by its pinned
+``package``. How they are reached is the registry file's word (``capabilities:``): ``stdio``
+(embedded mode, the default) starts each from its own environment, behind a gateway in this
+process; ``http`` (the container stack) reaches each one's container, where its gateway
+serves it (``http://<name>:8110/mcp``, with the orchestrator's credential for it).
 """
 
 from __future__ import annotations
@@ -7,14 +14,20 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from meshkit.secret_files import CredentialsFileError, read_credentials
 from meshkit.yaml_config import ConfigError, load_yaml, validated
 
 _NAME = re.compile(r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$")  # no "__", no leading/trailing "_"
+# A published package pinned to one version: name[extras]==version.
+PACKAGE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[A-Za-z0-9,._-]+\])?==([A-Za-z0-9.!+_-]+)$")
+CAPABILITY_NAME = re.compile(r"^[a-z][a-z0-9-]{0,29}$")  # a compose service and a kind's server
+CAPABILITIES_FILE = "capabilities.yaml"
+LOCKS = "capabilities"  # beside it: capabilities/<name>.lock
+GATEWAY_PORT = 8110
 MAX_TOOL_NAME = 64
 # The infrastructure the orchestrator itself calls, found by role rather than by name.
 Role = Literal["telegram-io", "pending-actions", "memory", "scheduler"]
@@ -26,6 +39,18 @@ class ServerEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     url: str | None = Field(default=None, description="Streamable HTTP endpoint")
+    package: str | None = Field(
+        default=None,
+        description="a published server, pinned: 'name==version' (capabilities.yaml; its "
+        "command runs from an environment of its own, made from its own lock)",
+    )
+    args: list[str] = Field(default_factory=list, description="more words for its command")
+    egress: bool = Field(default=False, description="its container may reach the internet")
+    memory: str | None = Field(
+        default=None, pattern=r"^[1-9][0-9]{0,4}[mg]$", description="its container's memory limit"
+    )
+    data: bool = Field(default=False, description="its container gets a volume at /data")
+    _lock: Path | None = PrivateAttr(default=None)
     command: list[str] | None = Field(default=None, description="stdio server command line")
     module: str | None = Field(default=None, description="in-process 'package.module:factory'")
     description: str = ""
@@ -53,9 +78,21 @@ class ServerEntry(BaseModel):
 
     @model_validator(mode="after")
     def _exactly_one_way(self) -> ServerEntry:
-        ways = [w for w in ("url", "command", "module") if getattr(self, w)]
+        ways = [w for w in ("url", "module", "package") if getattr(self, w)]
+        if self.command and not self.package:
+            ways.append("command")
         if len(ways) != 1:
-            raise ValueError("give exactly one of url, command or module")
+            raise ValueError("give exactly one of url, command, module or package")
+        if self.package and not PACKAGE.match(self.package):
+            raise ValueError(
+                f"package {self.package!r} is not pinned: name one version, e.g. "
+                "'mcp-server-git==2026.10.19'"
+            )
+        if self.package and self.role:
+            raise ValueError("a package entry plays no role; remove role")
+        extras = [k for k in ("args", "egress", "memory", "data") if getattr(self, k)]
+        if extras and not self.package:
+            raise ValueError(f"{extras[0]} is for package entries (capabilities) only")
         if self.module and ":" not in self.module:
             raise ValueError("module must look like 'package.module:factory'")
         if (self.auth or self.token is not None) and not self.url:
@@ -84,11 +121,92 @@ class ServerEntry(BaseModel):
 
     @property
     def transport(self) -> Literal["http", "stdio", "in-process"]:
-        return "http" if self.url else "stdio" if self.command else "in-process"
+        return "http" if self.url else "stdio" if self.command or self.package else "in-process"
+
+    @property
+    def lock_file(self) -> Path | None:
+        """A capability's lock (set by ``load_capabilities``)."""
+        return self._lock
+
+    @property
+    def gatewayed(self) -> bool:
+        """A server somebody else wrote, started here over stdio: it is served through a
+        gateway in this process (``mcp_gateway``), its changes behind a tap."""
+        return bool(self.package or self.command)
+
+    @property
+    def may_propose(self) -> bool:
+        """Whether its proposals are staged and its confirm tools called: its entry says
+        ``proposes``, or its gateway (which makes every change a proposal) stands in front."""
+        return self.proposes or self.gatewayed
+
+    @property
+    def package_name(self) -> str:
+        found = PACKAGE.match(self.package or "")
+        return found.group(1) if found else ""
+
+    def capability_command(self) -> list[str]:
+        """The words that start a package entry's server inside its environment."""
+        return [*(self.command or [self.package_name]), *self.args]
 
 
 def load_registry(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, ServerEntry]:
+    """The registry file's servers and the capabilities beside it (see the module)."""
     raw = load_yaml(path, environ)
+    reach = raw.get("capabilities", "stdio")
+    if reach not in ("stdio", "http"):
+        raise ConfigError(
+            f"{path}: capabilities: {reach!r}; use stdio (each started here) or http (each "
+            "in its container)"
+        )
+    entries = _servers(path, raw)
+    for name, entry in load_capabilities(path.parent / CAPABILITIES_FILE, environ).items():
+        if name in entries:
+            raise ConfigError(
+                f"{path.parent / CAPABILITIES_FILE}: servers.{name}: {path} has a server of "
+                "that name already; rename the capability (clawmesh capability remove, add)"
+            )
+        entries[name] = entry if reach == "stdio" else reached_over_http(name, entry)
+    return entries
+
+
+def load_capabilities(
+    path: Path, environ: Mapping[str, str] | None = None
+) -> dict[str, ServerEntry]:
+    """The package entries of ``path`` (none when there is no such file)."""
+    if not path.is_file():
+        return {}
+    raw = load_yaml(path, environ)
+    if not raw.get("servers"):
+        return {}
+    entries = _servers(path, raw)
+    for name, entry in entries.items():
+        entry._lock = path.parent / LOCKS / f"{name}.lock"
+        if not entry.package:
+            raise ConfigError(
+                f"{path}: servers.{name}: a capability names its package (package: "
+                "name==version); other servers go in the registry file"
+            )
+        if not CAPABILITY_NAME.match(name):
+            raise ConfigError(
+                f"{path}: servers.{name}: a capability's name is 1-30 lower-case letters, "
+                "digits or '-', starting with a letter (it names its container too)"
+            )
+    return entries
+
+
+def reached_over_http(name: str, entry: ServerEntry) -> ServerEntry:
+    """A capability as the container stack reaches it: its container's gateway."""
+    return ServerEntry(
+        url=f"http://{name}:{GATEWAY_PORT}/mcp",
+        auth="mesh",
+        proposes=True,
+        description=entry.description,
+        timeout_s=entry.timeout_s,
+    )
+
+
+def _servers(path: Path, raw: dict[str, Any]) -> dict[str, ServerEntry]:
     servers = raw.get("servers")
     if not isinstance(servers, dict) or not servers:
         raise ConfigError(

@@ -31,7 +31,7 @@ from orchestrator.config.registry import ServerEntry
 from orchestrator.mesh.errors import CallLost, CallRefused, CallTimedOut, ServerUnavailable
 from orchestrator.mesh.reasons import reason_of
 from orchestrator.mesh.tools import WITHHELD, ToolInfo, describe, withheld_reason
-from orchestrator.mesh.transports import load_module_server, transport_for
+from orchestrator.mesh.transports import gateway_server, load_module_server, transport_for
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +89,11 @@ class ServerConnection:
         # In-process: built now (an import error is a configuration error), reused on reconnect.
         # ``options``: what the factory is called with (none, but for the operator's command).
         self._server = (
-            load_module_server(name, entry.module, **(options or {})) if entry.module else None
+            load_module_server(name, entry.module, **(options or {}))
+            if entry.module
+            else gateway_server(name, entry)
+            if entry.gatewayed
+            else None
         )
         self._tried = anyio.Event()  # the first connection attempt is over, either way
         # On-call reconnects: ``_wake`` cuts the backoff sleep short; ``_asked`` is set when
@@ -234,7 +238,7 @@ class ServerConnection:
     def _listed(self, tools: list[mcp_types.Tool]) -> None:
         """The tools as listed now; producer tools withheld (see ``mesh.tools``) are told
         to the operator once, in one line, not at every reconnect."""
-        proposes = self.entry.proposes
+        proposes = self.entry.may_propose
         self.tools = describe(self.name, tools, proposes=proposes)
         withheld = {name for name, tool in self.tools.items() if tool.tool_class == WITHHELD}
         if withheld - self._told:

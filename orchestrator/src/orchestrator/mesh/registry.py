@@ -150,7 +150,7 @@ class Registry:
         """Whether ``server``'s registry entry allows it to propose changes (``proposes``):
         its producer tools are offered, and its confirm tools called after a tap."""
         connection = self._connections.get(server)
-        return connection is not None and connection.entry.proposes
+        return connection is not None and connection.entry.may_propose
 
     async def call(self, tool: ToolInfo, arguments: dict[str, Any]) -> ToolResult:
         """The tool's result; a ToolCallError when there is none."""

@@ -23,6 +23,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
 import mcp_types
@@ -36,6 +37,7 @@ from fastmcp.client.transports.base import SessionKwargs, TransportOptions
 from mcp import ClientSession
 
 from orchestrator.config.registry import ServerEntry
+from orchestrator.mesh.environments import environment
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -120,12 +122,34 @@ def _transport(
         return StreamableHttpTransport(
             entry.url, headers=dict(entry.headers), auth=entry.bearer(token)
         )
-    if entry.command:
+    if server is None:
+        raise ValueError("a module, command or package entry needs its server built first")
+    return FastMCPTransport(server)
+
+
+def upstream_of(entry: ServerEntry) -> StdioTransport:
+    """The stdio server a ``command`` or ``package`` entry names, as the gateway reaches it:
+    a child process with a minimal environment plus the entry's ``env``."""
+    if entry.package:
+        made = environment(entry.lock_file or Path(f"{entry.package_name}.lock"))
+        program, *words = entry.capability_command()
+        found = made / "bin" / program
+        command = [str(found) if found.is_file() else program, *words]
+    else:
+        command = list(entry.command or [])
         # "python" means this interpreter, so a registry works inside any virtualenv.
-        command = list(entry.command)
         if command[0] == "python":
             command[0] = sys.executable
-        return StdioTransport(command[0], command[1:], env=entry.env or None)
-    if server is None:
-        raise ValueError("a module entry needs its server built first")
-    return FastMCPTransport(server)
+    return StdioTransport(command[0], command[1:], env=entry.env or None)
+
+
+def gateway_server(name: str, entry: ServerEntry) -> FastMCP[Any]:
+    """The gateway of a ``command`` or ``package`` entry, in this process (``mcp_gateway``):
+    its reads as they are, its changes behind a tap. Its record of the calls it made is in
+    ``DATA_DIR``, beside the embedded servers' databases."""
+    from mcp_gateway.server import build_server  # noqa: PLC0415 (a gatewayed entry's only)
+    from mcp_gateway.settings import GatewaySettings  # noqa: PLC0415
+
+    upstream = upstream_of(entry)
+    settings = GatewaySettings(name=name, command=[upstream.command, *upstream.args])
+    return build_server(settings, upstream=upstream)
