@@ -15,6 +15,8 @@ export FASTMCP_CHECK_FOR_UPDATES := off
 # fastmcp's own (rich) log handler: off, every process logs through meshkit.logs.
 export FASTMCP_LOG_ENABLED := false
 export PTB_TIMEDELTA := true
+# The uv that makes capabilities' environments (clawmesh capability add, make run).
+export CLAWMESH_UV := $(UV)
 
 # The package roots mypy maps source files to modules from (every servers/*/src included).
 empty :=

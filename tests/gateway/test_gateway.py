@@ -60,7 +60,7 @@ async def test_unannotated_tools_are_changes_offered_as_producers_with_a_confirm
 ) -> None:
     client, _ = gateway
     tools = {tool.name: tool for tool in await client.list_tools()}
-    tags = {name: set(tool.meta["fastmcp"]["tags"]) for name, tool in tools.items()}
+    tags = {name: set((tool.meta or {})["fastmcp"]["tags"]) for name, tool in tools.items()}
     assert tags == {
         "add_note": {"producer"},
         "count_notes": {"producer"},  # says nothing: by the specification it may change things
@@ -70,8 +70,8 @@ async def test_unannotated_tools_are_changes_offered_as_producers_with_a_confirm
         "confirm_clear_notes": {"confirm"},
         "get_action": {"read"},
     }
-    assert tools["add_note"].meta["clawmesh"]["context"] == ["agent"]
-    assert "confirm" in tools["add_note"].description
+    assert (tools["add_note"].meta or {})["clawmesh"]["context"] == ["agent"]
+    assert "confirm" in (tools["add_note"].description or "")
 
 
 async def test_a_change_is_a_proposal_that_changes_nothing_and_says_the_call_in_plain_words(

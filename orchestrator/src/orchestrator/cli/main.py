@@ -2,6 +2,7 @@
 orchestrator image).
 
     clawmesh agent init|list|status|stop|start   the fleet's agents (cli/agent.py)
+    clawmesh capability add|list|remove          published MCP servers (cli/capability.py)
     clawmesh usage [--json]                       what the model cost (cli/usage.py)
     clawmesh doctor [--json]                      what breaks a deployment here (cli/doctor.py)
     clawmesh backup create|verify|restore         databases and configuration (cli/backup.py)
@@ -36,6 +37,10 @@ from meshkit.command import CliError, report
 # libraries). Their descriptions are here, where cyclopts lists commands it has not loaded.
 COMMANDS = {
     "agent": ("agent:agent_app", "Create, list, look at, pause and resume the fleet's agents."),
+    "capability": (
+        "capability:capability_app",
+        "Add, list and remove capabilities: published MCP servers, each from one entry.",
+    ),
     "usage": (
         "usage:usage",
         "What the model cost, per agent: today and this month with where each limit stands,"

@@ -8,13 +8,14 @@ required: one changed byte on the index and nothing is installed.
 
 An environment is kept under ``CLAWMESH_CAPABILITY_ENVS`` (default
 ``~/.cache/clawmesh/capabilities``), named by its lock's SHA-256: a changed lock makes a new
-one, an unchanged one is reused by every checkout and every test. It is made in a
-temporary directory and renamed into place, so a half-made environment is never used.
+one, an unchanged one is reused by every checkout and every test. A marker written last
+says an environment is whole, so a half-made one is never used.
 uv is ``CLAWMESH_UV``, else ``uv`` on PATH, else ``.tools/bin/uv`` (``make install``'s).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import shutil
 import subprocess
@@ -29,6 +30,7 @@ from meshkit.yaml_config import ConfigError
 LOCKS = "capabilities"
 PYTHON_VERSION = "3.11"  # the images' Python; a universal lock serves every platform
 MAKE_S = 600
+COMPLETE = ".clawmesh-complete"
 
 
 class EnvironmentSettings(BaseSettings):
@@ -93,22 +95,24 @@ def environment(lock_file: Path, settings: EnvironmentSettings | None = None) ->
         ) from None
     root = settings.capability_envs.expanduser()
     made = root / hashlib.sha256(locked).hexdigest()[:20]
-    if (made / "bin").is_dir():
+    if (made / COMPLETE).is_file():
         return made
     root.mkdir(parents=True, exist_ok=True)
-    temporary = root / f".{made.name}.new"
-    shutil.rmtree(temporary, ignore_errors=True)
-    _uv(settings, "venv", "--quiet", "--python", sys.executable, str(temporary), what="make")
-    _uv(
-        settings,
-        "pip", "sync", "--quiet", "--require-hashes", "--python",
-        str(temporary / "bin" / "python"), str(lock_file),
-        what=f"install {lock_file.name}",
-    )  # fmt: skip
-    try:
-        temporary.rename(made)
-    except OSError:  # another process made it meanwhile
-        shutil.rmtree(temporary, ignore_errors=True)
+    # Made in place (its scripts name their interpreter by path), one maker at a time; the
+    # marker, written last, says it is whole: a half-made one is made anew.
+    with (root / f"{made.name}.lock").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if (made / COMPLETE).is_file():
+            return made
+        shutil.rmtree(made, ignore_errors=True)
+        _uv(settings, "venv", "--quiet", "--python", sys.executable, str(made), what="make")
+        _uv(
+            settings,
+            "pip", "sync", "--quiet", "--require-hashes", "--python",
+            str(made / "bin" / "python"), str(lock_file),
+            what=f"install {lock_file.name}",
+        )  # fmt: skip
+        (made / COMPLETE).write_text(lock_file.name + "\n", encoding="utf-8")
     return made
 
 
@@ -121,5 +125,6 @@ def _uv(settings: EnvironmentSettings | None, *words: str, what: str) -> None:
     except subprocess.TimeoutExpired:
         raise NoEnvironment(f"uv could not {what} within {MAKE_S} s; try again") from None
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1][:300]
+        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        last = last.strip().removeprefix("╰─▶").strip().removeprefix("cause:").strip()[:300]
         raise NoEnvironment(f"uv could not {what}: {last}")
