@@ -534,15 +534,26 @@ async def running_embedded(
     servers: tuple[str, ...] = ("weather", "memory", "shopping"),
     schedule: str = NO_JOBS,
     root: Path = ROOT,
+    capabilities: str = "servers: {}\n",
+    consent: dict[str, dict[str, str]] | None = None,
+    more_servers: str = "",
 ) -> AsyncIterator[Mesh]:
     """``make run``: one orchestrator process, every server in it, against the fakes
     (``env``: more environment for it; ``schedule``: its config/schedule.yaml; ``root``:
-    the source tree it runs)."""
+    the source tree it runs). Its registry is a copy of ``root``'s in the test's folder,
+    beside it ``capabilities`` as capabilities.yaml (locks: the test's own, written under
+    ``tmp/config/capabilities``): a person's capabilities never reach a test.
+    ``consent``: agent → its ``consent:`` rules; ``more_servers``: entries added to the
+    registry's ``servers:`` (YAML, indented as entries)."""
     async with _serving_fakes(agents) as fakes:
-        agents_file = _write_fleet(tmp, list(agents), servers, schedule, root)
+        agents_file = _write_fleet(tmp, list(agents), servers, schedule, root, consent)
+        registry = tmp / "config" / "mcp_servers.local.yaml"
+        shipped = (root / "config" / "mcp_servers.local.yaml").read_text()
+        registry.write_text(shipped.rstrip("\n") + "\n" + more_servers)
+        (tmp / "config" / "capabilities.yaml").write_text(capabilities)
         environment = {
             **_base_env(agents_file, root),
-            "CLAWMESH_REGISTRY": str(root / "config" / "mcp_servers.local.yaml"),
+            "CLAWMESH_REGISTRY": str(registry),
             "DATA_DIR": str(tmp / "data"),
             "OPENAI_API_KEY": API_KEY,
             "OPENAI_BASE_URL": fakes.llm_url,
