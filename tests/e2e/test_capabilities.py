@@ -47,14 +47,16 @@ def repository(tmp: Path) -> Path:
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     for name, value in (("user.email", "me@example.org"), ("user.name", "Me")):
         subprocess.run(["git", "-C", str(repo), "config", name, value], check=True)
-    subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", "init"])
+    git(repo, "commit", "-q", "--allow-empty", "-m", "init")
     (repo / "list.txt").write_text("oat milk\n")
     subprocess.run(["git", "-C", str(repo), "add", "list.txt"], check=True)
     return repo
 
 
 def git(repo: Path, *words: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *words], capture_output=True, text=True)
+    done = subprocess.run(
+        ["git", "-C", str(repo), *words], capture_output=True, text=True, check=True
+    )
     return done.stdout.strip()
 
 
