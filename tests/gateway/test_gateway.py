@@ -5,12 +5,17 @@ made once after a valid approval and never otherwise."""
 from __future__ import annotations
 
 import json
+import os
+import select
+import signal
 import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
@@ -146,3 +151,38 @@ async def test_a_call_missing_what_its_schema_requires_is_refused_before_it_is_p
     client, _ = gateway
     with pytest.raises(ToolError, match=r"add_note needs text\. Nothing was proposed"):
         await propose(client, "add_note")
+
+
+def child_pids() -> list[int]:
+    """This process's children (Linux /proc): the server behind the gateway."""
+    return [
+        int(pid)
+        for task in Path("/proc/self/task").iterdir()
+        for pid in (task / "children").read_text().split()
+    ]
+
+
+async def killed(pid: int) -> None:
+    """SIGKILL ``pid`` and return once it has exited (its pidfd turns readable)."""
+    descriptor = os.pidfd_open(pid)
+    try:
+        os.kill(pid, signal.SIGKILL)
+        readable, _, _ = await anyio.to_thread.run_sync(select.select, [descriptor], [], [], 10)
+        assert readable, f"process {pid} still alive"
+    finally:
+        os.close(descriptor)
+
+
+async def test_a_server_that_died_before_the_tap_is_started_again_and_the_change_made_once(
+    gateway: tuple[Client[Any], Path],
+) -> None:
+    client, notes = gateway
+    proposal = await propose(client, "add_note", text="milk")
+    [first] = child_pids()
+    await killed(first)
+    done = await client.call_tool(
+        "confirm_add_note", {"payload": proposal["payload"], "approval": approve(proposal)}
+    )
+    assert done.structured_content == {"message": "added note 1: milk", "replayed": False}
+    assert written(notes) == ["milk"]
+    assert child_pids() not in ([], [first])

@@ -76,7 +76,7 @@ def test_an_unset_variable_without_a_default_is_a_config_error(tmp_path: Path) -
         ("servers:\n  bad__name:\n    url: http://x/mcp\n", "servers.bad__name: a server name"),
         (
             "servers:\n  w:\n    url: http://x/mcp\n    command: [a]\n",
-            "servers.w: give exactly one of url, command or module",
+            "servers.w: give exactly one of url, command, module or package",
         ),
         ("servers:\n  w:\n    urll: http://x/mcp\n", "servers.w.urll: unknown key"),
         ("servers:\n  w:\n    module: nocolon\n", "module must look like"),
@@ -153,8 +153,9 @@ def test_a_config_error_exits_2_with_one_message(tmp_path: Path) -> None:
     result = orchestrator(env, "chat")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"configuration error: {path}: servers.w.urll: unknown key; the keys are url, command, "
-        "module, description, auth, token, headers, env, timeout_s, role, proposes"
+        f"configuration error: {path}: servers.w.urll: unknown key; the keys are url, package, "
+        "args, egress, memory, data, command, module, description, auth, token, headers, env, "
+        "timeout_s, role, proposes"
     ]
 
 

@@ -34,9 +34,9 @@ HEADER = """\
 # Capabilities: MCP servers somebody else published, one entry each (clawmesh capability add
 # writes them; docs/configuration.md says what an entry may hold). Each runs from an
 # environment of its own, made from its own lock (capabilities/<name>.lock, hashes checked):
-# make run starts it here, behind a gateway; make up builds it into a hardened container of
-# its own. A tool that does not declare readOnlyHint: true is a change: the model proposes
-# it, and it is made once after your tap.
+# make run and make chat start it here, behind a gateway (make up does not build its container
+# yet). A tool that does not declare readOnlyHint: true is a change: the model proposes it,
+# and it is made once after your tap.
 servers:
 """
 

@@ -60,7 +60,7 @@ def add(
             return
         print(f"Added {name} ({added.package}) to {added.file}, locked in {added.lock}:")
         _print_tools(listed)
-        print("Next: restart (make run or make chat start it here; make up builds its container).")
+        print("Next: restart make run or make chat, which start it here behind a gateway.")
         print("Its changes wait for your tap; agents.yaml's consent: sets a policy per tool,")
         print(f"e.g. consent: {{{name}.<tool>: auto}}.")
 
@@ -114,8 +114,7 @@ def remove(name: str, /, *, as_json: Json = False) -> None:
         if as_json:
             print(json.dumps({"removed": name, "file": str(file)}))
             return
-        print(f"Removed {name} from {file}. Restart (make run, or make up, which removes its")
-        print("container); its volume, if it had one, stays until docker volume rm.")
+        print(f"Removed {name} from {file}. Restart make run or make chat.")
 
     guarded(run, as_json=as_json)
 

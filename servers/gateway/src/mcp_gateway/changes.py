@@ -15,10 +15,10 @@ from typing import Any
 
 import anyio
 import mcp_types
-from fastmcp import Client
 from fastmcp.tools.base import Tool, ToolResult
 from pydantic import BaseModel, Field, PrivateAttr
 
+from mcp_gateway.connection import Upstream, lost
 from mcp_gateway.store import CallRecords
 from mcp_gateway.upstream import Classified, call_summary, result_text, whole_call
 from meshkit.consent import ChangeKind, Consent
@@ -121,7 +121,7 @@ def _check(tool: mcp_types.Tool, arguments: dict[str, Any], max_bytes: int) -> N
 
 def change_kind(
     classified: Classified,
-    upstream: Client[Any],
+    upstream: Upstream,
     records: CallRecords,
     *,
     timeout_s: float,
@@ -144,10 +144,20 @@ def change_kind(
         if claim.state != "new":
             raise ModelError(MAYBE_DONE.format(tool=tool))
         try:
+            client = await upstream.live_client()
+        except Exception as error:  # not sent: the claim is given back, a tap may try again
+            await records.release(approval.action_id)
+            logger.warning("%s: the server behind the gateway cannot start: %s", tool, error)
+            raise ModelError(
+                f"The {tool} server cannot be reached right now; nothing was done. Try again."
+            ) from None
+        try:
             with anyio.fail_after(timeout_s):
-                answer = await upstream.call_tool_mcp(tool, change.arguments)
-        except Exception:
+                answer = await client.call_tool_mcp(tool, change.arguments)
+        except Exception as error:
             logger.exception("%s: the call of action %s got no answer", tool, approval.action_id)
+            if lost(error):
+                await upstream.reset()  # the next call starts the server again
             raise ModelError(MAYBE_DONE.format(tool=tool)) from None
         text = result_text(answer)[:MAX_RESULT]
         if answer.is_error:

@@ -21,18 +21,17 @@ from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Any
 
-from fastmcp import Client, FastMCP
+from fastmcp import FastMCP
 from fastmcp.client.transports import ClientTransport, StdioTransport
-from fastmcp.server.providers.proxy import ProxyTool
 
 from mcp_gateway.changes import ProposeCall, change_kind
+from mcp_gateway.connection import ReadTool, Upstream
 from mcp_gateway.settings import GatewaySettings
 from mcp_gateway.store import CallRecords
 from mcp_gateway.upstream import CHANGE, READ, Classified, classify
 from meshkit.consent import Consent
 from meshkit.server import create_server
 from meshkit.settings import load_settings
-from meshkit.tool_classes import READ as READ_TAG
 
 logger = logging.getLogger(__name__)
 
@@ -53,16 +52,13 @@ def build_server(
     (default: ``settings.command`` over stdio)."""
     settings = settings or load_settings(GatewaySettings)
     records = CallRecords(settings.db_path, max_bytes=settings.max_db_bytes)
-    client: Client[Any] = Client(upstream or upstream_transport(settings))
-
-    async def upstream_check() -> None:
-        await client.ping()
+    server = Upstream(upstream or upstream_transport(settings))
 
     @asynccontextmanager
     async def lifespan(mcp: FastMCP[Any]) -> AsyncIterator[None]:
-        async with client:
-            listed = await client.list_tools()
-            serve_tools(mcp, classify(listed), consent, client, records, settings, clock)
+        async with server:
+            listed = await (await server.client()).list_tools()
+            serve_tools(mcp, classify(listed), consent, server, records, settings, clock)
             yield
 
     mcp = create_server(
@@ -73,7 +69,7 @@ def build_server(
             "user confirms each with a tap before it is made."
         ),
         lifespan=lifespan,
-        checks={"upstream": upstream_check},
+        checks={"upstream": server.check},
         stores=[records],
     )
     consent = Consent.from_settings(mcp, settings.name, settings, clock=clock)
@@ -84,7 +80,7 @@ def serve_tools(  # noqa: PLR0917 (what the tools are made of)
     mcp: FastMCP[Any],
     tools: list[Classified],
     consent: Consent,
-    client: Client[Any],
+    server: Upstream,
     records: CallRecords,
     settings: GatewaySettings,
     clock: Callable[[], float],
@@ -93,13 +89,11 @@ def serve_tools(  # noqa: PLR0917 (what the tools are made of)
     for classified in tools:
         tool = classified.tool
         if classified.tool_class == READ:
-            proxy = ProxyTool.from_mcp_tool(lambda: client, tool)
-            # Its class is the gateway's word, not the server's: no tag or meta of its own.
-            mcp.add_tool(proxy.model_copy(update={"tags": {READ_TAG}, "meta": None}))
+            mcp.add_tool(ReadTool.of(server, tool))
         elif classified.tool_class == CHANGE:
             consent.declare(
                 change_kind(
-                    classified, client, records, timeout_s=settings.call_timeout_s, clock=clock
+                    classified, server, records, timeout_s=settings.call_timeout_s, clock=clock
                 )
             )
             mcp.add_tool(ProposeCall.of(classified, consent, settings.max_arguments_bytes))

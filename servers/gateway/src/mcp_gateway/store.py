@@ -63,6 +63,14 @@ class CallRecords(SQLiteStore):
 
         return await self._run(claim)
 
+    async def release(self, action_id: str) -> None:
+        """Give back a claim whose call was never sent (the server could not be reached)."""
+        await self._run(
+            lambda db: db.execute(
+                "DELETE FROM calls WHERE action_id = ? AND state = 'started'", (action_id,)
+            )
+        )
+
     async def finish(
         self, action_id: str, state: Literal["done", "failed"], result: dict[str, Any], at: float
     ) -> None:
