@@ -161,9 +161,9 @@ def change_kind(
             raise ModelError(MAYBE_DONE.format(tool=tool)) from None
         text = result_text(answer)[:MAX_RESULT]
         if answer.is_error:
-            error = f"{tool} answered with an error: {text}"[:MAX_RESULT]
-            await records.finish(approval.action_id, "failed", {"error": error}, clock())
-            raise ModelError(error)
+            refusal = f"{tool} answered with an error: {text}"[:MAX_RESULT]
+            await records.finish(approval.action_id, "failed", {"error": refusal}, clock())
+            raise ModelError(refusal)
         result = {"message": text}
         await records.finish(approval.action_id, "done", result, clock())
         return Confirmed(result, replayed=False)

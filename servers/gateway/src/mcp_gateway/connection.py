@@ -126,11 +126,12 @@ class ReadTool(ProxyTool):
 
     @classmethod
     def of(cls, upstream: Upstream, tool: mcp_types.Tool) -> ReadTool:
-        made = cls.from_mcp_tool(upstream.client, tool).model_copy(
+        proxy = cls.from_mcp_tool(upstream.client, tool).model_copy(
             update={"tags": {READ}, "meta": None}
         )
-        made._upstream = upstream
-        return made
+        assert isinstance(proxy, ReadTool)  # from_mcp_tool and model_copy keep the class
+        proxy._upstream = upstream
+        return proxy
 
     async def run(self, arguments: dict[str, Any], context: Context | None = None) -> ToolResult:
         try:
