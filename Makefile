@@ -32,6 +32,11 @@ export MYPYPATH := $(subst $(space),:,$(wildcard meshkit/src orchestrator/src se
 COMPOSE_BIN := $(firstword $(wildcard $(CURDIR)/.venv/lib/python3*/site-packages/compose/docker-compose))
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo docker compose || \
 	{ test -n "$(COMPOSE_BIN)" && test -x "$(COMPOSE_BIN)" && echo $(COMPOSE_BIN); })
+# The files compose reads: .env's COMPOSE_FILE (the calendar and clients overlays) or
+# compose.yaml, and the capabilities' services (compose.capabilities.yaml: clawmesh secrets
+# writes it from config/capabilities.yaml; clawmesh compose adds it the same way).
+COMPOSE_FILE ?= $(or $(shell sed -n 's/^COMPOSE_FILE=//p' .env 2>/dev/null | tail -1),compose.yaml)
+export COMPOSE_FILE := $(COMPOSE_FILE)$(if $(findstring compose.capabilities.yaml,$(COMPOSE_FILE)),,:compose.capabilities.yaml)
 # The image every component is built FROM: the official multi-arch Python, or (.env's
 # BASE_IMAGE=clawmesh/base:bookworm-py311, where no registry answers) `make base-image`'s.
 BASE_TAG := clawmesh/base:bookworm-py311

@@ -91,4 +91,34 @@ for package in "${PACKAGES[@]}"; do
     rm "$OUT/$package.dirs"
 done
 echo "$want" >"$stamp"
+
+# Each capability's wheels, from its own lock (config/capabilities/<name>.lock) alone, into
+# capabilities/<name>/ with the lock beside them (requirements.txt): fetched when the lock
+# changed; a capability no longer in the registry loses its folder.
+mkdir -p "$OUT/capabilities"
+for lock in config/capabilities/*.lock; do
+    [ -e "$lock" ] || continue
+    name=$(basename "$lock" .lock)
+    dir=$OUT/capabilities/$name
+    locked=$(sha256sum "$lock" | cut -c1-16)
+    if [ -f "$dir/.stamp" ] && [ "$(cat "$dir/.stamp")" = "$locked" ]; then
+        continue
+    fi
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    cp "$lock" "$dir/requirements.txt"
+    say "downloading the locked wheels of capability $name for $ARCH"
+    capenv=$(mktemp -d /tmp/clawmesh-pip.XXXXXX)
+    python3 -m venv "$capenv/venv"
+    PIP_FIND_LINKS='' "$capenv/venv/bin/pip" download --quiet --progress-bar off \
+        --disable-pip-version-check --no-deps --require-hashes --only-binary=:all: \
+        --python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none \
+        "${platform[@]}" -d "$dir" -r "$dir/requirements.txt" >&2
+    rm -rf "$capenv"
+    echo "$locked" >"$dir/.stamp"
+done
+for dir in "$OUT"/capabilities/*/; do
+    [ -d "$dir" ] || continue
+    [ -f "config/capabilities/$(basename "$dir").lock" ] || rm -rf "$dir"
+done
 echo "wheelhouse $OUT: $(ls "$OUT"/*/*.whl | wc -l) wheels, $(du -sh "$OUT" | cut -f1)"

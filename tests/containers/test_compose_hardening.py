@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from containers.stack import ROOT, compose_command, config
-from meshkit.secret_files import BOT_TOKENS, RELAY_SERVERS, make_secrets
+from meshkit.secret_files import BOT_TOKENS, make_secrets, relay_servers
 
 # What the orchestrator's SHUTDOWN_GRACE_S gives a turn in flight.
 SHUTDOWN_GRACE_S = 20
@@ -195,7 +195,8 @@ def test_each_service_mounts_only_its_own_secrets(resolved: dict[str, Any]) -> N
         assert sources == expected, name
         assert mounted(service)["mesh_token_sha256"] == f"{name}-digest", name
     assert "pending-actions" not in checkers  # it signs; the others only check
-    assert checkers == set(RELAY_SERVERS)  # make up writes a relay token for each
+    # make up writes a relay token for each server the registry lets propose
+    assert checkers == set(relay_servers(ROOT / "config" / "mcp_servers.yaml", {}))
 
 
 def test_the_bot_tokens_are_one_secret_mounted_in_telegram_io_alone(

@@ -54,9 +54,9 @@ from meshkit.secret_files import (
     DIGEST_PREFIX,
     PEERS,
     RELAY_PREFIX,
-    RELAY_SERVERS,
     make_secrets,
     read_credentials,
+    relay_servers,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -415,7 +415,7 @@ async def running_mesh(
                 "MESH_RELAY_URL": urls["pending-actions"],
                 "MESH_RELAY_TOKEN_FILE": str(secrets / f"{RELAY_PREFIX}{name}"),
             }
-            for name in RELAY_SERVERS
+            for name in relay_servers(registry, {})
             if name in extra and "pending-actions" not in impostors
         }
         extra["pending-actions"]["MESH_PEERS_FILE"] = str(secrets / PEERS)

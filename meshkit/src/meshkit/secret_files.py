@@ -17,6 +17,8 @@ file                            what                                    read by
 ``approval_public_key.pem``     its public key                          the confirm servers
 ``relay_token.<server>``        that server's token for pending-actions that server
                                 (it stages its bound clients' proposals)
+``capability_env.<name>``       a capability's variables (its entry's   its gateway
+                                ``env:``), ``NAME=value`` lines
 ``mesh_peers``                  their SHA-256s, ``<server>:sha256:<hex>`` pending-actions
                                 lines (``MESH_PEERS_FILE``)
 ``openai_api_key``              the user's own LLM key (from .env)      orchestrator
@@ -29,11 +31,14 @@ One file holds every bot token, so a new agent's bot (``clawmesh agent init``: i
 compose.yaml edit; telegram-io looks a name of agents.yaml's ``bot_token_env`` up in it
 (``TELEGRAM_BOT_TOKENS_FILE``) when neither the variable nor its ``<NAME>_FILE`` is set.
 
-Relay tokens go to the servers with confirm tools (``RELAY_SERVERS``) that the registry has,
-when it has pending-actions too. Generated secrets are made only where missing: a server new
-in the registry (``auth: mesh``) gets a credential, the others keep theirs; the digests
-follow the credentials. The user's own are written from .env (or the environment) every
-time, empty when unset. It prints the names of the files it changed, one a line (never a
+Relay tokens go to the servers that may propose (``proposes: true`` in the registry, and
+every capability of ``capabilities.yaml`` beside it), when the registry has pending-actions
+too: which servers stage proposals is the registry's word, not a list here. A capability
+(its gateway's container) gets a credential like any ``auth: mesh`` server.
+
+Generated secrets are made only where missing: a server new in the registry (``auth:
+mesh``) gets a credential, the others keep theirs; the digests follow the credentials. The
+user's own are written from .env (or the environment) every time, empty when unset. It prints the names of the files it changed, one a line (never a
 value), so ``make up`` knows to recreate the containers: compose does not notice a secret
 file's new content by itself.
 
@@ -50,6 +55,7 @@ import re
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -64,9 +70,8 @@ PUBLIC_KEY = "approval_public_key.pem"
 RELAY_PREFIX = "relay_token."
 PEERS = "mesh_peers"
 PENDING_ACTIONS = "pending-actions"
-# The servers with confirm tools: a bound client's proposal to one is staged with
-# pending-actions by the server itself, with its relay token.
-RELAY_SERVERS = ("calendar", "memory", "scheduler", "shopping")
+CAPABILITIES = "capabilities.yaml"  # beside the registry: the published servers
+CAPABILITY_ENV_PREFIX = "capability_env."
 # The user's own secret with a file of its own; the bot tokens share BOT_TOKENS.
 USER_SECRETS = ("OPENAI_API_KEY",)
 BOT_TOKENS = "bot_tokens"
@@ -135,16 +140,53 @@ def render_credentials(credentials: Mapping[str, str]) -> str:
 
 
 def mesh_servers(registry: Path, environ: Mapping[str, str]) -> list[str]:
-    """The servers of the registry that the orchestrator calls with ``auth: mesh``."""
+    """The servers of the registry that the orchestrator calls with ``auth: mesh``, and the
+    capabilities beside it (each reached at its gateway with a credential of its own)."""
+    servers = _entries(registry, environ)
+    found = {str(name) for name, body in servers.items() if body.get("auth") == "mesh"}
+    return sorted(found | set(capabilities(registry, environ)))
+
+
+def relay_servers(registry: Path, environ: Mapping[str, str]) -> list[str]:
+    """The servers that may propose (``proposes: true``) and the capabilities: a bound
+    client's proposal to one is staged with pending-actions by the server itself."""
+    servers = _entries(registry, environ)
+    found = {str(name) for name, body in servers.items() if body.get("proposes") is True}
+    return sorted(found | set(capabilities(registry, environ)))
+
+
+def capabilities(registry: Path, environ: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """The entries of ``capabilities.yaml`` beside the registry (none without the file)."""
+    path = registry.parent / CAPABILITIES
+    if not path.is_file():
+        return {}
+    servers = load_yaml(path, environ).get("servers") or {}
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{path}: servers: expected a mapping of capability names")
+    return {str(name): body for name, body in servers.items() if isinstance(body, dict)}
+
+
+def _entries(registry: Path, environ: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     raw = load_yaml(registry, environ)
     servers = raw.get("servers")
     if not isinstance(servers, dict):
         raise ConfigError(f"{registry}: servers: expected a mapping of server names")
-    return sorted(
-        str(name)
-        for name, body in servers.items()
-        if isinstance(body, dict) and body.get("auth") == "mesh"
-    )
+    return {str(name): body for name, body in servers.items() if isinstance(body, dict)}
+
+
+def render_capability_env(name: str, body: Mapping[str, Any]) -> str:
+    """A capability's ``env:`` as its gateway reads it (``GATEWAY_ENV_FILE``)."""
+    env = body.get("env") or {}
+    if not isinstance(env, dict):
+        raise ValueError(f"capabilities.{name}.env: expected a mapping of NAME: value")
+    lines = []
+    for variable, value in sorted(env.items()):
+        text = str(value)
+        if "\n" in text or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(variable)):
+            raise ValueError(f"capabilities.{name}.env.{variable}: one NAME and a one-line value")
+        lines.append(f"{variable}={text}\n")
+    header = f"# The variables of capability {name} (its entry's env:), for its gateway.\n"
+    return header + "".join(lines)
 
 
 def approval_key_pair(existing: Path) -> tuple[bytes, bytes]:
@@ -185,10 +227,10 @@ class SecretDir:
         self.changed.append(name)
 
 
-def write_relay_tokens(out: SecretDir, servers: Sequence[str]) -> None:
-    """A relay token for each of ``RELAY_SERVERS`` among ``servers`` (kept when there), and
-    ``mesh_peers``, pending-actions' list of their digests (empty without pending-actions)."""
-    relaying = [s for s in RELAY_SERVERS if s in servers] if PENDING_ACTIONS in servers else []
+def write_relay_tokens(out: SecretDir, relaying: Sequence[str], *, pending: bool) -> None:
+    """A relay token for each of ``relaying`` (kept when there), and ``mesh_peers``,
+    pending-actions' list of their digests (empty without pending-actions: ``pending``)."""
+    relaying = relaying if pending else []
     peers = []
     for server in relaying:
         name = f"{RELAY_PREFIX}{server}"
@@ -235,7 +277,10 @@ def make_secrets(directory: Path, registry: Path, environ: Mapping[str, str]) ->
     out.write(CREDENTIALS, render_credentials(credentials).encode())
     for server, token in credentials.items():
         out.write(f"{DIGEST_PREFIX}{server}", f"{token_digest(token)}\n".encode())
-    write_relay_tokens(out, mesh_servers(registry, environ))
+    servers = mesh_servers(registry, environ)
+    write_relay_tokens(out, relay_servers(registry, environ), pending=PENDING_ACTIONS in servers)
+    for name, body in capabilities(registry, environ).items():
+        out.write(f"{CAPABILITY_ENV_PREFIX}{name}", render_capability_env(name, body).encode())
     private, public = approval_key_pair(out.path / SIGNING_KEY)
     out.write(SIGNING_KEY, private)
     out.write(PUBLIC_KEY, public)

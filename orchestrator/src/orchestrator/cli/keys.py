@@ -22,6 +22,7 @@ from meshkit.credentials import DEFAULT_CLIENT_SCOPES
 from meshkit.secret_files import CredentialsFileError, make_secrets
 from meshkit.settings import environment
 from meshkit.yaml_config import ConfigError
+from orchestrator.cli import stack_file
 
 
 def client(
@@ -93,6 +94,7 @@ def secrets(
         where = directory or Path(environ.get("CLAWMESH_SECRETS") or "secrets")
         try:
             changed = make_secrets(where, registry, environ)
+            stack_file.write(Path(), registry, environ)
         except (CredentialsFileError, ValueError) as error:
             raise ConfigError(str(error)) from None
         except OSError as error:

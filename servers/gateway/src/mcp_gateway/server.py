@@ -39,7 +39,10 @@ logger = logging.getLogger(__name__)
 def upstream_transport(settings: GatewaySettings) -> ClientTransport:
     """The server behind the gateway, as a child process with its own variables only."""
     program, *arguments = settings.command
-    return StdioTransport(program, arguments, env=settings.child_env() or None)
+    if settings.workdir is not None:
+        settings.workdir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    cwd = str(settings.workdir) if settings.workdir is not None else None
+    return StdioTransport(program, arguments, env=settings.child_env() or None, cwd=cwd)
 
 
 def build_server(

@@ -42,6 +42,11 @@ class GatewaySettings(ApprovalSettings):
         default=None,
         description="GATEWAY_ENV_FILE: NAME=value lines for the server's environment (its secrets)",
     )
+    workdir: Path | None = Field(
+        default=None,
+        description="GATEWAY_WORKDIR: the server's working directory, made when missing "
+        "(a capability with data: true: /data/server, on its volume)",
+    )
     call_timeout_s: float = Field(
         default=60.0, gt=0, le=3600, description="GATEWAY_CALL_TIMEOUT_S: how long a call may take"
     )
