@@ -36,11 +36,11 @@ every capability of ``capabilities.yaml`` beside it), when the registry has pend
 too: which servers stage proposals is the registry's word, not a list here. A capability
 (its gateway's container) gets a credential like any ``auth: mesh`` server.
 
-Generated secrets are made only where missing: a server new in the registry (``auth:
-mesh``) gets a credential, the others keep theirs; the digests follow the credentials. The
-user's own are written from .env (or the environment) every time, empty when unset. It prints the names of the files it changed, one a line (never a
-value), so ``make up`` knows to recreate the containers: compose does not notice a secret
-file's new content by itself.
+Generated secrets are made only where missing: a server new in the registry (``auth: mesh``)
+gets a credential, the others keep theirs; the digests follow the credentials. The user's
+own are written from .env (or the environment) every time, empty when unset. It prints the
+names of the files it changed, one a line (never a value), so ``make up`` knows to recreate
+the containers: compose does not notice a secret file's new content by itself.
 
 Modes: the directory is 0700, so only its owner reaches the files. The files themselves are
 0644, because compose (without swarm) bind-mounts a file secret as it is on the host, owner
