@@ -1,7 +1,7 @@
 """Servers nobody here wrote, as capabilities of ``make run`` (one orchestrator process, the
 fake Telegram and the fake model): mcp-server-git from PyPI (a package entry: its own lock
 and environment, its write tools annotated, ``git_reset`` destructive) and the official
-SDK's server with unannotated tools (``fakes/plain_notes.py``, a command entry).
+SDK's server with unannotated tools (``fakes/plain_notes_server``, a command entry).
 
 Every change is a proposal: nothing happens before the tap, it is done once after it, a
 second tap does nothing more, and the conversation learns how it went. Policies apply per
@@ -26,7 +26,9 @@ pytestmark = pytest.mark.anyio
 
 CLAWDIA = TOKENS["clawdia"]
 GIT = "mcp-server-git==2026.10.19"
-NOTES_SERVER = Path(__file__).resolve().parents[1] / "fakes" / "plain_notes.py"
+NOTES_SERVER = (
+    Path(__file__).resolve().parents[1] / "fakes" / "plain_notes_server" / "plain_notes.py"
+)
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The gateway in front of a server nobody here wrote (``fakes/plain_notes.py``, the official
+"""The gateway in front of a server nobody here wrote (``fakes/plain_notes_server``, the official
 SDK's server with unannotated tools, over stdio): its tools by class, every change a proposal,
 made once after a valid approval and never otherwise."""
 
@@ -27,7 +27,9 @@ from meshkit.proposals import payload_hash
 
 pytestmark = pytest.mark.anyio
 
-NOTES_SERVER = Path(__file__).resolve().parents[1] / "fakes" / "plain_notes.py"
+NOTES_SERVER = (
+    Path(__file__).resolve().parents[1] / "fakes" / "plain_notes_server" / "plain_notes.py"
+)
 
 
 @pytest.fixture

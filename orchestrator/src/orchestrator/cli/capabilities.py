@@ -63,6 +63,7 @@ def add(
     args: list[str] | None = None,
     egress: bool = False,
     description: str = "",
+    find_links: Path | None = None,
 ) -> Added:
     """Lock ``package`` (pinned to what it resolves to, when no version is given), make its
     environment, start it and list its tools, then write its entry: a server that does not
@@ -79,7 +80,7 @@ def add(
     file = capabilities_file(registry)
     locked = lock_path(registry, name)
     try:
-        lock(spec, locked)
+        lock(spec, locked, find_links=find_links)
     except NoEnvironment as error:
         locked.unlink(missing_ok=True)
         raise CliError(str(error), "check the package's name and version on PyPI") from None

@@ -10,6 +10,7 @@ The entries live in ``capabilities.yaml`` beside the registry (``cli/capabilitie
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
@@ -37,6 +38,7 @@ def add(
     ] = None,
     arg: Annotated[list[str] | None, Parameter(help="a word more for it: --arg=--flag")] = None,
     description: Annotated[str, Parameter(help="one line for the model")] = "",
+    find_links: Annotated[Path | None, Parameter(help="a folder of wheels to look in too")] = None,
     as_json: Json = False,
 ) -> None:
     """Add a published MCP server as a capability: lock it (hashes), make its environment,
@@ -52,6 +54,7 @@ def add(
             args=arg,
             egress=egress,
             description=description,
+            find_links=find_links,
         )
         listed = capabilities.rows(added.tools)
         if as_json:

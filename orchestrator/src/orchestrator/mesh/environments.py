@@ -65,8 +65,16 @@ def uv_program(settings: EnvironmentSettings | None = None) -> str:
     )
 
 
-def lock(package: str, out: Path, settings: EnvironmentSettings | None = None) -> None:
-    """Resolve ``package`` (pinned) into ``out``: every dependency pinned, with hashes."""
+def lock(
+    package: str,
+    out: Path,
+    settings: EnvironmentSettings | None = None,
+    *,
+    find_links: Path | None = None,
+) -> None:
+    """Resolve ``package`` (pinned) into ``out``: every dependency pinned, with hashes.
+    ``find_links``: a folder of wheels to look in too (a server of your own, not on an
+    index); the lock names it (``--find-links``), so what installs from it looks there."""
     requirement = out.with_suffix(".in")
     out.parent.mkdir(parents=True, exist_ok=True)
     requirement.write_text(f"{package}\n", encoding="utf-8")
@@ -76,6 +84,8 @@ def lock(package: str, out: Path, settings: EnvironmentSettings | None = None) -
             "pip", "compile", str(requirement), "--output-file", str(out), "--universal",
             "--generate-hashes", "--python-version", PYTHON_VERSION, "--quiet",
             "--no-header", "--custom-compile-command", "clawmesh capability add",
+            *(("--find-links", str(find_links.resolve()), "--emit-find-links")
+              if find_links is not None else ()),
             what=f"lock {package}",
         )  # fmt: skip
     finally:

@@ -2,7 +2,8 @@
 tools carry no annotations at all, so by the MCP specification's defaults each may change
 anything. It keeps notes in the JSON file its one argument names, for a test to read.
 
-    python tests/fakes/plain_notes.py NOTES.json
+    python tests/fakes/plain_notes_server/plain_notes.py NOTES.json
+    plain-notes NOTES.json          (installed from its wheel: pyproject.toml beside it)
 """
 
 from __future__ import annotations
@@ -40,5 +41,9 @@ def build(path: Path) -> MCPServer:
     return server
 
 
-if __name__ == "__main__":
+def main() -> None:
     build(Path(sys.argv[1])).run("stdio")
+
+
+if __name__ == "__main__":
+    main()
