@@ -92,11 +92,13 @@ for package in "${PACKAGES[@]}"; do
 done
 echo "$want" >"$stamp"
 
-# Each capability's wheels, from its own lock (config/capabilities/<name>.lock) alone, into
+# Each capability's wheels, from its own lock (config/capabilities/<name>.lock, or under
+# CLAWMESH_CONFIG) alone, into
 # capabilities/<name>/ with the lock beside them (requirements.txt): fetched when the lock
 # changed; a capability no longer in the registry loses its folder.
 mkdir -p "$OUT/capabilities"
-for lock in config/capabilities/*.lock; do
+config=${CLAWMESH_CONFIG:-config}
+for lock in "$config"/capabilities/*.lock; do
     [ -e "$lock" ] || continue
     name=$(basename "$lock" .lock)
     dir=$OUT/capabilities/$name
@@ -119,6 +121,6 @@ for lock in config/capabilities/*.lock; do
 done
 for dir in "$OUT"/capabilities/*/; do
     [ -d "$dir" ] || continue
-    [ -f "config/capabilities/$(basename "$dir").lock" ] || rm -rf "$dir"
+    [ -f "$config/capabilities/$(basename "$dir").lock" ] || rm -rf "$dir"
 done
 echo "wheelhouse $OUT: $(ls "$OUT"/*/*.whl | wc -l) wheels, $(du -sh "$OUT" | cut -f1)"

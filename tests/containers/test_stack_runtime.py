@@ -18,7 +18,16 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from containers.stack import BOT_TOKEN, PROJECT, ROOT, TEST_ENV, USER_ID, Stack, config
+from containers.stack import (
+    BOT_TOKEN,
+    CAPABILITIES_SKIPPED,
+    PROJECT,
+    ROOT,
+    TEST_ENV,
+    USER_ID,
+    Stack,
+    config,
+)
 
 Body = dict[str, Any]
 DEADLINE_S = 60.0
@@ -54,9 +63,10 @@ class Chat:
             f"{self.base}/_control/message", {"token": BOT_TOKEN, "user_id": USER_ID, "text": text}
         )
 
-    def tap(self, message_id: int, data: str) -> None:
+    def tap(self, message_id: int, data: str, *, forged: bool = False) -> None:
+        """``forged``: a button no longer on the message (a client that still shows it)."""
         body = {"token": BOT_TOKEN, "user_id": USER_ID, "message_id": message_id, "data": data}
-        call(f"{self.base}/_control/tap", body)
+        call(f"{self.base}/_control/tap", {**body, "forged": forged})
 
     def sent(self) -> list[Body]:
         found: list[Body] = call(f"{self.base}/_control/sent?token={BOT_TOKEN}&chat_id={USER_ID}")
@@ -431,3 +441,122 @@ def test_every_service_stopped_by_docker_exits_0(stack: Stack) -> None:
         )
     finally:
         stack.compose("up", "--detach", "--wait", "--wait-timeout", "240")
+
+
+# --- capabilities: servers nobody here wrote, each in its own container behind its gateway
+# (the test stack's configuration adds them as an operator does: stack.capabilities_of).
+
+
+def with_capabilities(stack: Stack) -> None:
+    skipped = stack.env.get(CAPABILITIES_SKIPPED)
+    if skipped:
+        pytest.skip(f"the test stack has no capabilities: {skipped}")
+
+
+def notes_written(stack: Stack) -> list[str]:
+    """What the plain SDK server keeps, in its container (its volume, /data/server)."""
+    done = stack.exec(
+        "notes",
+        "python",
+        "-c",
+        "import pathlib; p = pathlib.Path('/data/server/notes.json');"
+        " print(p.read_text() if p.exists() else '[]')",
+    )
+    assert done.returncode == 0, done.stderr
+    written: list[str] = json.loads(done.stdout)
+    return written
+
+
+def test_a_published_server_reads_a_page_through_its_own_egress(stack: Stack, chat: Chat) -> None:
+    with_capabilities(stack)
+    page = "http://fake-open-meteo:8090/v1/search?name=Paris&count=1"
+    before = len(chat.sent())
+    chat.script({"calls": [{"name": "fetch__fetch", "arguments": {"url": page}}]})
+    chat.say("what does that page say?")
+    reply = chat.reply_after(before)
+    assert "Here is what the tool said" in reply["text"], reply["text"]
+    assert "Paris" in reply["text"], reply["text"]
+    assert "latitude" in reply["text"], reply["text"]
+
+
+def test_an_unannotated_change_waits_for_the_tap_and_is_done_once(stack: Stack, chat: Chat) -> None:
+    with_capabilities(stack)
+    before = len(chat.sent())
+    chat.script({"calls": [{"name": "notes__add_note", "arguments": {"text": "buy milk"}}]})
+    chat.say("note: buy milk")
+    proposal = chat.reply_after(before)
+    assert 'Notes proposes: ⚠️ add_note: text="buy milk"' in proposal["text"], proposal["text"]
+    assert notes_written(stack) == []
+    confirm = proposal["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+    requests = chat.llm_requests()
+    chat.tap(proposal["message_id"], confirm)
+
+    def edited() -> list[Body]:
+        now = next(s for s in chat.sent() if s["message_id"] == proposal["message_id"])
+        edits: list[Body] = now["edits"]
+        return edits
+
+    eventually(edited, what="the proposal edited after the tap")
+    assert "added note 1: buy milk" in edited()[-1]["text"]
+    assert notes_written(stack) == ["buy milk"]
+    chat.tap(proposal["message_id"], confirm, forged=True)  # a second tap
+    eventually(lambda: len(edited()) >= 1 and chat.llm_requests() >= requests)
+    assert notes_written(stack) == ["buy milk"]
+
+
+CALL_ONE = """
+import json, sys, urllib.request
+url, token, name, arguments = sys.argv[1:]
+body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": name, "arguments": json.loads(arguments)}}
+request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={
+    "Authorization": f"Bearer {token}", "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream"})
+with urllib.request.urlopen(request, timeout=10) as answer:
+    print(json.dumps(json.load(answer)["result"]))
+"""
+
+
+def test_the_gateway_refuses_a_forged_approval_even_with_the_orchestrators_credential(
+    stack: Stack,
+) -> None:
+    with_capabilities(stack)
+    payload = {"agent": "clawdia", "tool": "clear_notes", "arguments": {}, "call": ""}
+    forged = "v3.act_0123456789ab.9999999999." + "A" * 86
+    done = stack.exec(
+        "weather",  # anywhere on the mesh: as a broken-into server would try it
+        "python",
+        "-c",
+        CALL_ONE,
+        "http://notes:8110/mcp",
+        stack.credentials()["notes"],
+        "confirm_clear_notes",
+        json.dumps({"payload": payload, "approval": forged}),
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["isError"] is True
+    assert "Nothing was changed" in result["content"][0]["text"]
+
+
+def test_a_capability_holds_its_own_secrets_only_and_its_relay_token_opens_nothing_else(
+    stack: Stack,
+) -> None:
+    with_capabilities(stack)
+    for capability in ("fetch", "notes"):
+        listed = set(stack.exec(capability, "ls", "/run/secrets").stdout.split())
+        assert listed == {
+            "mesh_token_sha256",
+            "approval_public_key.pem",
+            "relay_token",
+            "capability_env",
+        }, capability
+    token = stack.exec("notes", "cat", "/run/secrets/relay_token").stdout.strip()
+    assert token
+    relay = from_service(stack, "notes", "pending-actions", token, "approve", "next_notices")
+    assert set(relay["tools"]) <= RELAY_TOOLS
+    for server in set(PORTS) - {"pending-actions"}:
+        assert set(from_service(stack, "notes", server, token)["statuses"]) == {401}, server
+    # fetch may reach the internet (egress: true); notes is on the internal network only.
+    assert set(stack.inspect("notes")["NetworkSettings"]["Networks"]) == {f"{PROJECT}_mesh"}
+    assert f"{PROJECT}_egress" in stack.inspect("fetch")["NetworkSettings"]["Networks"]

@@ -418,7 +418,8 @@ class FakeTelegram:
                     return JSONResponse({"update_id": update})
                 case "tap":
                     query = self.tap(token, int(args["user_id"]), int(args["message_id"]),
-                                     str(args["data"]), chat_id=chat_id)  # fmt: skip
+                                     str(args["data"]), chat_id=chat_id,
+                                     forged=bool(args.get("forged")))  # fmt: skip
                     return JSONResponse({"callback_query_id": query})
                 case "sent":
                     return JSONResponse([asdict(s) for s in self.sent(token, chat_id)])

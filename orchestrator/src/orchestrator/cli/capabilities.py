@@ -62,6 +62,7 @@ def add(
     command: list[str] | None = None,
     args: list[str] | None = None,
     egress: bool = False,
+    data: bool = False,
     description: str = "",
     find_links: Path | None = None,
 ) -> Added:
@@ -91,6 +92,7 @@ def add(
         command=command or None,
         args=args or [],
         egress=egress,
+        data=data,
         description=description,
     )
     entry._lock = locked
@@ -150,6 +152,8 @@ def write_entry(file: Path, name: str, entry: ServerEntry) -> None:
         lines.append(f"    args: [{', '.join(_scalar(w) for w in entry.args)}]")
     if entry.egress:
         lines.append("    egress: true")
+    if entry.data:
+        lines.append("    data: true")
     if entry.description:
         lines.append(f"    description: {_scalar(entry.description)}")
     file.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """``clawmesh capability``: any published MCP server as a capability, from one entry.
 
-    add NAME --package SPEC [--egress] [--command W ...] [--arg W ...]   lock, start, list, write
+    add NAME --package SPEC [--egress] [--data] [--command W] [--arg W]   lock, start, write
     list [--json]                          each capability, each tool and its class
     remove NAME                            its entry and its lock
 
@@ -33,6 +33,7 @@ def add(
     egress: Annotated[
         bool, Parameter(negative=(), help="its container reaches the internet")
     ] = False,
+    data: Annotated[bool, Parameter(negative=(), help="it keeps files (a volume)")] = False,
     command: Annotated[
         list[str] | None, Parameter(help="the program (default: the package)")
     ] = None,
@@ -53,6 +54,7 @@ def add(
             command=command,
             args=arg,
             egress=egress,
+            data=data,
             description=description,
             find_links=find_links,
         )

@@ -84,7 +84,10 @@ def secrets(
     directory: Annotated[
         Path | None, Parameter(name="--dir", help="where the files go (default: secrets)")
     ] = None,
-    registry: Path = Path("config/mcp_servers.yaml"),
+    registry: Annotated[
+        Path | None,
+        Parameter(help="the registry (default: mcp_servers.yaml in CLAWMESH_CONFIG or config)"),
+    ] = None,
 ) -> None:
     """The description is clawmesh's (cli/main.py)."""
 
@@ -92,9 +95,10 @@ def secrets(
         settings_of(ClientSettings)  # .env read, as make up's other steps read it
         environ = environment()
         where = directory or Path(environ.get("CLAWMESH_SECRETS") or "secrets")
+        read = registry or Path(environ.get("CLAWMESH_CONFIG") or "config") / "mcp_servers.yaml"
         try:
-            changed = make_secrets(where, registry, environ)
-            stack_file.write(Path(), registry, environ)
+            changed = make_secrets(where, read, environ)
+            stack_file.write(Path(), read, environ)
         except (CredentialsFileError, ValueError) as error:
             raise ConfigError(str(error)) from None
         except OSError as error:
