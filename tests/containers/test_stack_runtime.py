@@ -521,7 +521,7 @@ def test_the_gateway_refuses_a_forged_approval_even_with_the_orchestrators_crede
     stack: Stack,
 ) -> None:
     with_capabilities(stack)
-    payload = {"agent": "clawdia", "tool": "clear_notes", "arguments": {}, "call": ""}
+    payload = {"agent": "clawdia", "tool": "clear_notes", "arguments": {}}
     forged = "v3.act_0123456789ab.9999999999." + "A" * 86
     done = stack.exec(
         "weather",  # anywhere on the mesh: as a broken-into server would try it

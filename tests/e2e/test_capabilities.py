@@ -121,6 +121,10 @@ async def test_a_published_servers_change_is_done_once_after_the_tap_and_the_mod
         assert "Git proposes" in proposal.text
         assert 'git_commit: repo_path="' in proposal.text
         assert 'message="Add the list"' in proposal.text
+        # The whole call, as it will be made, folded under the line (a tap unfolds it).
+        quotes = [e for e in proposal.entities if "blockquote" in e["type"]]
+        assert quotes, proposal.entities
+        assert '"message": "Add the list"' in proposal.text
         assert git(repo, "rev-list", "--count", "HEAD") == "1"  # nothing before the tap
 
         confirm = button(proposal, "Confirm")

@@ -91,7 +91,7 @@ async def test_a_change_is_a_proposal_that_changes_nothing_and_says_the_call_in_
     assert proposal["summary"] == '⚠️ add_note: text="milk \\"2L\\""'
     assert proposal["tap_only"] is True
     assert proposal["payload"]["arguments"] == {"text": 'milk "2L"\u202e'}
-    assert "\\u202e" in proposal["payload"]["call"]
+    assert "\\u202e" in proposal["detail"]  # the whole call, as it will be made
 
 
 async def test_the_call_is_made_once_after_a_valid_approval_and_a_replay_answers_the_first(

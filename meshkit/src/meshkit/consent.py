@@ -152,10 +152,15 @@ class Consent:
             self._add_confirm(kind)
 
     async def propose(
-        self, name: str, change: BaseModel, *, summary: str | None = None
+        self,
+        name: str,
+        change: BaseModel,
+        *,
+        summary: str | None = None,
+        detail: str | None = None,
     ) -> Proposal:
         """The producer result for ``change`` (see :meth:`offer`); ``summary`` overrides the
-        kind's."""
+        kind's; ``detail``: the whole change, for a person to read in full."""
         kind = self._kind(name)
         if not isinstance(change, kind.payload):
             raise TypeError(f"{name}: expected a {kind.payload.__name__}")
@@ -169,6 +174,7 @@ class Consent:
             confirm_label=kind.confirm_label,
             cancel_label=kind.cancel_label,
             tap_only=kind.tap_only,
+            detail=detail,
         )
         return await self.offer(proposal)
 

@@ -292,6 +292,11 @@ class LedgerEntry(BaseModel):
         "message or the error; granted: until when; proposed: 'always asked: …' for a kind "
         "that needs a tap each time, else null"
     )
+    payload_sha256: str | None = Field(
+        default=None,
+        description="SHA-256 of the action's payload (for a capability: its tool and "
+        "arguments); null for entries about no action, and in ledgers older than it",
+    )
     prev_hash: str
     hash: str
 

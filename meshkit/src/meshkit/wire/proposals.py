@@ -58,6 +58,14 @@ class Proposal(BaseModel):
         description="Its kind always needs the user's tap (the server declares it): "
         "pending-actions asks whatever a policy (auto) or a grant says, and offers no grant",
     )
+    detail: str | None = Field(
+        default=None,
+        max_length=4000,
+        # Written only when there is one: what every other proposal costs stays as it was.
+        exclude_if=lambda value: value is None,
+        description="The whole change, for a person to read in full before deciding (a "
+        "capability's call: its tool and every argument); shown folded under the summary",
+    )
     staged: ClientStaged | None = Field(
         default=None,
         description="Proposed by a client bound to a person: the pending action it became "

@@ -171,6 +171,7 @@ class ActionDesk:
                 proposal.cancel_label,
                 "pending",
                 grant_s=staged.grant_s,
+                detail=proposal.detail or "",
             )
             if staged.state == State.EXECUTING:
                 by = f"Allowed without a tap (by {staged.decided_by or 'policy'})"

@@ -48,13 +48,14 @@ class Line:
     error: str | None = None
     grant_s: int | None = None  # pending: a tap may also allow its kind for this long
     allowed: str = ""  # done without a tap: why ("your policy allows it", "allowed until …")
+    detail: str = ""  # the whole change (Proposal.detail), folded under the line while it waits
 
     @classmethod
     def of(cls, view: ActionView) -> Line:
         return cls(**view.model_dump(mode="json", include=_VIEWED))
 
 
-_VIEWED = {f.name for f in fields(Line)} - {"allowed"}  # what an ActionView tells of a line
+_VIEWED = {f.name for f in fields(Line)} - {"allowed", "detail"}  # what an ActionView tells
 
 
 def render(text: str, batch_id: str, lines: list[Line], *, redraw: bool = False) -> Reply:
@@ -67,6 +68,7 @@ def render(text: str, batch_id: str, lines: list[Line], *, redraw: bool = False)
         f"{MARKS.get(line.state, '•')} {f'{number}. ' if many else ''}"
         + labelled(line.server, line.summary, proposing=line.state in OPEN)
         + _outcome(line)
+        + (folded(line.detail) if line.detail and line.state in OPEN else "")
         for number, line in enumerate(lines, start=1)
     )
     return Reply(_body(text, listing, redraw=redraw), _buttons(lines, batch_id), batch_id)
@@ -77,6 +79,22 @@ def labelled(server: str, summary: str, *, proposing: bool = False) -> str:
     umbrella to groceries" while it waits (``proposing``), else "Weather: Add 1 × …"."""
     verb = " proposes" if proposing else ""
     return f"{server_label(server)}{verb}: {shown_line(summary)}"
+
+
+def folded(detail: str) -> str:
+    """``detail`` as a quote under its line, every character as written (Markdown escaped:
+    telegram-io converts the reply), which Telegram folds into one tap when it is long."""
+    quoted = "\n".join(f">{_escaped(line)}" for line in detail.splitlines())
+    return f"\n{quoted}"
+
+
+def _escaped(text: str) -> str:
+    """``text`` with every ASCII punctuation character backslash-escaped (CommonMark reads
+    each as itself) and leading spaces kept as no-break spaces (a quote would drop them)."""
+    stripped = text.lstrip(" ")
+    body = "".join(f"\\{c}" if c.isascii() and not c.isalnum() and not c.isspace() else c
+                   for c in stripped)  # fmt: skip
+    return "\u00a0" * (len(text) - len(stripped)) + body
 
 
 def server_label(server: str) -> str:

@@ -29,6 +29,7 @@ from meshkit.tool_classes import producer
 logger = logging.getLogger(__name__)
 
 MAX_RESULT = 4000
+MAX_DETAIL = 4000  # Proposal.detail's bound
 MAYBE_DONE = (
     "The call to {tool} was started before and its outcome is not known (the server did not "
     "answer, or the gateway stopped while it ran): it may or may not have happened, and it is "
@@ -49,7 +50,6 @@ class CallPayload(BaseModel):
     agent: str = Field(min_length=1, max_length=200)
     tool: str = Field(min_length=1, max_length=128)
     arguments: dict[str, Any]
-    call: str = Field(default="", description="The whole call as a person reads it")
 
 
 class CallResult(BaseModel):
@@ -95,13 +95,13 @@ class ProposeCall(Tool):
         agent = str(given.pop("agent", "default") or "default")
         _check(self._classified.tool, given, self._max_bytes)
         name = self._classified.tool.name
-        payload = CallPayload(
-            agent=agent, tool=name, arguments=given, call=whole_call(name, given)[:MAX_RESULT]
-        )
+        payload = CallPayload(agent=agent, tool=name, arguments=given)
         summary = call_summary(
             self._classified.title, given, destructive=self._classified.destructive
         )
-        proposal = await self._consent.propose(self.kind, payload, summary=summary)
+        proposal = await self._consent.propose(
+            self.kind, payload, summary=summary, detail=whole_call(name, given)[:MAX_DETAIL]
+        )
         return ToolResult(structured_content=proposal.model_dump(mode="json"))
 
 

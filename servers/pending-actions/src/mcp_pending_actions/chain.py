@@ -23,7 +23,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_pending_actions.ledger import COLUMNS, GENESIS, Unreadable, chain_hash, readable, shown
+from mcp_pending_actions.ledger import (
+    COLUMNS,
+    GENESIS,
+    Unreadable,
+    chain_hash,
+    hashed_values,
+    readable,
+    shown,
+)
 
 _HASH = re.compile(r"[0-9a-f]{64}")
 _HEAD = re.compile(r"(0|[1-9][0-9]{0,17}):([0-9a-f]{64})")
@@ -144,7 +152,7 @@ def changed(row: Row, prev: str, seq: int) -> str | None:
 def _hash(prev: str, seq: int, row: Row) -> str | None:
     """What ``row``'s hash must be as entry ``seq`` after ``prev``, from its values as
     stored (``ledger.entry_hash``'s); None when no entry could hold them."""
-    return chain_hash(prev, [seq, *row[1:-2]])
+    return chain_hash(prev, hashed_values(seq, row[1:-2]))
 
 
 def _missing(rows: Sequence[Row], seq: int, prev: str) -> str | None:

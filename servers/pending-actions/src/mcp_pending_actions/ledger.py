@@ -1,7 +1,7 @@
 """The hash-chained ledger: who proposed, decided and did what, and how, in one line each.
 
     ledger      (seq, at, event, agent, user_id, client, action_id, server, kind, summary,
-                 how, outcome, prev_hash, hash)           append-only, seq 1, 2, 3 ...
+                 how, outcome, payload_sha256, prev_hash, hash)   append-only, seq 1, 2, 3 ...
     ledger_head (id = 1, count, last_hash)                 the chain's length and its end
 
 Each entry's ``hash`` is the SHA-256 of the one before's hash and the entry's canonical
@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mcp_pending_actions.rows import ActionRow
+from meshkit.proposals import payload_hash
 from meshkit.wire.pending_actions import How, LedgerEntry, LedgerEvent
 
 logger = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ CREATE TABLE IF NOT EXISTS ledger (
     summary TEXT,
     how TEXT,
     outcome TEXT,
+    payload_sha256 TEXT,
     prev_hash TEXT NOT NULL,
     hash TEXT NOT NULL
 );
@@ -58,7 +60,7 @@ CREATE TABLE IF NOT EXISTS ledger_head (
 """
 COLUMNS = (
     "seq, at, event, agent, user_id, client, action_id, server, kind, summary, how, outcome,"
-    " prev_hash, hash"
+    " payload_sha256, prev_hash, hash"
 )
 
 
@@ -77,6 +79,10 @@ class Draft:
     summary: str | None = None
     how: How | None = None
     outcome: str | None = None
+    # The SHA-256 of the action's payload (meshkit.proposals.payload_hash): for a capability's
+    # call, of exactly its tool and arguments. Entries written before it existed have none,
+    # and their hashes were made without it (``hashed_values``).
+    payload_sha256: str | None = None
 
 
 def about(
@@ -101,12 +107,20 @@ def about(
         summary=row.summary,
         how=how,
         outcome=outcome,
+        payload_sha256=payload_hash(row.payload),
     )
+
+
+def hashed_values(seq: int, values: Sequence[Any]) -> list[Any]:
+    """What an entry's hash covers: ``seq`` and the Draft's fields, ``payload_sha256`` (the
+    last) only when there is one, so an entry of a ledger older than it still checks."""
+    covered = [seq, *values]
+    return covered[:-1] if covered[-1] is None else covered
 
 
 def entry_hash(prev_hash: str, seq: int, draft: Draft) -> str:
     """SHA-256 over the previous hash and the entry's canonical JSON."""
-    hashed = chain_hash(prev_hash, [seq, *astuple(draft)])
+    hashed = chain_hash(prev_hash, hashed_values(seq, astuple(draft)))
     assert hashed is not None  # a Draft holds JSON values only
     return hashed
 

@@ -49,7 +49,7 @@ from mcp_pending_actions.policies import FleetPolicies
 from mcp_pending_actions.rows import ActionRow, BatchRow, NoticeRow
 from mcp_pending_actions.settings import PendingSettings
 from mcp_pending_actions.store import PendingStore, insert
-from meshkit.proposals import SERVER_PATTERN, ApprovalSigner
+from meshkit.proposals import SERVER_PATTERN, ApprovalSigner, payload_hash
 from meshkit.text import readable
 from meshkit.wire.pending_actions import (
     CHAT_CLIENT,
@@ -255,6 +255,7 @@ class Staging:
                 summary=proposal.summary,
                 how="policy",
                 outcome="not allowed by the agent's policy",
+                payload_sha256=payload_hash(proposal.payload),
             )
             await self._store.transact(lambda db: ledger.append(db, denied))
             raise NotAllowed(

@@ -173,6 +173,7 @@ MIGRATIONS = {
     " UPDATE notices SET handed_at = created_at"
     " WHERE holder IS NOT NULL OR acked_at IS NOT NULL;",
     5: "",  # the runs of each consumer of the notices (SCHEMA creates the table)
+    6: "ALTER TABLE ledger ADD COLUMN payload_sha256 TEXT;",  # what each entry's action does
 }
 _COLUMNS = (
     "action_id, batch_id, agent, chat_id, user_id, server, kind, summary, payload,"
@@ -197,7 +198,7 @@ _BATCH = (
 
 class PendingStore(SQLiteStore):
     SCHEMA = SCHEMA
-    SCHEMA_VERSION = 5
+    SCHEMA_VERSION = 6
     MIGRATIONS = MIGRATIONS
 
     async def add(
