@@ -112,9 +112,10 @@ for lock in "$config"/capabilities/*.lock; do
     say "downloading the locked wheels of capability $name for $ARCH"
     capenv=$(mktemp -d /tmp/clawmesh-pip.XXXXXX)
     python3 -m venv "$capenv/venv"
+    # 3.11.2: the oldest Python the images run (Debian bookworm's), as the lock was made for.
     PIP_FIND_LINKS='' "$capenv/venv/bin/pip" download --quiet --progress-bar off \
         --disable-pip-version-check --no-deps --require-hashes --only-binary=:all: \
-        --python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none \
+        --python-version 3.11.2 --implementation cp --abi cp311 --abi abi3 --abi none \
         "${platform[@]}" -d "$dir" -r "$dir/requirements.txt" >&2
     rm -rf "$capenv"
     echo "$locked" >"$dir/.stamp"

@@ -15,13 +15,16 @@ from fakes.clock import Clock
 from fakes.tool_calls import call
 from mcp_pending_actions import commands
 from mcp_pending_actions.audit import parse_since
-from mcp_pending_actions.ledger import GENESIS
+from mcp_pending_actions.ledger import COLUMNS, GENESIS, chain_hash
 from mcp_pending_actions.server import build_server
 from mcp_pending_actions.settings import PendingSettings
+from meshkit.proposals import payload_hash
 from pending_actions.calls import (
     AGENT,
     CHAT,
     CLIENT,
+    EGGS,
+    MILK,
     USER,
     approve,
     audit,
@@ -205,3 +208,43 @@ async def test_the_audit_tool_leaves_out_a_row_a_hand_changed_and_says_so_in_the
 
     assert [e["seq"] for e in entries] == [1, 2, 4, 5, 6, 7]
     assert "ledger broken: entry 3 was changed (its event 'hacked'" in caplog.text
+
+
+async def test_each_entry_about_an_action_carries_the_hash_of_exactly_what_it_does(
+    client: Client[Any], clock: Clock
+) -> None:
+    await some_history(client, clock)
+    entries = await audit(client)
+    hashes = [e["payload_sha256"] for e in entries]
+    assert hashes[0] == hashes[1] == hashes[2] == payload_hash(MILK["payload"])
+    assert hashes[3] == hashes[4] == payload_hash(EGGS["payload"])
+    assert hashes[0] != hashes[3]
+
+
+async def test_a_ledger_written_before_payload_hashes_still_verifies_after_the_upgrade(
+    client: Client[Any],
+    clock: Clock,
+    settings: PendingSettings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Entries as schema 5 wrote them: no payload_sha256, their hashes made without it.
+    await some_history(client, clock)
+    with closing(sqlite3.connect(settings.db_path)) as db:
+        rows = db.execute(f"SELECT {COLUMNS} FROM ledger ORDER BY seq").fetchall()
+        prev = GENESIS
+        for row in rows:
+            old = chain_hash(prev, [row[0], *row[1:-3]])
+            db.execute(
+                "UPDATE ledger SET payload_sha256 = NULL, prev_hash = ?, hash = ? WHERE seq = ?",
+                (prev, old, row[0]),
+            )
+            prev = old
+        db.execute("UPDATE ledger_head SET last_hash = ?", (prev,))
+        db.commit()
+    await stage(client, user_id=USER, shown_in="reply:9:1")  # a new entry, with its hash
+
+    assert run_audit(settings, monkeypatch, "--verify") == 0
+    assert capsys.readouterr().out.startswith("ledger whole: 8 entries")
+    entries = await audit(client)
+    assert [e["payload_sha256"] is None for e in entries] == [True] * 7 + [False]

@@ -292,16 +292,21 @@ async def test_a_database_from_before_message_keys_opens_and_its_buttons_take_no
 
 
 def write_schema_3(settings: PendingSettings, clock: Clock, *, held: bool) -> str:
-    """A database of schema 3 (notices without their delivery columns) holding a client's
+    """A database of schema 3 (notices without their delivery columns, the ledger without
+    payload hashes) holding a client's
     batch with one pending action, its notice queued (``held``: handed to an orchestrator
     run, not acked yet); the notice's key."""
-    schema_3 = SCHEMA.replace(
-        ",\n    handed_at REAL,\n    not_before REAL,\n    tries INTEGER NOT NULL DEFAULT 0,"
-        "\n    last_error TEXT,\n    shown_at REAL\n",
-        "\n",
-    ).replace(
-        "CREATE INDEX IF NOT EXISTS notices_by_chat ON notices (agent, chat_id, type, handed_at);",
-        "",
+    index = (
+        "CREATE INDEX IF NOT EXISTS notices_by_chat ON notices (agent, chat_id, type, handed_at);"
+    )
+    schema_3 = (
+        SCHEMA.replace(
+            ",\n    handed_at REAL,\n    not_before REAL,\n    tries INTEGER NOT NULL DEFAULT 0,"
+            "\n    last_error TEXT,\n    shown_at REAL\n",
+            "\n",
+        )
+        .replace(index, "")
+        .replace("    payload_sha256 TEXT,\n", "")  # the ledger's column of schema 6
     )
     assert schema_3 != SCHEMA
     write_fleet(settings.agents, {})

@@ -28,7 +28,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from meshkit.yaml_config import ConfigError
 
 LOCKS = "capabilities"
-PYTHON_VERSION = "3.11"  # the images' Python; a universal lock serves every platform
+# The oldest Python the images run: Debian bookworm's 3.11.2 (make base-image; the official
+# image's 3.11 is newer). A universal lock for it serves every platform and every 3.11.
+PYTHON_VERSION = "3.11.2"
 MAKE_S = 600
 COMPLETE = ".clawmesh-complete"
 

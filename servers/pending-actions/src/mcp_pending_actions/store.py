@@ -173,7 +173,9 @@ MIGRATIONS = {
     " UPDATE notices SET handed_at = created_at"
     " WHERE holder IS NOT NULL OR acked_at IS NOT NULL;",
     5: "",  # the runs of each consumer of the notices (SCHEMA creates the table)
-    6: "ALTER TABLE ledger ADD COLUMN payload_sha256 TEXT;",  # what each entry's action does
+    # A file older than the ledger gets it as schema 5 made it, then the column.
+    6: ledger.SCHEMA.replace("    payload_sha256 TEXT,\n", "")
+    + " ALTER TABLE ledger ADD COLUMN payload_sha256 TEXT;",
 }
 _COLUMNS = (
     "action_id, batch_id, agent, chat_id, user_id, server, kind, summary, payload,"
