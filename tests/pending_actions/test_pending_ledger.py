@@ -235,6 +235,7 @@ async def test_a_ledger_written_before_payload_hashes_still_verifies_after_the_u
         prev = GENESIS
         for row in rows:
             old = chain_hash(prev, [row[0], *row[1:-3]])
+            assert old is not None
             db.execute(
                 "UPDATE ledger SET payload_sha256 = NULL, prev_hash = ?, hash = ? WHERE seq = ?",
                 (prev, old, row[0]),
