@@ -3,8 +3,8 @@
 A capability's dependencies never enter the workspace's lock (``uv.lock``): each has a lock
 of its own beside the registry, ``capabilities/<name>.lock`` (a requirements file with a
 hash for every file of every dependency, for every platform, made by ``uv pip compile
---universal --generate-hashes``), and its environment is made from that lock alone, hashes
-required: one changed byte on the index and nothing is installed.
+--generate-hashes`` for Linux and the images' Python), and its environment is made from that
+lock alone, hashes required: one changed byte on the index and nothing is installed.
 
 An environment is kept under ``CLAWMESH_CAPABILITY_ENVS`` (default
 ``~/.cache/clawmesh/capabilities``), named by its lock's SHA-256: a changed lock makes a new
@@ -29,8 +29,11 @@ from meshkit.yaml_config import ConfigError
 
 LOCKS = "capabilities"
 # The oldest Python the images run: Debian bookworm's 3.11.2 (make base-image; the official
-# image's 3.11 is newer). A universal lock for it serves every platform and every 3.11.
+# image's 3.11 is newer). One resolution for Linux and that Python, without markers that a
+# newer interpreter would read otherwise (pip evaluates them with its own): every 3.11 runs
+# it, and each version's hashes cover its wheels for every architecture (amd64, arm64).
 PYTHON_VERSION = "3.11.2"
+PLATFORM = "linux"
 MAKE_S = 600
 COMPLETE = ".clawmesh-complete"
 
@@ -83,8 +86,9 @@ def lock(
     try:
         _uv(
             settings,
-            "pip", "compile", str(requirement), "--output-file", str(out), "--universal",
-            "--generate-hashes", "--python-version", PYTHON_VERSION, "--quiet",
+            "pip", "compile", str(requirement), "--output-file", str(out),
+            "--python-platform", PLATFORM, "--generate-hashes",
+            "--python-version", PYTHON_VERSION, "--quiet",
             "--no-header", "--custom-compile-command", "clawmesh capability add",
             *(("--find-links", str(find_links.resolve()), "--emit-find-links")
               if find_links is not None else ()),
