@@ -16,9 +16,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from starlette.applications import Starlette
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
 
 from fakes.mesh import TOKENS, USER, Mesh, running_embedded
 from fakes.responses_api import call, calls, text
+from fakes.serving import serving
 from fakes.telegram_api import Sent
 from orchestrator.mesh.environments import NoEnvironment, environment, lock
 
@@ -26,22 +30,31 @@ pytestmark = pytest.mark.anyio
 
 CLAWDIA = TOKENS["clawdia"]
 GIT = "mcp-server-git==2026.10.19"
+FETCH = "mcp-server-fetch==2026.10.24"
+PAGE = (
+    "<html><head><title>Market</title></head><body><h1>Opening hours</h1>"
+    "<p>The market opens at 7:30 on Saturdays.</p></body></html>"
+)
 NOTES_SERVER = (
     Path(__file__).resolve().parents[1] / "fakes" / "plain_notes_server" / "plain_notes.py"
 )
 
 
+def locked(package: str, where: Path) -> Path:
+    """``package``'s lock and environment, as clawmesh capability add makes them (once: the
+    environment is kept in the cache by its lock's hash)."""
+    made = where / "capability.lock"
+    try:
+        lock(package, made)
+        environment(made)
+    except NoEnvironment as error:
+        pytest.skip(f"{package} cannot be installed from the package index here: {error}")
+    return made
+
+
 @pytest.fixture(scope="module")
 def git_lock(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """mcp-server-git's lock and environment, as clawmesh capability add makes them (once:
-    the environment is kept in the cache by its lock's hash)."""
-    locked = tmp_path_factory.mktemp("locks") / "git.lock"
-    try:
-        lock(GIT, locked)
-        environment(locked)
-    except NoEnvironment as error:
-        pytest.skip(f"{GIT} cannot be installed from the package index here: {error}")
-    return locked
+    return locked(GIT, tmp_path_factory.mktemp("git"))
 
 
 def repository(tmp: Path) -> Path:
@@ -62,11 +75,11 @@ def git(repo: Path, *words: str) -> str:
     return done.stdout.strip()
 
 
-def with_git(tmp: Path, locked: Path, repo: Path) -> str:
+def with_git(tmp: Path, made: Path, repo: Path) -> str:
     """capabilities.yaml with git, its lock where the registry's capabilities are kept."""
     locks = tmp / "config" / "capabilities"
     locks.mkdir(parents=True, exist_ok=True)
-    (locks / "git.lock").write_bytes(locked.read_bytes())
+    (locks / "git.lock").write_bytes(made.read_bytes())
     return (
         "servers:\n  git:\n"
         f"    package: {GIT}\n"
@@ -208,3 +221,35 @@ async def test_an_unannotated_tool_of_a_plain_sdk_server_is_a_change_behind_a_ta
         await mesh.telegram.wait_for(lambda: len(proposal.edits) >= 1, 30)
         assert json.loads(notes.read_text()) == ["call mum"]
         assert "added note 1: call mum" in proposal.edits[-1].text
+
+
+async def test_a_published_reader_fetches_a_page_and_its_answer_reaches_the_model(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    made = locked(FETCH, tmp_path_factory.mktemp("fetch"))
+    locks = tmp_path / "config" / "capabilities"
+    locks.mkdir(parents=True)
+    (locks / "fetch.lock").write_bytes(made.read_bytes())
+    capabilities = (
+        "servers:\n  fetch:\n"
+        f"    package: {FETCH}\n"
+        "    args: [--allow-private-ips, --ignore-robots-txt]\n"
+        "    egress: true\n"
+    )
+    page = Starlette(routes=[Route("/hours", lambda _: HTMLResponse(PAGE))])
+    async with (
+        serving(page) as site,
+        running_embedded(tmp_path, servers=("memory", "fetch"), capabilities=capabilities) as mesh,
+    ):
+        # raw: the page as served (simplifying HTML, readabilipy would run npm where node is).
+        page_call = call("fetch__fetch", url=f"{site}/hours", raw=True)
+        mesh.llm.script(calls(page_call), text("Opens 7:30."))
+        reply = await ask(mesh, "when does the market open?")
+        assert reply.text == "Opens 7:30."
+        outputs = [
+            item["output"]
+            for item in mesh.llm.requests[-1]["input"]
+            if item.get("type") == "function_call_output"
+        ]
+        assert any("opens at 7:30 on Saturdays" in output for output in outputs), outputs
+        assert not reply.reply_markup  # a read: no proposal, no button
