@@ -1,11 +1,14 @@
 """compose.yaml, as Compose v2 resolves it, holds every service to the hardening rules:
-a service added without the shared template fails here (``docker compose config``)."""
+a service added without the shared template fails here (``docker compose config``). The
+stack is resolved with two capabilities (``CAPABILITIES``: their services generated from a
+registry of the test's own, as make up generates them), so each rule holds for those too."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +16,12 @@ import pytest
 
 from containers.stack import ROOT, compose_command, config
 from meshkit.secret_files import BOT_TOKENS, make_secrets, relay_servers
+from orchestrator.cli import stack_file
+from orchestrator.cli.compose import STACK_FILE
 
 # What the orchestrator's SHUTDOWN_GRACE_S gives a turn in flight.
 SHUTDOWN_GRACE_S = 20
-EGRESS = {"orchestrator", "telegram-io", "weather"}
+EGRESS = {"orchestrator", "telegram-io", "weather", "fetch"}  # fetch: its entry says egress
 STATELESS = {"weather"}
 # As a user's .env has them, and as a shell may export them: none may reach compose's output.
 ENV = {
@@ -27,13 +32,43 @@ ENV = {
     "CLAWDIA_BOT_TOKEN": "2:static-0123456789",
 }
 SECRET_NAMES = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD|CREDENTIAL)S?$")
+GATEWAY = "gateway"
+CAPABILITY_NAMES = ("fetch", "notes")
 
 pytestmark = pytest.mark.skipif(compose_command() is None, reason="no Compose v2 here")
 
 
+# Two capabilities, as clawmesh capability add writes them (their locks are never read here).
+CAPABILITIES = """servers:
+  fetch:
+    package: mcp-server-fetch==2026.10.24
+    egress: true
+  notes:
+    package: clawmesh-plain-notes==1.0.0
+    command: [plain-notes]
+    args: [notes.json]
+    data: true
+    memory: 128m
+"""
+
+
 @pytest.fixture(scope="module")
-def resolved() -> dict[str, Any]:
-    return config({"PATH": os.environ.get("PATH", ""), **ENV})
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """compose.capabilities.yaml for ``CAPABILITIES``, beside a copy of the shipped config."""
+    config_dir = tmp_path_factory.mktemp("project") / "config"
+    shutil.copytree(ROOT / "config", config_dir)
+    (config_dir / "capabilities.yaml").write_text(CAPABILITIES)
+    (config_dir / "capabilities").mkdir(exist_ok=True)
+    for name in ("fetch", "notes"):
+        (config_dir / "capabilities" / f"{name}.lock").write_text("# a lock\n")
+    made = config_dir.parent / STACK_FILE
+    made.write_text(stack_file.render(ROOT, config_dir / "mcp_servers.yaml", {}))
+    return made
+
+
+@pytest.fixture(scope="module")
+def resolved(generated: Path) -> dict[str, Any]:
+    return config({"PATH": os.environ.get("PATH", ""), **ENV}, generated)
 
 
 def services(resolved: dict[str, Any]) -> list[str]:
@@ -42,12 +77,14 @@ def services(resolved: dict[str, Any]) -> list[str]:
 
 def with_confirm_tools() -> set[str]:
     """The servers that declare confirm tools: their settings check signed approvals
-    (``ApprovalSettings``), whether each tool is written out or made by the consent kernel."""
-    return {
+    (``ApprovalSettings``), whether each tool is written out or made by the consent kernel.
+    The gateway's are each capability's."""
+    found = {
         path.name
         for path in (ROOT / "servers").iterdir()
         if any("(ApprovalSettings)" in src.read_text() for src in path.glob("src/*/settings.py"))
     }
+    return (found - {GATEWAY}) | set(CAPABILITY_NAMES) if GATEWAY in found else found
 
 
 def duration_s(value: str | int) -> float:
@@ -59,7 +96,9 @@ def duration_s(value: str | int) -> float:
 
 def test_the_stack_has_every_component_as_a_service(resolved: dict[str, Any]) -> None:
     servers = {p.name for p in (ROOT / "servers").iterdir() if (p / "pyproject.toml").is_file()}
-    assert set(resolved["services"]) == servers | {"orchestrator"}
+    # The gateway is no service of its own: each capability is one, built on it.
+    expected = (servers - {GATEWAY}) | {"orchestrator", *CAPABILITY_NAMES}
+    assert set(resolved["services"]) == expected
 
 
 def test_every_service_runs_read_only_as_non_root_without_capabilities(
@@ -177,7 +216,9 @@ def test_no_secret_is_in_any_environment_or_in_the_resolved_configuration(
                 assert path.removeprefix("/run/secrets/") in mounted(service), (name, key)
 
 
-def test_each_service_mounts_only_its_own_secrets(resolved: dict[str, Any]) -> None:
+def test_each_service_mounts_only_its_own_secrets(
+    resolved: dict[str, Any], generated: Path
+) -> None:
     checkers = with_confirm_tools()
     for name, service in resolved["services"].items():
         sources = set(mounted(service).values())
@@ -192,11 +233,14 @@ def test_each_service_mounts_only_its_own_secrets(resolved: dict[str, Any]) -> N
             expected |= {"approval-signing-key", "mesh-peers"}
         if name == "telegram-io":
             expected |= {"bot-tokens"}
+        if name in CAPABILITY_NAMES:  # its entry's env: values, for its gateway
+            expected |= {f"{name}-env"}
         assert sources == expected, name
         assert mounted(service)["mesh_token_sha256"] == f"{name}-digest", name
     assert "pending-actions" not in checkers  # it signs; the others only check
     # make up writes a relay token for each server the registry lets propose
-    assert checkers == set(relay_servers(ROOT / "config" / "mcp_servers.yaml", {}))
+    registry = generated.parent / "config" / "mcp_servers.yaml"
+    assert checkers == set(relay_servers(registry, {}))
 
 
 def test_the_bot_tokens_are_one_secret_mounted_in_telegram_io_alone(
@@ -225,12 +269,12 @@ def test_each_server_with_confirm_tools_knows_where_pending_actions_is(
 
 
 def test_every_secret_file_compose_names_is_one_make_up_writes(
-    resolved: dict[str, Any], tmp_path: Path
+    resolved: dict[str, Any], generated: Path, tmp_path: Path
 ) -> None:
     secrets_dir = tmp_path / "secrets"
     env = {"PATH": os.environ.get("PATH", ""), **ENV, "CLAWMESH_SECRETS": str(secrets_dir)}
-    make_secrets(secrets_dir, ROOT / "config" / "mcp_servers.yaml", env)
-    files = {name: Path(s["file"]) for name, s in config(env)["secrets"].items()}
+    make_secrets(secrets_dir, generated.parent / "config" / "mcp_servers.yaml", env)
+    files = {name: Path(s["file"]) for name, s in config(env, generated)["secrets"].items()}
     assert set(files) == set(resolved["secrets"])
     assert all(path.parent == secrets_dir and path.is_file() for path in files.values()), files
     assert files["openai-api-key"].read_text().strip() == ENV["OPENAI_API_KEY"]
@@ -285,3 +329,29 @@ def test_only_the_images_that_keep_data_declare_a_data_volume() -> None:
     declaring = {name for name, body in stages.items() if 'VOLUME ["/data"]' in body}
     assert declaring
     assert not declaring & (STATELESS | {"build", "runtime"}), declaring
+
+
+def test_a_capabilitys_service_is_generated_from_its_entry_alone(resolved: dict[str, Any]) -> None:
+    fetch, notes = resolved["services"]["fetch"], resolved["services"]["notes"]
+    assert set(fetch["networks"]) == {"mesh", "egress"}  # egress: true
+    assert set(notes["networks"]) == {"mesh"}  # the default: no internet
+    assert int(notes["mem_limit"]) == 128 * 2**20  # memory: 128m
+    assert notes["environment"]["GATEWAY_WORKDIR"] == "/data/server"  # data: true
+    assert "GATEWAY_WORKDIR" not in fetch["environment"]
+    assert json.loads(notes["environment"]["GATEWAY_COMMAND"]) == [
+        "/opt/capability/bin/plain-notes",
+        "notes.json",
+    ]
+    assert json.loads(fetch["environment"]["GATEWAY_COMMAND"]) == [
+        "/opt/capability/bin/mcp-server-fetch"
+    ]
+    for name, service in (("fetch", fetch), ("notes", notes)):
+        assert service["build"]["target"] == "capability", name
+        assert service["build"]["args"] == {
+            "BASE_IMAGE": "python:3.11-slim-bookworm",
+            "PACKAGE": "mcp-gateway",
+            "CAPABILITY": name,
+        }, name
+        assert [v["target"] for v in service["volumes"]] == ["/data"], name
+        depends = resolved["services"]["orchestrator"]["depends_on"][name]
+        assert depends["condition"] == "service_healthy", name

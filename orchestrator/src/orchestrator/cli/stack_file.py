@@ -121,7 +121,10 @@ def _template(compose: Path) -> dict[str, Any]:
 
 
 def write(root: Path, registry: Path, environ: Mapping[str, str]) -> bool:
-    """Write the file beside compose.yaml when its text changed; whether it did."""
+    """Write the file beside compose.yaml when its text changed; whether it did (never where
+    there is no compose.yaml: no container stack is made there)."""
+    if not (root / TEMPLATE).is_file():
+        return False
     path = root / FILE
     text = render(root, registry, environ)
     if path.is_file() and path.read_text(encoding="utf-8") == text:
