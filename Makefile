@@ -112,6 +112,7 @@ bench: install
 	$(UV) run python -m bench.footprint
 	$(UV) run python -m bench.lean
 	$(UV) run python -m bench.consent
+	$(UV) run python -m bench.capabilities
 	$(UV) run python -m bench.tokens
 	$(UV) run python -m bench.calendar_corpus
 	$(UV) run python -m bench.calendar_bombs

@@ -560,3 +560,46 @@ def test_a_capability_holds_its_own_secrets_only_and_its_relay_token_opens_nothi
     # fetch may reach the internet (egress: true); notes is on the internal network only.
     assert set(stack.inspect("notes")["NetworkSettings"]["Networks"]) == {f"{PROJECT}_mesh"}
     assert f"{PROJECT}_egress" in stack.inspect("fetch")["NetworkSettings"]["Networks"]
+
+
+@pytest.mark.anyio
+async def test_another_client_bound_to_the_user_proposes_a_capabilitys_change_for_a_tap(
+    stack: Stack, chat: Chat
+) -> None:
+    # As Claude Desktop reaches shopping (above), a client reaches a capability: its gateway
+    # over stdio in its container, bound to the user. The change is staged for that user's
+    # chat through pending-actions (the capability's relay token), made once after the tap.
+    with_capabilities(stack)
+    before = len(chat.sent())
+    chat.say("/start")
+    chat.reply_after(before)
+    command, *args = stack.command
+    bound = ["-e", "MESH_STDIO_AGENT=clawdia", "-e", f"MESH_STDIO_USER={USER_ID}"]
+    bound += ["-e", "MESH_STDIO_CLIENT=claude-desktop"]
+    gateway = ["notes", "python", "-m", "mcp_gateway", "--stdio"]
+    params = StdioServerParameters(
+        command=command, args=[*args, "exec", "-T", *bound, *gateway], env=stack.env
+    )
+    count = len(chat.sent())
+    async with Client(params) as client:
+        proposed = await client.call_tool("add_note", {"text": "from the desktop"})
+        assert not proposed.is_error, proposed.content
+        action = (proposed.structured_content or {})["staged"]["action_id"]
+
+        def from_desktop() -> Body | None:
+            return next(
+                (m for m in chat.sent()[count:] if "From Claude Desktop" in m["text"]), None
+            )
+
+        message = eventually(from_desktop, what="the proposal in the chat, from Claude Desktop")
+        assert 'add_note: text="from the desktop"' in message["text"]
+        assert await action_state(client, action) == "pending"
+        assert "from the desktop" not in notes_written(stack)  # nothing before the tap
+        buttons = [b for row in message["reply_markup"]["inline_keyboard"] for b in row]
+        confirm = next(b["callback_data"] for b in buttons if b["callback_data"][:5] == "pa:c:")
+        chat.tap(message["message_id"], confirm)
+        deadline = time.monotonic() + DEADLINE_S
+        while await action_state(client, action) != "done":
+            assert time.monotonic() < deadline, "the tapped action was not done"
+            await anyio.sleep(0.2)
+    assert notes_written(stack).count("from the desktop") == 1
