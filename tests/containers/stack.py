@@ -222,14 +222,16 @@ def stack_environment(base: dict[str, str], secrets: Path) -> dict[str, str]:
 # behind its gateway. Why they are not there, when the package index cannot be reached.
 CAPABILITIES_SKIPPED = "CLAWMESH_TEST_CAPABILITIES_SKIPPED"
 FETCH = "mcp-server-fetch==2026.10.24"
+GIT = "mcp-server-git==2026.10.19"
 NOTES_SERVER = ROOT / "tests" / "fakes" / "plain_notes_server"
 
 
 def capabilities_of(config: Path, where: Path, env: dict[str, str]) -> str | None:
     """Add the tests' capabilities to ``config`` as an operator does (``clawmesh capability
-    add``): mcp-server-fetch from PyPI, on the egress network, and the plain SDK server
-    (unannotated tools) from a wheel built here, keeping its notes on its volume. None when
-    both are in; else why not (no package index here)."""
+    add``): mcp-server-fetch from PyPI, on the egress network; mcp-server-git from PyPI
+    (annotated write tools), with Debian's git in its image and its repositories on its volume;
+    and the plain SDK server (unannotated tools) from a wheel built here, keeping its notes on
+    its volume. None when all are in; else why not (no package index here)."""
     wheels = where / "wheels"
     built = subprocess.run(
         [env["UV"], "build", "--quiet", "--wheel", "--out-dir", str(wheels), str(NOTES_SERVER)],
@@ -242,6 +244,7 @@ def capabilities_of(config: Path, where: Path, env: dict[str, str]) -> str | Non
          "--arg=--ignore-robots-txt"],
         ["notes", "--package", "clawmesh-plain-notes==1.0.0", "--find-links", str(wheels),
          "--command", "plain-notes", "--arg", "notes.json", "--data"],
+        ["git", "--package", GIT, "--debian", "git", "--data"],
     ]  # fmt: skip
     for words in commands:
         added = subprocess.run(

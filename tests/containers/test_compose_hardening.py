@@ -43,6 +43,7 @@ CAPABILITIES = """servers:
   fetch:
     package: mcp-server-fetch==2026.10.24
     egress: true
+    debian: [git, ca-certificates]
   notes:
     package: clawmesh-plain-notes==1.0.0
     command: [plain-notes]
@@ -351,6 +352,7 @@ def test_a_capabilitys_service_is_generated_from_its_entry_alone(resolved: dict[
             "BASE_IMAGE": "python:3.11-slim-bookworm",
             "PACKAGE": "mcp-gateway",
             "CAPABILITY": name,
+            "DEBIAN_PACKAGES": "git ca-certificates" if name == "fetch" else "",
         }, name
         assert [v["target"] for v in service["volumes"]] == ["/data"], name
         depends = resolved["services"]["orchestrator"]["depends_on"][name]

@@ -603,3 +603,38 @@ async def test_another_client_bound_to_the_user_proposes_a_capabilitys_change_fo
             assert time.monotonic() < deadline, "the tapped action was not done"
             await anyio.sleep(0.2)
     assert notes_written(stack).count("from the desktop") == 1
+
+
+def in_git(stack: Stack, *words: str) -> str:
+    done = stack.exec("git", "git", "-C", "/data/server/repo", *words)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_published_servers_annotated_write_waits_for_the_tap_in_its_container(
+    stack: Stack, chat: Chat
+) -> None:
+    # mcp-server-git from PyPI, Debian's git in its image (debian: [git]), a repository on
+    # its volume: git_add declares itself a write (readOnlyHint false), so it is a proposal.
+    with_capabilities(stack)
+    made = stack.exec("git", "sh", "-c", "git init -q /data/server/repo && echo milk >"
+                      " /data/server/repo/list.txt")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    before = len(chat.sent())
+    add = {"repo_path": "/data/server/repo", "files": ["list.txt"]}
+    chat.script({"calls": [{"name": "git__git_add", "arguments": add}]})
+    chat.say("stage my list")
+    proposal = chat.reply_after(before)
+    assert "Git proposes: git_add" in proposal["text"], proposal["text"]
+    assert in_git(stack, "diff", "--cached", "--name-only") == ""  # nothing before the tap
+    confirm = proposal["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+    chat.tap(proposal["message_id"], confirm)
+
+    def edited() -> list[Body]:
+        now = next(s for s in chat.sent() if s["message_id"] == proposal["message_id"])
+        edits: list[Body] = now["edits"]
+        return edits
+
+    eventually(edited, what="the proposal edited after the tap")
+    assert "✅" in edited()[-1]["text"], edited()[-1]["text"]
+    assert in_git(stack, "diff", "--cached", "--name-only") == "list.txt"

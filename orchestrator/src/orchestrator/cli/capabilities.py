@@ -63,6 +63,7 @@ def add(
     args: list[str] | None = None,
     egress: bool = False,
     data: bool = False,
+    debian: list[str] | None = None,
     description: str = "",
     find_links: Path | None = None,
 ) -> Added:
@@ -93,6 +94,7 @@ def add(
         args=args or [],
         egress=egress,
         data=data,
+        debian=debian or [],
         description=description,
     )
     entry._lock = locked
@@ -154,6 +156,8 @@ def write_entry(file: Path, name: str, entry: ServerEntry) -> None:
         lines.append("    egress: true")
     if entry.data:
         lines.append("    data: true")
+    if entry.debian:
+        lines.append(f"    debian: [{', '.join(entry.debian)}]")
     if entry.description:
         lines.append(f"    description: {_scalar(entry.description)}")
     file.parent.mkdir(parents=True, exist_ok=True)

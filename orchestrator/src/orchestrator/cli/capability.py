@@ -34,6 +34,9 @@ def add(
         bool, Parameter(negative=(), help="its container reaches the internet")
     ] = False,
     data: Annotated[bool, Parameter(negative=(), help="it keeps files (a volume)")] = False,
+    debian: Annotated[
+        list[str] | None, Parameter(help="a Debian package its image needs (repeat)")
+    ] = None,
     command: Annotated[
         list[str] | None, Parameter(help="the program (default: the package)")
     ] = None,
@@ -55,6 +58,7 @@ def add(
             args=arg,
             egress=egress,
             data=data,
+            debian=debian,
             description=description,
             find_links=find_links,
         )

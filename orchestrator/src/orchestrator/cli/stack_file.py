@@ -7,7 +7,8 @@ files compose reads. Each capability is one service on compose.yaml's own harden
 (its ``x-service``: user 10001, read-only root, no capabilities, no-new-privileges, limits,
 init, the healthcheck), built from the ``capability`` target of ``containers/Dockerfile``: the
 gateway (``mcp_gateway``, the ``mcp-gateway`` workspace member) with the published server in
-an environment of its own (``/opt/capability``, from its lock's wheels alone). It is on the
+an environment of its own (``/opt/capability``, from its lock's wheels alone), and the Debian
+packages its entry names (``debian: [git]``), installed by apt at the build. It is on the
 internal ``mesh`` network only, unless its entry says ``egress: true``; its volume at
 ``/data`` keeps the gateway's record of the calls it made (and, with ``data: true``, the
 server's own files under ``/data/server``, its working directory). Its secrets are its own:
@@ -76,6 +77,7 @@ def service(name: str, entry: ServerEntry, template: Mapping[str, Any]) -> dict[
                 "BASE_IMAGE": "${BASE_IMAGE:-python:3.11-slim-bookworm}",
                 "PACKAGE": "mcp-gateway",
                 "CAPABILITY": name,
+                "DEBIAN_PACKAGES": " ".join(entry.debian),
             },
         },
         "image": f"clawmesh/capability-{name}:${{TAG:-latest}}",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -50,6 +50,11 @@ class ServerEntry(BaseModel):
         default=None, pattern=r"^[1-9][0-9]{0,4}[mg]$", description="its container's memory limit"
     )
     data: bool = Field(default=False, description="its container gets a volume at /data")
+    debian: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9+.-]{1,60}$")]] = Field(
+        default_factory=list,
+        description="Debian packages its server needs in its image (git for mcp-server-git); "
+        "make run uses this machine's programs",
+    )
     _lock: Path | None = PrivateAttr(default=None)
     command: list[str] | None = Field(default=None, description="stdio server command line")
     module: str | None = Field(default=None, description="in-process 'package.module:factory'")
@@ -90,7 +95,7 @@ class ServerEntry(BaseModel):
             )
         if self.package and self.role:
             raise ValueError("a package entry plays no role; remove role")
-        extras = [k for k in ("args", "egress", "memory", "data") if getattr(self, k)]
+        extras = [k for k in ("args", "egress", "memory", "data", "debian") if getattr(self, k)]
         if extras and not self.package:
             raise ValueError(f"{extras[0]} is for package entries (capabilities) only")
         if self.module and ":" not in self.module:
