@@ -26,7 +26,6 @@ from containers.stack import (
     TEST_ENV,
     USER_ID,
     Stack,
-    config,
 )
 
 Body = dict[str, Any]
@@ -227,7 +226,7 @@ def secret_values(stack: Stack) -> list[str]:
 def test_no_secret_is_in_any_containers_environment_or_in_compose_config(stack: Stack) -> None:
     # compose.yaml as a user's `docker compose config` shows it (the fakes' overlay is the
     # test's own: the fake Telegram is given the test bot's token on its command line).
-    configured = json.dumps(config(stack.env))
+    configured = stack.compose("config", "--format", "json").stdout  # capabilities too
     for service in stack.services():
         environment = "\n".join(stack.inspect(service)["Config"]["Env"])
         for secret in secret_values(stack):
@@ -378,7 +377,8 @@ async def action_state(client: Client, action_id: str) -> str:
 def test_no_container_gets_an_anonymous_volume(stack: Stack) -> None:
     # An anonymous volume (an image's VOLUME nothing is mounted on) is made at each `up` and
     # left behind by each `down`: only the named volumes of compose.yaml may be mounted.
-    named = {f"{PROJECT}_{name}" for name in config(stack.env)["volumes"]}
+    resolved = json.loads(stack.compose("config", "--format", "json").stdout)
+    named = {f"{PROJECT}_{name}" for name in resolved["volumes"]}
     for service in stack.services():
         mounted = [m for m in stack.inspect(service)["Mounts"] if m["Type"] == "volume"]
         assert all(m["Name"] in named for m in mounted), (service, mounted)
