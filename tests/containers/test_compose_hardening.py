@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from containers.stack import ROOT, compose_command, config
+from fakes.checkout import shipped
 from meshkit.secret_files import BOT_TOKENS, make_secrets, relay_servers
 from orchestrator.cli import stack_file
 from orchestrator.cli.compose import STACK_FILE
@@ -56,8 +56,7 @@ CAPABILITIES = """servers:
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """compose.capabilities.yaml for ``CAPABILITIES``, beside a copy of the shipped config."""
-    config_dir = tmp_path_factory.mktemp("project") / "config"
-    shutil.copytree(ROOT / "config", config_dir)
+    config_dir = shipped(tmp_path_factory.mktemp("project"), "config") / "config"
     (config_dir / "capabilities.yaml").write_text(CAPABILITIES)
     (config_dir / "capabilities").mkdir(exist_ok=True)
     for name in ("fetch", "notes"):

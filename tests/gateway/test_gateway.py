@@ -188,3 +188,40 @@ async def test_a_server_that_died_before_the_tap_is_started_again_and_the_change
     assert done.structured_content == {"message": "added note 1: milk", "replayed": False}
     assert written(notes) == ["milk"]
     assert child_pids() not in ([], [first])
+
+
+# A server that reads one tool's answer from its environment (declared read-only).
+ENV_SERVER = """
+import os
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
+server = MCPServer("env")
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def variable(name: str) -> str:
+    "A variable of this process's environment."
+    return os.environ.get(name, "(unset)")
+
+server.run("stdio")
+"""
+
+
+async def test_the_server_gets_its_env_file_and_nothing_of_the_gateways_own_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-the-gateways-own")
+    env_file = tmp_path / "capability_env"
+    env_file.write_text("# its variables\nNOTES_TOKEN=tok-0123456789\n")
+    settings = GatewaySettings(
+        name="env",
+        command=[sys.executable, "-c", ENV_SERVER],
+        env_file=env_file,
+        data_dir=tmp_path / "data",
+        approval_public_key_file=write_public_key(tmp_path / "keys"),
+    )
+    async with Client(build_server(settings)) as client:
+        own = await client.call_tool("variable", {"name": "NOTES_TOKEN"})
+        other = await client.call_tool("variable", {"name": "OPENAI_API_KEY"})
+    assert own.content[0].text == "tok-0123456789"
+    assert other.content[0].text == "(unset)"
+    assert [s.get_secret_value() for s in settings.secret_values()] == ["tok-0123456789"]

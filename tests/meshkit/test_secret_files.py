@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,16 +17,22 @@ from fakes.checkout import shipped
 from meshkit.credentials import token_digest
 from meshkit.secret_files import (
     BOT_TOKENS,
+    CAPABILITY_ENV_PREFIX,
     CREDENTIALS,
     DIGEST_PREFIX,
     PUBLIC_KEY,
+    RELAY_PREFIX,
     SIGNING_KEY,
     make_secrets,
     read_credentials,
+    relay_servers,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-REGISTRY = ROOT / "config" / "mcp_servers.yaml"
+# The shipped registry (git's copy: a person's capabilities.yaml beside the checkout's never
+# counts), copied once for the module.
+SHIPPED = shipped(Path(tempfile.mkdtemp(prefix="clawmesh-shipped-")), "config")
+REGISTRY = SHIPPED / "config" / "mcp_servers.yaml"
 SERVERS = {"weather", "calendar", "shopping", "scheduler", "memory", "pending-actions"}
 ENV = {"OPENAI_API_KEY": "sk-from-dotenv-0123456789", "TELEGRAM_BOT_TOKEN": "1:bot-0123456789"}
 
@@ -141,3 +148,29 @@ def test_the_command_prints_file_names_and_never_a_secret(tmp_path: Path) -> Non
     assert CREDENTIALS in done.stdout.splitlines()
     for value in [*ENV.values(), *read_credentials(tmp_path / "secrets" / CREDENTIALS).values()]:
         assert value not in printed
+
+
+CAPABILITIES = """servers:
+  git:
+    package: mcp-server-git==2026.10.19
+    env: {GIT_AUTHOR_NAME: "${GIT_NAME}", GITHUB_TOKEN: "${GITHUB_TOKEN:-}"}
+"""
+
+
+def test_a_capability_gets_a_credential_a_relay_token_and_its_variables_in_its_own_file(
+    tmp_path: Path,
+) -> None:
+    config = shipped(tmp_path / "project", "config") / "config"
+    (config / "capabilities.yaml").write_text(CAPABILITIES)
+    secrets = tmp_path / "secrets"
+    env = {**ENV, "GIT_NAME": "Me", "GITHUB_TOKEN": "ghp-0123456789"}
+    make_secrets(secrets, config / "mcp_servers.yaml", env)
+    assert "git" in read_credentials(secrets / CREDENTIALS)
+    assert (secrets / f"{DIGEST_PREFIX}git").is_file()
+    # Which servers stage proposals is the registry's word: those that propose, capabilities.
+    relaying = relay_servers(config / "mcp_servers.yaml", env)
+    assert relaying == ["calendar", "git", "memory", "scheduler", "shopping"]
+    assert all((secrets / f"{RELAY_PREFIX}{server}").is_file() for server in relaying)
+    assert not (secrets / f"{RELAY_PREFIX}weather").exists()
+    written = (secrets / f"{CAPABILITY_ENV_PREFIX}git").read_text().splitlines()[1:]
+    assert written == ["GITHUB_TOKEN=ghp-0123456789", "GIT_AUTHOR_NAME=Me"]
