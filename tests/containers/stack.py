@@ -123,9 +123,9 @@ class Stack:
             *("-f", str(root / FAKES_FILE.relative_to(ROOT))),
         ]
         # The capabilities' services, generated as make up generates them (capabilities_of).
-        generated = Path(env.get("CLAWMESH_CONFIG", "/nonexistent")).parent / STACK_FILE
-        if generated.is_file():
-            files += ["-f", str(generated)]
+        made = Path(env.get("CLAWMESH_CONFIG", "/nonexistent")).parent / STACK_FILE
+        self.generated = [made] if made.is_file() else []
+        files += [arg for path in self.generated for arg in ("-f", str(path))]
         # No .env: a developer's real tokens must never reach the test stack or its fakes.
         self.command = [
             *command,

@@ -26,6 +26,7 @@ from containers.stack import (
     TEST_ENV,
     USER_ID,
     Stack,
+    config,
 )
 
 Body = dict[str, Any]
@@ -226,7 +227,7 @@ def secret_values(stack: Stack) -> list[str]:
 def test_no_secret_is_in_any_containers_environment_or_in_compose_config(stack: Stack) -> None:
     # compose.yaml as a user's `docker compose config` shows it (the fakes' overlay is the
     # test's own: the fake Telegram is given the test bot's token on its command line).
-    configured = stack.compose("config", "--format", "json").stdout  # capabilities too
+    configured = json.dumps(config(stack.env, *stack.generated))  # its capabilities too
     for service in stack.services():
         environment = "\n".join(stack.inspect(service)["Config"]["Env"])
         for secret in secret_values(stack):
@@ -372,75 +373,6 @@ async def action_state(client: Client, action_id: str) -> str:
     result = await client.call_tool("get_action", {"action_id": action_id})
     assert not result.is_error, result.content
     return str((result.structured_content or {})["state"])
-
-
-def test_no_container_gets_an_anonymous_volume(stack: Stack) -> None:
-    # An anonymous volume (an image's VOLUME nothing is mounted on) is made at each `up` and
-    # left behind by each `down`: only the named volumes of compose.yaml may be mounted.
-    resolved = json.loads(stack.compose("config", "--format", "json").stdout)
-    named = {f"{PROJECT}_{name}" for name in resolved["volumes"]}
-    for service in stack.services():
-        mounted = [m for m in stack.inspect(service)["Mounts"] if m["Type"] == "volume"]
-        assert all(m["Name"] in named for m in mounted), (service, mounted)
-    assert not [m for m in stack.inspect("weather")["Mounts"] if m["Type"] == "volume"]
-
-
-def test_make_ups_report_shows_a_failing_services_own_last_error(stack: Stack) -> None:
-    # make up's last step (containers/up.sh) on the test stack, weather given a bad value.
-    log = stack.secrets.parent / "up.log"
-    broken = {**stack.env, "WEATHER_UNITS": "furlongs"}
-    try:
-        done = subprocess.run(
-            [str(ROOT / "containers" / "up.sh"), str(log), *stack.command],
-            env=broken,
-            capture_output=True,
-            text=True,
-            timeout=400,
-            check=False,
-        )
-        assert done.returncode == 1, done.stdout + done.stderr
-        lines = done.stdout.splitlines()
-        weather = next(i for i, line in enumerate(lines) if line.split()[0] == "weather")
-        assert not lines[weather].endswith("healthy"), lines
-        assert (
-            lines[weather + 1].strip().startswith("configuration error: WEATHER_UNITS is invalid")
-        ), lines
-        for service in ("memory", "pending-actions", "telegram-io"):
-            assert f"  {service:<16} healthy" in lines, lines
-        assert "not every service became healthy" in done.stderr
-        assert "Container" not in done.stdout  # compose's own lines went to the log
-    finally:
-        stack.compose("up", "--detach", "--wait", "--wait-timeout", "120", "weather")
-    healthy = subprocess.run(
-        [str(ROOT / "containers" / "up.sh"), str(log), *stack.command],
-        env=stack.env,
-        capture_output=True,
-        text=True,
-        timeout=400,
-        check=False,
-    )
-    assert healthy.returncode == 0, healthy.stdout + healthy.stderr
-    assert (
-        len(healthy.stdout.splitlines())
-        == len(stack.compose("config", "--services").stdout.split()) + 1
-    )
-    assert healthy.stdout.splitlines()[-1].startswith("all healthy")
-
-
-def test_every_service_stopped_by_docker_exits_0(stack: Stack) -> None:
-    # docker stop sends SIGTERM (through the init); a clean stop is exit 0, not 143.
-    try:
-        stack.compose("stop", "--timeout", "30")
-        stopped = stack.compose("ps", "--all", "--format", "{{.Service}} {{.State}} {{.ExitCode}}")
-        codes = {
-            service: (state, int(code))
-            for service, state, code in (line.split() for line in stopped.stdout.splitlines())
-        }
-        assert {service: codes[service] for service in stack.services()} == dict.fromkeys(
-            stack.services(), ("exited", 0)
-        )
-    finally:
-        stack.compose("up", "--detach", "--wait", "--wait-timeout", "240")
 
 
 # --- capabilities: servers nobody here wrote, each in its own container behind its gateway
@@ -638,3 +570,72 @@ def test_a_published_servers_annotated_write_waits_for_the_tap_in_its_container(
     eventually(edited, what="the proposal edited after the tap")
     assert "✅" in edited()[-1]["text"], edited()[-1]["text"]
     assert in_git(stack, "diff", "--cached", "--name-only") == "list.txt"
+
+
+def test_no_container_gets_an_anonymous_volume(stack: Stack) -> None:
+    # An anonymous volume (an image's VOLUME nothing is mounted on) is made at each `up` and
+    # left behind by each `down`: only the named volumes of compose.yaml may be mounted.
+    resolved = json.loads(stack.compose("config", "--format", "json").stdout)
+    named = {f"{PROJECT}_{name}" for name in resolved["volumes"]}
+    for service in stack.services():
+        mounted = [m for m in stack.inspect(service)["Mounts"] if m["Type"] == "volume"]
+        assert all(m["Name"] in named for m in mounted), (service, mounted)
+    assert not [m for m in stack.inspect("weather")["Mounts"] if m["Type"] == "volume"]
+
+
+def test_make_ups_report_shows_a_failing_services_own_last_error(stack: Stack) -> None:
+    # make up's last step (containers/up.sh) on the test stack, weather given a bad value.
+    log = stack.secrets.parent / "up.log"
+    broken = {**stack.env, "WEATHER_UNITS": "furlongs"}
+    try:
+        done = subprocess.run(
+            [str(ROOT / "containers" / "up.sh"), str(log), *stack.command],
+            env=broken,
+            capture_output=True,
+            text=True,
+            timeout=400,
+            check=False,
+        )
+        assert done.returncode == 1, done.stdout + done.stderr
+        lines = done.stdout.splitlines()
+        weather = next(i for i, line in enumerate(lines) if line.split()[0] == "weather")
+        assert not lines[weather].endswith("healthy"), lines
+        assert (
+            lines[weather + 1].strip().startswith("configuration error: WEATHER_UNITS is invalid")
+        ), lines
+        for service in ("memory", "pending-actions", "telegram-io"):
+            assert f"  {service:<16} healthy" in lines, lines
+        assert "not every service became healthy" in done.stderr
+        assert "Container" not in done.stdout  # compose's own lines went to the log
+    finally:
+        stack.compose("up", "--detach", "--wait", "--wait-timeout", "120", "weather")
+    healthy = subprocess.run(
+        [str(ROOT / "containers" / "up.sh"), str(log), *stack.command],
+        env=stack.env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
+    assert healthy.returncode == 0, healthy.stdout + healthy.stderr
+    assert (
+        len(healthy.stdout.splitlines())
+        == len(stack.compose("config", "--services").stdout.split()) + 1
+    )
+    assert healthy.stdout.splitlines()[-1].startswith("all healthy")
+
+
+def test_every_service_stopped_by_docker_exits_0(stack: Stack) -> None:
+    # docker stop sends SIGTERM (through the init); a clean stop is exit 0, not 143.
+    try:
+        stack.compose("stop", "--timeout", "30")
+        stopped = stack.compose("ps", "--all", "--format", "{{.Service}} {{.State}} {{.ExitCode}}")
+        codes = {
+            service: (state, int(code))
+            for service, state, code in (line.split() for line in stopped.stdout.splitlines())
+        }
+        assert {service: codes[service] for service in stack.services()} == dict.fromkeys(
+            stack.services(), ("exited", 0)
+        )
+    finally:
+        stack.compose("up", "--detach", "--wait", "--wait-timeout", "240")
