@@ -243,7 +243,9 @@ def capabilities_of(config: Path, where: Path, env: dict[str, str]) -> str | Non
         ["fetch", "--package", FETCH, "--egress", "--arg=--allow-private-ips",
          "--arg=--ignore-robots-txt"],
         ["notes", "--package", "clawmesh-plain-notes==1.0.0", "--find-links", str(wheels),
-         "--command", "plain-notes", "--arg", "notes.json", "--data"],
+         "--command", "plain-notes", "--arg", "notes.json", "--data",
+         # Room for a second gateway and server: another client's, through docker exec.
+         "--memory", "384m"],
         ["git", "--package", GIT, "--debian", "git", "--data"],
     ]  # fmt: skip
     for words in commands:

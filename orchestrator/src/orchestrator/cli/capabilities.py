@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 from fastmcp import Client
+from pydantic import ValidationError
 
 from mcp_gateway.upstream import CHANGE, Classified, classify
 from meshkit.command import CliError
@@ -63,6 +64,7 @@ def add(
     args: list[str] | None = None,
     egress: bool = False,
     data: bool = False,
+    memory: str | None = None,
     debian: list[str] | None = None,
     description: str = "",
     find_links: Path | None = None,
@@ -88,15 +90,13 @@ def add(
         raise CliError(str(error), "check the package's name and version on PyPI") from None
     if not PACKAGE.match(spec):
         spec = pinned(spec, locked)
-    entry = ServerEntry(
-        package=spec,
-        command=command or None,
-        args=args or [],
-        egress=egress,
-        data=data,
-        debian=debian or [],
-        description=description,
-    )
+    try:
+        entry = entry_of(spec, command, args, egress, data, memory, debian, description)
+    except ValidationError as error:
+        locked.unlink(missing_ok=True)
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the entry"
+        raise CliError(f"{where}: {first['msg']}", "fix the option it names", code=2) from None
     entry._lock = locked
     try:
         tools = anyio.run(listing, entry)
@@ -106,6 +106,29 @@ def add(
     write_entry(file, name, entry)
     load_capabilities(file)  # what was written reads back, or the error names it
     return Added(name, spec, file, locked, tools)
+
+
+def entry_of(  # noqa: PLR0917 (what an entry holds)
+    spec: str,
+    command: list[str] | None,
+    args: list[str] | None,
+    egress: bool,
+    data: bool,
+    memory: str | None,
+    debian: list[str] | None,
+    description: str,
+) -> ServerEntry:
+    """The entry ``capability add`` writes; a ValidationError names what is wrong."""
+    return ServerEntry(
+        package=spec,
+        command=command or None,
+        args=args or [],
+        egress=egress,
+        data=data,
+        memory=memory,
+        debian=debian or [],
+        description=description,
+    )
 
 
 def pinned(spec: str, locked: Path) -> str:
@@ -156,6 +179,8 @@ def write_entry(file: Path, name: str, entry: ServerEntry) -> None:
         lines.append("    egress: true")
     if entry.data:
         lines.append("    data: true")
+    if entry.memory:
+        lines.append(f"    memory: {entry.memory}")
     if entry.debian:
         lines.append(f"    debian: [{', '.join(entry.debian)}]")
     if entry.description:

@@ -34,6 +34,7 @@ def add(
         bool, Parameter(negative=(), help="its container reaches the internet")
     ] = False,
     data: Annotated[bool, Parameter(negative=(), help="it keeps files (a volume)")] = False,
+    memory: Annotated[str | None, Parameter(help="its container's memory limit, e.g. 384m")] = None,
     debian: Annotated[
         list[str] | None, Parameter(help="a Debian package its image needs (repeat)")
     ] = None,
@@ -58,6 +59,7 @@ def add(
             args=arg,
             egress=egress,
             data=data,
+            memory=memory,
             debian=debian,
             description=description,
             find_links=find_links,

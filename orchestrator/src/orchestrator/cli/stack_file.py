@@ -39,6 +39,7 @@ HEADER = (
 )
 SECRETS = "${CLAWMESH_SECRETS:-./secrets}"
 CAPABILITY_HOME = "/opt/capability"
+CAPABILITY_MEMORY = "256m"  # its entry's memory: overrides it
 
 
 def render(root: Path, registry: Path, environ: Mapping[str, str]) -> str:
@@ -105,8 +106,8 @@ def service(name: str, entry: ServerEntry, template: Mapping[str, Any]) -> dict[
         },
         "volumes": [f"{name}-data:/data"],
     }
-    if entry.memory:
-        made["mem_limit"] = made["memswap_limit"] = entry.memory
+    # Two processes (the gateway and the server behind it) where a first-party server has one.
+    made["mem_limit"] = made["memswap_limit"] = entry.memory or CAPABILITY_MEMORY
     return made
 
 
