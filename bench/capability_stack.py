@@ -8,7 +8,7 @@ own), its configuration a copy of the shipped one where the tests' capabilities 
 an operator adds them (``containers.stack.capabilities_of``: mcp-server-fetch from PyPI on
 the egress network, the plain SDK server from its wheel). Steps, each timed:
 
-    add        clawmesh capability add, both (lock with hashes, environment, start, list)
+    add        clawmesh capability add, each of the three (lock, environment, start, list)
     wheels     containers/wheels.sh (the workspace's wheels kept; the capabilities' fetched)
     build      the fetch capability's image alone, from scratch (--no-cache)
     up         the whole stack from nothing to healthy (make up, after a first add)
@@ -105,7 +105,7 @@ def run(idle_s: float) -> None:
             down(stack)
         tag = env["TAG"]
         print("From clawmesh capability add to the model's first call (s):")
-        for name, seconds in (("add (two capabilities)", add_s), ("wheels", wheels_s),
+        for name, seconds in (("add (fetch, notes, git)", add_s), ("wheels", wheels_s),
                               ("build fetch (--no-cache)", build_s), ("up, all healthy", up_s),
                               ("first call", first_s)):  # fmt: skip
             print(f"  {name:<26} {seconds:7.1f}")
