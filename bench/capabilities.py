@@ -78,7 +78,10 @@ async def tap_s(mesh: Mesh, proposing: str, **arguments: object) -> float:
     before = len(mesh.telegram.sent(CLAWDIA, USER))
     mesh.llm.script(calls(call(proposing, **arguments)), text("Shall I?"))
     await said(mesh, "please")
-    proposal = mesh.telegram.sent(CLAWDIA, USER)[before]
+    await mesh.telegram.wait_for(
+        lambda: any(m.reply_markup for m in mesh.telegram.sent(CLAWDIA, USER)[before:]), 60
+    )
+    proposal = next(m for m in mesh.telegram.sent(CLAWDIA, USER)[before:] if m.reply_markup)
     rows = (proposal.reply_markup or {}).get("inline_keyboard", [])
     confirm = rows[0][0]["callback_data"]  # the first button: Confirm (shopping's: Add)
     started = time.perf_counter()
