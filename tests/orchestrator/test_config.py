@@ -147,6 +147,18 @@ def test_fleet_mistakes_name_the_file_key_and_fix(tmp_path: Path, body: str, mes
         load_fleet(write(tmp_path, "agents.yaml", body), registry, environ={})
 
 
+def test_a_server_behind_the_gateway_that_is_no_program_stops_the_start_in_one_line(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path, "r.yaml", "servers:\n  w:\n    command: [/nonexistent/server]\n")
+    env = {**os.environ, "CLAWMESH_REGISTRY": str(path), "OPENAI_API_KEY": "sk-test"}
+    result = orchestrator(env, "chat")
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert "servers.w:" in line
+    assert "'/nonexistent/server' is no program here" in line
+
+
 def test_a_config_error_exits_2_with_one_message(tmp_path: Path) -> None:
     path = write(tmp_path, "r.yaml", "servers:\n  w:\n    urll: http://x/mcp\n")
     env = {**os.environ, "CLAWMESH_REGISTRY": str(path), "OPENAI_API_KEY": "sk-test"}

@@ -35,7 +35,9 @@ from fastmcp.client.transports import (
 )
 from fastmcp.client.transports.base import SessionKwargs, TransportOptions
 from mcp import ClientSession
+from pydantic import ValidationError
 
+from meshkit.yaml_config import ConfigError
 from orchestrator.config.registry import ServerEntry
 from orchestrator.mesh.environments import environment
 
@@ -151,5 +153,9 @@ def gateway_server(name: str, entry: ServerEntry) -> FastMCP[Any]:
     from mcp_gateway.settings import GatewaySettings  # noqa: PLC0415
 
     upstream = upstream_of(entry)
-    settings = GatewaySettings(name=name, command=[upstream.command, *upstream.args])
+    try:
+        settings = GatewaySettings(name=name, command=[upstream.command, *upstream.args])
+    except ValidationError as error:
+        why = error.errors()[0]["msg"]
+        raise ConfigError(f"servers.{name}: {why}; fix its command or package") from None
     return build_server(settings, upstream=upstream)

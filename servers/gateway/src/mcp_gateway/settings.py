@@ -11,20 +11,23 @@ as a child process that gets a minimal environment (PATH, HOME, ...) and ``GATEW
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from meshkit.settings import ApprovalSettings
+from meshkit.yaml_config import ConfigError
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,29}$"
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_ARGUMENTS_BYTES = 16_384
 
 
-class EnvFileError(ValueError):
-    """A ``GATEWAY_ENV_FILE`` that cannot be read; the message names the line, never a value."""
+class EnvFileError(ConfigError):
+    """A ``GATEWAY_ENV_FILE`` that cannot be read; the message names the line, never a value
+    (a configuration error: the server stops with that one line, exit 2)."""
 
 
 class GatewaySettings(ApprovalSettings):
@@ -59,9 +62,14 @@ class GatewaySettings(ApprovalSettings):
 
     @field_validator("command")
     @classmethod
-    def _no_blank_word(cls, command: list[str]) -> list[str]:
+    def _a_program(cls, command: list[str]) -> list[str]:
+        """The first word is a program here: a path to one, or a name on PATH."""
         if not command[0].strip():
             raise ValueError("the first word must name a program")
+        if shutil.which(command[0]) is None:
+            raise ValueError(
+                f"{command[0][:200]!r} is no program here (not found, or not executable)"
+            )
         return command
 
     @property
