@@ -88,7 +88,7 @@ def run(idle_s: float) -> None:
         secrets = Path(folder) / "stack" / "secrets"
         secrets.parent.mkdir()
         started = time.monotonic()
-        env = stack_environment(dict(os.environ), secrets)
+        env = stack_environment(dict(os.environ), secrets, capabilities=True)
         add_s = time.monotonic() - started
         assert not env.get("CLAWMESH_TEST_CAPABILITIES_SKIPPED"), env
         stack = Stack(env)

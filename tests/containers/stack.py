@@ -192,16 +192,19 @@ def uv_command() -> str:
     return shutil.which("uv") or str(ROOT / ".tools" / "bin" / "uv")
 
 
-def stack_environment(base: dict[str, str], secrets: Path) -> dict[str, str]:
+def stack_environment(
+    base: dict[str, str], secrets: Path, *, capabilities: bool = False
+) -> dict[str, str]:
     """``base`` (the process environment) with the test stack's values, ARCH and UV, its
     configuration (a copy of the shipped one beside ``secrets``, with the tests' capabilities:
     ``CLAWMESH_CONFIG``), and the secret files written into ``secrets`` as make up writes
-    them."""
+    them. ``capabilities``: the tests' capabilities too (the runtime tests' stack)."""
     env = {**base, **TEST_ENV, "CLAWMESH_SECRETS": str(secrets), "UV": uv_command()}
     env["CLAWMESH_UV"] = env["UV"]
     config = shipped(secrets.parent, "config") / "config"  # git's: never a person's own
     env["CLAWMESH_CONFIG"] = str(config)
-    env[CAPABILITIES_SKIPPED] = capabilities_of(config, secrets.parent, env) or ""
+    skipped = "this stack is made without" if not capabilities else None
+    env[CAPABILITIES_SKIPPED] = skipped or capabilities_of(config, secrets.parent, env) or ""
     make_secrets(secrets, config / "mcp_servers.yaml", env)
     stack = secrets.parent / STACK_FILE
     stack.write_text(stack_file.render(ROOT, config / "mcp_servers.yaml", env))
@@ -236,6 +239,8 @@ def capabilities_of(config: Path, where: Path, env: dict[str, str]) -> str | Non
     built = subprocess.run(
         [env["UV"], "build", "--quiet", "--wheel", "--out-dir", str(wheels), str(NOTES_SERVER)],
         capture_output=True, text=True, check=False, timeout=300,
+        # The same wheel every run (its files' times fixed): the same lock, the image reused.
+        env={**env, "SOURCE_DATE_EPOCH": "315532800"},
     )  # fmt: skip
     if built.returncode != 0:
         return f"the plain SDK server's wheel could not be built: {built.stderr[-300:]}"
@@ -296,9 +301,6 @@ def sources_digest(env: dict[str, str]) -> str:
         digest.update(name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     for variable in ("ARCH", "BASE_IMAGE"):
         digest.update(f"{variable}={env.get(variable, '')}\0".encode())
-    # The capabilities' locks: another lock, another capability image.
-    for lock in sorted(Path(env.get("CLAWMESH_CONFIG", "/nonexistent")).glob("capabilities/*")):
-        digest.update(lock.name.encode() + b"\0" + hashlib.sha256(lock.read_bytes()).digest())
     digest.update(_image_id(env.get("BASE_IMAGE") or BASE_TAG).encode())
     return digest.hexdigest()
 
@@ -356,15 +358,28 @@ def build(stack: Stack) -> dict[str, float]:
             )
         }
         env["TAG"] = sources_tag(env)
-        if all(_image_id(image) for image in _images(stack)):
+        missing = [service for service, image in _service_images(stack) if not _image_id(image)]
+        if not missing:
             return {**steps, f"images: built for these sources ({env['TAG']}), reused": 0.0}
+        fakes = [service for service in missing if service in FAKES]
         steps |= {
             "wheels": _timed([str(ROOT / "containers" / "wheels.sh"), env["ARCH"]], env, "wheels"),
-            "stack images": _timed([*stack.command, "build", *stack.services()], env, "images"),
-            "fakes image": _timed([*stack.command, "build", "fake-llm"], env, "fakes image"),
+            # Only what is missing: a capability's image is tagged by its lock too.
+            "stack images": _timed(
+                [*stack.command, "build", *[s for s in missing if s not in FAKES]], env, "images"
+            ),
+            "fakes image": _timed([*stack.command, "build", *fakes[:1]], env, "fakes image")
+            if fakes
+            else 0.0,
         }
         _forget_last_tag(stack)
     return steps
+
+
+def _service_images(stack: Stack) -> list[tuple[str, str]]:
+    """Each service of the test stack (its own and the fakes') and the image it runs."""
+    resolved = json.loads(stack.compose("config", "--format", "json").stdout)
+    return [(name, service["image"]) for name, service in resolved["services"].items()]
 
 
 def _forget_last_tag(stack: Stack) -> None:

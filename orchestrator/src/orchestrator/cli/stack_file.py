@@ -19,6 +19,7 @@ healthy.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -54,7 +55,7 @@ def render(root: Path, registry: Path, environ: Mapping[str, str]) -> str:
                 f"{registry.parent / 'capabilities.yaml'}: servers.{name}: its lock {lock} is "
                 "missing; clawmesh capability remove and add it again"
             )
-        document["services"][name] = service(name, entry, template)
+        document["services"][name] = service(name, entry, template, _short_digest(lock))
         orchestrator = document["services"].setdefault("orchestrator", {"depends_on": {}})
         orchestrator["depends_on"][name] = {"condition": "service_healthy"}
         secrets = document.setdefault("secrets", {})
@@ -65,7 +66,15 @@ def render(root: Path, registry: Path, environ: Mapping[str, str]) -> str:
     return HEADER + yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
 
 
-def service(name: str, entry: ServerEntry, template: Mapping[str, Any]) -> dict[str, Any]:
+def _short_digest(lock: Path) -> str:
+    return hashlib.sha256(lock.read_bytes()).hexdigest()[:12]
+
+
+def service(
+    name: str, entry: ServerEntry, template: Mapping[str, Any], locked: str
+) -> dict[str, Any]:
+    """``name``'s service; ``locked``: its lock's short digest, in its image's tag (another
+    lock, another image; the first-party images keep theirs)."""
     program, *words = entry.capability_command()
     command = [f"{CAPABILITY_HOME}/bin/{program}", *words]
     made: dict[str, Any] = {
@@ -81,7 +90,7 @@ def service(name: str, entry: ServerEntry, template: Mapping[str, Any]) -> dict[
                 "DEBIAN_PACKAGES": " ".join(entry.debian),
             },
         },
-        "image": f"clawmesh/capability-{name}:${{TAG:-latest}}",
+        "image": f"clawmesh/capability-{name}:${{TAG:-latest}}-{locked}",
         "networks": ["mesh", "egress"] if entry.egress else ["mesh"],
         "secrets": [
             {"source": f"{name}-digest", "target": "mesh_token_sha256"},
