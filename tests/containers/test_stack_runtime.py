@@ -78,6 +78,12 @@ class Chat:
         first: Body = sent[0]
         return first
 
+    def edits(self, message_id: int) -> list[Body]:
+        """The edits of the bot's message ``message_id`` so far."""
+        now = next(s for s in self.sent() if s["message_id"] == message_id)
+        edits: list[Body] = now["edits"]
+        return edits
+
     def script(self, *steps: Body) -> None:
         call(f"{self.llm}/_control/script", {"steps": list(steps)})
 
@@ -110,9 +116,7 @@ def test_a_tap_confirms_the_proposed_action(chat: Chat) -> None:
     chat.tap(proposal["message_id"], confirm)
 
     def edited() -> list[Body]:
-        now = next(s for s in chat.sent() if s["message_id"] == proposal["message_id"])
-        edits: list[Body] = now["edits"]
-        return edits
+        return chat.edits(proposal["message_id"])
 
     eventually(edited, what="the proposal edited after the tap")
     shown = next(s for s in chat.sent() if s["message_id"] == proposal["message_id"])
@@ -322,6 +326,22 @@ def test_a_servers_relay_token_opens_pending_actions_relay_tools_and_nothing_els
     assert stack.exec("weather", "test", "-e", "/run/secrets/relay_token").returncode != 0
 
 
+def claude_desktop(stack: Stack, chat: Chat, service: str, module: str) -> StdioServerParameters:
+    """Claude Desktop's entry for the containers (README "In Claude Desktop"): ``module``
+    over stdio in ``service``'s container, bound to the user, whose chat is opened first
+    (Telegram lets a bot write to a user who has written to it)."""
+    before = len(chat.sent())
+    chat.say("/start")
+    chat.reply_after(before)
+    command, *args = stack.command
+    bound = ["-e", "MESH_STDIO_AGENT=clawdia", "-e", f"MESH_STDIO_USER={USER_ID}"]
+    bound += ["-e", "MESH_STDIO_CLIENT=claude-desktop"]
+    served = [service, "python", "-m", module, "--stdio"]
+    return StdioServerParameters(
+        command=command, args=[*args, "exec", "-T", *bound, *served], env=stack.env
+    )
+
+
 @pytest.mark.anyio
 async def test_claude_desktop_through_compose_exec_proposes_and_only_the_tap_does_it(
     stack: Stack, chat: Chat
@@ -329,16 +349,7 @@ async def test_claude_desktop_through_compose_exec_proposes_and_only_the_tap_doe
     # Claude Desktop's entry for the containers (README "In Claude Desktop"): shopping over
     # stdio in its container, bound to the user; the proposal reaches the chat through
     # pending-actions (shopping's relay token) and the orchestrator's consent channel.
-    before = len(chat.sent())
-    chat.say("/start")  # Telegram lets a bot write to a user who has written to it
-    chat.reply_after(before)
-    command, *args = stack.command
-    bound = ["-e", "MESH_STDIO_AGENT=clawdia", "-e", f"MESH_STDIO_USER={USER_ID}"]
-    bound += ["-e", "MESH_STDIO_CLIENT=claude-desktop"]
-    shopping = ["shopping", "python", "-m", "mcp_shopping", "--stdio"]
-    params = StdioServerParameters(
-        command=command, args=[*args, "exec", "-T", *bound, *shopping], env=stack.env
-    )
+    params = claude_desktop(stack, chat, "shopping", "mcp_shopping")
     count = len(chat.sent())
     async with Client(params) as client:
         proposed = await client.call_tool(
@@ -424,9 +435,7 @@ def test_an_unannotated_change_waits_for_the_tap_and_is_done_once(stack: Stack, 
     chat.tap(proposal["message_id"], confirm)
 
     def edited() -> list[Body]:
-        now = next(s for s in chat.sent() if s["message_id"] == proposal["message_id"])
-        edits: list[Body] = now["edits"]
-        return edits
+        return chat.edits(proposal["message_id"])
 
     eventually(edited, what="the proposal edited after the tap")
     assert "added note 1: buy milk" in edited()[-1]["text"]
@@ -502,16 +511,7 @@ async def test_another_client_bound_to_the_user_proposes_a_capabilitys_change_fo
     # over stdio in its container, bound to the user. The change is staged for that user's
     # chat through pending-actions (the capability's relay token), made once after the tap.
     with_capabilities(stack)
-    before = len(chat.sent())
-    chat.say("/start")
-    chat.reply_after(before)
-    command, *args = stack.command
-    bound = ["-e", "MESH_STDIO_AGENT=clawdia", "-e", f"MESH_STDIO_USER={USER_ID}"]
-    bound += ["-e", "MESH_STDIO_CLIENT=claude-desktop"]
-    gateway = ["notes", "python", "-m", "mcp_gateway", "--stdio"]
-    params = StdioServerParameters(
-        command=command, args=[*args, "exec", "-T", *bound, *gateway], env=stack.env
-    )
+    params = claude_desktop(stack, chat, "notes", "mcp_gateway")
     count = len(chat.sent())
     async with Client(params) as client:
         proposed = await client.call_tool("add_note", {"text": "from the desktop"})
@@ -563,9 +563,7 @@ def test_a_published_servers_annotated_write_waits_for_the_tap_in_its_container(
     chat.tap(proposal["message_id"], confirm)
 
     def edited() -> list[Body]:
-        now = next(s for s in chat.sent() if s["message_id"] == proposal["message_id"])
-        edits: list[Body] = now["edits"]
-        return edits
+        return chat.edits(proposal["message_id"])
 
     eventually(edited, what="the proposal edited after the tap")
     assert "✅" in edited()[-1]["text"], edited()[-1]["text"]
