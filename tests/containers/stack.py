@@ -398,11 +398,35 @@ def _forget_last_tag(stack: Stack) -> None:
 
 
 def up(stack: Stack) -> float:
-    """Start the stack from scratch (no volumes left over); seconds until all are healthy."""
+    """Start the stack from scratch (no volumes left over); seconds until all are healthy.
+    A stack that does not get healthy fails with what its unhealthy services said."""
     stack.compose("down", "--volumes", "--remove-orphans", check=False)
     started = time.monotonic()
-    stack.compose("up", "--detach", "--wait", "--wait-timeout", "240")
+    done = stack.compose("up", "--detach", "--wait", "--wait-timeout", "240", check=False)
+    assert done.returncode == 0, f"compose up: {done.stderr[-1500:]}\n{unhealthy(stack)}"
     return time.monotonic() - started
+
+
+def unhealthy(stack: Stack) -> str:
+    """Each service that is not healthy: its state, its last health probes and log lines."""
+    listed = stack.compose("ps", "--all", "--format", "json", check=False).stdout
+    rows = [json.loads(line) for line in listed.splitlines() if line.startswith("{")]
+    if len(rows) == 1 and isinstance(rows[0], list):  # older compose: one JSON array
+        rows = rows[0]
+    said = []
+    for row in rows:
+        if row.get("Health") in ("healthy", "") and row.get("State") == "running":
+            continue
+        health = subprocess.run(
+            ["docker", "inspect", "--format", "{{json .State}}", row["ID"]],
+            capture_output=True, text=True, check=False, timeout=60,
+        ).stdout  # fmt: skip
+        logs = stack.compose("logs", "--no-color", "--tail", "40", row["Service"], check=False)
+        said.append(
+            f"--- {row['Service']}: {row.get('State')} {row.get('Health')}\n"
+            f"{health[-2500:]}\n{(logs.stdout + logs.stderr)[-4000:]}"
+        )
+    return "\n".join(said) or "(every service is healthy)"
 
 
 def down(stack: Stack) -> None:
