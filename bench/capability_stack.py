@@ -34,6 +34,7 @@ import bench._fakes  # noqa: F401  (tests/ on the import path)
 from bench._stack_readings import memory_mib
 from containers.stack import (
     BOT_TOKEN,
+    CAPABILITIES,
     USER_ID,
     Stack,
     build,
@@ -88,7 +89,7 @@ def run(idle_s: float) -> None:
         secrets = Path(folder) / "stack" / "secrets"
         secrets.parent.mkdir()
         started = time.monotonic()
-        env = stack_environment(dict(os.environ), secrets, capabilities=True)
+        env = stack_environment(dict(os.environ), secrets, capabilities=CAPABILITIES)
         add_s = time.monotonic() - started
         assert not env.get("CLAWMESH_TEST_CAPABILITIES_SKIPPED"), env
         stack = Stack(env)

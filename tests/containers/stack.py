@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -193,21 +193,32 @@ def uv_command() -> str:
 
 
 def stack_environment(
-    base: dict[str, str], secrets: Path, *, capabilities: bool = False
+    base: dict[str, str],
+    secrets: Path,
+    *,
+    capabilities: Collection[str] = (),
+    ports: Mapping[str, int] | None = None,
 ) -> dict[str, str]:
     """``base`` (the process environment) with the test stack's values, ARCH and UV, its
     configuration (a copy of the shipped one beside ``secrets``, with the tests' capabilities:
     ``CLAWMESH_CONFIG``), and the secret files written into ``secrets`` as make up writes
-    them. ``capabilities``: the tests' capabilities too (the runtime tests' stack)."""
+    them. ``capabilities``: which of the tests' capabilities (``CAPABILITIES``) it has;
+    ``ports``: the port each of them is published on for clients (``--port``), which the
+    generated file publishes on a free port of the host instead (beside other stacks)."""
     env = {**base, **TEST_ENV, "CLAWMESH_SECRETS": str(secrets), "UV": uv_command()}
     env["CLAWMESH_UV"] = env["UV"]
     config = shipped(secrets.parent, "config") / "config"  # git's: never a person's own
     env["CLAWMESH_CONFIG"] = str(config)
     skipped = "this stack is made without" if not capabilities else None
-    env[CAPABILITIES_SKIPPED] = skipped or capabilities_of(config, secrets.parent, env) or ""
+    env[CAPABILITIES_SKIPPED] = skipped or capabilities_of(
+        config, secrets.parent, env, capabilities, ports or {}
+    ) or ""  # fmt: skip
     make_secrets(secrets, config / "mcp_servers.yaml", env)
     stack = secrets.parent / STACK_FILE
-    stack.write_text(stack_file.render(ROOT, config / "mcp_servers.yaml", env))
+    made = stack_file.render(ROOT, config / "mcp_servers.yaml", env)
+    for port in (ports or {}).values():
+        made = made.replace(f"}}:{port}:", "}::")  # "${CLIENTS_ADDRESS:-…}::8110"
+    stack.write_text(made)
     env["ARCH"] = (
         env.get("ARCH")
         or subprocess.run(
@@ -229,12 +240,22 @@ GIT = "mcp-server-git==2026.10.19"
 NOTES_SERVER = ROOT / "tests" / "fakes" / "plain_notes_server"
 
 
-def capabilities_of(config: Path, where: Path, env: dict[str, str]) -> str | None:
-    """Add the tests' capabilities to ``config`` as an operator does (``clawmesh capability
-    add``): mcp-server-fetch from PyPI, on the egress network; mcp-server-git from PyPI
-    (annotated write tools), with Debian's git in its image and its repositories on its volume;
-    and the plain SDK server (unannotated tools) from a wheel built here, keeping its notes on
-    its volume. None when all are in; else why not (no package index here)."""
+CAPABILITIES = ("fetch", "notes", "git")
+
+
+def capabilities_of(
+    config: Path,
+    where: Path,
+    env: dict[str, str],
+    names: Collection[str] = CAPABILITIES,
+    ports: Mapping[str, int] | None = None,
+) -> str | None:
+    """Add the tests' capabilities ``names`` to ``config`` as an operator does (``clawmesh
+    capability add``, with ``--port`` where ``ports`` gives one): mcp-server-fetch from PyPI,
+    on the egress network; mcp-server-git from PyPI (annotated write tools), with Debian's git
+    in its image and its repositories on its volume; and the plain SDK server (unannotated
+    tools) from a wheel built here, keeping its notes on its volume. None when all are in;
+    else why not (no package index here)."""
     wheels = where / "wheels"
     built = subprocess.run(
         [env["UV"], "build", "--quiet", "--wheel", "--out-dir", str(wheels), str(NOTES_SERVER)],
@@ -254,18 +275,18 @@ def capabilities_of(config: Path, where: Path, env: dict[str, str]) -> str | Non
         ["git", "--package", GIT, "--debian", "git", "--data"],
     ]  # fmt: skip
     for words in commands:
+        if words[0] not in names:
+            continue
+        port = (ports or {}).get(words[0])
+        published = ["--port", str(port)] if port else []
         added = subprocess.run(
-            [str(ROOT / ".venv" / "bin" / "clawmesh"), "capability", "add", *words],
+            [str(ROOT / ".venv" / "bin" / "clawmesh"), "capability", "add", *words, *published],
             capture_output=True, text=True, check=False, timeout=600, cwd=where,
             env={**env, "CLAWMESH_REGISTRY": str(config / "mcp_servers.local.yaml"),
                  "CLAWMESH_AGENTS": str(config / "agents.yaml")},
         )  # fmt: skip
         if added.returncode != 0:
             return f"clawmesh capability add {words[0]}: {added.stderr.strip()[-300:]}"
-    text = (config / "capabilities.yaml").read_text()
-    (config / "capabilities.yaml").write_text(
-        text.replace("  notes:\n", "  notes:\n    data: true\n")
-    )
     return None
 
 

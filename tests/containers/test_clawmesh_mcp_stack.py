@@ -27,6 +27,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from containers.stack import (
     BOT_TOKEN,
+    CAPABILITIES_SKIPPED,
     ROOT,
     RUN,
     USER_ID,
@@ -38,9 +39,10 @@ from containers.stack import (
     stack_environment,
     up,
 )
-from containers.test_stack_runtime import Chat, eventually
+from containers.test_stack_runtime import Chat, eventually, notes_written, with_capabilities
 from meshkit.client_file import write_client_file
 from meshkit.credentials import Binding, new_client
+from orchestrator.config.registry import GATEWAY_PORT
 
 pytestmark = [pytest.mark.timeout(2400)]  # may build everything first
 
@@ -48,6 +50,7 @@ PROJECT = f"clawmesh-mcp-test-{RUN}"  # its own volumes and ports; the suite's i
 BINDING = Binding("clawdia", str(USER_ID))
 TOKEN, CREDENTIAL = new_client("claude-desktop", BINDING)
 PORTS = {"weather": 8101, "calendar": 8102, "shopping": 8103, "memory": 8104, "scheduler": 8107}
+NOTES_PORT = 8121  # the capability's port: entry
 CLAWMESH = Path(sys.executable).with_name("clawmesh")
 GONE = pytest.RaisesExc(MCPError, match="Connection closed")  # what the SDK client then says
 Body = dict[str, Any]
@@ -59,7 +62,11 @@ def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     if problem:
         pytest.skip(f"container tests need a Docker engine: {problem}")
     tmp = tmp_path_factory.mktemp("proxied")
-    env = stack_environment(dict(os.environ), tmp / "secrets")
+    # The plain SDK server too, a capability published for clients (clawmesh capability add
+    # --port), its port a free one of the host's as well.
+    env = stack_environment(
+        dict(os.environ), tmp / "secrets", capabilities=("notes",), ports={"notes": NOTES_PORT}
+    )
     env |= {"MESH_CLIENTS": CREDENTIAL.entry()}
     # The shipped example, each port on a free one of the host's (beside other stacks).
     example = yaml.safe_load((ROOT / "compose.clients.example.yaml").read_text())
@@ -84,9 +91,15 @@ def client_file(stack: Stack, tmp: Path, token: str = TOKEN) -> Path:
     """make client's client file, with the URLs the overlay published."""
     urls = {
         name: "http://" + stack.compose("port", name, str(port)).stdout.strip() + "/mcp"
-        for name, port in PORTS.items()
+        for name, port in {**PORTS, **capability_ports(stack)}.items()
     }
     return write_client_file(tmp / "clients", "claude-desktop", BINDING, token, urls)
+
+
+def capability_ports(stack: Stack) -> dict[str, int]:
+    """The capabilities this stack publishes for clients: none where the package index could
+    not be reached (``CAPABILITIES_SKIPPED`` says why)."""
+    return {} if stack.env.get(CAPABILITIES_SKIPPED) else {"notes": GATEWAY_PORT}
 
 
 @asynccontextmanager
@@ -115,7 +128,9 @@ async def test_claude_desktops_one_entry_lists_reads_and_proposes_for_the_bound_
     async with desktop(client_file(proxied, tmp_path), tmp_path / "stderr") as client:
         tools = (await client.list_tools()).tools
         names = {tool.name for tool in tools}
-        assert {name.split("__")[0] for name in names} == set(PORTS)
+        assert {name.split("__")[0] for name in names} == set(PORTS) | set(
+            capability_ports(proxied)
+        )
         for tool in tools:
             tags = set((tool.meta or {}).get("fastmcp", {}).get("tags", []))
             assert tags & {"read", "producer"}, tool.name
@@ -172,7 +187,9 @@ async def test_a_wrong_credential_is_refused_by_the_stack_with_one_line(
             await client.list_tools()
     said = errlog.read_text()
     assert said.startswith(
-        "Error: calendar, memory, scheduler, shopping, weather refused the credential"
+        "Error: calendar, memory, notes, scheduler, shopping, weather refused the credential"
+        if capability_ports(proxied)
+        else "Error: calendar, memory, scheduler, shopping, weather refused the credential"
     )
     assert "Traceback" not in said
 
@@ -187,3 +204,52 @@ def test_a_server_published_for_clients_joins_no_egress_network(proxied: Stack) 
     options = resolved["networks"]["clients"]["driver_opts"]
     assert options == {"com.docker.network.bridge.enable_ip_masquerade": "false"}
     assert not resolved["networks"]["clients"].get("internal")
+
+
+@pytest.mark.anyio
+async def test_a_capability_published_on_its_port_proposes_for_the_bound_user_through_clawmesh_mcp(
+    proxied: Stack, tmp_path: Path
+) -> None:
+    # The plain SDK server's tools carry no annotations: each is a change, offered to the
+    # client as a proposal, staged for the bound user's chat, made once after the tap.
+    with_capabilities(proxied)
+    chat = Chat(proxied)
+    before = len(chat.sent())
+    chat.say("/start")
+    chat.reply_after(before)
+    count = len(chat.sent())
+    async with desktop(client_file(proxied, tmp_path), tmp_path / "stderr") as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        notes = {name for name in tools if name.startswith("notes__")}
+        assert {"notes__add_note", "notes__clear_notes", "notes__get_action"} <= notes
+        for name in notes:
+            tags = set((tools[name].meta or {}).get("fastmcp", {}).get("tags", []))
+            assert not tags & {"confirm", "internal"}, name
+        proposed = content(await client.call_tool("notes__add_note", {"text": "over http"}))
+        action = proposed["staged"]["action_id"]
+
+        def from_desktop() -> Body | None:
+            return next(
+                (m for m in chat.sent()[count:] if "From Claude Desktop" in m["text"]), None
+            )
+
+        message = eventually(from_desktop, what="the proposal in the chat, from Claude Desktop")
+        assert 'add_note: text="over http"' in message["text"]
+        status = content(await client.call_tool("notes__get_action", {"action_id": action}))
+        assert status["state"] == "pending"
+        assert notes_written(proxied) == []  # nothing before the tap
+        buttons = [b for row in message["reply_markup"]["inline_keyboard"] for b in row]
+        confirm = next(b["callback_data"] for b in buttons if b["callback_data"][:5] == "pa:c:")
+        chat.tap(message["message_id"], confirm)
+        deadline = time.monotonic() + 60
+        while (
+            content(await client.call_tool("notes__get_action", {"action_id": action}))["state"]
+            != "done"
+        ):
+            assert time.monotonic() < deadline, "the tapped action was not done"
+            await anyio.sleep(0.2)
+    assert notes_written(proxied) == ["over http"]
+    # Published as compose.clients.yaml publishes the mesh's own: on the clients network,
+    # which lets the port in and nothing out; the server behind it reaches no egress.
+    networks = set(proxied.inspect("notes")["NetworkSettings"]["Networks"])
+    assert networks == {f"{PROJECT}_mesh", f"{PROJECT}_clients"}

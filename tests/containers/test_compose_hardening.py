@@ -356,3 +356,31 @@ def test_a_capabilitys_service_is_generated_from_its_entry_alone(resolved: dict[
         assert [v["target"] for v in service["volumes"]] == ["/data"], name
         depends = resolved["services"]["orchestrator"]["depends_on"][name]
         assert depends["condition"] == "service_healthy", name
+
+
+def test_a_capability_with_a_port_is_published_for_clients_as_the_mesh_s_own_servers_are(
+    tmp_path: Path,
+) -> None:
+    config_dir = shipped(tmp_path, "config") / "config"
+    (config_dir / "capabilities.yaml").write_text(CAPABILITIES + "    port: 8121\n")
+    (config_dir / "capabilities").mkdir(exist_ok=True)
+    for name in CAPABILITY_NAMES:
+        (config_dir / "capabilities" / f"{name}.lock").write_text("# a lock\n")
+    made = config_dir.parent / STACK_FILE
+    made.write_text(stack_file.render(ROOT, config_dir / "mcp_servers.yaml", {}))
+    base = {"PATH": os.environ.get("PATH", "")}
+    # With the clients overlay, as README "In Claude Desktop" has it, and without it.
+    for overlay in ((ROOT / "compose.clients.example.yaml",), ()):
+        resolved = config(base, made, *overlay)
+        notes = resolved["services"]["notes"]
+        published = notes["ports"]
+        assert [(p["host_ip"], p["published"], p["target"]) for p in published] == [
+            ("127.0.0.1", "8121", 8110)
+        ]
+        assert set(notes["networks"]) == {"mesh", "clients"}
+        clients = resolved["networks"]["clients"]
+        assert clients["driver_opts"] == {"com.docker.network.bridge.enable_ip_masquerade": "false"}
+        assert not clients.get("internal")
+        assert not resolved["services"]["fetch"].get("ports")  # no port: entry, none published
+    lan = config({**base, "CLIENTS_ADDRESS": "0.0.0.0"}, made)
+    assert lan["services"]["notes"]["ports"][0]["host_ip"] == "0.0.0.0"

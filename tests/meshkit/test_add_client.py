@@ -126,3 +126,29 @@ def test_with_out_it_writes_the_client_file_clawmesh_mcp_reads_with_the_token_in
     assert (tmp_path / "clients" / "claude-desktop.token").stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "clients").stat().st_mode & 0o777 == 0o700
     assert token not in (tmp_path / "clients" / "claude-desktop.yaml").read_text()
+
+
+def test_the_client_file_lists_each_capability_published_on_a_port_of_its_own(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "registry.yaml").write_text(
+        "capabilities: http\nservers:\n  weather: {url: 'http://weather:8101/mcp', auth: mesh}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "capabilities.yaml").write_text(  # as clawmesh capability add writes them
+        "servers:\n"
+        "  git:\n    package: mcp-server-git==2026.10.19\n    port: 8121\n"
+        "  fetch:\n    package: mcp-server-fetch==2026.10.24\n    egress: true\n",
+        encoding="utf-8",
+    )
+    result = add_client(
+        tmp_path,
+        *("claude-desktop", "--agent", "clawdia", "--user", "1001", "--out", "clients"),
+        registry=tmp_path / "registry.yaml",
+    )
+    assert result.returncode == 0, result.stderr
+    client, _ = read_client_file(tmp_path / "clients" / "claude-desktop.yaml")
+    assert client.servers == {  # fetch publishes no port: no client reaches it over HTTP
+        "weather": "http://127.0.0.1:8101/mcp",
+        "git": "http://127.0.0.1:8121/mcp",
+    }

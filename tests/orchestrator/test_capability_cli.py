@@ -64,6 +64,7 @@ def test_a_capability_is_added_listed_and_removed_with_the_files_comments_kept(
     added = clawmesh(
         project, "add", "notes", "--package", "clawmesh-plain-notes==1.0.0",
         "--find-links", str(wheels), "--command", "plain-notes", "--arg", "notes.json",
+        "--port", "8121",
     )  # fmt: skip
     if added.returncode != 0 and "could not lock" in added.stderr:
         pytest.skip(f"the package index cannot be reached here: {added.stderr.strip()[:200]}")
@@ -72,12 +73,14 @@ def test_a_capability_is_added_listed_and_removed_with_the_files_comments_kept(
     text = capabilities.read_text()
     assert text.startswith(shipped_text.split("servers:")[0])  # the comments, as they were
     assert "  notes:\n    package: clawmesh-plain-notes==1.0.0\n" in text
+    assert "    port: 8121\n" in text
     lock = project / "config" / "capabilities" / "notes.lock"
     assert "--hash=sha256:" in lock.read_text()
 
     listed = clawmesh(project, "list", "--json")
     assert listed.returncode == 0, listed.stderr
     [notes] = json.loads(listed.stdout)
+    assert notes["port"] == 8121
     classes = {row["tool"]: (row["class"], row.get("destructive")) for row in notes["tools"]}
     assert classes == {
         "add_note": ("change", True),
@@ -89,6 +92,19 @@ def test_a_capability_is_added_listed_and_removed_with_the_files_comments_kept(
     again = clawmesh(project, "add", "notes", "--package", "clawmesh-plain-notes==1.0.0")
     assert again.returncode == 2
     assert again.stderr.strip() == ("Error: notes is in the registry already - choose another name")
+
+    # A port is one capability's, and never one of the mesh's own servers': one line each,
+    # before anything is locked or written.
+    for port, said in (
+        ("8121", "Error: notes publishes port 8121 already - give another --port"),
+        ("8105", "Error: port 8105 is one of clawmesh's own servers'"),
+    ):
+        taken = clawmesh(project, "add", "other", "--package", "clawmesh-plain-notes==1.0.0",
+                         "--port", port)  # fmt: skip
+        assert taken.returncode == 2
+        assert taken.stderr.startswith(said), taken.stderr
+        assert len(taken.stderr.strip().splitlines()) == 1
+        assert not (project / "config" / "capabilities" / "other.lock").exists()
 
     removed = clawmesh(project, "remove", "notes")
     assert removed.returncode == 0, removed.stderr

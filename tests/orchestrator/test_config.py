@@ -82,6 +82,7 @@ def test_an_unset_variable_without_a_default_is_a_config_error(tmp_path: Path) -
         ("servers:\n  w:\n    module: nocolon\n", "module must look like"),
         ("servers: [1, 2]\n", "servers: expected a mapping"),
         ("servers:\n  w: {url: [\n", "not valid YAML"),
+        ("servers:\n  w: {url: 'http://w:1/mcp', port: 8121}\n", "port is for package entries"),
     ],
 )
 def test_registry_mistakes_name_the_file_and_key(tmp_path: Path, body: str, message: str) -> None:
@@ -397,3 +398,26 @@ def test_a_key_for_another_server_is_not_held_to_openais_shape() -> None:
     assert result.returncode == 2
     assert "OPENAI" not in result.stderr
     assert "'-42' is not a Telegram user id" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("ports", "message"),
+    [
+        ((8121, 8121), "servers.b.port: a publishes 8121 already; give each capability a port"),
+        ((8104, None), "port 8104 is one of clawmesh's own servers' (8100-8110"),
+        ((80, None), "servers.a.port: Input should be greater than or equal to 1024"),
+    ],
+)
+def test_a_capabilitys_port_is_its_own_and_never_one_of_the_meshs(
+    tmp_path: Path, ports: tuple[int, int | None], message: str
+) -> None:
+    registry = write(tmp_path, "mcp_servers.yaml", "servers:\n  w: {url: 'http://w:1/mcp'}\n")
+    entries = "".join(
+        f"  {name}:\n    package: {name}==1\n" + (f"    port: {port}\n" if port else "")
+        for name, port in zip("ab", ports, strict=True)
+    )
+    write(tmp_path, "capabilities.yaml", "servers:\n" + entries)
+    with pytest.raises(ConfigError) as caught:
+        load_registry(registry, environ={})
+    assert str(caught.value).startswith(str(registry.parent / "capabilities.yaml"))
+    assert message in str(caught.value)

@@ -21,7 +21,12 @@ from typing import NamedTuple
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from meshkit.client_file import client_urls, load_registry_servers, write_client_file
+from meshkit.client_file import (
+    capability_urls,
+    client_urls,
+    load_registry_servers,
+    write_client_file,
+)
 from meshkit.credentials import (
     Binding,
     ClientCredential,
@@ -31,6 +36,7 @@ from meshkit.credentials import (
     new_client,
 )
 from meshkit.fleet import agent_zones
+from meshkit.secret_files import capabilities
 from meshkit.settings import environment
 from meshkit.yaml_config import ConfigError
 
@@ -84,7 +90,9 @@ def client_file(
     registry: Path, out: Path, credential: ClientCredential, token: str, host: str
 ) -> Path:
     """The client file of ``credential`` in ``out``: the registry's servers on ``host``."""
-    urls = client_urls(load_registry_servers(registry, environment()), host)
+    environ = environment()
+    urls = client_urls(load_registry_servers(registry, environ), host)
+    urls |= capability_urls(capabilities(registry, environ), host)
     if not urls:
         raise ConfigError(f"{registry} names no server with client tools (auth: mesh and a url)")
     return write_client_file(out, credential.name, credential.binding, token, urls)

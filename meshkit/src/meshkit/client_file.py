@@ -102,6 +102,16 @@ def client_urls(registry: Mapping[str, object], host: str) -> dict[str, str]:
     return urls
 
 
+def capability_urls(capabilities: Mapping[str, object], host: str) -> dict[str, str]:
+    """Capability → the URL a client reaches its gateway at on ``host``, for each entry of
+    capabilities.yaml with a ``port`` (which its generated service publishes)."""
+    return {
+        name: f"http://{host}:{entry['port']}/mcp"
+        for name, entry in capabilities.items()
+        if isinstance(entry, dict) and isinstance(entry.get("port"), int)
+    }
+
+
 def write_client_file(
     directory: Path, name: str, binding: Binding, token: str, urls: Mapping[str, str]
 ) -> Path:
@@ -115,7 +125,8 @@ def write_client_file(
     path.write_text(
         f"# What `clawmesh mcp {path.name}` reaches over HTTP, and as whom (make client).\n"
         "# On another machine: copy this file and the token file beside it, and put the\n"
-        "# Pi's address in the URLs (the Pi publishes them: compose.clients.yaml).\n"
+        "# Pi's address in the URLs (the Pi publishes them: compose.clients.yaml, and a\n"
+        "# capability's port: entry).\n"
         f"client: {name}\n"
         f"speaks_for: '{binding}'\n"
         f"token_file: {token_path.name}\n"

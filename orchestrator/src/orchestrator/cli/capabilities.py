@@ -66,6 +66,7 @@ def add(
     data: bool = False,
     memory: str | None = None,
     debian: list[str] | None = None,
+    port: int | None = None,
     description: str = "",
     find_links: Path | None = None,
 ) -> Added:
@@ -82,6 +83,25 @@ def add(
         raise CliError(f"{name} is in the registry already", "choose another name", code=2)
     spec = package.strip()
     file = capabilities_file(registry)
+    taken = {e.port: n for n, e in load_capabilities(file).items() if e.port is not None}
+    if port is not None and port in taken:
+        raise CliError(
+            f"{taken[port]} publishes port {port} already", "give another --port", code=2
+        )
+
+    def entry(spec: str) -> ServerEntry:
+        try:
+            return entry_of(spec, command, args, egress, data, memory, debian, port, description)
+        except ValidationError as error:
+            first = error.errors()[0]
+            said = str(first["msg"]).removeprefix("Value error, ")
+            where = ".".join(str(part) for part in first["loc"])
+            said = f"{where}: {said}" if where else said
+            raise CliError(said, "fix the option it names", code=2) from None
+
+    # The options, checked before anything is downloaded (a version stands in until the lock
+    # says which one a bare name resolves to).
+    entry(spec if PACKAGE.match(spec) else f"{_bare(spec)}==0")
     locked = lock_path(registry, name)
     try:
         lock(spec, locked, find_links=find_links)
@@ -91,19 +111,17 @@ def add(
     if not PACKAGE.match(spec):
         spec = pinned(spec, locked)
     try:
-        entry = entry_of(spec, command, args, egress, data, memory, debian, description)
-    except ValidationError as error:
-        locked.unlink(missing_ok=True)
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "the entry"
-        raise CliError(f"{where}: {first['msg']}", "fix the option it names", code=2) from None
-    entry._lock = locked
-    try:
-        tools = anyio.run(listing, entry)
+        made = entry(spec)
     except CliError:
         locked.unlink(missing_ok=True)
         raise
-    write_entry(file, name, entry)
+    made._lock = locked
+    try:
+        tools = anyio.run(listing, made)
+    except CliError:
+        locked.unlink(missing_ok=True)
+        raise
+    write_entry(file, name, made)
     load_capabilities(file)  # what was written reads back, or the error names it
     return Added(name, spec, file, locked, tools)
 
@@ -116,6 +134,7 @@ def entry_of(  # noqa: PLR0917 (what an entry holds)
     data: bool,
     memory: str | None,
     debian: list[str] | None,
+    port: int | None,
     description: str,
 ) -> ServerEntry:
     """The entry ``capability add`` writes; a ValidationError names what is wrong."""
@@ -127,13 +146,14 @@ def entry_of(  # noqa: PLR0917 (what an entry holds)
         data=data,
         memory=memory,
         debian=debian or [],
+        port=port,
         description=description,
     )
 
 
 def pinned(spec: str, locked: Path) -> str:
     """``spec`` (a name, maybe with extras) with the version its lock resolved."""
-    bare = re.split(r"[\[<>=!~ ;]", spec, maxsplit=1)[0]
+    bare = _bare(spec)
     wanted = _normal(bare)
     for line in locked.read_text(encoding="utf-8").splitlines():
         found = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s\\;]+)", line)
@@ -141,6 +161,11 @@ def pinned(spec: str, locked: Path) -> str:
             extras = re.match(r"\[[^\]]*\]", spec[len(bare) :])
             return f"{bare}{extras.group(0) if extras else ''}=={found.group(2)}"
     raise CliError(f"the lock of {spec} does not pin {bare}", "give a version: NAME==VERSION")
+
+
+def _bare(spec: str) -> str:
+    """The package's name in ``spec`` (no extras, no version)."""
+    return re.split(r"[\[<>=!~ ;]", spec, maxsplit=1)[0]
 
 
 def _normal(name: str) -> str:
@@ -183,6 +208,8 @@ def write_entry(file: Path, name: str, entry: ServerEntry) -> None:
         lines.append(f"    memory: {entry.memory}")
     if entry.debian:
         lines.append(f"    debian: [{', '.join(entry.debian)}]")
+    if entry.port is not None:
+        lines.append(f"    port: {entry.port}")
     if entry.description:
         lines.append(f"    description: {_scalar(entry.description)}")
     file.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,7 @@
 """``clawmesh capability``: any published MCP server as a capability, from one entry.
 
-    add NAME --package SPEC [--egress] [--data] [--command W] [--arg W]   lock, start, write
+    add NAME --package SPEC [--egress] [--data] [--port N] [--command W] [--arg W]
+                                           lock, start, write its entry
     list [--json]                          each capability, each tool and its class
     remove NAME                            its entry and its lock
 
@@ -38,6 +39,10 @@ def add(
     debian: Annotated[
         list[str] | None, Parameter(help="a Debian package its image needs (repeat)")
     ] = None,
+    port: Annotated[
+        int | None,
+        Parameter(help="publish it on this machine's port for other MCP clients (make client)"),
+    ] = None,
     command: Annotated[
         list[str] | None, Parameter(help="the program (default: the package)")
     ] = None,
@@ -61,6 +66,7 @@ def add(
             data=data,
             memory=memory,
             debian=debian,
+            port=port,
             description=description,
             find_links=find_links,
         )
@@ -102,15 +108,17 @@ def list_capabilities(*, as_json: Json = False) -> None:
             tools = anyio.run(capabilities.listing, entry)
             rows = capabilities.rows(tools, policy)
             found.append(
-                {"name": name, "package": entry.package, "egress": entry.egress, "tools": rows}
-            )
+                {"name": name, "package": entry.package, "egress": entry.egress,
+                 "port": entry.port, "tools": rows}
+            )  # fmt: skip
         if as_json:
             print(json.dumps(found))
             return
         if not found:
             print(f"No capabilities in {file}: clawmesh capability add NAME --package SPEC")
         for capability in found:
-            print(f"{capability['name']} ({capability['package']})")
+            published = f", port {capability['port']}" if capability["port"] else ""
+            print(f"{capability['name']} ({capability['package']}{published})")
             _print_tools(capability["tools"])
 
     guarded(run, as_json=as_json)

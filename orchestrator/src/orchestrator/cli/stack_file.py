@@ -9,7 +9,9 @@ init, the healthcheck), built from the ``capability`` target of ``containers/Doc
 gateway (``mcp_gateway``, the ``mcp-gateway`` workspace member) with the published server in
 an environment of its own (``/opt/capability``, from its lock's wheels alone), and the Debian
 packages its entry names (``debian: [git]``), installed by apt at the build. It is on the
-internal ``mesh`` network only, unless its entry says ``egress: true``; its volume at
+internal ``mesh`` network only, unless its entry says ``egress: true``; with ``port: N`` it
+publishes its gateway on this machine's port N for other MCP clients (``clawmesh mcp``), on
+the ``clients`` network as compose.clients.yaml does for the mesh's own; its volume at
 ``/data`` keeps the gateway's record of the calls it made (and, with ``data: true``, the
 server's own files under ``/data/server``, its working directory). Its secrets are its own:
 the digest of the orchestrator's credential for it, pending-actions' public key, its relay
@@ -41,6 +43,10 @@ HEADER = (
 SECRETS = "${CLAWMESH_SECRETS:-./secrets}"
 CAPABILITY_HOME = "/opt/capability"
 CAPABILITY_MEMORY = "256m"  # its entry's memory: overrides it
+CLIENTS_NETWORK = "clients"
+# Where a capability's port: is published: this machine only, unless .env says (0.0.0.0 for
+# a laptop on your network, with MESH_ALLOWED_HOSTS naming this machine).
+CLIENTS_ADDRESS = "${CLIENTS_ADDRESS:-127.0.0.1}"
 
 
 def render(root: Path, registry: Path, environ: Mapping[str, str]) -> str:
@@ -63,6 +69,10 @@ def render(root: Path, registry: Path, environ: Mapping[str, str]) -> str:
         secrets[f"{name}-relay-token"] = {"file": f"{SECRETS}/{RELAY_PREFIX}{name}"}
         secrets[f"{name}-env"] = {"file": f"{SECRETS}/{CAPABILITY_ENV_PREFIX}{name}"}
         document.setdefault("volumes", {})[f"{name}-data"] = {}
+        if entry.port is not None:  # compose.clients.example.yaml's network, the same
+            document.setdefault("networks", {})[CLIENTS_NETWORK] = {
+                "driver_opts": {"com.docker.network.bridge.enable_ip_masquerade": "false"}
+            }
     return HEADER + yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
 
 
@@ -91,7 +101,7 @@ def service(
             },
         },
         "image": f"clawmesh/capability-{name}:${{TAG:-latest}}-{locked}",
-        "networks": ["mesh", "egress"] if entry.egress else ["mesh"],
+        "networks": ["mesh", *(["egress"] if entry.egress else [])],
         "secrets": [
             {"source": f"{name}-digest", "target": "mesh_token_sha256"},
             {"source": "approval-public-key", "target": "approval_public_key.pem"},
@@ -115,6 +125,12 @@ def service(
         },
         "volumes": [f"{name}-data:/data"],
     }
+    if entry.port is not None:
+        # For other MCP clients (clawmesh mcp), as compose.clients.yaml publishes the mesh's
+        # own: Docker publishes no port of a container on internal networks only, so it joins
+        # the clients network too, which lets the port in and nothing out (no masquerade).
+        made["ports"] = [f"{CLIENTS_ADDRESS}:{entry.port}:{GATEWAY_PORT}"]
+        made["networks"].append(CLIENTS_NETWORK)
     # Two processes (the gateway and the server behind it) where a first-party server has one.
     made["mem_limit"] = made["memswap_limit"] = entry.memory or CAPABILITY_MEMORY
     return made

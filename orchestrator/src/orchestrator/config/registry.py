@@ -28,6 +28,7 @@ CAPABILITY_NAME = re.compile(r"^[a-z][a-z0-9-]{0,29}$")  # a compose service and
 CAPABILITIES_FILE = "capabilities.yaml"
 LOCKS = "capabilities"  # beside it: capabilities/<name>.lock
 GATEWAY_PORT = 8110
+FIRST_PARTY_PORTS = (8100, 8110)  # the mesh's own servers' ports (and the gateway's)
 MAX_TOOL_NAME = 64
 # The infrastructure the orchestrator itself calls, found by role rather than by name.
 Role = Literal["telegram-io", "pending-actions", "memory", "scheduler"]
@@ -50,6 +51,13 @@ class ServerEntry(BaseModel):
         default=None, pattern=r"^[1-9][0-9]{0,4}[mg]$", description="its container's memory limit"
     )
     data: bool = Field(default=False, description="its container gets a volume at /data")
+    port: int | None = Field(
+        default=None,
+        ge=1024,
+        le=65535,
+        description="the port of this machine its container publishes for other MCP clients "
+        "(clawmesh mcp: make client lists it); none by default",
+    )
     debian: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9+.-]{1,60}$")]] = Field(
         default_factory=list,
         description="Debian packages its server needs in its image (git for mcp-server-git); "
@@ -95,9 +103,16 @@ class ServerEntry(BaseModel):
             )
         if self.package and self.role:
             raise ValueError("a package entry plays no role; remove role")
-        extras = [k for k in ("args", "egress", "memory", "data", "debian") if getattr(self, k)]
+        extras = [
+            k for k in ("args", "egress", "memory", "data", "debian", "port") if getattr(self, k)
+        ]
         if extras and not self.package:
             raise ValueError(f"{extras[0]} is for package entries (capabilities) only")
+        if self.port is not None and FIRST_PARTY_PORTS[0] <= self.port <= FIRST_PARTY_PORTS[1]:
+            raise ValueError(
+                f"port {self.port} is one of clawmesh's own servers' ({FIRST_PARTY_PORTS[0]}-"
+                f"{FIRST_PARTY_PORTS[1]}, which compose.clients.yaml publishes); use 8120 or above"
+            )
         if self.module and ":" not in self.module:
             raise ValueError("module must look like 'package.module:factory'")
         if (self.auth or self.token is not None) and not self.url:
@@ -185,8 +200,16 @@ def load_capabilities(
     if not raw.get("servers"):
         return {}
     entries = _servers(path, raw)
+    ports: dict[int, str] = {}
     for name, entry in entries.items():
         entry._lock = path.parent / LOCKS / f"{name}.lock"
+        if entry.port is not None and entry.port in ports:
+            raise ConfigError(
+                f"{path}: servers.{name}.port: {ports[entry.port]} publishes {entry.port} "
+                "already; give each capability a port of its own"
+            )
+        if entry.port is not None:
+            ports[entry.port] = name
         if not entry.package:
             raise ConfigError(
                 f"{path}: servers.{name}: a capability names its package (package: "
