@@ -356,6 +356,12 @@ def test_a_capabilitys_service_is_generated_from_its_entry_alone(resolved: dict[
         assert [v["target"] for v in service["volumes"]] == ["/data"], name
         depends = resolved["services"]["orchestrator"]["depends_on"][name]
         assert depends["condition"] == "service_healthy", name
+        # Two processes to start: a longer grace than a first-party server's, the probe the same.
+        check, weather = service["healthcheck"], resolved["services"]["weather"]["healthcheck"]
+        assert duration_s(check["start_period"]) > duration_s(weather["start_period"]), name
+        assert {k: v for k, v in check.items() if k != "start_period"} == {
+            k: v for k, v in weather.items() if k != "start_period"
+        }, name
 
 
 def test_a_capability_with_a_port_is_published_for_clients_as_the_mesh_s_own_servers_are(
