@@ -167,7 +167,7 @@ def test_a_config_error_exits_2_with_one_message(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         f"configuration error: {path}: servers.w.urll: unknown key; the keys are url, package, "
-        "args, egress, memory, data, debian, command, module, description, auth, token, "
+        "args, egress, memory, data, port, debian, command, module, description, auth, token, "
         "headers, env, timeout_s, role, proposes"
     ]
 
