@@ -13,13 +13,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 import yaml
 from mcp import Client, MCPError
@@ -39,7 +37,7 @@ from containers.stack import (
     stack_environment,
     up,
 )
-from containers.test_stack_runtime import Chat, eventually, notes_written, with_capabilities
+from containers.test_stack_runtime import Chat, notes_written, until_done, with_capabilities
 from meshkit.client_file import write_client_file
 from meshkit.credentials import Binding, new_client
 from orchestrator.config.registry import GATEWAY_PORT
@@ -121,10 +119,7 @@ async def test_claude_desktops_one_entry_lists_reads_and_proposes_for_the_bound_
     proxied: Stack, tmp_path: Path
 ) -> None:
     chat = Chat(proxied)
-    before = len(chat.sent())
-    chat.say("/start")  # Telegram lets a bot write to a user who has written to it
-    chat.reply_after(before)
-    count = len(chat.sent())
+    count = chat.open()
     async with desktop(client_file(proxied, tmp_path), tmp_path / "stderr") as client:
         tools = (await client.list_tools()).tools
         names = {tool.name for tool in tools}
@@ -150,27 +145,13 @@ async def test_claude_desktops_one_entry_lists_reads_and_proposes_for_the_bound_
             )
         )
         action = proposed["staged"]["action_id"]
-
-        def from_desktop() -> Body | None:
-            return next(
-                (m for m in chat.sent()[count:] if "From Claude Desktop" in m["text"]), None
-            )
-
-        message = eventually(from_desktop, what="the proposal in the chat, from Claude Desktop")
+        message, confirm = chat.from_desktop(count)
         assert "proxied milk" in message["text"]
         status = content(await client.call_tool("shopping__get_action", {"action_id": action}))
         assert status["state"] == "pending"  # staged for the user, nothing done before a tap
         assert status["client"] == "claude-desktop"
-        buttons = [b for row in message["reply_markup"]["inline_keyboard"] for b in row]
-        confirm = next(b["callback_data"] for b in buttons if b["callback_data"][:5] == "pa:c:")
         chat.tap(message["message_id"], confirm)
-        deadline = time.monotonic() + 60
-        while (
-            content(await client.call_tool("shopping__get_action", {"action_id": action}))["state"]
-            != "done"
-        ):
-            assert time.monotonic() < deadline, "the tapped action was not done"
-            await anyio.sleep(0.2)
+        await until_done(client, action, "shopping__get_action")
         listed = content(await client.call_tool("shopping__get_list", {"list_name": "proxy"}))
     assert [i["name"] for found in listed["lists"] for i in found["items"]] == ["proxied milk"]
     assert BOT_TOKEN not in (tmp_path / "stderr").read_text()
@@ -214,10 +195,7 @@ async def test_a_capability_published_on_its_port_proposes_for_the_bound_user_th
     # client as a proposal, staged for the bound user's chat, made once after the tap.
     with_capabilities(proxied)
     chat = Chat(proxied)
-    before = len(chat.sent())
-    chat.say("/start")
-    chat.reply_after(before)
-    count = len(chat.sent())
+    count = chat.open()
     async with desktop(client_file(proxied, tmp_path), tmp_path / "stderr") as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         notes = {name for name in tools if name.startswith("notes__")}
@@ -227,27 +205,13 @@ async def test_a_capability_published_on_its_port_proposes_for_the_bound_user_th
             assert not tags & {"confirm", "internal"}, name
         proposed = content(await client.call_tool("notes__add_note", {"text": "over http"}))
         action = proposed["staged"]["action_id"]
-
-        def from_desktop() -> Body | None:
-            return next(
-                (m for m in chat.sent()[count:] if "From Claude Desktop" in m["text"]), None
-            )
-
-        message = eventually(from_desktop, what="the proposal in the chat, from Claude Desktop")
+        message, confirm = chat.from_desktop(count)
         assert 'add_note: text="over http"' in message["text"]
         status = content(await client.call_tool("notes__get_action", {"action_id": action}))
         assert status["state"] == "pending"
         assert notes_written(proxied) == []  # nothing before the tap
-        buttons = [b for row in message["reply_markup"]["inline_keyboard"] for b in row]
-        confirm = next(b["callback_data"] for b in buttons if b["callback_data"][:5] == "pa:c:")
         chat.tap(message["message_id"], confirm)
-        deadline = time.monotonic() + 60
-        while (
-            content(await client.call_tool("notes__get_action", {"action_id": action}))["state"]
-            != "done"
-        ):
-            assert time.monotonic() < deadline, "the tapped action was not done"
-            await anyio.sleep(0.2)
+        await until_done(client, action, "notes__get_action")
     assert notes_written(proxied) == ["over http"]
     # Published as compose.clients.yaml publishes the mesh's own: on the clients network,
     # which lets the port in and nothing out; the server behind it reaches no egress.

@@ -78,6 +78,27 @@ class Chat:
         first: Body = sent[0]
         return first
 
+    def open(self) -> int:
+        """Open the chat as the user (Telegram lets a bot write to a user who has written to
+        it): how many messages the bot has sent, its answer to /start included."""
+        before = len(self.sent())
+        self.say("/start")
+        self.reply_after(before)
+        return len(self.sent())
+
+    def from_desktop(self, after: int) -> tuple[Body, str]:
+        """The proposal another client made, the first in the chat after the bot's ``after``
+        messages, and its Confirm button's data."""
+
+        def proposal() -> Body | None:
+            sent = self.sent()[after:]
+            return next((m for m in sent if "From Claude Desktop" in m["text"]), None)
+
+        message: Body = eventually(proposal, what="the proposal in the chat, from Claude Desktop")
+        buttons = [b for row in message["reply_markup"]["inline_keyboard"] for b in row]
+        confirm = next(b["callback_data"] for b in buttons if b["callback_data"][:5] == "pa:c:")
+        return message, str(confirm)
+
     def edits(self, message_id: int) -> list[Body]:
         """The edits of the bot's message ``message_id`` so far."""
         now = next(s for s in self.sent() if s["message_id"] == message_id)
@@ -330,9 +351,7 @@ def claude_desktop(stack: Stack, chat: Chat, service: str, module: str) -> Stdio
     """Claude Desktop's entry for the containers (README "In Claude Desktop"): ``module``
     over stdio in ``service``'s container, bound to the user, whose chat is opened first
     (Telegram lets a bot write to a user who has written to it)."""
-    before = len(chat.sent())
-    chat.say("/start")
-    chat.reply_after(before)
+    chat.open()
     command, *args = stack.command
     bound = ["-e", "MESH_STDIO_AGENT=clawdia", "-e", f"MESH_STDIO_USER={USER_ID}"]
     bound += ["-e", "MESH_STDIO_CLIENT=claude-desktop"]
@@ -357,22 +376,11 @@ async def test_claude_desktop_through_compose_exec_proposes_and_only_the_tap_doe
         )
         assert not proposed.is_error, proposed.content
         action = (proposed.structured_content or {})["staged"]["action_id"]
-
-        def from_desktop() -> Body | None:
-            return next(
-                (m for m in chat.sent()[count:] if "From Claude Desktop" in m["text"]), None
-            )
-
-        message = eventually(from_desktop, what="the proposal in the chat, from Claude Desktop")
+        message, confirm = chat.from_desktop(count)
         assert "container milk" in message["text"]
         assert await action_state(client, action) == "pending"  # nothing before the tap
-        buttons = [b for row in message["reply_markup"]["inline_keyboard"] for b in row]
-        confirm = next(b["callback_data"] for b in buttons if b["callback_data"][:5] == "pa:c:")
         chat.tap(message["message_id"], confirm)
-        deadline = time.monotonic() + DEADLINE_S
-        while await action_state(client, action) != "done":
-            assert time.monotonic() < deadline, "the tapped action was not done"
-            await anyio.sleep(0.2)
+        await until_done(client, action)
         listed = await client.call_tool("get_list", {"list_name": "stack"})
     names = [
         i["name"] for found in (listed.structured_content or {})["lists"] for i in found["items"]
@@ -380,10 +388,19 @@ async def test_claude_desktop_through_compose_exec_proposes_and_only_the_tap_doe
     assert names == ["container milk"]
 
 
-async def action_state(client: Client, action_id: str) -> str:
-    result = await client.call_tool("get_action", {"action_id": action_id})
+async def action_state(client: Client, action_id: str, tool: str = "get_action") -> str:
+    """The action's state, by ``tool`` (``<server>__get_action`` through clawmesh mcp)."""
+    result = await client.call_tool(tool, {"action_id": action_id})
     assert not result.is_error, result.content
     return str((result.structured_content or {})["state"])
+
+
+async def until_done(client: Client, action_id: str, tool: str = "get_action") -> None:
+    """Until the tapped action is done, within ``DEADLINE_S``."""
+    deadline = time.monotonic() + DEADLINE_S
+    while await action_state(client, action_id, tool) != "done":
+        assert time.monotonic() < deadline, "the tapped action was not done"
+        await anyio.sleep(0.2)
 
 
 # --- capabilities: servers nobody here wrote, each in its own container behind its gateway
@@ -517,23 +534,12 @@ async def test_another_client_bound_to_the_user_proposes_a_capabilitys_change_fo
         proposed = await client.call_tool("add_note", {"text": "from the desktop"})
         assert not proposed.is_error, proposed.content
         action = (proposed.structured_content or {})["staged"]["action_id"]
-
-        def from_desktop() -> Body | None:
-            return next(
-                (m for m in chat.sent()[count:] if "From Claude Desktop" in m["text"]), None
-            )
-
-        message = eventually(from_desktop, what="the proposal in the chat, from Claude Desktop")
+        message, confirm = chat.from_desktop(count)
         assert 'add_note: text="from the desktop"' in message["text"]
         assert await action_state(client, action) == "pending"
         assert "from the desktop" not in notes_written(stack)  # nothing before the tap
-        buttons = [b for row in message["reply_markup"]["inline_keyboard"] for b in row]
-        confirm = next(b["callback_data"] for b in buttons if b["callback_data"][:5] == "pa:c:")
         chat.tap(message["message_id"], confirm)
-        deadline = time.monotonic() + DEADLINE_S
-        while await action_state(client, action) != "done":
-            assert time.monotonic() < deadline, "the tapped action was not done"
-            await anyio.sleep(0.2)
+        await until_done(client, action)
     assert notes_written(stack).count("from the desktop") == 1
 
 
