@@ -79,11 +79,17 @@ def validated(model: type[M], body: Any, path: Path, key: str) -> M:
     try:
         return model.model_validate(body)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in (key, *first["loc"]))
-        message = first["msg"].removeprefix("Value error, ")
-        if first["type"] == "extra_forbidden":
-            message = f"unknown key; the keys are {', '.join(model.model_fields)}"
-        elif first["type"] == "missing":
-            message = "required; add it"
-        raise ConfigError(f"{path}: {where}: {message}") from None
+        raise ConfigError(f"{path}: {first_mistake(model, error, key)}") from None
+
+
+def first_mistake(model: type[BaseModel], error: ValidationError, key: str = "") -> str:
+    """``error``'s first mistake in one line, ``where: what`` (``key`` before its location;
+    the mistake alone when it has neither, as a check of the whole model has)."""
+    first = error.errors()[0]
+    where = ".".join(str(p) for p in (key, *first["loc"]) if p != "")
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = f"unknown key; the keys are {', '.join(model.model_fields)}"
+    elif first["type"] == "missing":
+        message = "required; add it"
+    return f"{where}: {message}" if where else message

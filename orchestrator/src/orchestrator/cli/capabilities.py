@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from mcp_gateway.upstream import CHANGE, Classified, classify
 from meshkit.command import CliError
+from meshkit.yaml_config import first_mistake
 from orchestrator.config.registry import (
     CAPABILITIES_FILE,
     CAPABILITY_NAME,
@@ -93,10 +94,7 @@ def add(
         try:
             return entry_of(spec, command, args, egress, data, memory, debian, port, description)
         except ValidationError as error:
-            first = error.errors()[0]
-            said = str(first["msg"]).removeprefix("Value error, ")
-            where = ".".join(str(part) for part in first["loc"])
-            said = f"{where}: {said}" if where else said
+            said = first_mistake(ServerEntry, error)
             raise CliError(said, "fix the option it names", code=2) from None
 
     # The options, checked before anything is downloaded (a version stands in until the lock
