@@ -47,7 +47,7 @@ from meshkit.secret_files import CREDENTIALS, render_credentials
 from orchestrator.app import App, llm_for, open_app
 from orchestrator.config.fleet import Agent
 from orchestrator.core.routes import TextContext
-from orchestrator.llm.base import LLM, Item, LLMReply, ToolSpec
+from orchestrator.llm.base import LLM, Item, LLMReply, ToolSpec, Writing
 from orchestrator.settings import OrchestratorSettings
 
 TOKEN = "bench-token-0123456789abcdef"
@@ -86,11 +86,18 @@ class TimedLLM:
         return self._inner.model
 
     async def respond(
-        self, *, instructions: str, items: Sequence[Item], tools: Sequence[ToolSpec]
+        self,
+        *,
+        instructions: str,
+        items: Sequence[Item],
+        tools: Sequence[ToolSpec],
+        writing: Writing | None = None,
     ) -> LLMReply:
         started = time.perf_counter_ns()
         try:
-            return await self._inner.respond(instructions=instructions, items=items, tools=tools)
+            return await self._inner.respond(
+                instructions=instructions, items=items, tools=tools, writing=writing
+            )
         finally:
             self.spans.append((started, time.perf_counter_ns(), len(items)))
 

@@ -1,7 +1,8 @@
 """A fake OpenAI API that follows the real contract, scripted per test.
 
-    POST /v1/responses          -> a Response        ("object": "response")
-    POST /v1/chat/completions   -> a ChatCompletion  ("object": "chat.completion")
+    POST /v1/responses             -> a Response        ("object": "response")
+    POST /v1/chat/completions      -> a ChatCompletion  ("object": "chat.completion")
+    POST /v1/audio/transcriptions  -> a Transcription   ({"text": ..., "usage": ...})
 
 ``fake.script(step, ...)`` queues replies, one per request whichever endpoint it
 reaches, each shaped for that endpoint: ``text("...")``, ``calls(call(name, **args),
@@ -15,32 +16,62 @@ step)`` (answered once the test sets ``event``), or a function of the request bo
 returns one of these. An empty script answers 500 "the test script ran out", or
 ``fake.default`` when set (for end-to-end runs and benchmarks).
 
+A request with ``"stream": true`` gets the same reply streamed as that API streams it
+(fakes.openai_streams: the events, the chunks), at once unless its step is ``Streamed(step,
+every_s=, hold_after=, gate=)``: ``every_s`` between deltas (a model writing at its pace), and
+after ``hold_after`` text deltas nothing more until the test sets ``gate`` (to act
+mid-stream). ``Broken(step, after)`` breaks the stream off after ``after`` text deltas: the
+Responses API sends its ``error`` event and ends, Chat Completions a ``data: {"error": ...}``
+chunk (the SDK raises ``APIError``); ``cut=True`` closes the connection mid-body instead (the
+SDK raises ``APIConnectionError``). Errors, refusals and ``HANG`` answer a stream request as
+any other: before any stream, with their status. A request that does not stream gets
+``Streamed``'s step as JSON, and ``Broken``'s as a 500 ``server_error()``. Whether a request
+asked to stream is in its body (``fake.requests[i].get("stream")``).
+
 Like the real API it refuses (400) a function call without its output and an output
 without its call, and (404) a reasoning item sent back without ``encrypted_content``
 when ``store`` is false. With a reasoning effort, a Responses answer starts with a
-reasoning item. Every request body is in ``requests``, its Authorization header in
-``authorizations``; ``on_request`` (if set) is called at each, so that a test waiting on
-another fake's events (``FakeTelegram.wait_for``) checks again. Serve it with
-``async with fake.serve() as base_url``.
+reasoning item. Every request body of the model's two endpoints is in ``requests``, its
+Authorization header in ``authorizations`` (a transcription's in its ``Heard``);
+``on_request`` (if set) is called at each request, so that a test waiting on another fake's
+events (``FakeTelegram.wait_for``) checks again. Serve it with ``async with fake.serve() as
+base_url``.
+
+Transcriptions (multipart: ``file`` and ``model``; ``language``, ``prompt``, ``temperature``,
+``response_format`` json, text or verbose_json) are scripted apart: ``fake.hear("what the
+audio says")`` queues a transcript, or an ``Error``; an empty queue answers
+``fake.default_transcript`` when set, else 500. Like the real API the fake refuses a request
+without file or model (400), a file over 25 MiB (413), a name without one of the supported
+extensions (400 "Invalid file format"), and bytes that are not the container the extension
+says (400 "Audio file might be corrupted or unsupported"; fakes.audio reads them). The usage
+is whisper-1's (``{"type": "duration", "seconds": N}``, whole seconds rounded up) or the
+gpt-4o transcribe models' (tokens: 10 audio tokens a second in, 4 characters a token out),
+from the duration of Ogg and WAV files, estimated from the size of others (4 kB a second).
+Each request is in ``transcriptions`` (a ``Heard``).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
 from typing import Any, TypeAlias
 
 import anyio
 from starlette.applications import Starlette
+from starlette.datastructures import UploadFile
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from fakes.audio import NotAudio, Probe, probe
+from fakes.openai_streams import Pace, chat_stream, responses_stream
 from fakes.serving import serving
 
 Body = dict[str, Any]
@@ -62,6 +93,12 @@ COMPLETION: Body = json.loads("""{
                   "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}
 }""")
 NOT_STORED = "Items are not persisted when `store` is set to false."
+# The file extensions the transcription endpoint takes, each with the container it must be.
+AUDIO = {
+    "flac": "flac", "m4a": "mp4", "mp3": "mp3", "mp4": "mp4", "mpeg": "mp3", "mpga": "mp3",
+    "oga": "ogg", "ogg": "ogg", "wav": "wav", "webm": "webm",
+}  # fmt: skip
+MAX_AUDIO_BYTES = 26_214_400
 
 
 @dataclass(frozen=True)
@@ -130,7 +167,48 @@ class Gated:
     step: Step
 
 
-Step: TypeAlias = Reply | Error | Hang | Slow | Gated | Callable[[Body], "Step"]
+@dataclass(frozen=True)
+class Streamed:
+    """``step``, streamed with ``every_s`` between deltas, and after ``hold_after`` text deltas
+    nothing more until ``gate`` is set."""
+
+    step: Step
+    every_s: float = 0.0
+    hold_after: int | None = None
+    gate: anyio.Event | None = None
+
+    def __post_init__(self) -> None:
+        if (self.hold_after is None) != (self.gate is None):
+            raise ValueError("hold_after and gate go together")
+
+
+@dataclass(frozen=True)
+class Broken:
+    """``step``, whose stream breaks off after ``after`` text deltas (before its end, when it
+    has fewer): with the API's error in the stream, or ``cut`` mid-body."""
+
+    step: Step
+    after: int
+    cut: bool = False
+
+
+Step: TypeAlias = Reply | Error | Hang | Slow | Gated | Streamed | Broken | Callable[[Body], "Step"]
+Streamer: TypeAlias = Callable[[Body, Body, Pace], Response]
+
+
+@dataclass(frozen=True)
+class Heard:
+    """A transcription request as the fake received it."""
+
+    model: str | None
+    filename: str | None
+    content_type: str | None
+    size: int  # bytes
+    seconds: float | None  # None: not an Ogg or WAV file the fake could read
+    language: str | None
+    prompt: str | None
+    response_format: str
+    authorization: str | None
 
 
 def text(value: str, *, usage: Usage = None) -> Reply:
@@ -184,19 +262,36 @@ class FakeOpenAI:
         self.default: Step | None = None
         self.requests: list[Body] = []
         self.authorizations: list[str | None] = []
+        self.transcripts: deque[str | Error] = deque()
+        self.default_transcript: str | None = None
+        self.transcriptions: list[Heard] = []
         self.on_request: Callable[[], None] | None = None
         self._ids = itertools.count(1)
         self._released: anyio.Event | None = None
         self._closed = False
         self.app = Starlette(
             routes=[
-                Route("/v1/responses", self._endpoint(self._response), methods=["POST"]),
-                Route("/v1/chat/completions", self._endpoint(self._completion), methods=["POST"]),
+                Route(
+                    "/v1/responses",
+                    self._endpoint(self._response, responses_stream),
+                    methods=["POST"],
+                ),
+                Route(
+                    "/v1/chat/completions",
+                    self._endpoint(self._completion, chat_stream),
+                    methods=["POST"],
+                ),
+                Route("/v1/audio/transcriptions", self._transcription, methods=["POST"]),
             ]
         )
 
     def script(self, *steps: Step) -> FakeOpenAI:
         self.queue.extend(steps)
+        return self
+
+    def hear(self, *transcripts: str | Error) -> FakeOpenAI:
+        """Queue what the next transcription requests answer, one each."""
+        self.transcripts.extend(transcripts)
         return self
 
     @asynccontextmanager
@@ -209,11 +304,14 @@ class FakeOpenAI:
                 self.close()  # before uvicorn waits for the requests still hanging
 
     def reset(self) -> None:
-        """Forget the script, the default and the requests; release what hangs."""
+        """Forget the scripts, the defaults and the requests; release what hangs."""
         self.queue.clear()
         self.default = None
         self.requests.clear()
         self.authorizations.clear()
+        self.transcripts.clear()
+        self.default_transcript = None
+        self.transcriptions.clear()
         self.release()
 
     def release(self) -> None:
@@ -226,7 +324,9 @@ class FakeOpenAI:
         self._closed = True
         self.release()
 
-    def _endpoint(self, answer: Callable[[Body, Reply], Body]) -> Callable[..., Any]:
+    def _endpoint(
+        self, answer: Callable[[Body, Reply], Body], stream: Streamer
+    ) -> Callable[..., Any]:
         async def endpoint(request: Request) -> Response:
             body: Body = await request.json()
             self.requests.append(body)
@@ -237,12 +337,21 @@ class FakeOpenAI:
             if step is None:
                 ran_out = f"request {len(self.requests)} to {request.url.path}"
                 return _error(Error(500, f"fake OpenAI: the test script ran out ({ran_out})"))
-            while callable(step) or isinstance(step, (Slow, Gated)):
+            pace = Pace()
+            while not isinstance(step, (Reply, Error, Hang)):
                 if isinstance(step, Slow):
                     await anyio.sleep(step.seconds)
                     step = step.step
                 elif isinstance(step, Gated):
                     await step.gate.wait()
+                    step = step.step
+                elif isinstance(step, Streamed):
+                    pace = replace(
+                        pace, every_s=step.every_s, hold_after=step.hold_after, gate=step.gate
+                    )
+                    step = step.step
+                elif isinstance(step, Broken):
+                    pace = replace(pace, break_after=step.after, cut=step.cut)
                     step = step.step
                 else:
                     step = step(body)
@@ -254,10 +363,49 @@ class FakeOpenAI:
             if isinstance(step, Error):
                 key = (request.headers.get("authorization") or "").removeprefix("Bearer ")
                 return _error(step, key)
-            refusal = _refusal(request.url.path, body)
-            return _error(refusal) if refusal else JSONResponse(answer(body, step))
+            if refusal := _refusal(request.url.path, body):
+                return _error(refusal)
+            if body.get("stream"):
+                return stream(answer(body, step), body, pace)
+            if pace.break_after is not None:
+                return _error(server_error())
+            return JSONResponse(answer(body, step))
 
         return endpoint
+
+    async def _transcription(self, request: Request) -> Response:
+        async with request.form() as form:
+            upload = form.get("file")
+            fields = {k: v for k, v in form.multi_items() if isinstance(v, str)}
+            data = await upload.read() if isinstance(upload, UploadFile) else b""
+        file = upload if isinstance(upload, UploadFile) else None
+        try:
+            probed: Probe | None = probe(data)
+        except NotAudio:
+            probed = None
+        heard = Heard(
+            model=fields.get("model"),
+            filename=file.filename if file else None,
+            content_type=file.content_type if file else None,
+            size=len(data),
+            seconds=probed.seconds if probed else None,
+            language=fields.get("language"),
+            prompt=fields.get("prompt"),
+            response_format=fields.get("response_format", "json"),
+            authorization=request.headers.get("authorization"),
+        )
+        self.transcriptions.append(heard)
+        if self.on_request is not None:
+            self.on_request()
+        if refusal := _unheard(heard, probed):
+            return _error(refusal)
+        said = self.transcripts.popleft() if self.transcripts else self.default_transcript
+        if said is None:
+            ran_out = f"transcription {len(self.transcriptions)}"
+            return _error(Error(500, f"fake OpenAI: the test script ran out ({ran_out})"))
+        if isinstance(said, Error):
+            return _error(said, (heard.authorization or "").removeprefix("Bearer "))
+        return _transcript(said, heard)
 
     def _id(self, prefix: str) -> str:
         return f"{prefix}_{next(self._ids):08d}"
@@ -307,6 +455,45 @@ class FakeOpenAI:
         if completion["usage"] is None:  # local servers leave the key out
             del completion["usage"]
         return completion
+
+
+def _unheard(heard: Heard, probed: Probe | None) -> Error | None:
+    """What the real API refuses of a transcription request, in the order it checks."""
+    if heard.size > MAX_AUDIO_BYTES:
+        exceeded = f"({MAX_AUDIO_BYTES}) exceeded ({heard.size} bytes read)"
+        return Error(413, f"Maximum content size limit {exceeded}", type="server_error")
+    if heard.filename is None:
+        missing = "Missing required parameter: 'file'."
+        return Error(400, missing, "missing_required_parameter", param="file")
+    if not heard.model:
+        return Error(400, "you must provide a model parameter")
+    extension = PurePosixPath(heard.filename).suffix.removeprefix(".").lower()
+    if extension not in AUDIO:
+        return Error(400, f"Invalid file format. Supported formats: {sorted(AUDIO)}")
+    if probed is None or probed.container != AUDIO[extension]:
+        corrupted = "Audio file might be corrupted or unsupported"
+        return Error(400, corrupted, "invalid_value", param="file")
+    if heard.response_format not in ("json", "text", "verbose_json"):
+        unsupported = f"The fake answers json, text or verbose_json, not {heard.response_format!r}."
+        return Error(400, unsupported, "invalid_value", param="response_format")
+    return None
+
+
+def _transcript(text: str, heard: Heard) -> Response:
+    """The answer to ``heard``: its usage from the duration (or, unread, from the size)."""
+    seconds = heard.seconds if heard.seconds is not None else heard.size / 4_000
+    usage: Body = {"type": "duration", "seconds": math.ceil(seconds)}
+    if "transcribe" in (heard.model or ""):  # gpt-4o-transcribe, gpt-4o-mini-transcribe
+        audio, written = max(1, round(seconds * 10)), len(text) // 4 + 1
+        details = {"text_tokens": 0, "audio_tokens": audio}
+        usage = {"type": "tokens", "input_tokens": audio, "output_tokens": written}
+        usage |= {"total_tokens": audio + written, "input_token_details": details}
+    if heard.response_format == "text":
+        return PlainTextResponse(text)
+    if heard.response_format == "verbose_json":
+        task = {"task": "transcribe", "language": heard.language or "english"}
+        return JSONResponse(task | {"duration": seconds, "text": text, "usage": usage})
+    return JSONResponse({"text": text, "usage": usage})
 
 
 def _arguments(made: Call) -> str:

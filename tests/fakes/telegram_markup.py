@@ -5,8 +5,9 @@ units), from ``text`` with explicit ``entities`` or with ``parse_mode`` HTML or 
 as Telegram parses them. Markup Telegram refuses raises its 400 "can't parse entities: ..."
 with the byte offset where the source went wrong; MarkdownV2 "> quote" lines give no entity;
 legacy Markdown is taken as plain text. The shown text must not be blank nor exceed 4096 UTF-16
-units; explicit entities need a known type, must lie inside the text and carry what their type
-requires (``url``, ``user``, ``custom_emoji_id``).
+units (``shown`` parses without these checks, for a draft's text); explicit entities need a
+known type, must lie inside the text and carry what their type requires (``url``, ``user``,
+``custom_emoji_id``).
 
 ``markup`` checks a ``reply_markup``: every inline keyboard button has a text and either
 callback data of 1-64 bytes or another action.
@@ -91,20 +92,23 @@ def markup(markup: Any) -> Body | None:
 
 def render(source: str, mode: str | None, entities: Any) -> tuple[str, list[Body], str | None]:
     """The text a message shows and its entities, from text + entities or parse_mode."""
-    if entities is not None:  # explicit entities win over parse_mode
-        text, entities = source, _check_entities(source, entities)
-    elif mode is None or mode == "Markdown":  # legacy Markdown is not checked
-        text, entities = source, []
-    elif mode.lower() in ("html", "markdownv2"):
-        parse = _parse_html if mode.lower() == "html" else _parse_markdown_v2
-        text, entities = parse(source)
-    else:
-        raise bad(f"unsupported parse_mode {mode!r}")
+    text, entities = shown(source, mode, entities)
     if not text.strip():
         raise bad("message text is empty")
     if utf16(text) > MAX_TEXT:
         raise bad("message is too long")
     return text, entities, mode
+
+
+def shown(source: str, mode: str | None, entities: Any) -> tuple[str, list[Body]]:
+    """The text shown and its entities, of any length (``render`` checks a message's)."""
+    if entities is not None:  # explicit entities win over parse_mode
+        return source, _check_entities(source, entities)
+    if mode is None or mode == "Markdown":  # legacy Markdown is not checked
+        return source, []
+    if mode.lower() in ("html", "markdownv2"):
+        return (_parse_html if mode.lower() == "html" else _parse_markdown_v2)(source)
+    raise bad(f"unsupported parse_mode {mode!r}")
 
 
 def _check_entities(text: str, entities: Any) -> list[Body]:

@@ -3,6 +3,9 @@ own servers (one read of its context from memory, one record of it, one send tha
 the update), whatever tools the model calls; a question it answers, a proposal, a tap or a
 summary round add only what they need.
 
+A streamed reply adds what it shows (``send_draft``, or a placeholder's send and edits),
+never within its first second; an agent that does not stream makes the same calls.
+
 In-process, with the Telegram and scheduled channels running as ``make run`` runs them:
 memory, telegram-io, pending-actions and the scheduler are the real servers, each wrapped
 in a middleware that records the tool calls it receives (``fakes.counted``); Telegram, the
@@ -29,13 +32,14 @@ from pydantic import SecretStr
 from fakes.clocked import CLOCK
 from fakes.counted import CALLS
 from fakes.open_meteo import FakeOpenMeteo
-from fakes.responses_api import FakeOpenAI, call, calls, text
+from fakes.responses_api import FakeOpenAI, Gated, Slow, Streamed, call, calls, text
 from fakes.serving import free_port, serving
 from fakes.telegram_api import FakeTelegram, Sent
 from fakes.world import API_KEY, ROOT, write_telegram_fleet
 from orchestrator.app import App, open_app
 from orchestrator.channels.scheduled import ScheduledChannel
 from orchestrator.channels.telegram import TelegramChannel
+from orchestrator.channels.telegram_stream import StreamPace
 from orchestrator.core.replies import Reply as ChatReply
 from orchestrator.core.routes import Deliver, TextContext
 from orchestrator.core.summaries import PROMPT
@@ -50,6 +54,8 @@ POLLS = ("next_updates", "next_due", "extend_leases")
 TEXT_TURN = ["memory.turn_context", "memory.append_items", "telegram-io.send_message"]
 PARIS = ZoneInfo("Europe/Paris")
 TAP_ANSWER_WITHIN_S = 3.0  # the channel's; no other wait of it lasts exactly that
+NEVER = StreamPace(first_after_s=3600)  # within a test: a reply done within the first second
+AT_ONCE = StreamPace(first_after_s=0, every_s=0, edit_every_s=0)  # each change, as it comes
 
 
 @dataclass
@@ -105,7 +111,22 @@ async def handled(update: str) -> list[str]:
 
 
 @pytest.fixture
-async def lean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Lean]:
+def pace() -> StreamPace:
+    """How a streamed reply changes on screen: here never, unless a test says (``AT_ONCE``):
+    the counts of the other tests are those of a reply done within the first second."""
+    return NEVER
+
+
+@pytest.fixture
+def streams() -> bool:
+    """The agent's ``stream``."""
+    return True
+
+
+@pytest.fixture
+async def lean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pace: StreamPace, streams: bool
+) -> AsyncIterator[Lean]:
     telegram, llm, weather = FakeTelegram(), FakeOpenAI(), FakeOpenMeteo()
     telegram.add_bot(TOKEN, name="Clawdia")
     async with telegram.serve() as api, llm.serve() as llm_url, serving(weather.app) as meteo:
@@ -135,6 +156,8 @@ async def lean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
             user=USER,
             home="Paris",
         )
+        if not streams:
+            agents.write_text(agents.read_text() + "    stream: false\n")
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         for name in ("MESH_APPROVAL_SIGNING_KEY_FILE", "MESH_APPROVAL_PUBLIC_KEY_FILE"):
@@ -157,6 +180,7 @@ async def lean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
                 wait_s=1,
                 typing_after_s=60,
                 tap_answer_within_s=TAP_ANSWER_WITHIN_S,
+                pace=pace,
                 sleep=timer.sleep,
                 say=lambda _: None,
             )
@@ -444,3 +468,108 @@ async def test_a_turn_goes_on_when_memory_does_not_answer(tmp_path: Path) -> Non
     assert sent == ["Hello without memory."]
     [request] = llm.requests
     assert [i["content"] for i in request["input"]] == ["hi"]  # no window: none could be read
+
+
+def draft_texts(lean: Lean) -> list[str]:
+    return [d.text for d in lean.telegram.drafts(TOKEN, USER)]
+
+
+@pytest.mark.parametrize("pace", [AT_ONCE])
+async def test_a_streamed_reply_shows_as_written_then_is_sent_as_an_unstreamed_one(
+    lean: Lean,
+) -> None:
+    written = anyio.Event()
+    lean.llm.script(Streamed(text("It is **sunny** in Paris today."), hold_after=3, gate=written))
+    update = lean.say("weather?")
+    await lean.telegram.wait_for(lambda: "It is sunny" in draft_texts(lean))
+    assert lean.telegram.sent(TOKEN, USER) == []  # still being written
+    written.set()
+
+    made = await handled(update)
+    reply = await lean.reply()
+
+    assert [name for name in made if name != "telegram-io.send_draft"] == TEXT_TURN
+    assert made[-1] == "telegram-io.send_message"  # no draft after the reply
+    drafts = made.count("telegram-io.send_draft")
+    assert 1 <= drafts == len(draft_texts(lean))  # one a change at most; here ≤ 7 words
+    assert reply.text == "It is sunny in Paris today."
+    assert [e["type"] for e in reply.entities] == ["bold"]  # formatted as ever
+    [request] = lean.llm.requests
+    assert request["stream"] is True
+
+
+@pytest.mark.parametrize("pace", [AT_ONCE])
+async def test_while_a_tool_runs_the_draft_says_what_it_does(lean: Lean) -> None:
+    answered = anyio.Event()
+    lean.llm.script(
+        calls(call("weather__get_forecast", location="Paris", days=1)),
+        Gated(answered, text("Sunny in Paris.")),
+    )
+    update = lean.say("weather in Paris tomorrow?")
+    await lean.telegram.wait_for(
+        lambda: "⏳ Daily forecast: location=Paris, days=1…" in draft_texts(lean)
+    )
+    answered.set()
+
+    await handled(update)
+
+    assert (await lean.reply()).text == "Sunny in Paris."
+
+
+@pytest.mark.parametrize("pace", [AT_ONCE])
+async def test_stop_keeps_what_was_written_marked_stopped_and_stores_nothing(
+    lean: Lean,
+) -> None:
+    never = anyio.Event()
+    lean.llm.script(Streamed(text("Here is a long story about Paris."), hold_after=3, gate=never))
+    update = lean.say("tell me a story")
+    await lean.telegram.wait_for(lambda: "Here is a" in draft_texts(lean))
+
+    lean.say("/stop")
+    await handled(update)
+    await lean.reply(2)
+
+    texts = sorted(m.text for m in lean.telegram.sent(TOKEN, USER))
+    assert texts == ["Here is a\n\n⏹ Stopped.", "Stopped: I dropped that request. What next?"]
+    assert "memory.append_items" not in CALLS.names()
+    never.set()
+
+
+@pytest.mark.parametrize("pace", [AT_ONCE])
+async def test_where_drafts_are_refused_a_placeholder_is_edited_and_the_reply_takes_its_place(
+    lean: Lean,
+) -> None:
+    lean.telegram.refuse_drafts(TOKEN)
+    written = anyio.Event()
+    lean.llm.script(
+        Streamed(text("It is sunny in Paris today."), hold_after=3, gate=written),
+        text("Lyon too."),
+    )
+    update = lean.say("weather?")
+    await lean.telegram.wait_for(lambda: len(lean.telegram.sent(TOKEN, USER)) == 1)
+    [placeholder] = lean.telegram.sent(TOKEN, USER)
+    written.set()
+    made = await handled(update)
+
+    [reply] = lean.telegram.sent(TOKEN, USER)
+    assert reply is placeholder
+    assert reply.text == "It is sunny in Paris today."  # the reply, in the placeholder's place
+    [send] = [c for c in CALLS.made if c.arguments.get("idempotency_key") == f"reply:{update}"]
+    assert send.arguments["replace"] == placeholder.message_id
+    assert made.count("telegram-io.send_draft") == 1  # refused once, then never asked again
+    CALLS.clear()
+    second = lean.say("and Lyon?")
+    await handled(second)
+    assert "telegram-io.send_draft" not in CALLS.names()
+
+
+@pytest.mark.parametrize(("pace", "streams"), [(AT_ONCE, False)])
+async def test_an_agent_that_does_not_stream_makes_the_unstreamed_calls(lean: Lean) -> None:
+    lean.llm.script(Slow(0.3, text("Hello! How can I help?")))
+    update = lean.say("hi")
+
+    made = await handled(update)
+
+    assert made == TEXT_TURN
+    assert "stream" not in lean.llm.requests[0]
+    assert lean.telegram.drafts(TOKEN) == []

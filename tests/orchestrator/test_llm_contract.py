@@ -6,6 +6,7 @@ items and calls back, same errors. Sleeps between retries are recorded, never sl
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -18,6 +19,7 @@ from fakes.responses_api import (
     HANG,
     UNREPORTED,
     Body,
+    Broken,
     Call,
     Error,
     FakeOpenAI,
@@ -565,3 +567,83 @@ async def failure(rig: Rig, kind: type[E]) -> E:
     with pytest.raises(kind) as caught:
         await rig.respond()
     return caught.value
+
+
+async def streamed(rig: Rig, *items: Item, tools: tuple[ToolSpec, ...] = (FORECAST,)) -> Streamed:
+    """The reply of a streamed call, with what ``writing`` was told along the way."""
+    told: list[str] = []
+
+    async def writing(so_far: str) -> None:
+        told.append(so_far)
+
+    reply = await rig.llm.respond(
+        instructions="You are Clawdia.", items=list(items) or [USER], tools=tools, writing=writing
+    )
+    return Streamed(reply, told)
+
+
+@dataclass(frozen=True)
+class Streamed:
+    reply: LLMReply
+    told: list[str]
+
+
+async def test_a_streamed_reply_is_told_word_by_word_and_is_the_unstreamed_reply(
+    rig: Rig,
+) -> None:
+    said = "It is **sunny** in Paris, 21 °C."
+    rig.fake.script(text(said, usage=(120, 9)), text(said, usage=(120, 9)))
+
+    whole = await rig.respond()
+    got = await streamed(rig)
+
+    assert got.reply.text == whole.text == said
+    assert got.reply.usage == whole.usage == Usage(120, 9)
+    assert [i["type"] for i in got.reply.items] == [i["type"] for i in whole.items]
+    assert got.told == ["It", "It is", "It is **sunny**", *got.told[3:]]
+    assert got.told[-1] == said
+    assert all(a == b[: len(a)] for a, b in itertools.pairwise(got.told))  # only ever grows
+    assert rig.fake.requests[1]["stream"] is True
+    assert "stream" not in rig.fake.requests[0]
+    if rig.api == "chat":
+        assert rig.fake.requests[1]["stream_options"] == {"include_usage": True}
+
+
+async def test_streamed_tool_calls_are_the_unstreamed_calls(rig: Rig) -> None:
+    made = calls(
+        call("weather__get_forecast", city="Paris"),
+        call("memory__note", text="likes Paris in spring", tags=["travel"]),
+        preamble="Let me check.",
+    )
+    rig.fake.script(made, made)
+
+    whole = await rig.respond(tools=(FORECAST, NOTE))
+    got = await streamed(rig, tools=(FORECAST, NOTE))
+
+    assert [(c.name, json.loads(c.arguments)) for c in got.reply.calls] == [
+        (c.name, json.loads(c.arguments)) for c in whole.calls
+    ]
+    assert got.reply.text == whole.text == "Let me check."
+    assert got.told[-1] == "Let me check."
+
+
+async def test_a_stream_broken_midway_is_tried_again_from_the_start(rig: Rig) -> None:
+    said = "Sunny in Paris all week long."
+    rig.fake.script(Broken(text(said), after=3), Broken(text(said), after=2, cut=True), text(said))
+
+    got = await streamed(rig)
+
+    assert got.reply.text == said
+    assert len(rig.fake.requests) == 3
+    assert len(rig.sleeps) == 2  # two backoffs, recorded
+    assert "Sunny in Paris" in got.told  # the first try's words, told again from the start
+    assert got.told[-1] == said
+
+
+async def test_a_streamed_call_refused_before_it_streams_is_the_same_error(rig: Rig) -> None:
+    rig.fake.script(bad_request())
+    with pytest.raises(LLMRejected):
+        await streamed(rig)
+    rig.fake.script(rate_limited(0.5), text("ok"))
+    assert (await streamed(rig)).reply.text == "ok"
+    assert rig.sleeps == [0.5]

@@ -529,3 +529,104 @@ async def test_a_tap_that_changes_nothing_is_answered_and_acked_in_one_call(
     assert (done["ok"], done["acked"]) == (True, 1)
     assert [a.text for a in fake.callback_answers(ADA)] == ["already done"]
     assert status["pending"] == 0
+
+
+async def bots_up(client: Client[Any]) -> None:
+    """Until every bot is up (its poller has made it ready), as the orchestrator waits."""
+
+    async def up() -> bool:
+        return set(states(await call(client, "status")).values()) == {"ok"}
+
+    await eventually(up)
+
+
+async def test_a_draft_shows_the_reply_so_far_formatted_and_is_never_a_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "hi")
+        await bots_up(client)
+        draft = {"agent": "ada", "chat_id": str(USER), "draft_id": 7}
+        assert (await call(client, "send_draft", **draft, text="Sunny in **Par"))["ok"]
+        assert (await call(client, "send_draft", **draft, text="Sunny in **Paris**"))["ok"]
+        assert (await call(client, "send_draft", **draft))["ok"]  # "" shows "Thinking…"
+
+        shown = fake.drafts(ADA, USER)
+        assert [(d.draft_id, d.text) for d in shown] == [
+            (7, "Sunny in **Par"),  # half-written Markdown is shown as it is
+            (7, "Sunny in Paris"),
+            (7, ""),
+        ]
+        assert shown[1].entities == [{"type": "bold", "offset": 9, "length": 5}]
+        assert fake.sent(ADA, USER) == []
+
+
+async def test_a_refused_draft_is_an_error_and_a_busy_one_says_try_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "hi")
+        await bots_up(client)
+        draft = {"agent": "ada", "chat_id": str(USER), "draft_id": 7, "text": "so far"}
+        fake.refuse_drafts(ADA)
+        refused = await call_error(client, "send_draft", **draft)
+        fake.refuse_drafts(ADA, on=False)
+        fake.fail_next("sendMessageDraft", 429, retry_after=5)
+        busy = await call_error(client, "send_draft", **draft)
+
+        assert refused.startswith("Telegram refused the draft: ")
+        assert not refused.startswith(TRY_LATER)
+        assert busy == f"{TRY_LATER}Telegram rate-limits drafts for 5 s"
+        group = await call_error(client, "send_draft", **(draft | {"chat_id": "-100123"}))
+        assert "private chats only" in group
+        assert fake.drafts(ADA) == []
+
+
+async def test_a_reply_takes_its_placeholders_place_and_a_tap_on_it_names_the_replys_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "hi")
+        await bots_up(client)
+        chat = {"agent": "ada", "chat_id": str(USER)}
+        placeholder = await call(
+            client, "send_message", **chat, text="Sunny in", idempotency_key="draft:u1"
+        )
+        [message_id] = placeholder["message_ids"]
+        reply = {
+            **chat, "text": "Sunny in **Paris**.", "idempotency_key": "reply:u1",
+            "buttons": [[{"label": "OK", "data": "pa:c:act_1"}]], "replace": message_id,
+        }  # fmt: skip
+        first = await call(client, "send_message", **reply)
+        again = await call(client, "send_message", **reply)
+
+        assert first["message_ids"] == again["message_ids"] == [message_id]
+        assert again["duplicate"]
+        [sent] = fake.sent(ADA, USER)
+        assert (sent.text, len(sent.edits)) == ("Sunny in Paris.", 1)
+        assert sent.reply_markup == {
+            "inline_keyboard": [[{"text": "OK", "callback_data": "pa:c:act_1"}]]
+        }
+        fake.tap(ADA, USER, message_id, "pa:c:act_1")
+        tapped = await call(client, "next_updates", max=10, wait_s=10)
+        taps = [u for u in tapped["updates"] if u["kind"] == "callback"]
+        while not taps:
+            tapped = await call(client, "next_updates", max=10, wait_s=10)
+            taps = [u for u in tapped["updates"] if u["kind"] == "callback"]
+        assert taps[0]["message_key"] == "reply:u1"
+
+
+async def test_a_reply_whose_placeholder_is_gone_is_sent_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with telegram_io(tmp_path, monkeypatch) as (fake, client, _):
+        fake.user_message(ADA, USER, "hi")
+        await bots_up(client)
+        chat = {"agent": "ada", "chat_id": str(USER)}
+        sent = await call(
+            client, "send_message", **chat, text="The whole reply.", replace=999
+        )  # no such message: deleted by the user, say
+
+        [message] = fake.sent(ADA, USER)
+        assert sent["message_ids"] == [message.message_id]
+        assert message.text == "The whole reply."

@@ -51,6 +51,46 @@ class OrchestratorSettings(DataSettings):
     )
     llm_timeout_s: float = Field(default=90, gt=0, validation_alias=_env("LLM_TIMEOUT_S"))
 
+    transcription_model: str = Field(
+        default="gpt-4o-mini-transcribe",
+        validation_alias=_env("TRANSCRIPTION_MODEL"),
+        description="TRANSCRIPTION_MODEL: what voice notes are transcribed with (whisper-1, "
+        "a local Whisper server's model)",
+    )
+    transcription_base_url: str | None = Field(
+        default=None,
+        validation_alias=_env("TRANSCRIPTION_BASE_URL"),
+        description="TRANSCRIPTION_BASE_URL: an OpenAI-compatible server with "
+        "/audio/transcriptions (a local Whisper server); default: OPENAI_BASE_URL's",
+    )
+    transcription_api_key_file: SecretFile = Field(
+        default=None,
+        validation_alias=_env("TRANSCRIPTION_API_KEY_FILE"),
+        description="TRANSCRIPTION_API_KEY_FILE: a file holding its key; default: the "
+        "model's key (OPENAI_API_KEY)",
+    )
+    voice_max_s: int = Field(
+        default=600,
+        ge=1,
+        le=7200,
+        validation_alias=_env("VOICE_MAX_S"),
+        description="VOICE_MAX_S: the longest voice note (or audio, round video) transcribed",
+    )
+    voice_max_bytes: int = Field(
+        default=20 * 1024 * 1024,
+        ge=1024,
+        le=25 * 1024 * 1024,  # OpenAI's limit for one transcription
+        validation_alias=_env("VOICE_MAX_BYTES"),
+        description="VOICE_MAX_BYTES: the largest voice note transcribed",
+    )
+    text_file_max_chars: int = Field(
+        default=20_000,
+        ge=100,
+        le=200_000,
+        validation_alias=_env("TEXT_FILE_MAX_CHARS"),
+        description="TEXT_FILE_MAX_CHARS: the longest text file read into a turn",
+    )
+
     mesh_credentials_file: Path | None = Field(
         default=None,
         validation_alias=_env("MESH_CREDENTIALS_FILE"),
@@ -107,13 +147,19 @@ class OrchestratorSettings(DataSettings):
         return self.openai_api_key or self.openai_api_key_file
 
     @property
+    def transcription_key(self) -> SecretStr | None:
+        """TRANSCRIPTION_API_KEY_FILE's key, else the model's."""
+        return self.transcription_api_key_file or self.api_key
+
+    @property
     def llm_configured(self) -> bool:
         return self.api_key is not None or bool(self.openai_base_url)
 
     def secrets(self) -> list[str]:
         """What the log formatter redacts: the LLM key and the mesh credentials (a credentials
         file that cannot be read is named when the registry is opened)."""
-        known = [self.api_key.get_secret_value()] if self.api_key else []
+        keys = (self.api_key, self.transcription_key)
+        known = list(dict.fromkeys(key.get_secret_value() for key in keys if key is not None))
         if self.mesh_credentials_file is not None:
             with contextlib.suppress(CredentialsFileError):
                 known += read_credentials(self.mesh_credentials_file).values()

@@ -6,7 +6,10 @@ Normalized update kinds:
     callback   a button tap: ``callback_id`` and ``callback_data``, ``message_id`` of its
                message and ``message_key``, the idempotency key that message was sent under
     media      a photo, voice note, sticker, file...: ``media`` names which (and ``text``
-               holds the caption, if any)
+               holds the caption, if any); ``file`` describes its file, when it has one,
+               for telegram-io's ``download_media`` (``Downloaded`` with the file as MCP
+               content: a photo as an image, a voice note or audio file as audio, any
+               other file as an embedded resource)
     other      anything else (edited messages, service messages): acked and ignored
 """
 
@@ -38,6 +41,30 @@ MEDIA = (
 )
 
 
+# The media that carry a file (not a location, a contact or a poll).
+MediaKind = Literal[
+    "photo", "voice", "audio", "video_note", "document", "sticker", "video", "animation"
+]
+# What Telegram gives a bot to download: getFile refuses larger files.
+MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
+
+
+class MediaFile(BaseModel):
+    """The file of a media update: what to know before downloading it."""
+
+    kind: MediaKind
+    file_name: str | None = Field(default=None, description="as sent (audio, document, video)")
+    mime_type: str | None = Field(
+        default=None, description="the type download_media gives the file (a photo: image/jpeg)"
+    )
+    file_size: int | None = Field(default=None, description="bytes; null: Telegram did not say")
+    duration: int | None = Field(default=None, description="seconds (voice, audio, video)")
+    width: int | None = Field(
+        default=None, description="pixels; a photo: of the size download_media fetches"
+    )
+    height: int | None = None
+
+
 class InboxUpdate(BaseModel):
     id: str = Field(description="'<bot>:<update_id>': pass it to ack")
     agent: str
@@ -49,6 +76,9 @@ class InboxUpdate(BaseModel):
     user_name: str | None = None
     text: str | None = None
     media: str | None = None
+    file: MediaFile | None = Field(
+        default=None, description="for media with a file: the file download_media fetches"
+    )
     callback_id: str | None = None
     callback_data: str | None = None
     message_id: int | None = Field(
@@ -90,6 +120,16 @@ class Sent(BaseModel):
 class Done(BaseModel):
     ok: bool = True
     acked: int = Field(default=0, description="how many of the ids in ack were waiting")
+
+
+class Downloaded(BaseModel):
+    """What download_media fetched; the file itself is the result's content."""
+
+    kind: MediaKind
+    mime_type: str
+    file_name: str | None = None
+    size: int = Field(description="bytes")
+    duration: int | None = Field(default=None, description="seconds (voice, audio, video)")
 
 
 class BotStatus(BaseModel):

@@ -18,8 +18,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-Purpose = Literal["turn", "scheduled", "briefing", "summary"]
-PURPOSES: tuple[Purpose, ...] = ("turn", "scheduled", "briefing", "summary")
+Purpose = Literal["turn", "scheduled", "briefing", "summary", "voice"]
+PURPOSES: tuple[Purpose, ...] = ("turn", "scheduled", "briefing", "summary", "voice")
 Unit = Literal["money", "tokens"]
 USAGE_ID = r"^use_[0-9a-f]{12,32}$"
 DAY = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
@@ -42,7 +42,8 @@ class UsageRecord(BaseModel):
     user: str = Field(min_length=1, max_length=200, description="Whose allowance it counts to")
     chat_id: str = Field(min_length=1, max_length=200)
     purpose: Purpose = Field(
-        description="turn (a message), scheduled (a scheduled prompt), briefing, summary"
+        description="turn (a message), scheduled (a scheduled prompt), briefing, summary, "
+        "voice (a voice note transcribed)"
     )
     model: str = Field(min_length=1, max_length=200)
     turn_id: str | None = Field(

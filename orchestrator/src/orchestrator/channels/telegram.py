@@ -41,6 +41,7 @@ from orchestrator.channels.telegram_io import (
     command_of,
 )
 from orchestrator.channels.telegram_ready import go_live
+from orchestrator.channels.telegram_stream import STREAMED, StreamPace
 from orchestrator.core.dispatch import Dispatcher, Reply
 from orchestrator.core.routes import StatusLines
 from orchestrator.core.runtime import AgentRuntime
@@ -67,6 +68,7 @@ class TelegramChannel(Source[InboxUpdate, str]):
         typing_after_s: float = 0.3,
         typing_every_s: float = 4.0,
         tap_answer_within_s: float = 3.0,
+        pace: StreamPace | None = STREAMED,
         repoll_after_s: float = 0.05,
         max_turns: int = 16,
         consumer: str = "orchestrator",
@@ -84,6 +86,7 @@ class TelegramChannel(Source[InboxUpdate, str]):
             typing_after_s=typing_after_s,
             typing_every_s=typing_every_s,
             tap_answer_within_s=tap_answer_within_s,
+            pace=pace,
             sleep=sleep,
         )
         self._batch = batch

@@ -4,7 +4,9 @@ The update's kind picks its handler from one table (``UpdateAnswerer.routes``, b
 with the answerer):
 
 - A text goes to the dispatcher; "typing…" shows from ``typing_after_s`` into the turn,
-  refreshed every ``typing_every_s``, and stops when the reply is delivered.
+  refreshed every ``typing_every_s``, and stops when the reply is delivered. An agent that
+  streams (its ``stream``, on by default) shows the reply as the model writes it, then
+  sends it as it would unstreamed (``telegram_stream``); what a ``/stop`` cut short stays.
 - A tap never reaches the model: it is done once, answered (the spinner on the button
   stops) and its message edited; a tap that answers a question starts a turn whose reply
   is a new message. The handler gives the notice and then its last word (``settle``):
@@ -38,6 +40,7 @@ from orchestrator.channels.telegram_io import (
     best_effort,
     without_bot_name,
 )
+from orchestrator.channels.telegram_stream import ReplyStream, StreamPace
 from orchestrator.core.dispatch import Dispatcher, Reply
 from orchestrator.core.routes import Deliver, TapContext, TextContext
 from orchestrator.core.runtime import AgentRuntime
@@ -46,6 +49,7 @@ logger = logging.getLogger(__name__)
 
 # (agent, chat, update) -> whether the reply's send acked the update
 UpdateHandler = Callable[[str, str, InboxUpdate], Awaitable[bool]]
+DRAFT_IDS = 2**31 - 1  # a draft's id: 1 up to this, from its update's id
 MEDIA_REPLY = (
     "I can only read text for now: photos, voice notes, stickers and files are not "
     "supported. Tell me in words what you need."
@@ -61,9 +65,13 @@ class UpdateAnswerer:
         typing_after_s: float,
         typing_every_s: float,
         tap_answer_within_s: float = 3.0,
+        pace: StreamPace | None = None,
         sleep: Callable[[float], Awaitable[None]],
     ) -> None:
+        """``pace``: how streamed replies change on screen (None: no reply is streamed)."""
         self._dispatcher = dispatcher
+        self._pace = pace
+        self._placeholders: set[str] = set()  # agents whose drafts Telegram refused
         self._io = io
         self._typing_after_s = typing_after_s
         self._typing_every_s = typing_every_s
@@ -93,16 +101,18 @@ class UpdateAnswerer:
     async def _text(self, agent: str, chat: str, update: InboxUpdate) -> bool:
         typing = anyio.CancelScope()
         acked = False
+        stream = self._stream(agent, chat, update)
 
         async def keep_typing() -> None:
             with typing:
-                await self._keep_typing(agent, chat)
+                await self._keep_typing(agent, chat, stream)
 
         async def send(reply: Reply) -> str | None:
             nonlocal acked
             typing.cancel()  # the answer is here: no more "typing…"
+            placeholder = None if stream is None else await stream.close()
             shown_in = await self._io.deliver(
-                agent, chat, reply, _reply_key(update), ack=[update.id]
+                agent, chat, reply, _reply_key(update), ack=[update.id], replace=placeholder
             )
             acked = True
             return shown_in
@@ -114,6 +124,8 @@ class UpdateAnswerer:
 
         async with as_itself(), anyio.create_task_group() as turn:
             turn.start_soon(keep_typing)
+            if stream is not None:
+                turn.start_soon(stream.run)
             try:
                 await self._dispatcher.on_text(
                     TextContext(
@@ -124,11 +136,30 @@ class UpdateAnswerer:
                         user=update.user_id,
                         deliver=Deliver(_reply_key(update), send),
                         edit_message=edit_message,
+                        observe=None if stream is None else stream.calling,
+                        writing=None if stream is None else stream.writing,
                     ),
                 )
+                if stream is not None and not acked:  # /stop: what was shown stays
+                    await stream.close()
+                    if (kept := stream.stopped()) is not None:
+                        await send(kept)
             finally:
                 typing.cancel()
+                if stream is not None:
+                    await stream.close()
         return acked
+
+    def _stream(self, agent: str, chat: str, update: InboxUpdate) -> ReplyStream | None:
+        """How the reply is shown as it is written; None: sent when whole (the agent's
+        ``stream`` is off, or the channel streams nothing)."""
+        if self._pace is None or not self._dispatcher.agents[agent].agent.entry.stream:
+            return None
+        return ReplyStream(
+            self._io, agent, chat, update.id,
+            draft_id=update.update_id % DRAFT_IDS + 1, pace=self._pace,
+            placeholders=self._placeholders, sleep=self._sleep,
+        )  # fmt: skip
 
     async def _media(self, agent: str, chat: str, update: InboxUpdate) -> bool:
         await self.send(agent, update, Reply(MEDIA_REPLY), ack=True)
@@ -184,14 +215,15 @@ class UpdateAnswerer:
         await self._sleep(self._tap_answer_within_s)
         await tap.show()
 
-    async def _keep_typing(self, agent: str, chat: str) -> None:
-        """ "typing…" from a moment into the turn until it ends (Telegram shows it ~5 s).
+    async def _keep_typing(self, agent: str, chat: str, stream: ReplyStream | None) -> None:
+        """ "typing…" from a moment into the turn until it ends (Telegram shows it ~5 s), or
+        until the reply shows as it is written.
 
         Not at once: an answer within ``typing_after_s`` (commands, a fast model) needs
         no indicator, and each chat action is a Bot API call competing with the turn.
         """
         await self._sleep(self._typing_after_s)
-        while True:
+        while stream is None or not stream.shown:
             await best_effort(self._io.typing(agent, chat))
             await self._sleep(self._typing_every_s)
 

@@ -74,11 +74,19 @@ class TelegramIO:
         await self._call("ack", {"ids": update_ids}, Acked)
 
     async def send(
-        self, agent: str, chat_id: str, reply: Reply, key: str, *, ack: Sequence[str] = ()
+        self,
+        agent: str,
+        chat_id: str,
+        reply: Reply,
+        key: str,
+        *,
+        ack: Sequence[str] = (),
+        replace: int | None = None,
     ) -> Sent:
         """``reply``, sent once under the idempotency ``key`` however often it is sent:
         a second try when telegram-io did not answer is therefore safe, and made. The
-        updates ``ack`` names are acked once it is sent, in the same call."""
+        updates ``ack`` names are acked once it is sent, in the same call. ``replace``: the
+        bot's message it takes the place of (a streamed reply's placeholder, edited)."""
         arguments: dict[str, Any] = {
             "agent": agent,
             "chat_id": chat_id,
@@ -86,18 +94,27 @@ class TelegramIO:
             "idempotency_key": key,
             **_buttons(reply),
         }
+        if replace is not None:
+            arguments["replace"] = replace
         try:
             return await self._call("send_message", arguments, Sent, ack=ack)
         except TelegramIOUnavailable:  # parts already delivered are not sent again
             return await self._call("send_message", arguments, Sent, ack=ack)
 
     async def deliver(
-        self, agent: str, chat_id: str, reply: Reply, key: str, *, ack: Sequence[str] = ()
+        self,
+        agent: str,
+        chat_id: str,
+        reply: Reply,
+        key: str,
+        *,
+        ack: Sequence[str] = (),
+        replace: int | None = None,
     ) -> str | None:
         """Send ``reply`` (``send``); the message its buttons are in (the last part). When
         ``key`` had been sent already (a turn redone after a crash), that message shows the
         first try's buttons, never recorded as shown there: this try's replace them."""
-        sent = await self.send(agent, chat_id, reply, key, ack=ack)
+        sent = await self.send(agent, chat_id, reply, key, ack=ack, replace=replace)
         shown_in = sent.message_ids[-1] if sent.message_ids else None
         if sent.duplicate and reply.buttons and shown_in is not None:
             await best_effort(self.edit(agent, chat_id, shown_in, reply))
@@ -133,6 +150,12 @@ class TelegramIO:
         """Stop a tap's spinner with ``text``; the updates ``ack`` names acked with it."""
         arguments = {"agent": agent, "callback_id": callback_id, "text": text}
         await self._call("answer_callback", arguments, Done, ack=ack)
+
+    async def draft(self, agent: str, chat_id: str, draft_id: int, text: str) -> None:
+        """Show ``text`` as the chat's draft (a streamed reply so far): TelegramBusy when
+        Telegram would not take it now, TelegramRefused when it refuses drafts here."""
+        arguments = {"agent": agent, "chat_id": chat_id, "draft_id": draft_id, "text": text}
+        await self._call("send_draft", arguments, Done)
 
     async def typing(self, agent: str, chat_id: str) -> None:
         await self._call("send_chat_action", {"agent": agent, "chat_id": chat_id}, Done)

@@ -112,6 +112,10 @@ class AgentEntry(BaseModel):
     api: Literal["responses", "chat"] | None = None
     model: str | None = None
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    stream: bool = Field(
+        default=True,
+        description="show the reply as the model writes it (Telegram); false: sent when whole",
+    )
     max_rounds: int | None = Field(default=None, ge=1, le=50)
     max_tool_calls: int | None = Field(default=None, ge=1, le=500)
     # Read by meshkit.consent_policy (load_fleet): its mistakes are named there.

@@ -1,23 +1,38 @@
-"""The price table of the fleet file (``prices:`` in config/agents.yaml), per million tokens."""
+"""The price table of the fleet file (``prices:`` in config/agents.yaml): per million tokens,
+and per minute of audio for a transcription model."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from meshkit.yaml_config import load_yaml, validated
 
 
 class ModelPrice(BaseModel):
-    """A model's price per million tokens."""
+    """A model's price per million tokens, or per minute of audio (a transcription model):
+    a price names one or both."""
 
     model_config = ConfigDict(extra="forbid")
 
-    input: float = Field(ge=0)
+    input: float = Field(default=0, ge=0)
     cached_input: float | None = Field(default=None, ge=0, description="default: input's")
-    output: float = Field(ge=0, description="reasoning tokens are billed as output")
+    output: float = Field(default=0, ge=0, description="reasoning tokens are billed as output")
+    per_minute: float = Field(default=0, ge=0, description="of audio transcribed")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named(cls, value: object) -> object:
+        named = set(value) if isinstance(value, dict) else set()
+        if (
+            isinstance(value, dict)
+            and "per_minute" not in named
+            and not {"input", "output"} <= named
+        ):
+            raise ValueError("name input and output (per million tokens), or per_minute (audio)")
+        return value
 
 
 class Prices(BaseModel):

@@ -142,7 +142,7 @@ class Dispatcher:
             return await self._on_command(command, asked)
         async with self._locks[(said.agent, said.chat)]:
             turn = TurnRequest(
-                runtime, said.chat, text, said.user, said.observe,
+                runtime, said.chat, text, said.user, said.observe, said.writing,
                 purpose="turn" if said.from_user else "scheduled", turn_id=said.message_id,
             )  # fmt: skip
             redraw = said.edit_message if said.from_user else None

@@ -20,7 +20,7 @@ from typing import Any
 
 from orchestrator.core.replies import Reply
 from orchestrator.core.runtime import AgentRuntime
-from orchestrator.llm.base import FunctionCall
+from orchestrator.llm.base import FunctionCall, Writing
 from orchestrator.mesh.tools import ToolInfo
 
 # Told of each tool call a turn makes (the tool, None when unknown, and the call).
@@ -105,7 +105,9 @@ class TextContext:
     redone after a crash is stored once. ``deliver`` sends the reply under its key, which
     the reply's buttons are bound to before the send; ``edit_message`` redraws a question
     the text answers (clarify). A text not typed by the user (``from_user`` False: a
-    scheduled prompt) never answers one. ``observe`` sees each tool call (the console).
+    scheduled prompt) never answers one. ``observe`` sees each tool call (the console, a
+    streamed Telegram reply's status), ``writing`` the reply's text as the model writes it
+    (None: not streamed).
     """
 
     agent: str
@@ -116,6 +118,7 @@ class TextContext:
     deliver: Deliver | None = None
     edit_message: EditMessage | None = None
     observe: ToolObserver | None = None
+    writing: Writing | None = None
     from_user: bool = True
 
 

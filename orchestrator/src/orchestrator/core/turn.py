@@ -32,8 +32,8 @@ from orchestrator.core.routes import ToolObserver
 from orchestrator.core.runtime import AgentRuntime
 from orchestrator.core.screening import Screen
 from orchestrator.core.usage import Capped, Meter, Who
-from orchestrator.llm.base import FunctionCall, Item, ToolSpec, Usage
-from orchestrator.llm.errors import LLMError
+from orchestrator.llm.base import FunctionCall, Image, Item, ToolSpec, Usage, Writing
+from orchestrator.llm.errors import LLMError, LLMRejected
 from orchestrator.mesh.bridge import (
     cannot_make_output,
     denied_output,
@@ -63,6 +63,10 @@ TOOL_LIMIT_OUTPUT = (
     "Not called: this turn has used its {limit} tool calls. Answer with what you have."
 )
 EMPTY_REPLY = "I have nothing to add to that."
+NO_IMAGES = (
+    "My model cannot look at pictures, so I could not see that photo. "
+    "Tell me in words what it shows and I'll help."
+)
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,8 @@ class TurnRequest:
     text: str
     user_id: str | None = None
     observe: ToolObserver | None = None
+    writing: Writing | None = None  # told the reply's text as the model writes it (streamed)
+    images: tuple[Image, ...] = ()  # photos the user sent with the text (its caption)
     purpose: Purpose = "turn"  # or "scheduled": a scheduled prompt
     turn_id: str | None = None  # what its usage records are grouped by (an update id)
 
@@ -133,6 +139,7 @@ class TurnEngine:
         self.meter = meter
         self._screen = Screen(registry)
         self._specs: dict[str, tuple[ToolInfo, ToolSpec]] = {}
+        self._blind: set[str] = set()  # agents whose model refused a picture
 
     def visible_tools(self, runtime: AgentRuntime) -> list[ToolInfo]:
         """The read and producer tools of the agent's own servers that it offers (its
@@ -183,10 +190,17 @@ class TurnEngine:
         request, result = turn.request, turn.result
         runtime = request.runtime
         specs = [*(self._spec(tool) for tool in turn.tools.values()), clarify.SPEC]
+        if request.images and runtime.id in self._blind:
+            result.outcome, result.text = "llm_error", NO_IMAGES
+            return
         user: Item = {"type": "message", "role": "user", "content": request.text}
+        result.new_items.append(user)
+        if request.images:  # the model sees them in this turn; what is stored says so
+            user["content"] = f"[photo] {request.text}".strip()
+            parts = [{"type": "input_text", "text": request.text}] if request.text else []
+            user = {**user, "content": [*parts, *(image.part() for image in request.images)]}
         history = list(memory.window.items) if memory is not None else []
         items = [*history, user]
-        result.new_items.append(user)
         remembered = layers(memory.memories).section() if memory is not None else ""
         summary = earlier(memory.window.summary if memory is not None else None)
         system = instructions(
@@ -197,7 +211,9 @@ class TurnEngine:
             for _ in range(limits.max_rounds):
                 if await self._capped(request, result):
                     return
-                reply = await runtime.llm.respond(instructions=system, items=items, tools=specs)
+                reply = await runtime.llm.respond(
+                    instructions=system, items=items, tools=specs, writing=request.writing
+                )
                 result.llm_calls += 1
                 result.usage += reply.usage
                 if self.meter is not None:
@@ -221,6 +237,15 @@ class TurnEngine:
                 {"type": "message", "role": "assistant", "content": result.text}
             )
         except LLMError as error:
+            if isinstance(error, LLMRejected) and request.images and not result.llm_calls:
+                # Said in words, and from now on without asking the model again.
+                logger.warning(
+                    "turn agent=%s: the model refused a picture (%r); photos declined from now",
+                    runtime.id, error.__cause__,
+                )  # fmt: skip
+                self._blind.add(runtime.id)
+                result.outcome, result.text = "llm_error", NO_IMAGES
+                return
             logger.warning(
                 "turn agent=%s chat=%s: LLM failed: %s (%r)",
                 runtime.id,

@@ -118,7 +118,7 @@ def cost_of(usage: Usage, model: str, prices: Prices, *, local: bool) -> float |
         + cached * cached_price
         + usage.output_tokens * price.output
     )
-    return micro / 1_000_000
+    return micro / 1_000_000 + usage.audio_s / 60 * price.per_minute
 
 
 def record_of(

@@ -49,12 +49,14 @@ PURPOSE_NAMES = {
     "scheduled": "scheduled prompts",
     "briefing": "briefings",
     "summary": "summaries",
+    "voice": "voice notes",
 }
 PURPOSE_NAME = {
     "turn": "message",
     "scheduled": "scheduled prompt",
     "briefing": "briefing",
     "summary": "summary",
+    "voice": "voice note",
 }
 Clock = Callable[[], float]
 

@@ -4,20 +4,27 @@ Conversation items are Responses API input items (plain dicts), the one format
 stored in memory and sent to any backend:
 
     {"type": "message", "role": "user" | "assistant", "content": "<text>"}
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "..."},
+        {"type": "input_image", "image_url": "data:image/jpeg;base64,...", "detail": "auto"}]}
+        (a photo: in the turn it came in only; what is stored describes it in words)
     {"type": "function_call", "call_id": "...", "name": "server__tool", "arguments": "<json>"}
     {"type": "function_call_output", "call_id": "...", "output": "<string>"}
     {"type": "reasoning", "id": "...", "summary": [...], "encrypted_content": "..."}  (in a turn)
 
 Implementations translate to and from their wire format (Responses API, Chat Completions).
+Given ``writing``, a call streams: it is told the reply's text so far each time the model
+has written more (from "" again if the call is tried again), and returns the same reply.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 Item = dict[str, Any]
+# Told the text a streamed model call has written so far (each attempt starts from "").
+Writing = Callable[[str], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,19 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any]
     strict: bool
+
+
+@dataclass(frozen=True)
+class Image:
+    """A picture for the model to look at: its bytes, base64, and their type."""
+
+    mime_type: str
+    data: str  # base64
+
+    def part(self) -> Item:
+        """The image as a part of a user message's content."""
+        url = f"data:{self.mime_type};base64,{self.data}"
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +71,7 @@ class Usage:
     cached_input_tokens: int = 0
     reasoning_tokens: int = 0
     unknown: int = 0
+    audio_s: float = 0.0  # seconds of audio heard (a transcription: priced per minute)
 
     @classmethod
     def not_reported(cls) -> Usage:
@@ -72,7 +93,16 @@ class Usage:
             self.cached_input_tokens + other.cached_input_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
             self.unknown + other.unknown,
+            self.audio_s + other.audio_s,
         )
+
+
+@dataclass(frozen=True)
+class Heard:
+    """What a transcription heard: the words, and what it used (``audio_s`` its length)."""
+
+    text: str
+    usage: Usage
 
 
 @dataclass(frozen=True)
@@ -97,8 +127,30 @@ class LLM(Protocol):
     def model(self) -> str: ...
 
     async def respond(
-        self, *, instructions: str, items: Sequence[Item], tools: Sequence[ToolSpec]
-    ) -> LLMReply: ...
+        self,
+        *,
+        instructions: str,
+        items: Sequence[Item],
+        tools: Sequence[ToolSpec],
+        writing: Writing | None = None,
+    ) -> LLMReply:
+        """The model's reply; with ``writing``, streamed (the same reply, told as written)."""
+        ...
 
     async def aclose(self) -> None:
         """Release the HTTP client."""
+
+
+class Transcriber(Protocol):
+    """Speech to text. Errors are ``orchestrator.llm.errors.LLMError``s."""
+
+    @property
+    def model(self) -> str: ...
+
+    async def transcribe(
+        self, audio: bytes, *, file_name: str, mime_type: str, seconds: float
+    ) -> Heard:
+        """The words of ``audio`` (``seconds`` long, as its sender said)."""
+        ...
+
+    async def aclose(self) -> None: ...

@@ -33,7 +33,7 @@ def chat_messages(instructions: str, items: Sequence[Item]) -> list[dict[str, An
     for item in items:
         kind = item.get("type", "message")
         if kind == "message":
-            messages.append({"role": item["role"], "content": text_of(item["content"])})
+            messages.append({"role": item["role"], "content": _content(item["content"])})
         elif kind == "function_call":
             tool_call = {
                 "id": item["call_id"],
@@ -54,6 +54,19 @@ def chat_messages(instructions: str, items: Sequence[Item]) -> list[dict[str, An
                 }
             )
     return messages
+
+
+def _content(content: object) -> str | list[dict[str, Any]]:
+    """A message's content: its text, or with an image its parts as a chat has them."""
+    parts = [p for p in content if isinstance(p, dict)] if isinstance(content, list) else []
+    if not any(part.get("type") == "input_image" for part in parts):
+        return text_of(content)
+    return [
+        {"type": "image_url", "image_url": {"url": part["image_url"], "detail": "auto"}}
+        if part.get("type") == "input_image"
+        else {"type": "text", "text": str(part.get("text", ""))}
+        for part in parts
+    ]
 
 
 def text_of(content: object) -> str:

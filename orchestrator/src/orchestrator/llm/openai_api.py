@@ -5,6 +5,13 @@ Chat Completions, for OpenAI-compatible servers without the Responses API (Ollam
 llama.cpp, vLLM). Both translate the stored input items (``base``) to their wire format
 and back. The client's own retries are off: ``retry.RetryPolicy`` decides, from the
 :class:`~orchestrator.llm.retry.CallFailed` that the library's errors become here.
+
+A call given ``writing`` streams (server-sent events, read by the library's typed stream):
+the text deltas are told as they come, and the reply is read from what the stream ends
+with (Responses: the ``response.completed`` event's whole response, the same JSON a call
+without streaming answers; Chat Completions: the chunks put together, and the usage chunk
+``stream_options.include_usage`` asks for). A stream that ends without its end is a call
+that got no answer, tried again by the policy from the start.
 """
 
 from __future__ import annotations
@@ -15,17 +22,36 @@ from typing import Any, Literal, TypeVar, cast
 
 import anyio
 import openai
-from openai import omit
+from openai import AsyncStream, omit
+from openai.types.audio import Transcription
+from openai.types.audio.transcription import UsageDuration, UsageTokens
 from openai.types.chat import (
     ChatCompletion,
+    ChatCompletionChunk,
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageFunctionToolCall,
     ChatCompletionMessageParam,
 )
-from openai.types.responses import FunctionToolParam
+from openai.types.responses import (
+    FunctionToolParam,
+    ResponseCompletedEvent,
+    ResponseErrorEvent,
+    ResponseFailedEvent,
+    ResponseIncompleteEvent,
+    ResponseRefusalDeltaEvent,
+    ResponseTextDeltaEvent,
+)
 from openai.types.shared import ReasoningEffort
 
-from orchestrator.llm.base import FunctionCall, Item, LLMReply, ToolSpec, Usage
+from orchestrator.llm.base import (
+    FunctionCall,
+    Heard,
+    Item,
+    LLMReply,
+    ToolSpec,
+    Usage,
+    Writing,
+)
 from orchestrator.llm.chat_items import arguments_text, call_item, chat_messages
 from orchestrator.llm.retry import QUOTA_CODE, CallFailed, RetryPolicy
 
@@ -58,6 +84,22 @@ def build_llm(
             client, model, reasoning_effort=reasoning_effort, retry=retry, timeout_s=timeout_s
         )
     return ResponsesLLM(client, model, reasoning_effort, retry=retry, timeout_s=timeout_s)
+
+
+def build_transcriber(
+    *,
+    api_key: str | None,
+    base_url: str | None,
+    model: str,
+    timeout_s: float,
+    retry: RetryPolicy | None = None,
+) -> OpenAITranscriber:
+    """Speech to text at ``base_url``'s ``/audio/transcriptions`` (OpenAI when None)."""
+    client = openai.AsyncOpenAI(
+        api_key=api_key or NO_KEY, base_url=base_url or OPENAI_BASE_URL, timeout=timeout_s,
+        max_retries=0,
+    )  # fmt: skip
+    return OpenAITranscriber(client, model, retry=retry, timeout_s=timeout_s)
 
 
 async def _guarded(call: Callable[[], Awaitable[T]], deadline_s: float) -> T:
@@ -117,7 +159,12 @@ class ResponsesLLM(_OpenAIModel):
     """The Responses API, stateless (``store=False``): every call sends the whole history."""
 
     async def respond(
-        self, *, instructions: str, items: Sequence[Item], tools: Sequence[ToolSpec]
+        self,
+        *,
+        instructions: str,
+        items: Sequence[Item],
+        tools: Sequence[ToolSpec],
+        writing: Writing | None = None,
     ) -> LLMReply:
         # The whole request goes as extra_body, sent as it is: it is plain JSON already, and
         # the SDK's typed transform of it costs ~8 ms a request (20 items) and ~0.4 ms for
@@ -144,7 +191,32 @@ class ResponsesLLM(_OpenAIModel):
             except ValueError as error:
                 raise CallFailed(None) from error
 
-        return _responses_reply(await self._call(create))
+        async def stream() -> Any:
+            assert writing is not None
+            return await self._streamed(bulk, writing)
+
+        return _responses_reply(await self._call(create if writing is None else stream))
+
+    async def _streamed(self, bulk: dict[str, Any], writing: Writing) -> Any:
+        """The response a streamed call ends with (its JSON), ``writing`` told the text as
+        it comes: every message's, in the order they began, as the reply joins them."""
+        said: dict[str, str] = {}  # message item id -> its text so far
+        events = await self._client.responses.create(
+            model=self._model, stream=True, extra_body=bulk
+        )
+        async with events:
+            async for event in events:
+                if isinstance(event, ResponseTextDeltaEvent | ResponseRefusalDeltaEvent):
+                    said[event.item_id] = said.get(event.item_id, "") + event.delta
+                    await writing("\n\n".join(text for text in said.values() if text))
+                elif isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
+                    return event.response.to_dict()  # an incomplete one as a non-streamed call
+                elif isinstance(event, ResponseFailedEvent | ResponseErrorEvent):
+                    failed = (
+                        event.response.error if isinstance(event, ResponseFailedEvent) else event
+                    )
+                    raise CallFailed(None, code=failed.code if failed is not None else None)
+        raise CallFailed(None)  # the stream ended before the response did
 
 
 def _function_tool(spec: ToolSpec) -> FunctionToolParam:
@@ -232,7 +304,12 @@ class ChatCompletionsLLM(_OpenAIModel):
     """Chat Completions, for servers without the Responses API. Reasoning items are dropped."""
 
     async def respond(
-        self, *, instructions: str, items: Sequence[Item], tools: Sequence[ToolSpec]
+        self,
+        *,
+        instructions: str,
+        items: Sequence[Item],
+        tools: Sequence[ToolSpec],
+        writing: Writing | None = None,
     ) -> LLMReply:
         effort = cast(ReasoningEffort, self._effort)
 
@@ -251,6 +328,19 @@ class ChatCompletionsLLM(_OpenAIModel):
                 reasoning_effort=effort if effort else omit,
             )
 
+        async def stream() -> LLMReply:
+            assert writing is not None
+            chunks = await self._client.chat.completions.create(
+                model=self._model,
+                messages=[],
+                extra_body=bulk | {"stream_options": {"include_usage": True}},
+                reasoning_effort=effort if effort else omit,
+                stream=True,
+            )
+            return await _streamed_chat(chunks, writing)
+
+        if writing is not None:
+            return await self._call(stream)
         completion = await self._call(create)
         return _chat_reply(completion)
 
@@ -269,26 +359,87 @@ def _chat_tool(spec: ToolSpec) -> ChatCompletionFunctionToolParam:
 
 def _chat_reply(completion: ChatCompletion) -> LLMReply:
     usage = completion.usage
-    tokens = _reported(
-        usage.model_dump() if usage is not None else None, "prompt_tokens", "completion_tokens"
-    )
+    tokens = _chat_usage(usage.model_dump() if usage is not None else None)
     if not completion.choices:
         return LLMReply(items=[], calls=[], text="", usage=tokens)
     message = completion.choices[0].message
-    said = message.content or message.refusal or ""
+    made = [
+        (tool_call.id, tool_call.function.name, tool_call.function.arguments)
+        for tool_call in message.tool_calls or []
+        if isinstance(tool_call, ChatCompletionMessageFunctionToolCall)
+    ]
+    return _chat_said(message.content or message.refusal or "", made, tokens)
+
+
+async def _streamed_chat(chunks: AsyncStream[ChatCompletionChunk], writing: Writing) -> LLMReply:
+    """The reply streamed chunks make: text deltas joined (and told), each tool call's
+    fragments joined by its index, the usage from the last chunk. A stream that ends
+    without a finish reason got no whole answer."""
+    said, finished, usage = "", False, None
+    made: dict[int, list[Any]] = {}  # index -> [id, name, arguments so far]
+    async with chunks:
+        async for chunk in chunks:
+            if chunk.usage is not None:
+                usage = chunk.usage.model_dump()
+            for choice in chunk.choices[:1]:
+                delta = choice.delta
+                finished = finished or choice.finish_reason is not None
+                if delta.content or delta.refusal:
+                    said += delta.content or delta.refusal or ""
+                    await writing(said)
+                for part in delta.tool_calls or []:
+                    call = made.setdefault(part.index, [None, "", ""])
+                    call[0] = call[0] or part.id
+                    if part.function is not None:
+                        call[1] += part.function.name or ""
+                        call[2] += part.function.arguments or ""
+    if not finished:
+        raise CallFailed(None)
+    calls = [(c[0], c[1], c[2]) for _, c in sorted(made.items())]
+    return _chat_said(said, calls, _chat_usage(usage))
+
+
+def _chat_usage(usage: dict[str, Any] | None) -> Usage:
+    return _reported(usage, "prompt_tokens", "completion_tokens")
+
+
+def _chat_said(said: str, made: Sequence[tuple[str | None, str, object]], usage: Usage) -> LLMReply:
+    """The reply of an assistant's text and tool calls (id, name, arguments)."""
     items: list[Item] = []
     if said:
         items.append({"type": "message", "role": "assistant", "content": said})
     calls: list[FunctionCall] = []
-    for tool_call in message.tool_calls or []:
-        if not isinstance(tool_call, ChatCompletionMessageFunctionToolCall):
-            continue
+    for call_id, name, arguments in made:
         # Local servers may leave out ids, or send "" (or an object) as the arguments.
         call = FunctionCall(
-            call_id=tool_call.id or f"call_{secrets.token_hex(12)}",
-            name=tool_call.function.name,
-            arguments=arguments_text(tool_call.function.arguments),
+            call_id=call_id or f"call_{secrets.token_hex(12)}",
+            name=name,
+            arguments=arguments_text(arguments),
         )
         items.append(call_item(call))
         calls.append(call)
-    return LLMReply(items=items, calls=calls, text=said, usage=tokens)
+    return LLMReply(items=items, calls=calls, text=said, usage=usage)
+
+
+class OpenAITranscriber(_OpenAIModel):
+    """OpenAI's ``/audio/transcriptions``, and any server with the same API (a local Whisper
+    server). What it used: the tokens it reports (the gpt-4o transcribe models), and the
+    audio's length (a duration it reports, else the sender's)."""
+
+    async def transcribe(
+        self, audio: bytes, *, file_name: str, mime_type: str, seconds: float
+    ) -> Heard:
+        async def create() -> Transcription:
+            return await self._client.audio.transcriptions.create(
+                model=self._model, file=(file_name, audio, mime_type), response_format="json"
+            )
+
+        heard = await self._call(create)
+        used = heard.usage
+        if isinstance(used, UsageTokens):
+            usage = Usage(used.input_tokens, used.output_tokens, audio_s=seconds)
+        elif isinstance(used, UsageDuration):
+            usage = Usage(audio_s=used.seconds)
+        else:  # a local server may say nothing of it
+            usage = Usage(audio_s=seconds)
+        return Heard(heard.text.strip(), usage)

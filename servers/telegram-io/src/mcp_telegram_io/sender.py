@@ -106,7 +106,11 @@ class Sender:
         buttons: Sequence[Sequence[ButtonSpec]] = (),
         reply_to: int | None = None,
         key: str | None = None,
+        replace: int | None = None,
     ) -> Sent:
+        """Send ``text`` in parts (see the module docstring); with ``replace``, its first
+        part is that message of the bot, edited (a streamed reply's placeholder), or a new
+        message when it can no longer be edited."""
         bot = self._bot(agent)
         markup = keyboard(buttons)
         parts = _parts(text, MAX_PARTS)
@@ -124,22 +128,30 @@ class Sender:
                     ids.append(done[number])
                     continue
                 await self.pacer.wait_turn(f"{agent}:{chat_id}")
-                request = functools.partial(
-                    _send_part,
-                    bot,
-                    chat_id,
-                    part.text,
-                    markup=markup if number == len(parts) - 1 else None,
-                    reply=reply if number == 0 else None,
-                )
-                message, fell_back = await self._deliver(agent, request, part.entities, chat_id)
+                last = markup if number == len(parts) - 1 else None
+                message_id, fell_back = None, False
+                if number == 0 and replace is not None:
+                    message_id, fell_back = await self._in_place(
+                        agent, chat_id, replace, part, last
+                    )
+                if message_id is None:
+                    request = functools.partial(
+                        _send_part,
+                        bot,
+                        chat_id,
+                        part.text,
+                        markup=last,
+                        reply=reply if number == 0 else None,
+                    )
+                    message, fell_back = await self._deliver(agent, request, part.entities, chat_id)
+                    message_id = message.message_id
                 plain = plain or fell_back
-                ids.append(message.message_id)
+                ids.append(message_id)
                 if key:
                     await self.store.record_part(
                         key,
                         number,
-                        message.message_id,
+                        message_id,
                         self.clock(),
                         bot=_bot_id(bot),
                         chat_id=chat_id,
@@ -150,6 +162,68 @@ class Sender:
             plain_fallback=plain,
             duplicate=len(done) == len(parts),
         )
+
+    async def _in_place(
+        self,
+        agent: str,
+        chat_id: str,
+        message_id: int,
+        part: Part,
+        markup: InlineKeyboardMarkup | None,
+    ) -> tuple[int | None, bool]:
+        """``part`` shown in the bot's message ``message_id`` (edited): its id, and whether
+        the formatting fell back; None when it cannot be edited (deleted, too old)."""
+        bot = self._bot(agent)
+        try:
+            _, fell_back = await self._deliver(
+                agent,
+                lambda entities: bot.edit_message_text(
+                    part.text,
+                    chat_id=chat_id,
+                    message_id=message_id,
+                    entities=entities,
+                    link_preview_options=NO_PREVIEW,
+                    reply_markup=markup,
+                ),
+                part.entities,
+                chat_id,
+            )
+        except SendLater:
+            raise
+        except TelegramRefused as error:
+            if "message is not modified" in str(error).lower():
+                return message_id, False  # it shows exactly this already
+            logger.info("%s: the placeholder could not be edited (%s); sent anew", agent, error)
+            return None, False
+        return message_id, fell_back
+
+    async def send_draft(self, agent: str, chat_id: str, draft_id: int, text: str) -> Done:
+        """Show ``text`` as the chat's draft ``draft_id`` (Telegram animates the changes of one
+        draft; "" shows its "Thinking…"). Never waited for: Telegram's 429 or no answer is a
+        :class:`SendLater` at once (a draft is worth showing now or not at all); a refusal is
+        a ``TelegramRefused`` (the caller shows the reply another way)."""
+        bot = self._bot(agent)
+        if not chat_id.isdigit():
+            raise TelegramRefused("drafts are shown in private chats only: a user's chat id")
+        parts = render(text, max_parts=1)
+        shown = parts[0] if parts else Part("")
+        entities: Sequence[MessageEntity] | None = shown.entities or None
+        while True:
+            try:
+                await bot.send_message_draft(int(chat_id), draft_id, shown.text, entities=entities)
+            except RetryAfter as error:
+                wait = seconds(error.retry_after)
+                raise SendLater(f"Telegram rate-limits drafts for {wait:g} s") from error
+            except BadRequest as error:
+                if "can't parse entities" in error.message.lower() and entities:
+                    entities = None
+                    continue
+                raise TelegramRefused(f"Telegram refused the draft: {error.message}") from error
+            except Forbidden as error:
+                raise TelegramRefused("the user has blocked this bot") from error
+            except NetworkError as error:  # TimedOut included
+                raise SendLater("Telegram did not take the draft") from error
+            return Done(ok=True)
 
     async def sent_under(self, agent: str, chat_id: str, message_id: int) -> str | None:
         """The idempotency key the agent's message ``message_id`` in the chat was sent under

@@ -1,4 +1,4 @@
-"""The telegram-io MCP surface: internal tools over the inbox and the sender.
+"""The telegram-io MCP surface: internal tools over the inbox, the sender and media files.
 
 Every tool is ``internal``: only the orchestrator calls them, the model never
 sees them. The pollers run in the server's lifespan, one per bot of the fleet.
@@ -21,6 +21,8 @@ from pydantic import Field
 from telegram import Bot
 
 from mcp_telegram_io.fleet import BotConfig, fleet_bots
+from mcp_telegram_io.media import Media
+from mcp_telegram_io.media_tools import add_media_tools
 from mcp_telegram_io.models import (
     Acked,
     BotCommand,
@@ -54,8 +56,8 @@ Delivered = TypeVar("Delivered", Sent, Done)
 INSTRUCTIONS = (
     "Telegram I/O for the clawmesh orchestrator: a durable inbox of the bots' updates "
     "(next_updates leases them, extend_leases keeps them while working, ack after the reply "
-    "is sent, or send_message's ack with it) and sending with Telegram "
-    "formatting, pacing and idempotency."
+    "is sent, or send_message's ack with it), sending with Telegram "
+    "formatting, pacing and idempotency, and the files of media updates (download_media)."
 )
 
 Agent = Annotated[str, Field(min_length=1, max_length=200, description="agent id (its bot)")]
@@ -238,6 +240,13 @@ def build_server(
                 "sent (or was, under this idempotency_key), as ack does",
             ),
         ] = None,
+        replace: Annotated[
+            IntegerId | None,
+            Field(
+                description="a message of the bot this one takes the place of (a streamed "
+                "reply's placeholder): the first part is that message, edited"
+            ),
+        ] = None,
     ) -> Sent:
         """Send Markdown as Telegram-formatted messages, split at 4096 characters.
 
@@ -252,6 +261,7 @@ def build_server(
                 buttons=_buttons(buttons),
                 reply_to=reply_to,
                 key=idempotency_key,
+                replace=replace,
             ),
             inbox,
             ack or [],
@@ -305,6 +315,30 @@ def build_server(
             sender.answer_callback(agent, callback_id, text, alert), inbox, ack or []
         )
 
+    @mcp.tool(**internal(title="Publish the bot's commands", idempotent=True))
+    async def set_commands(
+        agent: Agent,
+        commands: Annotated[list[BotCommand], Field(min_length=1, max_length=100)],
+    ) -> Done:
+        """Set the bot's command menu (what Telegram lists when the user types "/")."""
+        return await sender.set_commands(agent, [(c.command, c.description) for c in commands])
+
+    _add_progress_tools(mcp, sender)
+    _add_fleet_tools(mcp, inbox)
+    media = Media(
+        bots,
+        store,
+        max_file_bytes=settings.max_file_bytes,
+        photo_max_side=settings.photo_max_side,
+        keep_s=settings.keep_s,
+    )
+    add_media_tools(mcp, media)
+    return mcp
+
+
+def _add_progress_tools(mcp: FastMCP[Any], sender: Sender) -> None:
+    """What a chat shows while a reply is on its way: "typing…", the reply as it is written."""
+
     @mcp.tool(**internal(title="Show a chat action", idempotent=True))
     async def send_chat_action(
         agent: Agent,
@@ -314,16 +348,25 @@ def build_server(
         """Show 'typing…' (or another action) in the chat for about 5 seconds."""
         return await sender.send_chat_action(agent, chat_id, action)
 
-    @mcp.tool(**internal(title="Publish the bot's commands", idempotent=True))
-    async def set_commands(
+    @mcp.tool(**internal(title="Show a draft", idempotent=True))
+    async def send_draft(
         agent: Agent,
-        commands: Annotated[list[BotCommand], Field(min_length=1, max_length=100)],
+        chat_id: ChatId,
+        draft_id: Annotated[
+            int,
+            Field(ge=1, le=2**31 - 1, description="the draft: one per reply, its changes animated"),
+        ],
+        text: Annotated[
+            str, Field(max_length=4096, description="Markdown: the reply so far; '' thinking")
+        ] = "",
     ) -> Done:
-        """Set the bot's command menu (what Telegram lists when the user types "/")."""
-        return await sender.set_commands(agent, [(c.command, c.description) for c in commands])
+        """Show a reply still being written in a private chat (Telegram's message draft,
+        a preview that lasts 30 s unless shown again); send_message then keeps the whole.
 
-    _add_fleet_tools(mcp, inbox)
-    return mcp
+        Fails at once, never waiting: "Try again later: ..." when Telegram would not take it
+        now, any other error when it refuses drafts here (show the reply another way).
+        """
+        return await sender.send_draft(agent, chat_id, draft_id, text)
 
 
 def _add_fleet_tools(mcp: FastMCP[Any], inbox: Inbox) -> None:
@@ -355,9 +398,11 @@ def _holder(consumer: str | None, run: str | None) -> Holder | None:
 
 def _bot(config: BotConfig, settings: TelegramIOSettings, client: SharedClient) -> Bot:
     token = config.token.get_secret_value()
+    api_base = settings.api_base.rstrip("/")
     return Bot(
         token,
-        base_url=f"{settings.api_base.rstrip('/')}/bot",
+        base_url=f"{api_base}/bot",
+        base_file_url=f"{api_base}/file/bot",  # where download_media fetches files
         request=Httpx2Request(client, read_timeout=15, write_timeout=15),
         # Its own request object (PTB adds the long poll's timeout to its read timeout).
         get_updates_request=Httpx2Request(client, read_timeout=10),

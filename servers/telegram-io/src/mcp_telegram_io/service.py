@@ -91,7 +91,10 @@ class Inbox:
         """Lease the oldest waiting updates, waiting up to ``wait_s`` for one; leased to
         ``holder`` (a new run of it first releases what its earlier runs held)."""
         batch = await self._updates.next(
-            holder, limit, wait_s, lambda db, row, now: _normalized(*row)
+            holder,
+            limit,
+            wait_s,
+            lambda db, row, now: _normalized(*row, photo_max_side=self._settings.photo_max_side),
         )
         return Updates(
             updates=[await self._keyed(u) for u in batch.items], lease_s=self._updates.lease_s
@@ -178,22 +181,24 @@ class Inbox:
             await anyio.sleep(PRUNE_EVERY_S)
 
 
+def update_key(update: str) -> tuple[str, int]:
+    """An update's 'id' ("<bot>:<update_id>") as the inbox's key."""
+    bot, _, number = update.partition(":")
+    # SQLite stores update ids as INTEGER: a larger number is no update id either.
+    if not bot or not number.lstrip("-").isdigit() or abs(int(number)) > MAX_ID:
+        raise BadUpdateId(f"{update!r} is not an update id; pass the 'id' fields of next_updates")
+    return bot, int(number)
+
+
 def _keys(ids: Sequence[str]) -> list[tuple[str, int]]:
-    keys = []
-    for update in ids:
-        bot, _, number = update.partition(":")
-        # SQLite stores update ids as INTEGER: a larger number is no update id either.
-        if not bot or not number.lstrip("-").isdigit() or abs(int(number)) > MAX_ID:
-            raise BadUpdateId(
-                f"{update!r} is not an update id; pass the 'id' fields of next_updates"
-            )
-        keys.append((bot, int(number)))
-    return keys
+    return [update_key(update) for update in ids]
 
 
-def _normalized(agent: str, bot: str, update_id: int, body: str, deliveries: int) -> InboxUpdate:
+def _normalized(
+    agent: str, bot: str, update_id: int, body: str, deliveries: int, *, photo_max_side: int
+) -> InboxUpdate:
     try:
-        return normalize(agent, bot, update_id, body, deliveries)
+        return normalize(agent, bot, update_id, body, deliveries, photo_max_side=photo_max_side)
     except (ValueError, TypeError, AttributeError):
         logger.warning(
             "inbox: update %s:%d could not be read; handed over as 'other'", bot, update_id

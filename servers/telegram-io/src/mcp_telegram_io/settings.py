@@ -10,10 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import SettingsConfigDict
 
+from mcp_telegram_io.models import PHOTO_MAX_SIDE
 from meshkit.settings import DataSettings
+from meshkit.wire.telegram_io import MAX_DOWNLOAD_BYTES
 
 DB_FILE = "telegram-io.sqlite3"
 KILL_SWITCH = "inbox-disabled"
@@ -62,6 +64,29 @@ class TelegramIOSettings(DataSettings):
     keep_s: float = Field(
         default=2 * 86400, gt=0, description="How long acked updates are kept for dedupe."
     )
+    max_file_bytes: int = Field(
+        default=MAX_DOWNLOAD_BYTES,
+        ge=1,
+        description="The largest file download_media fetches (bytes); at most Telegram's "
+        "20 MB for bots.",
+    )
+    photo_max_side: int = Field(
+        default=PHOTO_MAX_SIDE,
+        ge=320,
+        le=2560,
+        description="A photo is fetched in the largest size whose longer side is at most "
+        "this (pixels); the smallest when every size is larger.",
+    )
+
+    @field_validator("max_file_bytes")
+    @classmethod
+    def _within_telegrams_limit(cls, value: int) -> int:
+        if value > MAX_DOWNLOAD_BYTES:
+            raise ValueError(
+                f"Telegram lets bots download files of {MAX_DOWNLOAD_BYTES} bytes (20 MB) at "
+                f"most: set it to {MAX_DOWNLOAD_BYTES} or less"
+            )
+        return value
 
     @property
     def kill_switch(self) -> Path:

@@ -152,6 +152,19 @@ class InboxStore(SQLiteStore):
 
         return await self.transact(write)
 
+    async def kept(self, bot: str, update_id: int) -> tuple[str, str] | None:
+        """The agent and the body of the bot's update ``update_id``, waiting or acked (None:
+        never received, or forgotten: acked updates are kept ``keep_s``)."""
+
+        def fetch(db: sqlite3.Connection) -> tuple[str, str] | None:
+            row = db.execute(
+                "SELECT agent, body FROM updates WHERE bot = ? AND update_id = ?",
+                (bot, update_id),
+            ).fetchone()
+            return None if row is None else (str(row[0]), str(row[1]))
+
+        return await self.read(fetch)
+
     async def pending(self) -> int:
         def read(db: sqlite3.Connection) -> int:
             (count,) = db.execute("SELECT COUNT(*) FROM updates WHERE acked_at IS NULL").fetchone()
@@ -238,7 +251,9 @@ class InboxStore(SQLiteStore):
 
         def read(db: sqlite3.Connection) -> str | None:
             row = db.execute(
-                "SELECT key FROM sends WHERE bot = ? AND chat_id = ? AND message_id = ?",
+                # The latest: a reply sent in place of its placeholder took the message over.
+                "SELECT key FROM sends WHERE bot = ? AND chat_id = ? AND message_id = ?"
+                " ORDER BY rowid DESC LIMIT 1",
                 (bot, chat_id, message_id),
             ).fetchone()
             return None if row is None else str(row[0])
