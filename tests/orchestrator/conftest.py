@@ -1,4 +1,5 @@
-"""The ``world`` fixture: an in-process clawdia with fakes (see fakes/world.py)."""
+"""The ``world`` fixture: an in-process clawdia with fakes (see fakes/world.py); ``lean``:
+Clawdia on Telegram in process, her role servers' calls counted (see fakes/lean.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import pytest
 from pydantic import SecretStr
 
 from fakes.clocked import CLOCK
+from fakes.lean import NEVER, Lean, lean_app
 from fakes.open_meteo import FakeOpenMeteo
 from fakes.responses_api import FakeOpenAI
 from fakes.serving import serving
 from fakes.world import API_KEY, World, write_config
+from orchestrator.channels.telegram_stream import StreamPace
 from orchestrator.settings import OrchestratorSettings
 
 MODEL_MEMORY_TOOLS = ("list_memories", "propose_remember", "propose_forget", "recall")
@@ -48,3 +51,24 @@ async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
             and "__confirm_" not in name
             for name in names - model_memory
         ), names
+
+
+@pytest.fixture
+def pace() -> StreamPace:
+    """How a streamed reply changes on screen in ``lean``: never, unless a test says
+    (``AT_ONCE``): what is counted is then a reply done within its first second."""
+    return NEVER
+
+
+@pytest.fixture
+def streams() -> bool:
+    """The ``lean`` agent's ``stream``."""
+    return True
+
+
+@pytest.fixture
+async def lean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pace: StreamPace, streams: bool
+) -> AsyncIterator[Lean]:
+    async with lean_app(tmp_path, monkeypatch, pace=pace, streams=streams) as rig:
+        yield rig

@@ -19,11 +19,8 @@ The time a tap's notice may be held (``tap_answer_within_s``) is up when a test 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import anyio
 import pytest
@@ -31,169 +28,17 @@ from pydantic import SecretStr
 
 from fakes.clocked import CLOCK
 from fakes.counted import CALLS
-from fakes.open_meteo import FakeOpenMeteo
+from fakes.lean import AT_ONCE, PARIS, POLLS, TEXT_TURN, TOKEN, USER, Lean, acks, handled
 from fakes.responses_api import FakeOpenAI, Gated, Slow, Streamed, call, calls, text
-from fakes.serving import free_port, serving
-from fakes.telegram_api import FakeTelegram, Sent
-from fakes.world import API_KEY, ROOT, write_telegram_fleet
-from orchestrator.app import App, open_app
-from orchestrator.channels.scheduled import ScheduledChannel
-from orchestrator.channels.telegram import TelegramChannel
-from orchestrator.channels.telegram_stream import StreamPace
+from fakes.serving import free_port
+from fakes.world import API_KEY, ROOT
+from orchestrator.app import open_app
 from orchestrator.core.replies import Reply as ChatReply
 from orchestrator.core.routes import Deliver, TextContext
 from orchestrator.core.summaries import PROMPT
 from orchestrator.settings import OrchestratorSettings
-from orchestrator.shutdown import Shutdown
 
 pytestmark = pytest.mark.anyio
-
-TOKEN = "7000000001:AAFakeTokenForClawdia0123456789abcde"
-USER = 4242
-POLLS = ("next_updates", "next_due", "extend_leases")
-TEXT_TURN = ["memory.turn_context", "memory.append_items", "telegram-io.send_message"]
-PARIS = ZoneInfo("Europe/Paris")
-TAP_ANSWER_WITHIN_S = 3.0  # the channel's; no other wait of it lasts exactly that
-NEVER = StreamPace(first_after_s=3600)  # within a test: a reply done within the first second
-AT_ONCE = StreamPace(first_after_s=0, every_s=0, edit_every_s=0)  # each change, as it comes
-
-
-@dataclass
-class TapTimer:
-    """The channel's sleep: a tap's wait for its notice (``TAP_ANSWER_WITHIN_S``) lasts
-    until the test says the time is up (``expire``); the channel's other waits are real."""
-
-    _up: anyio.Event = field(default_factory=anyio.Event)
-
-    async def sleep(self, seconds: float) -> None:
-        if seconds == TAP_ANSWER_WITHIN_S:
-            await self._up.wait()
-        else:
-            await anyio.sleep(seconds)
-
-    def expire(self) -> None:
-        """The time is up for the taps waiting now, and any to come."""
-        self._up.set()
-
-
-@dataclass
-class Lean:
-    telegram: FakeTelegram
-    llm: FakeOpenAI
-    app: App
-    timer: TapTimer
-
-    def say(self, words: str) -> str:
-        """The user writes ``words``; the id telegram-io gives the update."""
-        return f"{TOKEN.partition(':')[0]}:{self.telegram.user_message(TOKEN, USER, words)}"
-
-    async def reply(self, count: int = 1) -> Sent:
-        """The bot's ``count``-th message to the user, once sent."""
-        await self.telegram.wait_for(lambda: len(self.telegram.sent(TOKEN, USER)) >= count)
-        return self.telegram.sent(TOKEN, USER)[count - 1]
-
-
-def acks(update: str) -> bool:
-    """Whether a call answered so far acked ``update``: its reply's send, a tap's answer
-    or redraw, an ack, or (a firing) the scheduler's next poll."""
-    return any(
-        update in (c.arguments.get("ack") or []) or update in c.arguments.get("ids", [])
-        for c in CALLS.made
-        if c.answered
-        and c.tool in ("send_message", "ack", "answer_callback", "edit_message", "next_due")
-    )
-
-
-async def handled(update: str) -> list[str]:
-    """The calls of the turn that answers ``update``, once it is acked."""
-    await CALLS.wait_for(lambda _: acks(update))
-    return CALLS.names(without=POLLS)
-
-
-@pytest.fixture
-def pace() -> StreamPace:
-    """How a streamed reply changes on screen: here never, unless a test says (``AT_ONCE``):
-    the counts of the other tests are those of a reply done within the first second."""
-    return NEVER
-
-
-@pytest.fixture
-def streams() -> bool:
-    """The agent's ``stream``."""
-    return True
-
-
-@pytest.fixture
-async def lean(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pace: StreamPace, streams: bool
-) -> AsyncIterator[Lean]:
-    telegram, llm, weather = FakeTelegram(), FakeOpenAI(), FakeOpenMeteo()
-    telegram.add_bot(TOKEN, name="Clawdia")
-    async with telegram.serve() as api, llm.serve() as llm_url, serving(weather.app) as meteo:
-        registry, agents, env = write_telegram_fleet(
-            tmp_path,
-            {
-                "WEATHER_FORECAST_URL": f"{meteo}/v1/forecast",
-                "WEATHER_GEOCODING_URL": f"{meteo}/v1/search",
-                "CLAWDIA_BOT_TOKEN": TOKEN,
-                "TELEGRAM_API_BASE": api,
-                "TELEGRAM_POLL_TIMEOUT_S": "1",
-                "MEMORY_WINDOW_MAX_ITEMS": "4",  # two turns: summary rounds come soon
-            },
-            servers={
-                "weather": "{module: 'mcp_weather.server:build_server'}",
-                # a confirm a test can hold
-                "shopping": "{module: 'fakes.counted:shopping', proposes: true}",
-                "memory": "{module: 'fakes.counted:memory', role: memory, proposes: true}",
-                "telegram-io": "{module: 'fakes.counted:telegram_io', role: telegram-io}",
-                "pending-actions": (
-                    "{module: 'fakes.counted:pending_actions', role: pending-actions}"
-                ),
-                "scheduler": "{module: 'fakes.counted:scheduler', role: scheduler, proposes: true}",
-            },
-            tools=["weather", "shopping", "memory"],
-            prompts={"week-ahead": "Plan my week."},
-            user=USER,
-            home="Paris",
-        )
-        if not streams:
-            agents.write_text(agents.read_text() + "    stream: false\n")
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        for name in ("MESH_APPROVAL_SIGNING_KEY_FILE", "MESH_APPROVAL_PUBLIC_KEY_FILE"):
-            monkeypatch.delenv(name, raising=False)  # the one key pair in DATA_DIR
-        CLOCK.offset = 0.0
-        settings = OrchestratorSettings(
-            registry=registry,
-            agents=agents,
-            openai_api_key=SecretStr(API_KEY),
-            openai_base_url=llm_url,
-            llm_timeout_s=5,
-            tool_timeout_s=5,
-        )
-        async with open_app(settings) as app:
-            shutdown = Shutdown()
-            timer = TapTimer()
-            channel = TelegramChannel(
-                app.dispatcher,
-                app.registry,
-                wait_s=1,
-                typing_after_s=60,
-                tap_answer_within_s=TAP_ANSWER_WITHIN_S,
-                pace=pace,
-                sleep=timer.sleep,
-                say=lambda _: None,
-            )
-            scheduled = ScheduledChannel(app.proactive, app.registry, wait_s=0.2)
-            async with anyio.create_task_group() as running:
-                running.start_soon(channel.run, shutdown)
-                running.start_soon(scheduled.run, shutdown)
-                await telegram.wait_for(lambda: bool(telegram.commands(TOKEN)))  # live
-                CALLS.clear()
-                yield Lean(telegram, llm, app, timer)
-                CALLS.release()
-                shutdown.request()
-                shutdown.request()  # hurried: nothing of a test is left to finish
 
 
 async def test_a_text_turn_is_one_read_one_record_and_one_send_that_acks(lean: Lean) -> None:

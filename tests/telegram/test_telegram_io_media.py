@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import struct
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,6 +18,7 @@ from fastmcp.client.client import CallToolResult
 from mcp_types import AudioContent, BlobResourceContents, EmbeddedResource, ImageContent
 
 from fakes.audio import ogg_opus, probe, wav
+from fakes.images import jpeg
 from fakes.serving import free_port
 from fakes.telegram_api import FakeTelegram
 from fakes.tool_calls import call, call_error
@@ -40,33 +40,6 @@ ICS = (
 )
 NOTHING = "nothing was downloaded"
 QUIET = ("httpx", "httpx2", "httpcore", "httpcore2")  # as meshkit.logs quiets them
-
-
-def jpeg(width: int, height: int) -> bytes:
-    """A baseline grayscale JPEG of ``width`` x ``height`` mid-grey pixels (djpeg decodes
-    it): one Huffman code each for "DC difference 0" and "end of block", so every 8x8 block
-    is two bits of scan data."""
-    one_code = bytes([1] + [0] * 15) + b"\x00"
-    bits = "00" * (-(-width // 8) * -(-height // 8))
-    bits += "1" * (-len(bits) % 8)
-    scan = int(bits, 2).to_bytes(len(bits) // 8, "big")
-    return b"".join(
-        [
-            b"\xff\xd8",
-            _segment(0xE0, b"JFIF\x00\x01\x01\x00" + struct.pack(">HH", 1, 1) + b"\x00\x00"),
-            _segment(0xDB, b"\x00" + bytes([1] * 64)),
-            _segment(0xC0, struct.pack(">BHHB", 8, height, width, 1) + b"\x01\x11\x00"),
-            _segment(0xC4, b"\x00" + one_code),
-            _segment(0xC4, b"\x10" + one_code),
-            _segment(0xDA, b"\x01\x01\x00\x00\x3f\x00"),
-            scan,
-            b"\xff\xd9",
-        ]
-    )
-
-
-def _segment(marker: int, body: bytes) -> bytes:
-    return bytes([0xFF, marker]) + struct.pack(">H", len(body) + 2) + body
 
 
 SIZES = [(w, h, jpeg(w, h)) for w, h in ((90, 68), (320, 240), (800, 600), (1280, 960))]

@@ -27,6 +27,7 @@ from orchestrator.channels.console import GOODBYE, Console, stdin_lines
 from orchestrator.channels.scheduled import ScheduledChannel
 from orchestrator.channels.telegram import TelegramChannel
 from orchestrator.channels.telegram_io import TelegramIO
+from orchestrator.channels.telegram_media import MediaLimits
 from orchestrator.channels.telegram_ready import NoBotCanRun
 from orchestrator.health_http import serving_health
 from orchestrator.settings import OrchestratorSettings
@@ -103,6 +104,12 @@ async def _serve(settings: OrchestratorSettings, shutdown: Shutdown) -> list[str
             consumer=settings.inbox_consumer,
             grace_s=settings.shutdown_grace_s,
             tap_answer_within_s=settings.tap_answer_within_s,
+            transcriber=app.transcriber,
+            media=MediaLimits(
+                voice_max_s=settings.voice_max_s,
+                voice_max_bytes=settings.voice_max_bytes,
+                text_max_chars=settings.text_file_max_chars,
+            ),
         )
         scheduled = ScheduledChannel(
             app.proactive,

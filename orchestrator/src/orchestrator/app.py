@@ -32,8 +32,8 @@ from orchestrator.core.turn import TurnEngine
 from orchestrator.core.usage import Meter, Metered
 from orchestrator.core.usage_book import UsageBook
 from orchestrator.core.usage_view import USAGE, UsageView
-from orchestrator.llm.base import LLM
-from orchestrator.llm.openai_api import build_llm
+from orchestrator.llm.base import LLM, Transcriber
+from orchestrator.llm.openai_api import build_llm, build_transcriber
 from orchestrator.mesh.registry import Registry
 from orchestrator.mesh.transports import ModuleNotLoadable
 from orchestrator.settings import OrchestratorSettings
@@ -48,6 +48,7 @@ class App:
     dispatcher: Dispatcher
     engine: TurnEngine
     proactive: Proactive  # briefings, scheduled prompts, reminders (with role: scheduler)
+    transcriber: Transcriber | None = None  # voice notes (None: no key and no server)
 
 
 def llm_for(agent: Agent, settings: OrchestratorSettings) -> LLM:
@@ -60,6 +61,21 @@ def llm_for(agent: Agent, settings: OrchestratorSettings) -> LLM:
         base_url=settings.openai_base_url,
         model=entry.model or settings.openai_model,
         reasoning_effort=entry.reasoning_effort or settings.reasoning_effort,
+        timeout_s=settings.llm_timeout_s,
+    )
+
+
+def transcriber_for(settings: OrchestratorSettings) -> Transcriber | None:
+    """Speech to text, where the model's server (or TRANSCRIPTION_BASE_URL's) is; None
+    without a key or a server to ask."""
+    base_url = settings.transcription_base_url or settings.openai_base_url
+    key = settings.transcription_key
+    if key is None and base_url is None:
+        return None
+    return build_transcriber(
+        api_key=key.get_secret_value() if key else None,
+        base_url=base_url,
+        model=settings.transcription_model,
         timeout_s=settings.llm_timeout_s,
     )
 
@@ -137,6 +153,7 @@ async def open_app(
         for runtime in runtimes.values():
             await runtime.llm.aclose()
         raise
+    transcriber = None if without else transcriber_for(settings)  # Telegram's voice notes
     async with registry.running():
         conversation = Conversation(registry)
         engine = TurnEngine(registry, now=lambda: datetime.fromtimestamp(clock(), UTC), meter=meter)
@@ -164,9 +181,11 @@ async def open_app(
                 )  # fmt: skip
                 proactive = Proactive(registry, dispatcher)
                 try:
-                    yield App(settings, registry, dispatcher, engine, proactive)
+                    yield App(settings, registry, dispatcher, engine, proactive, transcriber)
                 finally:
                     background.cancel_scope.cancel()  # summaries under way: not worth a wait
         finally:
             for runtime in runtimes.values():
                 await runtime.llm.aclose()
+            if transcriber is not None:
+                await transcriber.aclose()

@@ -24,6 +24,8 @@ from pydantic import BaseModel, Field
 # not answer in time); any other error of a send is a refusal trying again won't change
 # (the chat is not found, the user blocked the bot, a bad request).
 TRY_LATER = "Try again later: "
+# How download_media's error begins when the file is over its bound or Telegram's.
+TOO_BIG = "too big to download: "
 
 Kind = Literal["text", "callback", "media", "other"]
 MEDIA = (

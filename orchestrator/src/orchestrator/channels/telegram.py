@@ -40,11 +40,13 @@ from orchestrator.channels.telegram_io import (
     TelegramRefused,
     command_of,
 )
+from orchestrator.channels.telegram_media import MEDIA_LIMITS, MediaLimits, MediaReader
 from orchestrator.channels.telegram_ready import go_live
 from orchestrator.channels.telegram_stream import STREAMED, StreamPace
 from orchestrator.core.dispatch import Dispatcher, Reply
 from orchestrator.core.routes import StatusLines
 from orchestrator.core.runtime import AgentRuntime
+from orchestrator.llm.base import Transcriber
 from orchestrator.mesh.registry import Registry
 from orchestrator.shutdown import Shutdown
 
@@ -69,6 +71,8 @@ class TelegramChannel(Source[InboxUpdate, str]):
         typing_every_s: float = 4.0,
         tap_answer_within_s: float = 3.0,
         pace: StreamPace | None = STREAMED,
+        transcriber: Transcriber | None = None,
+        media: MediaLimits = MEDIA_LIMITS,
         repoll_after_s: float = 0.05,
         max_turns: int = 16,
         consumer: str = "orchestrator",
@@ -87,6 +91,7 @@ class TelegramChannel(Source[InboxUpdate, str]):
             typing_every_s=typing_every_s,
             tap_answer_within_s=tap_answer_within_s,
             pace=pace,
+            reader=MediaReader(self._io, transcriber, limits=media, meter=dispatcher.meter),
             sleep=sleep,
         )
         self._batch = batch

@@ -15,7 +15,10 @@ with the answerer):
   A notice still held ``tap_answer_within_s`` after the tap came (a slow change: a
   Google calendar) goes out on its own then, so the spinner stops in time; the redraw
   and the ack follow together.
-- Media gets one line saying only text is read.
+- A photo, a recording or a file is read (``telegram_media``): a photo and its caption
+  are a turn with the photo as image input, a recording's words (shown first, "🎤 …") and a
+  small text file's text a turn of words, an .ics file the calendar's import proposal;
+  anything else gets one line saying what is understood.
 - Anything else (edited messages, service messages) is acked and ignored.
 - Every reply is sent under the idempotency key ``reply:<update id>`` (``Deliver.key``):
   a turn redone after a crash delivers nothing twice, and a batch of proposed changes is
@@ -40,10 +43,19 @@ from orchestrator.channels.telegram_io import (
     best_effort,
     without_bot_name,
 )
+from orchestrator.channels.telegram_media import (
+    HEARD,
+    CalendarFile,
+    Declined,
+    MediaReader,
+    Read,
+)
 from orchestrator.channels.telegram_stream import ReplyStream, StreamPace
 from orchestrator.core.dispatch import Dispatcher, Reply
-from orchestrator.core.routes import Deliver, TapContext, TextContext
+from orchestrator.core.routes import Deliver, FileContext, TapContext, TextContext
 from orchestrator.core.runtime import AgentRuntime
+from orchestrator.core.usage import Who
+from orchestrator.llm.base import Image
 
 logger = logging.getLogger(__name__)
 
@@ -66,10 +78,13 @@ class UpdateAnswerer:
         typing_every_s: float,
         tap_answer_within_s: float = 3.0,
         pace: StreamPace | None = None,
+        reader: MediaReader | None = None,
         sleep: Callable[[float], Awaitable[None]],
     ) -> None:
-        """``pace``: how streamed replies change on screen (None: no reply is streamed)."""
+        """``pace``: how streamed replies change on screen (None: no reply is streamed);
+        ``reader``: what photos, recordings and files say (None: one line declines them)."""
         self._dispatcher = dispatcher
+        self._reader = reader
         self._pace = pace
         self._placeholders: set[str] = set()  # agents whose drafts Telegram refused
         self._io = io
@@ -81,7 +96,7 @@ class UpdateAnswerer:
         self.routes: Mapping[Kind, UpdateHandler] = MappingProxyType({
             "text": self._text,  # a turn (or a command), its reply delivered
             "callback": self._tap,  # a button tap: the dispatcher's tap routes
-            "media": self._media,  # one line: only text is read
+            "media": self._media,  # read (telegram_media): a turn, an import, or one line
             "other": self._ignore,  # acked, nothing said
         })  # fmt: skip
 
@@ -99,6 +114,18 @@ class UpdateAnswerer:
         return await self._io.send(agent, str(update.chat_id), reply, key, ack=acked)
 
     async def _text(self, agent: str, chat: str, update: InboxUpdate) -> bool:
+        return await self._turn(agent, chat, update, without_bot_name(update.text or ""))
+
+    async def _turn(
+        self,
+        agent: str,
+        chat: str,
+        update: InboxUpdate,
+        text: str,
+        images: tuple[Image, ...] = (),
+    ) -> bool:
+        """The dispatcher's answer to ``text`` (and ``images``), delivered as the reply to
+        ``update``; whether its send acked it."""
         typing = anyio.CancelScope()
         acked = False
         stream = self._stream(agent, chat, update)
@@ -131,7 +158,8 @@ class UpdateAnswerer:
                     TextContext(
                         agent,
                         chat,
-                        without_bot_name(update.text or ""),
+                        text,
+                        images=images,
                         message_id=update.id,
                         user=update.user_id,
                         deliver=Deliver(_reply_key(update), send),
@@ -162,8 +190,47 @@ class UpdateAnswerer:
         )  # fmt: skip
 
     async def _media(self, agent: str, chat: str, update: InboxUpdate) -> bool:
-        await self.send(agent, update, Reply(MEDIA_REPLY), ack=True)
-        return True
+        """A photo, a recording, a file: what it says answered as a text is (``telegram_media``),
+        an .ics file as the calendar's import proposal, anything else in one line."""
+        if self._reader is None:
+            read: Read = Declined(MEDIA_REPLY)
+        else:
+            who = Who(agent, update.user_id or chat, chat, "voice", update.id)
+            async with as_itself(), anyio.create_task_group() as reading:
+                reading.start_soon(
+                    self._keep_typing, agent, chat, None
+                )  # a download, a transcription
+                read = await self._reader.read(who, update)
+                reading.cancel_scope.cancel()
+        if isinstance(read, Declined):
+            await self.send(agent, update, Reply(read.line), ack=True)
+            return True
+        if isinstance(read, CalendarFile):
+            return await self._calendar(agent, chat, update, read)
+        if read.heard is not None:  # what was heard, before its answer
+            heard = Reply(HEARD.format(text=read.heard))
+            await best_effort(self._io.send(agent, chat, heard, f"heard:{update.id}"))
+        return await self._turn(agent, chat, update, read.text, read.images)
+
+    async def _calendar(
+        self, agent: str, chat: str, update: InboxUpdate, file: CalendarFile
+    ) -> bool:
+        """An .ics file: the calendar's proposal to import it, its buttons in the reply."""
+        acked = False
+
+        async def send(reply: Reply) -> str | None:
+            nonlocal acked
+            shown_in = await self._io.deliver(
+                agent, chat, reply, _reply_key(update), ack=[update.id]
+            )
+            acked = True
+            return shown_in
+
+        await self._dispatcher.on_calendar_file(
+            FileContext(agent, chat, update.user_id or chat, file.name, file.text, file.caption,
+                        Deliver(_reply_key(update), send))
+        )  # fmt: skip
+        return acked
 
     async def _ignore(self, agent: str, chat: str, update: InboxUpdate) -> bool:
         return False

@@ -9,17 +9,22 @@ raises :class:`TelegramIOUnavailable` (no answer: try again later) or
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from meshkit.wire.telegram_io import (
+    TOO_BIG,
     TRY_LATER,
     Acked,
     BotCommand,
     Done,
+    Downloaded,
     Extended,
     Sent,
     Status,
@@ -45,6 +50,10 @@ class TelegramIOUnavailable(TelegramIOFailed):
 
 class TelegramRefused(TelegramIOFailed):
     """telegram-io answered with an error (blocked user, bad request): trying again won't help."""
+
+
+class TelegramTooBig(TelegramRefused):
+    """A file over telegram-io's bound (or Telegram's 20 MB for bots): not downloaded."""
 
 
 class TelegramBusy(TelegramRefused):
@@ -167,6 +176,22 @@ class TelegramIO:
     async def status(self) -> Status:
         return await self._call("status", {}, Status)
 
+    async def download(self, update_id: str) -> tuple[Downloaded, bytes]:
+        """The file of media update ``update_id`` (telegram-io downloads it): TelegramTooBig
+        over its bound, TelegramRefused when it cannot be had, TelegramBusy not now."""
+        if self._server is None:
+            raise TelegramIOUnavailable("no server with role 'telegram-io' in the registry")
+        with _read_as_telegram():
+            result = await self._registry.call_named(
+                self._server, "download_media", {"id": update_id}
+            )
+        try:
+            described = Downloaded.model_validate(result.structured or {})
+            [file] = result.files
+            return described, base64.b64decode(file.data, validate=True)
+        except (ValueError, binascii.Error) as error:  # one file, as download_media answers
+            raise TelegramRefused("telegram-io answered no file") from error
+
     async def _call(
         self, tool: str, arguments: dict[str, Any], model: type[M], *, ack: Sequence[str] = ()
     ) -> M:
@@ -175,15 +200,24 @@ class TelegramIO:
             raise TelegramIOUnavailable("no server with role 'telegram-io' in the registry")
         if ack:
             arguments = {**arguments, "ack": list(ack)}
-        try:
+        with _read_as_telegram():
             return await self._registry.call_as(self._server, tool, arguments, model)
-        except ToolFailed as error:
-            if error.message.startswith(TRY_LATER):
-                raise TelegramBusy(error.message.removeprefix(TRY_LATER)[:300]) from error
-            raise TelegramRefused(error.message[:300]) from error
-        except ToolCallError as error:
-            failed = TelegramRefused if error.answered else TelegramIOUnavailable
-            raise failed(str(error)[:300]) from error
+
+
+@contextmanager
+def _read_as_telegram() -> Iterator[None]:
+    """telegram-io's errors as this module's: busy, refused, or no answer."""
+    try:
+        yield
+    except ToolFailed as error:
+        if error.message.startswith(TRY_LATER):
+            raise TelegramBusy(error.message.removeprefix(TRY_LATER)[:300]) from error
+        if error.message.startswith(TOO_BIG):
+            raise TelegramTooBig(error.message.removeprefix(TOO_BIG)[:300]) from error
+        raise TelegramRefused(error.message[:300]) from error
+    except ToolCallError as error:
+        failed = TelegramRefused if error.answered else TelegramIOUnavailable
+        raise failed(str(error)[:300]) from error
 
 
 async def best_effort(call: Awaitable[object]) -> None:

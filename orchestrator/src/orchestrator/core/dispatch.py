@@ -14,6 +14,7 @@ the channel. Turns are serial within one chat and concurrent across chats and ag
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections import defaultdict
@@ -25,6 +26,7 @@ import anyio
 
 from meshkit.exception_groups import as_itself
 from meshkit.wire.memory import AppendResult, TurnContext, Window
+from meshkit.wire.proposals import Proposal
 from orchestrator.core.actions import NO_LONGER_ACTIVE, ActionDesk, Where
 from orchestrator.core.allowance_replies import offer, warning_text
 from orchestrator.core.callbacks import (
@@ -48,6 +50,7 @@ from orchestrator.core.routes import (
     CommandContext,
     Deliver,
     EditMessage,
+    FileContext,
     StatusLines,
     TapContext,
     TapHandler,
@@ -56,15 +59,21 @@ from orchestrator.core.routes import (
 from orchestrator.core.runtime import AgentRuntime
 from orchestrator.core.summaries import Spawn, Summarizer
 from orchestrator.core.turn import TurnEngine, TurnRequest, TurnResult
+from orchestrator.mesh.errors import ToolCallError, ToolFailed
 from orchestrator.mesh.registry import Registry
 
 __all__ = ["Button", "Dispatcher", "Reply"]
+
+logger = logging.getLogger(__name__)
 
 STOPPED = "Stopped: I dropped that request. What next?"
 NOTHING_TO_STOP = "Nothing is running right now."
 SEND_AGAIN = "More is allowed for today: send me your message again."
 NOT_HELD = "(I could not keep this message to answer once more is allowed: send it again then.)"
 ALIASES = {"/start": "/help"}  # Telegram sends /start first; not listed
+IMPORT = "stage_import"  # a calendar's tool: an .ics file's proposal (internal)
+NO_CALENDAR = "I have no calendar to import {name} into."
+CALENDAR_DOWN = "The calendar is not answering right now; send the file again in a minute."
 
 
 class Dispatcher:
@@ -136,13 +145,14 @@ class Dispatcher:
         """
         runtime = self.agents[said.agent]
         text = said.text
-        command = text.strip().split(maxsplit=1)[0].lower() if text.startswith("/") else ""
+        typed = text.startswith("/") and not said.images  # a photo's caption is no command
+        command = text.strip().split(maxsplit=1)[0].lower() if typed else ""
         if command:
             asked = CommandContext(runtime, said.chat, said.user or said.chat, said.deliver)
             return await self._on_command(command, asked)
         async with self._locks[(said.agent, said.chat)]:
             turn = TurnRequest(
-                runtime, said.chat, text, said.user, said.observe, said.writing,
+                runtime, said.chat, text, said.user, said.observe, said.writing, said.images,
                 purpose="turn" if said.from_user else "scheduled", turn_id=said.message_id,
             )  # fmt: skip
             redraw = said.edit_message if said.from_user else None
@@ -203,6 +213,34 @@ class Dispatcher:
         if result.proposals:
             reply = await self.desk.stage(where, text, result.proposals, key=key)
         return Answered(await _delivered(reply, deliver))
+
+    async def on_calendar_file(self, file: FileContext) -> Reply:
+        """An .ics file: the agent's calendar reads it and proposes its import, staged for
+        ``file.user`` like a turn's change (bound to ``file.deliver.key``), never read by the
+        model; its refusal (not a calendar file, nothing in it) is the reply."""
+        runtime = self.agents[file.agent]
+        zone = runtime.agent.entry.timezone
+        server = next(
+            (s for s in runtime.agent.servers if self._registry.find(s, IMPORT) is not None), None
+        )
+        async with self._locks[(file.agent, file.chat)]:
+            if server is None:
+                return await _delivered(Reply(NO_CALENDAR.format(name=file.name)), file.deliver)
+            arguments = {"agent": file.agent, "ics": file.text, "file_name": file.name,
+                         "timezone": zone}  # fmt: skip
+            try:
+                staged = await self._registry.call_named(server, IMPORT, arguments)
+                proposal = Proposal.model_validate(staged.structured or {})
+            except ToolFailed as error:  # the calendar's one line, written for the user
+                return await _delivered(Reply(error.message[:500]), file.deliver)
+            except (ToolCallError, ValueError) as error:
+                logger.warning("%s: %s could not stage %s (%s)", file.agent, server, IMPORT, error)
+                return await _delivered(Reply(CALENDAR_DOWN), file.deliver)
+            where = Where(file.agent, file.chat, file.user, zone)
+            key = None if file.deliver is None else file.deliver.key
+            text = "\n\n".join(filter(None, [f"📅 {file.name}", file.caption]))
+            reply = await self.desk.stage(where, text, [(server, proposal)], key=key)
+            return await _delivered(reply, file.deliver)
 
     async def _hold(self, turn: TurnRequest, turn_id: str | None, text: str) -> str:
         """Keep the message the cap held back in memory, answered once more is allowed;

@@ -20,7 +20,7 @@ from typing import Any
 
 from orchestrator.core.replies import Reply
 from orchestrator.core.runtime import AgentRuntime
-from orchestrator.llm.base import FunctionCall, Writing
+from orchestrator.llm.base import FunctionCall, Image, Writing
 from orchestrator.mesh.tools import ToolInfo
 
 # Told of each tool call a turn makes (the tool, None when unknown, and the call).
@@ -107,7 +107,7 @@ class TextContext:
     the text answers (clarify). A text not typed by the user (``from_user`` False: a
     scheduled prompt) never answers one. ``observe`` sees each tool call (the console, a
     streamed Telegram reply's status), ``writing`` the reply's text as the model writes it
-    (None: not streamed).
+    (None: not streamed); ``images`` are the photos the text came with (its caption).
     """
 
     agent: str
@@ -120,6 +120,21 @@ class TextContext:
     observe: ToolObserver | None = None
     writing: Writing | None = None
     from_user: bool = True
+    images: tuple[Image, ...] = ()  # photos sent with the text (its caption): no command
+
+
+@dataclass(frozen=True)
+class FileContext:
+    """A calendar file sent in a chat (an .ics, a forwarded invitation): who sent it, its
+    name and text, the words sent with it, and where the import's proposal goes."""
+
+    agent: str
+    chat: str
+    user: str
+    name: str
+    text: str
+    caption: str
+    deliver: Deliver | None = None
 
 
 @dataclass(frozen=True)

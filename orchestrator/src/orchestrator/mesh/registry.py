@@ -32,12 +32,22 @@ M = TypeVar("M", bound=BaseModel)
 
 @dataclass(frozen=True)
 class ToolResult:
-    """A tool's successful answer: its structured content (if any) and its text."""
+    """A tool's successful answer: its structured content (if any), its text, and the files
+    it holds (images, audio, embedded blobs: what the model reads as "[image omitted]")."""
 
     structured: dict[str, Any] | None
     text: str
     wrapped: bool = False  # fastmcp wrapped a bare return value as {"result": value}
     duration_ms: float = 0.0
+    files: tuple[Blob, ...] = ()
+
+
+@dataclass(frozen=True)
+class Blob:
+    """A file in a tool's answer: its type and its bytes, base64."""
+
+    mime_type: str
+    data: str
 
 
 @dataclass(frozen=True)
@@ -165,10 +175,11 @@ class Registry:
             structured is not None and set(structured) == {"result"}
         )
         elapsed = (time.perf_counter() - started) * 1000
-        return ToolResult(structured, text, wrapped, elapsed)
+        files = tuple(blob for block in result.content if (blob := _blob(block)) is not None)
+        return ToolResult(structured, text, wrapped, elapsed, files)
 
-    async def call_as(self, server: str, name: str, arguments: dict[str, Any], model: type[M]) -> M:
-        """Call ``server``'s tool ``name`` and read its structured result as ``model``."""
+    async def call_named(self, server: str, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Call ``server``'s tool ``name``: its result (a ToolCallError when there is none)."""
         tool = self.find(server, name)
         if tool is None and server in self._connections:
             # Down since the start, its tools are not known yet: one attempt now.
@@ -176,12 +187,27 @@ class Registry:
             tool = self.find(server, name)
         if tool is None:
             raise ServerUnavailable(f"{server}__{name}", f"no tool {name} on {server} right now")
-        result = await self.call(tool, arguments)
+        return await self.call(tool, arguments)
+
+    async def call_as(self, server: str, name: str, arguments: dict[str, Any], model: type[M]) -> M:
+        """Call ``server``'s tool ``name`` and read its structured result as ``model``."""
+        result = await self.call_named(server, name, arguments)
+        tool = f"{server}__{name}"
         try:
             return model.model_validate(result.structured or {})
         except ValidationError as error:
-            logger.error("%s answered outside its contract: %s", tool.qualified, error)
-            raise BrokenContract(tool.qualified, f"not a {model.__name__}") from None
+            logger.error("%s answered outside its contract: %s", tool, error)
+            raise BrokenContract(tool, f"not a {model.__name__}") from None
+
+
+def _blob(block: Any) -> Blob | None:
+    kind = getattr(block, "type", "")
+    if kind in ("image", "audio"):
+        return Blob(str(block.mime_type), str(block.data))
+    blob = getattr(getattr(block, "resource", None), "blob", None) if kind == "resource" else None
+    if blob is None:
+        return None
+    return Blob(str(block.resource.mime_type or "application/octet-stream"), str(blob))
 
 
 def _block_text(block: Any) -> str:

@@ -45,7 +45,7 @@ from mcp_telegram_io.sender import SendLater, TelegramRefused
 from mcp_telegram_io.service import update_key
 from mcp_telegram_io.store import InboxStore
 from meshkit.errors import ModelError
-from meshkit.wire.telegram_io import MAX_DOWNLOAD_BYTES
+from meshkit.wire.telegram_io import MAX_DOWNLOAD_BYTES, TOO_BIG
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ class Media:
     def _check(self, kind: str, size: int | None) -> None:
         if size is not None and size > self._limit:
             raise MediaRefused(
-                f"too big to download: the {kind.replace('_', ' ')} is {_size(size)}, "
+                f"{TOO_BIG}the {kind.replace('_', ' ')} is {_size(size)}, "
                 f"telegram-io downloads files of {_size(self._limit)} at most; {NOTHING}"
             )
 
@@ -143,7 +143,7 @@ def _telegram(*, unauthorized: str) -> Iterator[None]:
     except BadRequest as error:  # before NetworkError, its base class
         if "too big" in error.message.lower():
             raise MediaRefused(
-                f"too big to download: Telegram gives bots files of "
+                f"{TOO_BIG}Telegram gives bots files of "
                 f"{MAX_DOWNLOAD_BYTES / MB:.0f} MB at most; {NOTHING}"
             ) from None
         raise TelegramRefused(f"Telegram refused the file: {error.message}") from None
