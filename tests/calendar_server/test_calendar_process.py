@@ -35,6 +35,8 @@ TOOLS = {
     "confirm_event_add",
     "confirm_event_move",
     "confirm_event_cancel",
+    "confirm_import_events",
+    "stage_import",  # the orchestrator's: a calendar file sent in chat
     "get_action",  # a client follows its proposals (clients only: the orchestrator skips it)
 }
 

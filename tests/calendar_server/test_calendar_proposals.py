@@ -237,6 +237,7 @@ async def test_the_agent_and_timezone_are_filled_in_by_the_assistant(client: Cli
         "confirm_event_add",
         "confirm_event_cancel",
         "confirm_event_move",
+        "confirm_import_events",
     ]
     for name in confirm_tools:
         assert meta[name]["fastmcp"]["tags"] == ["confirm"]

@@ -91,7 +91,8 @@ async def test_a_recording_longer_than_the_bound_is_declined_without_a_download(
 
     assert sent_texts(lean) == [TOO_LONG.format(length="11 min 40 s", limit="10 min 0 s")]
     assert lean.telegram.downloads(TOKEN) == []
-    assert lean.llm.transcriptions == lean.llm.requests == []
+    assert lean.llm.transcriptions == []
+    assert lean.llm.requests == []
 
 
 async def test_silence_or_a_failed_transcription_gets_one_line(lean: Lean) -> None:

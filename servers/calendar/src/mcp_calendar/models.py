@@ -15,6 +15,7 @@ SERVER = "calendar"  # as approval tokens name it
 ADD = "event_add"  # proposal kinds: each performed by confirm_<kind>
 MOVE = "event_move"
 CANCEL = "event_cancel"
+IMPORT = "import_events"  # a calendar file sent in chat (imports.py)
 
 ScopeName = Literal["this", "following", "series"]
 
@@ -114,6 +115,19 @@ class CancelPayload(TargetPayload):
     pass
 
 
+class ImportPayload(BaseModel):
+    """A calendar file staged for import: the server keeps the file (its store's
+    ``staged_imports``); the payload names it, small enough for any approval's path."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str = Field(min_length=1, max_length=200)
+    import_id: str = Field(pattern=r"^imp_[0-9a-f]{16}$")
+    calendar: str = Field(min_length=1, max_length=60)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="Of the file's text, UTF-8")
+    events: int = Field(ge=1, description="The events the file gives (to import or unchanged)")
+
+
 # What the confirm tools return. A replayed approval returns the first result.
 
 
@@ -135,3 +149,17 @@ class Moved(Confirmed):
 
 class Cancelled(Confirmed):
     scope: ScopeName
+
+
+class ImportedEvents(BaseModel):
+    message: str = Field(description="One line for the user: what was imported")
+    replayed: bool = Field(
+        description="This approval was used before: the first result, nothing done now"
+    )
+    calendar: str
+    imported: int = Field(description="Events added, or changed to the file's version")
+    unchanged: int = Field(description="Events in the calendar already, as the file has them")
+    moved: int = Field(description="Of those imported, events moved here from other calendars")
+    skipped: int = Field(
+        description="Events not imported: unreadable, or kept in a read-only calendar"
+    )

@@ -171,17 +171,7 @@ class Proposals:
         return lookup.resolve(wanted, named, found, tz, now)
 
     async def _writable(self, calendar: str) -> str:
-        known = {c.id: c for c in await self._backend.calendars()}
-        if calendar not in known:
-            names = ", ".join(sorted(known)) or "none"
-            raise NotFound(f"There is no calendar {calendar!r}. Calendars: {names}.")
-        if not known[calendar].writable:
-            writable = ", ".join(c for c in sorted(known) if known[c].writable) or "none"
-            raise NotWritable(
-                f"The calendar {calendar!r} is read-only: it cannot be changed here. "
-                f"Writable calendars: {writable}."
-            )
-        return calendar
+        return await writable_calendar(self._backend, calendar)
 
     def _end_of(
         self,
@@ -238,6 +228,22 @@ class Proposals:
             for o in await self._backend.occurrences(begin, finish)
             if not skip(o) and o.busy and not (timed and o.all_day)
         ]
+
+
+async def writable_calendar(backend: Backend, calendar: str) -> str:
+    """``calendar``, when it exists and takes changes; else NotFound or NotWritable, which
+    name the calendars that do."""
+    known = {c.id: c for c in await backend.calendars()}
+    if calendar not in known:
+        names = ", ".join(sorted(known)) or "none"
+        raise NotFound(f"There is no calendar {calendar!r}. Calendars: {names}.")
+    if not known[calendar].writable:
+        writable = ", ".join(c for c in sorted(known) if known[c].writable) or "none"
+        raise NotWritable(
+            f"The calendar {calendar!r} is read-only: it cannot be changed here. "
+            f"Writable calendars: {writable}."
+        )
+    return calendar
 
 
 def _same(found: Occurrence, scope: ScopeName) -> Callable[[Occurrence], bool]:

@@ -1,7 +1,9 @@
 """The calendar MCP surface, whatever the backend: read and producer tools over
-CalendarService and Proposals (``tools``), and its change kinds (``changes``) with their
-confirm tools from the consent kernel. The backend is built here: local (SQLite), google
-or caldav, each optional one's library imported only when it is the one configured."""
+CalendarService and Proposals (``tools``), the orchestrator's ``stage_import`` for a calendar
+file sent in chat (``import_tools``; the local backend imports, the others say why not), and
+the change kinds (``changes``, ``imports``) with their confirm tools from the consent kernel.
+The backend is built here: local (SQLite), google or caldav, each optional one's library
+imported only when it is the one configured."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from fastmcp import FastMCP
 
 from mcp_calendar.backend import Backend
 from mcp_calendar.changes import change_kinds
+from mcp_calendar.import_tools import add_import_tools
+from mcp_calendar.imports import Imports, import_kind
 from mcp_calendar.local import LocalBackend, default_calendar
 from mcp_calendar.models import SERVER
 from mcp_calendar.proposals import Proposals
@@ -53,6 +57,8 @@ def build_server(
         backend = LocalBackend(store)
     service = CalendarService(settings, backend, clock=clock)
     proposals = Proposals(settings, backend, service)
+    local = store if isinstance(store, CalendarStore) else None
+    imports = Imports(settings, backend, local, clock=clock)
 
     @asynccontextmanager
     async def lifespan(_: FastMCP[Any]) -> AsyncIterator[None]:
@@ -69,9 +75,10 @@ def build_server(
         stores=[store],
     )
     consent = Consent.from_settings(mcp, SERVER, settings, clock=clock)
-    consent.declare(*change_kinds(backend, clock))
+    consent.declare(*change_kinds(backend, clock), import_kind(imports))
     add_read_tools(mcp, service, settings.timezone)
     add_producer_tools(mcp, proposals, consent, settings.timezone)
+    add_import_tools(mcp, imports, consent, settings.timezone)
     return mcp
 
 

@@ -10,6 +10,9 @@ components     (uid, rid, ics): the event's VEVENTs as iCalendar text, ``rid`` '
 timezones      (uid, tzid, ics): the VTIMEZONEs the event's file gave for its TZIDs, kept
                per event (two files may give the same custom TZID different rules): reads
                use a custom zone's own rules, exports write them back as they came
+staged_imports (id, agent, calendar, sha256, file_name, events, skipped, rows, created_at,
+               imported_at): a calendar file sent in chat, waiting for the user's tap
+               (``imports.py``): the rows its reading gave, as JSON (NULL once imported)
 confirmations  meshkit's confirm-once record
 
 The store keeps text and numbers; what they mean is the backend's (``local.py``).
@@ -17,6 +20,7 @@ The store keeps text and numbers; what they mean is the backend's (``local.py``)
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +58,19 @@ CREATE TABLE IF NOT EXISTS timezones (
     ics TEXT NOT NULL,
     PRIMARY KEY (uid, tzid)
 );
+CREATE TABLE IF NOT EXISTS staged_imports (
+    id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    calendar TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    file_name TEXT,
+    events INTEGER NOT NULL,
+    skipped INTEGER NOT NULL,
+    rows TEXT,
+    created_at REAL NOT NULL,
+    imported_at REAL
+);
+CREATE INDEX IF NOT EXISTS staged_imports_by_age ON staged_imports (created_at);
 """
     + CONFIRMATIONS_SCHEMA
 )
@@ -90,10 +107,32 @@ class EventRow:
 
 @dataclass(frozen=True)
 class Written:
-    """What an import wrote: events changed, and those moved here from other calendars."""
+    """What an import wrote (or, as a preview, would write): events changed, those moved
+    here from other calendars, those stored as given already, and those left where they
+    are because their calendar is read-only (a chat's import only)."""
 
     changed: int
     moved: dict[str, int]  # calendar it came from -> events
+    unchanged: int = 0
+    left: dict[str, int] = field(default_factory=dict)  # read-only calendar -> events
+    rows: list[EventRow] = field(default_factory=list)  # the ones changed
+
+
+@dataclass(frozen=True)
+class StagedImport:
+    """A calendar file waiting for the user's tap: the rows its reading gave (None once
+    imported), the events that reading skipped, and whose it is."""
+
+    id: str
+    agent: str
+    calendar: str
+    sha256: str
+    file_name: str | None
+    events: int
+    skipped: int
+    rows: list[EventRow] | None
+    created_at: float
+    imported_at: float | None = None
 
 
 class CalendarStore(SQLiteStore):
@@ -157,29 +196,64 @@ class CalendarStore(SQLiteStore):
         The calendar takes the writability given; an event whose components are already
         stored as given, in this calendar, keeps its version; one stored in another
         calendar moves here."""
+        return await self.transact(lambda db: Changes(db, at).import_rows(calendar, rows))
 
-        def write(db: sqlite3.Connection) -> Written:
-            changed = 0
-            moved: dict[str, int] = {}
-            changes = Changes(db, at)
-            changes.set_calendar(calendar)
-            for row in rows:
-                stored = changes.event(row.uid)
-                if stored is not None and stored.calendar != row.calendar:
-                    moved[stored.calendar] = moved.get(stored.calendar, 0) + 1
-                elif stored is not None and _same(stored, row):
-                    continue
-                changes.write(row)
-                changed += 1
-            return Written(changed, moved)
+    async def preview_import(self, calendar: str, rows: Sequence[EventRow]) -> Written:
+        """What importing ``rows`` into ``calendar`` would write now, events in read-only
+        calendars left where they are (a chat's import); nothing is written."""
+        return await self.read(lambda db: Changes(db).plan_import(calendar, rows, leave=True))
 
-        return await self.transact(write)
+    async def stage_import(self, staged: StagedImport, *, before: float, keep: int) -> None:
+        """Keep ``staged``; forget the imports staged before ``before`` and, of the agent's
+        imports still waiting, all but the newest ``keep``."""
+
+        def write(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM staged_imports WHERE created_at < ?", (before,))
+            db.execute(
+                "INSERT INTO staged_imports (id, agent, calendar, sha256, file_name, events,"
+                " skipped, rows, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    staged.id,
+                    staged.agent,
+                    staged.calendar,
+                    staged.sha256,
+                    staged.file_name,
+                    staged.events,
+                    staged.skipped,
+                    _rows_json(staged.rows or []),
+                    staged.created_at,
+                ),
+            )
+            db.execute(
+                "DELETE FROM staged_imports WHERE agent = ? AND rows IS NOT NULL AND id NOT IN"
+                " (SELECT id FROM staged_imports WHERE agent = ? AND rows IS NOT NULL"
+                " ORDER BY created_at DESC, rowid DESC LIMIT ?)",
+                (staged.agent, staged.agent, keep),
+            )
+
+        await self.transact(write)
 
 
 def _same(stored: StoredEvent, row: EventRow) -> bool:
     return sorted(stored.components) == sorted(row.components.values()) and set(
         row.zones.values()
     ) <= set(stored.zones)
+
+
+def _rows_json(rows: Sequence[EventRow]) -> str:
+    """Rows as JSON, without their calendar (the staged import's)."""
+    return json.dumps(
+        [[r.uid, r.title, r.starts_at, r.ends_at, r.components, r.zones] for r in rows],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def _rows_from(text: str, calendar: str) -> list[EventRow]:
+    return [
+        EventRow(uid, calendar, title, starts_at, ends_at, components, zones)
+        for uid, title, starts_at, ends_at, components, zones in json.loads(text)
+    ]
 
 
 class Changes:
@@ -246,6 +320,73 @@ class Changes:
             [(row.uid, tzid, ics) for tzid, ics in row.zones.items()],
         )
         return int(version)
+
+    def import_rows(self, calendar: StoredCalendar, rows: Sequence[EventRow]) -> Written:
+        """Write ``rows`` into ``calendar`` (see :meth:`CalendarStore.import_rows`)."""
+        self.set_calendar(calendar)
+        written = self.plan_import(calendar.id, rows, leave=False)
+        for row in written.rows:
+            self.write(row)
+        return written
+
+    def import_staged(self, staged: StagedImport) -> Written:
+        """Write a staged import's rows into its calendar (which must exist), events in
+        read-only calendars left where they are, and mark it imported."""
+        assert staged.rows is not None
+        written = self.plan_import(staged.calendar, staged.rows, leave=True)
+        for row in written.rows:
+            self.write(row)
+        self._db.execute(
+            "UPDATE staged_imports SET rows = NULL, imported_at = ? WHERE id = ?",
+            (self._at, staged.id),
+        )
+        return written
+
+    def plan_import(self, calendar: str, rows: Sequence[EventRow], *, leave: bool) -> Written:
+        """Which of ``rows`` an import into ``calendar`` writes: new ones, changed ones, and
+        those stored in another calendar (moved here; with ``leave``, not those of a
+        read-only calendar: they stay there)."""
+        changed: list[EventRow] = []
+        unchanged = 0
+        moved: dict[str, int] = {}
+        left: dict[str, int] = {}
+        writable: dict[str, bool | None] = {}
+        for row in rows:
+            stored = self.event(row.uid)
+            if stored is not None and stored.calendar != calendar:
+                if stored.calendar not in writable:
+                    writable[stored.calendar] = self.writable(stored.calendar)
+                if leave and writable[stored.calendar] is False:
+                    left[stored.calendar] = left.get(stored.calendar, 0) + 1
+                    continue
+                moved[stored.calendar] = moved.get(stored.calendar, 0) + 1
+            elif stored is not None and _same(stored, row):
+                unchanged += 1
+                continue
+            changed.append(row)
+        return Written(len(changed), moved, unchanged, left, changed)
+
+    def staged_import(self, import_id: str) -> StagedImport | None:
+        row = self._db.execute(
+            "SELECT id, agent, calendar, sha256, file_name, events, skipped, rows, created_at,"
+            " imported_at FROM staged_imports WHERE id = ?",
+            (import_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        id_, agent, calendar, sha256, file_name, events, skipped, rows, created, imported = row
+        return StagedImport(
+            id=id_,
+            agent=agent,
+            calendar=calendar,
+            sha256=sha256,
+            file_name=file_name,
+            events=events,
+            skipped=skipped,
+            rows=None if rows is None else _rows_from(rows, calendar),
+            created_at=created,
+            imported_at=imported,
+        )
 
     def delete(self, uid: str) -> None:
         self._db.execute("DELETE FROM components WHERE uid = ?", (uid,))
