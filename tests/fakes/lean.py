@@ -95,7 +95,12 @@ async def handled(update: str) -> list[str]:
 
 @asynccontextmanager
 async def lean_app(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, pace: StreamPace, streams: bool
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    pace: StreamPace,
+    streams: bool,
+    llm_timeout_s: float = 5,
 ) -> AsyncIterator[Lean]:
     """Clawdia on Telegram in process, its role servers counted (``CALLS``); ``pace``: how
     its streamed replies change on screen; ``streams``: the agent's ``stream``."""
@@ -140,7 +145,7 @@ async def lean_app(
             agents=agents,
             openai_api_key=SecretStr(API_KEY),
             openai_base_url=llm_url,
-            llm_timeout_s=5,
+            llm_timeout_s=llm_timeout_s,
             tool_timeout_s=5,
         )
         async with open_app(settings) as app:

@@ -274,10 +274,12 @@ def _write_fleet(
     root: Path = ROOT,
     consent: dict[str, dict[str, str]] | None = None,
     allowance: str | None = None,
+    entries: dict[str, str] | None = None,
 ) -> Path:
     """The fleet file, and beside it schedule.yaml (``CLAWMESH_SCHEDULE``, see _base_env);
     ``consent``: agent → its ``consent:`` rules (change kind → the rule as YAML text);
-    ``allowance``: every agent's ``allowance:`` (YAML text)."""
+    ``allowance``: every agent's ``allowance:`` (YAML text); ``entries``: agent → more keys
+    of its entry (YAML, ``key: value`` lines)."""
     config = tmp / "config"
     config.mkdir(parents=True, exist_ok=True)
     fleet = ["agents:"]
@@ -301,6 +303,7 @@ def _write_fleet(
         fleet += ["    consent:"] if rules else []
         fleet += [f"      {kind}: {rule}" for kind, rule in rules.items()]
         fleet += [f"    allowance: {allowance}"] if allowance else []
+        fleet += [f"    {line}" for line in (entries or {}).get(agent, "").splitlines()]
     (config / "schedule.yaml").write_text(schedule)
     agents_file = config / "agents.yaml"
     agents_file.write_text("\n".join(fleet) + "\n")
@@ -537,6 +540,7 @@ async def running_embedded(
     capabilities: str = "servers: {}\n",
     consent: dict[str, dict[str, str]] | None = None,
     more_servers: str = "",
+    entries: dict[str, str] | None = None,
 ) -> AsyncIterator[Mesh]:
     """``make run``: one orchestrator process, every server in it, against the fakes
     (``env``: more environment for it; ``schedule``: its config/schedule.yaml; ``root``:
@@ -544,9 +548,12 @@ async def running_embedded(
     beside it ``capabilities`` as capabilities.yaml (locks: the test's own, written under
     ``tmp/config/capabilities``): a person's capabilities never reach a test.
     ``consent``: agent → its ``consent:`` rules; ``more_servers``: entries added to the
-    registry's ``servers:`` (YAML, indented as entries)."""
+    registry's ``servers:`` (YAML, indented as entries); ``entries``: agent → more keys of
+    its fleet entry (``stream: false``)."""
     async with _serving_fakes(agents) as fakes:
-        agents_file = _write_fleet(tmp, list(agents), servers, schedule, root, consent)
+        agents_file = _write_fleet(
+            tmp, list(agents), servers, schedule, root, consent, entries=entries
+        )
         registry = tmp / "config" / "mcp_servers.local.yaml"
         shipped = (root / "config" / "mcp_servers.local.yaml").read_text()
         registry.write_text(shipped.rstrip("\n") + "\n" + more_servers)
