@@ -119,6 +119,7 @@ async def lean_app(
             },
             servers={
                 "weather": "{module: 'mcp_weather.server:build_server'}",
+                "calendar": "{module: 'mcp_calendar.server:build_server', proposes: true}",
                 # a confirm a test can hold
                 "shopping": "{module: 'fakes.counted:shopping', proposes: true}",
                 "memory": "{module: 'fakes.counted:memory', role: memory, proposes: true}",
@@ -128,7 +129,7 @@ async def lean_app(
                 ),
                 "scheduler": "{module: 'fakes.counted:scheduler', role: scheduler, proposes: true}",
             },
-            tools=["weather", "shopping", "memory"],
+            tools=["weather", "shopping", "memory", "calendar"],
             prompts={"week-ahead": "Plan my week."},
             user=USER,
             home="Paris",

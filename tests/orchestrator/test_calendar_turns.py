@@ -20,9 +20,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from fakes.responses_api import call, calls, text
-from fakes.world import World, answer_from_output, ask_in, clawdia, tap_in
+from fakes.world import ROOT, World, answer_from_output, ask_in, clawdia, tap_in
 from orchestrator.app import App
 from orchestrator.core.replies import Reply
+from orchestrator.core.routes import Deliver, FileContext
 
 pytestmark = pytest.mark.anyio
 
@@ -153,3 +154,38 @@ async def test_a_tap_after_the_event_changed_elsewhere_changes_nothing_and_says_
     assert "⚠️" in refused.text
     assert "“Dentist” changed since it was proposed: it is now" in refused.text
     assert "propose it again" in refused.text
+
+
+async def test_an_ics_file_sent_in_chat_is_imported_once_after_the_tap_never_by_the_model(
+    world: World,
+) -> None:
+    export = (ROOT / "tests" / "calendar_server" / "exports" / "google_family.ics").read_text()
+    shown: list[Reply] = []
+
+    async def deliver(reply: Reply) -> str:
+        shown.append(reply)
+        return MESSAGE
+
+    async with with_calendar(world) as app:
+        sent = FileContext(
+            "clawdia", CHAT, CHAT, "family.ics", export, "from my sister",
+            Deliver(MESSAGE, deliver),
+        )  # fmt: skip
+        proposed = await app.dispatcher.on_calendar_file(sent)
+        imported = await tap(app, proposed, "Import")
+        again = await app.dispatcher.on_calendar_file(sent)
+        week = await app.registry.call_named(
+            "calendar", "get_events",
+            {"start": "2026-03-17", "end": "2026-03-19", "timezone": "Europe/Paris"},
+        )  # fmt: skip
+
+    assert shown == [proposed, again]
+    assert proposed.text.startswith("📅 family.ics\n\nfrom my sister")
+    assert "Import 2 events into personal?" in proposed.text
+    assert "Repaired while reading" in proposed.text  # the export's orphaned override
+    assert [[b.label for b in row] for row in proposed.buttons] == [["📥 Import", "Skip"]]
+    assert "Imported 2 events into personal." in imported.text
+    assert again.text.startswith("Nothing to import: 2 events are in personal already")
+    assert week.structured is not None
+    assert [e["title"] for e in week.structured["events"]] == ["Choir", "Design review"]
+    assert world.llm.requests == []  # the model never read the file

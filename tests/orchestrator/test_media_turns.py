@@ -6,6 +6,7 @@ The audio and the images are real files, made by the tests."""
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -29,6 +30,7 @@ from orchestrator.llm.base import Usage
 pytestmark = pytest.mark.anyio
 
 BOT = TOKEN.partition(":")[0]
+EXPORTS = Path(__file__).parents[1] / "calendar_server" / "exports"  # real calendar exports
 VOICE_TURN = ["telegram-io.download_media", "telegram-io.send_message", *TEXT_TURN]
 PHOTO_TURN = ["telegram-io.download_media", *TEXT_TURN]
 
@@ -189,3 +191,25 @@ def test_a_transcription_is_priced_per_minute_of_audio_and_a_price_names_its_uni
     assert cost_of(Usage(1000, 100), "gpt-5-mini", prices, local=False) == pytest.approx(0.00045)
     with pytest.raises(ValidationError, match="or per_minute"):
         Prices.model_validate({"models": {"gpt-5-mini": {"input": 0.25}}})
+
+
+async def test_a_forwarded_invitation_is_an_import_proposal_done_once_after_the_tap(
+    lean: Lean,
+) -> None:
+    invitation = (EXPORTS / "outlook_eastern_weekly.ics").read_bytes()
+    update = lean.telegram.user_document(
+        TOKEN, USER, "invite.ics", invitation, mime_type="text/calendar",
+        forward_origin={"type": "hidden_user", "sender_user_name": "Ana", "date": 1767225600},
+    )  # fmt: skip
+    await handled(f"{BOT}:{update}")
+    [proposal] = lean.telegram.sent(TOKEN, USER)
+    assert proposal.text.startswith("📅 invite.ics")
+    assert "into personal?" in proposal.text
+    [[add, skip]] = proposal.reply_markup["inline_keyboard"] if proposal.reply_markup else [[]]
+    assert (add["text"], skip["text"]) == ("📥 Import", "Skip")
+
+    lean.telegram.tap(TOKEN, USER, proposal.message_id, add["callback_data"])
+    await lean.telegram.wait_for(lambda: bool(proposal.edits) and "Imported" in proposal.text)
+
+    assert "Imported 1 event into personal." in proposal.text
+    assert lean.llm.requests == []  # the model never read the file
