@@ -36,7 +36,7 @@ from fakes.responses_api import (
     text,
 )
 from fakes.serving import free_port
-from orchestrator.llm.base import FunctionCall, Item, LLMReply, ToolSpec, Usage
+from orchestrator.llm.base import FunctionCall, Image, Item, LLMReply, ToolSpec, Usage
 from orchestrator.llm.errors import (
     LLMAuthFailed,
     LLMError,
@@ -647,3 +647,28 @@ async def test_a_streamed_call_refused_before_it_streams_is_the_same_error(rig: 
     rig.fake.script(rate_limited(0.5), text("ok"))
     assert (await streamed(rig)).reply.text == "ok"
     assert rig.sleeps == [0.5]
+
+
+async def test_a_photo_goes_as_each_api_takes_an_image(rig: Rig) -> None:
+    photo = Image("image/jpeg", "/9j/4AAQSkZJRgABAQ==")
+    user: Item = {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": "What is this?"}, photo.part()],
+    }
+    rig.fake.script(text("A receipt."))
+
+    assert (await rig.respond(user)).text == "A receipt."
+
+    url = "data:image/jpeg;base64,/9j/4AAQSkZJRgABAQ=="
+    [request] = rig.fake.requests
+    if rig.api == "responses":
+        assert request["input"][0]["content"] == [
+            {"type": "input_text", "text": "What is this?"},
+            {"type": "input_image", "image_url": url, "detail": "auto"},
+        ]
+    else:
+        assert request["messages"][1]["content"] == [
+            {"type": "text", "text": "What is this?"},
+            {"type": "image_url", "image_url": {"url": url, "detail": "auto"}},
+        ]
