@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from fakes.audio import ogg_opus
 from fakes.mesh import API_KEY, STRANGER, TOKENS, USER, Mesh, eventually, running_mesh
 from fakes.responses_api import HANG, Slow, call, calls, text
 from fakes.world import answer_from_output
@@ -170,10 +171,26 @@ async def test_a_429_is_waited_out_and_the_reply_delivered_once(mesh: Mesh, user
     assert [s.text for s in mesh.telegram.sent(CLAWDIA, user)] == ["Patience pays."]
 
 
-async def test_media_gets_a_short_reply_without_the_model(mesh: Mesh, user: int) -> None:
-    mesh.telegram.user_media(CLAWDIA, user, "voice")
+async def test_a_voice_note_is_fetched_heard_and_answered_across_the_processes(
+    mesh: Mesh, user: int
+) -> None:
+    mesh.llm.hear("Hello there!")
+    mesh.llm.script(text("Hi! How can I help?"))
+    mesh.telegram.user_media(CLAWDIA, user, "voice", content=ogg_opus(2.0), duration=2)
+    await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, user)) == 2, 60)
+    assert [s.text for s in mesh.telegram.sent(CLAWDIA, user)] == [
+        "🎤 “Hello there!”",
+        "Hi! How can I help?",
+    ]
+    [heard] = mesh.llm.transcriptions
+    assert heard.seconds == pytest.approx(2.0)
+    assert mesh.llm.requests[0]["input"][-1]["content"] == "Hello there!"
+
+
+async def test_a_sticker_gets_one_line_without_the_model(mesh: Mesh, user: int) -> None:
+    mesh.telegram.user_media(CLAWDIA, user, "sticker")
     await mesh.telegram.wait_for(lambda: len(mesh.telegram.sent(CLAWDIA, user)) == 1, 60)
-    assert "only read text" in mesh.telegram.sent(CLAWDIA, user)[0].text
+    assert "a sticker is none of these" in mesh.telegram.sent(CLAWDIA, user)[0].text
     assert mesh.llm.requests == []
 
 
