@@ -43,20 +43,33 @@ AT_ONCE = StreamPace(first_after_s=0, every_s=0, edit_every_s=0)  # each change,
 
 @dataclass
 class TapTimer:
-    """The channel's sleep: a tap's wait for its notice (``TAP_ANSWER_WITHIN_S``) lasts
-    until the test says the time is up (``expire``); the channel's other waits are real."""
+    """The channel's sleep: a tap's wait for its notice (``TAP_ANSWER_WITHIN_S``), and a wait
+    of any length a test ``hold``s, last until the test says the time is up (``expire``);
+    the channel's other waits are real. ``waiting`` counts the held waits under way."""
 
-    _up: anyio.Event = field(default_factory=anyio.Event)
+    _up: dict[float, anyio.Event] = field(
+        default_factory=lambda: {TAP_ANSWER_WITHIN_S: anyio.Event()}
+    )
+    waiting: dict[float, int] = field(default_factory=dict)
 
     async def sleep(self, seconds: float) -> None:
-        if seconds == TAP_ANSWER_WITHIN_S:
-            await self._up.wait()
-        else:
+        up = self._up.get(seconds)
+        if up is None:
             await anyio.sleep(seconds)
+            return
+        self.waiting[seconds] = self.waiting.get(seconds, 0) + 1
+        try:
+            await up.wait()
+        finally:
+            self.waiting[seconds] -= 1
 
-    def expire(self) -> None:
-        """The time is up for the taps waiting now, and any to come."""
-        self._up.set()
+    def hold(self, seconds: float) -> None:
+        """Waits of ``seconds`` last until ``expire(seconds)``."""
+        self._up.setdefault(seconds, anyio.Event())
+
+    def expire(self, seconds: float = TAP_ANSWER_WITHIN_S) -> None:
+        """The time is up for the waits of ``seconds`` under way now, and any to come."""
+        self._up[seconds].set()
 
 
 @dataclass
@@ -115,6 +128,7 @@ async def lean_app(
                 "CLAWDIA_BOT_TOKEN": TOKEN,
                 "TELEGRAM_API_BASE": api,
                 "TELEGRAM_POLL_TIMEOUT_S": "1",
+                "PTB_TIMEDELTA": "true",  # as the Makefile sets it
                 "MEMORY_WINDOW_MAX_ITEMS": "4",  # two turns: summary rounds come soon
             },
             servers={

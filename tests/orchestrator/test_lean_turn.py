@@ -33,6 +33,7 @@ from fakes.responses_api import FakeOpenAI, Gated, Slow, Streamed, call, calls, 
 from fakes.serving import free_port
 from fakes.world import API_KEY, ROOT
 from orchestrator.app import open_app
+from orchestrator.channels.telegram_stream import BUSY_S
 from orchestrator.core.replies import Reply as ChatReply
 from orchestrator.core.routes import Deliver, TextContext
 from orchestrator.core.summaries import PROMPT
@@ -418,3 +419,21 @@ async def test_an_agent_that_does_not_stream_makes_the_unstreamed_calls(lean: Le
     assert made == TEXT_TURN
     assert "stream" not in lean.llm.requests[0]
     assert lean.telegram.drafts(TOKEN) == []
+
+
+@pytest.mark.parametrize("pace", [AT_ONCE])
+async def test_a_draft_telegram_would_not_take_now_makes_the_next_one_wait(lean: Lean) -> None:
+    lean.timer.hold(BUSY_S)
+    lean.telegram.fail_next("sendMessageDraft", 429, retry_after=5)
+    written = anyio.Event()
+    lean.llm.script(Streamed(text("It is sunny in Paris today."), hold_after=2, gate=written))
+    update = lean.say("weather?")
+    await lean.telegram.wait_for(lambda: lean.timer.waiting.get(BUSY_S) == 1)
+    assert draft_texts(lean) == []  # the first was refused: the next waits
+    written.set()
+    lean.timer.expire(BUSY_S)
+
+    await handled(update)
+
+    assert (await lean.reply()).text == "It is sunny in Paris today."
+    assert [c for c in CALLS.made if c.tool == "send_draft"]  # tried, and tried again

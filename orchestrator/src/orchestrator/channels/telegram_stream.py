@@ -3,6 +3,7 @@
     the turn starts   nothing for ``first_after_s``: a reply done by then is simply sent
     text, or a tool   the draft shows the reply so far, or while tools run what they do
                       ("⏳ Daily forecast: location=Paris…"); changed at most every ``every_s``
+                      (longer after Telegram's 429: ``StreamPace``)
     the reply         sent as an unstreamed turn's is (the same parts and buttons, under
                       ``reply:<update>``); nothing is shown after it
     /stop             what was written stays: sent under ``reply:<update>``, marked stopped
@@ -36,17 +37,22 @@ from orchestrator.mesh.tools import ToolInfo
 logger = logging.getLogger(__name__)
 
 STOPPED = "⏹ Stopped."
+BUSY_S = 2.0  # the first wait after a change Telegram would not take now
 MAX_SHOWN = 3800  # characters of the reply so far a draft shows (its end): within 4096
 
 
 @dataclass(frozen=True)
 class StreamPace:
-    """How often a streamed reply changes on screen (drafts are made for it; edits count
-    against a chat's pace of about one message a second)."""
+    """How often a streamed reply changes on screen. Telegram animates the changes of a
+    draft, so one a second reads smoothly, and each costs a call (~15 ms of CPU here); an
+    edit counts against a chat's messages, about 20 a minute. After a change Telegram
+    would not take now (429), the next waits ``BUSY_S``, twice as long after another, up to
+    ``busy_max_s``."""
 
     first_after_s: float = 1.0
-    every_s: float = 0.5
-    edit_every_s: float = 1.0
+    every_s: float = 1.0
+    edit_every_s: float = 3.0
+    busy_max_s: float = 16.0
 
 
 STREAMED = StreamPace()  # the default pace
@@ -82,6 +88,7 @@ class ReplyStream:
         self._changed = anyio.Event()
         self._lock = anyio.Lock()  # one change on its way at a time; close waits for it
         self._closed = False
+        self._busy_s = 0.0  # the wait after a change Telegram would not take (doubling)
         self._scope = anyio.CancelScope()
         self.shown = ""  # what is on screen
         self.placeholder: int | None = None  # the placeholder's message id, once sent
@@ -109,7 +116,8 @@ class ReplyStream:
                     with anyio.CancelScope(shield=True):  # close waits for it instead
                         await self._show(self._view())
                 drafting = self._agent not in self._placeholders
-                await self._sleep(self._pace.every_s if drafting else self._pace.edit_every_s)
+                pace = self._pace.every_s if drafting else self._pace.edit_every_s
+                await self._sleep(max(pace, self._busy_s))
 
     async def close(self) -> int | None:
         """Nothing more is shown (a change on its way arrives first); the placeholder the
@@ -136,13 +144,14 @@ class ReplyStream:
         try:
             if self._agent in self._placeholders or not await self._drafted(view):
                 await self._edit(view)
-        except (TelegramBusy, TelegramIOUnavailable) as error:  # the next change shows
+        except (TelegramBusy, TelegramIOUnavailable) as error:  # a later change shows
+            self._busy_s = min(max(2 * self._busy_s, BUSY_S), self._pace.busy_max_s)
             logger.info("agent %s: a streamed change was skipped (%s)", self._agent, error)
             return
         except TelegramRefused as error:
             logger.warning("agent %s: the placeholder was refused (%s)", self._agent, error)
             return
-        self.shown = view
+        self.shown, self._busy_s = view, 0.0
 
     async def _drafted(self, view: str) -> bool:
         """``view`` shown as the draft; False when Telegram refuses drafts here (the agent's
