@@ -213,3 +213,20 @@ async def test_a_forwarded_invitation_is_an_import_proposal_done_once_after_the_
 
     assert "Imported 1 event into personal." in proposal.text
     assert lean.llm.requests == []  # the model never read the file
+
+
+async def test_a_round_video_note_is_heard_from_its_mp4(lean: Lean) -> None:
+    # An ISO base media file: its ftyp box (what a transcription server reads the format
+    # from), then the media data.
+    mp4 = (
+        b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom" + b"\x00\x00\x10\x08mdat" + bytes(4096)
+    )
+    lean.llm.hear("Call me back after lunch.")
+    lean.llm.script(text("Noted."))
+    update = lean.telegram.user_media(TOKEN, USER, "video_note", content=mp4, duration=4)
+
+    await handled(f"{BOT}:{update}")
+
+    [heard] = lean.llm.transcriptions
+    assert (heard.filename, heard.content_type) == ("video_note.mp4", "video/mp4")
+    assert sent_texts(lean) == ["🎤 “Call me back after lunch.”", "Noted."]
