@@ -106,6 +106,8 @@ calendar-corpus: install
 bench: install
 	$(UV) run python -m bench.hop
 	$(UV) run python -m bench.turn
+	$(UV) run python -m bench.floor
+	$(UV) run python -m bench.media
 	$(UV) run python -m bench.e2e
 	$(UV) run python -m bench.storage_check
 	$(UV) run python -m bench.restart
