@@ -173,26 +173,11 @@ class Sender:
     ) -> tuple[int | None, bool]:
         """``part`` shown in the bot's message ``message_id`` (edited): its id, and whether
         the formatting fell back; None when it cannot be edited (deleted, too old)."""
-        bot = self._bot(agent)
         try:
-            _, fell_back = await self._deliver(
-                agent,
-                lambda entities: bot.edit_message_text(
-                    part.text,
-                    chat_id=chat_id,
-                    message_id=message_id,
-                    entities=entities,
-                    link_preview_options=NO_PREVIEW,
-                    reply_markup=markup,
-                ),
-                part.entities,
-                chat_id,
-            )
+            fell_back = await self._edit_part(agent, chat_id, message_id, part, markup)
         except SendLater:
             raise
         except TelegramRefused as error:
-            if "message is not modified" in str(error).lower():
-                return message_id, False  # it shows exactly this already
             logger.info("%s: the placeholder could not be edited (%s); sent anew", agent, error)
             return None, False
         return message_id, fell_back
@@ -250,13 +235,26 @@ class Sender:
         notice: str | None = None,
     ) -> Done:
         """Redraw a message; with ``callback_id``, the tap on it answered first (``notice``)."""
-        bot = self._bot(agent)
+        self._bot(agent)  # an agent without a bot is refused before anything is done
         (part,) = _parts(text, max_parts=1)
         if callback_id is not None:
             await self.answer_callback(agent, callback_id, notice)
-        markup = keyboard(buttons)
+        await self._edit_part(agent, chat_id, message_id, part, keyboard(buttons))
+        return Done(ok=True)
+
+    async def _edit_part(
+        self,
+        agent: str,
+        chat_id: str,
+        message_id: int,
+        part: Part,
+        markup: InlineKeyboardMarkup | None,
+    ) -> bool:
+        """The bot's message ``message_id`` redrawn as ``part`` (one that shows exactly this
+        already counts as redrawn); whether the formatting fell back to plain text."""
+        bot = self._bot(agent)
         try:
-            await self._deliver(
+            _, fell_back = await self._deliver(
                 agent,
                 lambda entities: bot.edit_message_text(
                     part.text,
@@ -271,9 +269,9 @@ class Sender:
             )
         except TelegramRefused as error:
             if "message is not modified" in str(error).lower():
-                return Done(ok=True)  # it already shows exactly this
+                return False  # it shows exactly this already
             raise
-        return Done(ok=True)
+        return fell_back
 
     async def answer_callback(
         self, agent: str, callback_id: str, text: str | None = None, alert: bool = False
