@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from openai import AsyncOpenAI
 from pydantic import SecretStr
 
 from fakes.clocked import CLOCK
@@ -18,6 +19,7 @@ from fakes.world import API_KEY, World, write_config
 from orchestrator.channels.telegram_stream import StreamPace
 from orchestrator.settings import OrchestratorSettings
 
+FAKE_KEY = "sk-fake-key-12345678"  # openai_client's
 MODEL_MEMORY_TOOLS = ("list_memories", "propose_remember", "propose_forget", "recall")
 
 
@@ -72,3 +74,21 @@ async def lean(
 ) -> AsyncIterator[Lean]:
     async with lean_app(tmp_path, monkeypatch, pace=pace, streams=streams) as rig:
         yield rig
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeOpenAI]:
+    """The fake OpenAI API, not served (``fake.serve()`` serves it; ``fake.app`` in process)."""
+    made = FakeOpenAI()
+    yield made
+    made.close()
+
+
+@pytest.fixture
+async def openai_client(fake: FakeOpenAI) -> AsyncIterator[AsyncOpenAI]:
+    """The real ``openai`` client on ``fake``, served on loopback, without retries."""
+    async with (
+        fake.serve() as url,
+        AsyncOpenAI(api_key=FAKE_KEY, base_url=url, max_retries=0, timeout=10) as made,
+    ):
+        yield made

@@ -4,7 +4,6 @@ what the real API refuses. This is the one test that imports ``openai``: for its
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -26,13 +25,6 @@ TOOL = {
     "strict": True,
     "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
 }
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeOpenAI]:
-    made = FakeOpenAI()
-    yield made
-    made.close()
 
 
 async def post(fake: FakeOpenAI, path: str, body: dict[str, Any]) -> httpx2.Response:

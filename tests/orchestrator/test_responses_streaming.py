@@ -5,7 +5,7 @@ the events are validated here against the SDK's own types)."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable
 from typing import Any, TypeVar
 
 import anyio
@@ -53,38 +53,24 @@ MESSAGE_EVENTS = [
 ]
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeOpenAI]:
-    made = FakeOpenAI()
-    yield made
-    made.close()
-
-
-@pytest.fixture
-async def client(fake: FakeOpenAI) -> AsyncIterator[AsyncOpenAI]:
-    async with (
-        fake.serve() as url,
-        AsyncOpenAI(api_key="sk-fake-key-12345678", base_url=url, max_retries=0, timeout=5) as made,
-    ):
-        yield made
-
-
 async def collect(stream: AsyncIterable[T], into: list[T]) -> None:
     with anyio.fail_after(5):
         async for item in stream:
             into.append(item)
 
 
-async def streamed(client: AsyncOpenAI, **request: Any) -> list[ResponseStreamEvent]:
+async def streamed(openai_client: AsyncOpenAI, **request: Any) -> list[ResponseStreamEvent]:
     events: list[ResponseStreamEvent] = []
-    stream = await client.responses.create(model="gpt-test", input="hi", stream=True, **request)
+    stream = await openai_client.responses.create(
+        model="gpt-test", input="hi", stream=True, **request
+    )
     await collect(stream, events)
     return events
 
 
-async def chunks(client: AsyncOpenAI, **request: Any) -> list[ChatCompletionChunk]:
+async def chunks(openai_client: AsyncOpenAI, **request: Any) -> list[ChatCompletionChunk]:
     got: list[ChatCompletionChunk] = []
-    stream = await client.chat.completions.create(
+    stream = await openai_client.chat.completions.create(
         model="gpt-test", messages=[{"role": "user", "content": "hi"}], stream=True, **request
     )
     await collect(stream, got)
@@ -100,10 +86,10 @@ def without_ids(response: Response) -> dict[str, Any]:
 
 
 async def test_a_streamed_response_sends_its_events_in_order_and_completes_as_the_json(
-    fake: FakeOpenAI, client: AsyncOpenAI
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
 ) -> None:
     fake.script(text(SAID, usage=(12, 5)), text(SAID, usage=(12, 5)))
-    events = await streamed(client)
+    events = await streamed(openai_client)
     assert [e.type for e in events] == [
         "response.created",
         "response.in_progress",
@@ -119,16 +105,16 @@ async def test_a_streamed_response_sends_its_events_in_order_and_completes_as_th
     message = completed.response.output[0]
     assert {e.item_id for e in events if isinstance(e, ResponseTextDeltaEvent)} == {message.id}
     assert fake.requests[0]["stream"] is True
-    answered = await client.responses.create(model="gpt-test", input="hi")
+    answered = await openai_client.responses.create(model="gpt-test", input="hi")
     assert "stream" not in fake.requests[1]
     assert without_ids(completed.response) == without_ids(answered)
 
 
 async def test_streamed_calls_send_their_arguments_in_fragments(
-    fake: FakeOpenAI, client: AsyncOpenAI
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
 ) -> None:
     fake.script(calls(call("w__f", city="Paris"), call("w__g"), preamble="Checking."))
-    events = await streamed(client, reasoning={"effort": "low"})
+    events = await streamed(openai_client, reasoning={"effort": "low"})
     for event in events:
         STREAM_EVENT.validate_python(event.to_dict())
     added = [e.item for e in events if isinstance(e, ResponseOutputItemAddedEvent)]
@@ -145,7 +131,7 @@ async def test_streamed_calls_send_their_arguments_in_fragments(
 
 
 async def test_a_held_stream_sends_nothing_past_its_hold_until_the_gate_opens(
-    fake: FakeOpenAI, client: AsyncOpenAI
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
 ) -> None:
     gate = anyio.Event()
     fake.script(Streamed(text(SAID), hold_after=2, gate=gate))
@@ -153,7 +139,7 @@ async def test_a_held_stream_sends_nothing_past_its_hold_until_the_gate_opens(
     two = anyio.Event()
 
     async def read() -> None:
-        async for event in await client.responses.create(model="m", input="hi", stream=True):
+        async for event in await openai_client.responses.create(model="m", input="hi", stream=True):
             if isinstance(event, ResponseTextDeltaEvent):
                 deltas.append(event.delta)
                 if len(deltas) == 2:
@@ -169,28 +155,30 @@ async def test_a_held_stream_sends_nothing_past_its_hold_until_the_gate_opens(
     assert "".join(deltas) == SAID
 
 
-async def test_a_paced_stream_spaces_its_deltas(fake: FakeOpenAI, client: AsyncOpenAI) -> None:
+async def test_a_paced_stream_spaces_its_deltas(
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
+) -> None:
     fake.script(Streamed(text(SAID), every_s=0.02))
     started = anyio.current_time()
-    events = await streamed(client)
+    events = await streamed(openai_client)
     assert anyio.current_time() - started >= 3 * 0.02  # four words, three gaps
     assert "".join(e.delta for e in events if isinstance(e, ResponseTextDeltaEvent)) == SAID
 
 
 async def test_a_streamed_step_answers_json_to_a_request_that_does_not_stream(
-    fake: FakeOpenAI, client: AsyncOpenAI
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
 ) -> None:
     fake.script(Streamed(text(SAID), every_s=5))
     with anyio.fail_after(2):
-        answered = await client.responses.create(model="gpt-test", input="hi")
+        answered = await openai_client.responses.create(model="gpt-test", input="hi")
     assert answered.output_text == SAID
 
 
 async def test_a_streamed_chat_sends_text_finish_and_usage_last(
-    fake: FakeOpenAI, client: AsyncOpenAI
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
 ) -> None:
     fake.script(text(SAID, usage=(9, 4)))
-    got = await chunks(client, stream_options={"include_usage": True})
+    got = await chunks(openai_client, stream_options={"include_usage": True})
     for chunk in got:
         ChatCompletionChunk.model_validate(chunk.to_dict())
     assert {(c.id, c.created, c.model, c.object) for c in got} == {
@@ -206,12 +194,12 @@ async def test_a_streamed_chat_sends_text_finish_and_usage_last(
 
 
 async def test_streamed_chat_tool_calls_accumulate_by_index(
-    fake: FakeOpenAI, client: AsyncOpenAI
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
 ) -> None:
     made = (call("w__f", city="Paris"), call("w__g", n=1))
     fake.script(calls(*made), calls(*made, ids=False))
     for ids in (True, False):
-        got = await chunks(client)
+        got = await chunks(openai_client)
         assembled: dict[int, dict[str, str]] = {}
         for chunk in got:
             ChatCompletionChunk.model_validate(chunk.to_dict())
@@ -230,13 +218,13 @@ async def test_streamed_chat_tool_calls_accumulate_by_index(
 
 
 async def test_errors_and_refusals_answer_a_stream_request_before_any_stream(
-    fake: FakeOpenAI, client: AsyncOpenAI
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
 ) -> None:
     fake.script(rate_limited(), text("never"))
     with pytest.raises(openai.RateLimitError):
-        await client.responses.create(model="m", input="hi", stream=True)
+        await openai_client.responses.create(model="m", input="hi", stream=True)
     with pytest.raises(openai.BadRequestError, match="No tool call found"):
-        await client.chat.completions.create(
+        await openai_client.chat.completions.create(
             model="m",
             messages=[
                 {"role": "user", "content": "hi"},
@@ -247,7 +235,7 @@ async def test_errors_and_refusals_answer_a_stream_request_before_any_stream(
 
 
 async def test_a_hanging_stream_request_answers_once_released(
-    fake: FakeOpenAI, client: AsyncOpenAI
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
 ) -> None:
     arrived = anyio.Event()
 
@@ -260,7 +248,7 @@ async def test_a_hanging_stream_request_answers_once_released(
 
     async def ask() -> None:
         try:
-            await client.responses.create(model="m", input="hi", stream=True)
+            await openai_client.responses.create(model="m", input="hi", stream=True)
         except openai.InternalServerError as error:
             raised.append(error)
 
@@ -273,10 +261,10 @@ async def test_a_hanging_stream_request_answers_once_released(
 
 
 async def test_a_broken_response_stream_ends_with_the_error_event(
-    fake: FakeOpenAI, client: AsyncOpenAI
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
 ) -> None:
     fake.script(Broken(text(SAID), after=2))
-    events = await streamed(client)
+    events = await streamed(openai_client)
     assert [e.delta for e in events if isinstance(e, ResponseTextDeltaEvent)] == [
         "Hello",
         " there,",
@@ -289,11 +277,11 @@ async def test_a_broken_response_stream_ends_with_the_error_event(
 
 
 async def test_a_broken_chat_stream_raises_the_error_it_sends(
-    fake: FakeOpenAI, client: AsyncOpenAI
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
 ) -> None:
     fake.script(Broken(text(SAID), after=1))
     got: list[ChatCompletionChunk] = []
-    stream = await client.chat.completions.create(
+    stream = await openai_client.chat.completions.create(
         model="m", messages=[{"role": "user", "content": "hi"}], stream=True
     )
     with pytest.raises(openai.APIError, match="The server had an error"):
@@ -302,14 +290,14 @@ async def test_a_broken_chat_stream_raises_the_error_it_sends(
 
 
 async def test_a_cut_stream_raises_a_connection_error_in_the_client(
-    fake: FakeOpenAI, client: AsyncOpenAI
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
 ) -> None:
     fake.script(Broken(text(SAID), after=3, cut=True), Broken(text(SAID), after=0))
     events: list[ResponseStreamEvent] = []
-    stream = await client.responses.create(model="m", input="hi", stream=True)
+    stream = await openai_client.responses.create(model="m", input="hi", stream=True)
     with pytest.raises(openai.APIConnectionError):
         await collect(stream, events)
     said = "".join(e.delta for e in events if isinstance(e, ResponseTextDeltaEvent))
     assert said == "Hello there, wide"
     with pytest.raises(openai.InternalServerError):  # a request that does not stream
-        await client.responses.create(model="m", input="hi")
+        await openai_client.responses.create(model="m", input="hi")

@@ -3,8 +3,6 @@ client, on real audio files made by fakes.audio (an Ogg Opus voice note, a WAV).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx2
 import pytest
 from openai import APIStatusError, AsyncOpenAI, BadRequestError, InternalServerError, RateLimitError
@@ -14,24 +12,6 @@ from fakes.audio import NotAudio, ogg_opus, probe, wav
 from fakes.responses_api import FakeOpenAI, Heard, rate_limited
 
 pytestmark = pytest.mark.anyio
-
-KEY = "sk-fake-key-12345678"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeOpenAI]:
-    made = FakeOpenAI()
-    yield made
-    made.close()
-
-
-@pytest.fixture
-async def client(fake: FakeOpenAI) -> AsyncIterator[AsyncOpenAI]:
-    async with (
-        fake.serve() as url,
-        AsyncOpenAI(api_key=KEY, base_url=url, max_retries=0, timeout=10) as made,
-    ):
-        yield made
 
 
 def test_the_made_audio_plays_as_long_as_asked() -> None:
@@ -44,11 +24,11 @@ def test_the_made_audio_plays_as_long_as_asked() -> None:
 
 
 async def test_a_voice_note_is_transcribed_and_billed_by_whole_seconds(
-    fake: FakeOpenAI, client: AsyncOpenAI
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
 ) -> None:
     fake.hear("what the audio says")
     note = ogg_opus(2.5)
-    heard = await client.audio.transcriptions.create(
+    heard = await openai_client.audio.transcriptions.create(
         model="whisper-1", file=("voice.ogg", note, "audio/ogg"), language="en"
     )
     Transcription.model_validate(heard.to_dict())
@@ -65,17 +45,17 @@ async def test_a_voice_note_is_transcribed_and_billed_by_whole_seconds(
             language="en",
             prompt=None,
             response_format="json",
-            authorization=f"Bearer {KEY}",
+            authorization=f"Bearer {openai_client.api_key}",
         )
     ]
     assert fake.requests == []  # transcriptions are apart from the model's requests
 
 
 async def test_the_gpt_4o_transcribe_models_bill_tokens(
-    fake: FakeOpenAI, client: AsyncOpenAI
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
 ) -> None:
     fake.hear("a WAV, in tokens")
-    heard = await client.audio.transcriptions.create(
+    heard = await openai_client.audio.transcriptions.create(
         model="gpt-4o-mini-transcribe", file=("note.wav", wav(2.5), "audio/wav")
     )
     assert isinstance(heard.usage, UsageTokens)
@@ -86,14 +66,14 @@ async def test_the_gpt_4o_transcribe_models_bill_tokens(
 
 
 async def test_text_and_verbose_formats_answer_as_the_api_does(
-    fake: FakeOpenAI, client: AsyncOpenAI
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
 ) -> None:
     fake.default_transcript = "the same words"
-    plain = await client.audio.transcriptions.create(
+    plain = await openai_client.audio.transcriptions.create(
         model="whisper-1", file=("voice.oga", ogg_opus(1), "audio/ogg"), response_format="text"
     )
     assert plain == "the same words"
-    verbose = await client.audio.transcriptions.create(
+    verbose = await openai_client.audio.transcriptions.create(
         model="whisper-1", file=("voice.ogg", ogg_opus(1.5)), response_format="verbose_json"
     )
     assert (verbose.text, verbose.duration) == ("the same words", 1.5)
@@ -110,19 +90,21 @@ async def test_text_and_verbose_formats_answer_as_the_api_does(
     ],
 )
 async def test_files_that_are_not_the_audio_they_claim_are_refused(
-    fake: FakeOpenAI, client: AsyncOpenAI, name: str, data: bytes, says: str
+    fake: FakeOpenAI, openai_client: AsyncOpenAI, name: str, data: bytes, says: str
 ) -> None:
     fake.hear("never")
     with pytest.raises(BadRequestError, match=says.replace("[", r"\[")):
-        await client.audio.transcriptions.create(model="whisper-1", file=(name, data))
+        await openai_client.audio.transcriptions.create(model="whisper-1", file=(name, data))
     assert len(fake.transcripts) == 1  # a refused request takes no transcript
 
 
-async def test_a_file_over_25_mib_is_too_large(fake: FakeOpenAI, client: AsyncOpenAI) -> None:
+async def test_a_file_over_25_mib_is_too_large(
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
+) -> None:
     fake.hear("never")
     big = ogg_opus(1) + bytes(26 * 1024 * 1024)
     with pytest.raises(APIStatusError) as raised:
-        await client.audio.transcriptions.create(model="whisper-1", file=("voice.ogg", big))
+        await openai_client.audio.transcriptions.create(model="whisper-1", file=("voice.ogg", big))
     assert raised.value.status_code == 413
     assert raised.value.body == {
         "message": f"Maximum content size limit (26214400) exceeded ({len(big)} bytes read)",
@@ -134,14 +116,14 @@ async def test_a_file_over_25_mib_is_too_large(fake: FakeOpenAI, client: AsyncOp
 
 
 async def test_an_empty_queue_fails_loudly_and_errors_are_heard_in_turn(
-    fake: FakeOpenAI, client: AsyncOpenAI
+    fake: FakeOpenAI, openai_client: AsyncOpenAI
 ) -> None:
     fake.hear(rate_limited())
     note = ("voice.ogg", ogg_opus(1))
     with pytest.raises(RateLimitError):
-        await client.audio.transcriptions.create(model="whisper-1", file=note)
+        await openai_client.audio.transcriptions.create(model="whisper-1", file=note)
     with pytest.raises(InternalServerError, match="the test script ran out"):
-        await client.audio.transcriptions.create(model="whisper-1", file=note)
+        await openai_client.audio.transcriptions.create(model="whisper-1", file=note)
     fake.reset()
     assert fake.transcriptions == []
 
