@@ -229,11 +229,10 @@ class Dispatcher:
             arguments = {"agent": file.agent, "ics": file.text, "file_name": file.name,
                          "timezone": zone}  # fmt: skip
             try:
-                staged = await self._registry.call_named(server, IMPORT, arguments)
-                proposal = Proposal.model_validate(staged.structured or {})
+                proposal = await self._registry.call_as(server, IMPORT, arguments, Proposal)
             except ToolFailed as error:  # the calendar's one line, written for the user
                 return await _delivered(Reply(error.message[:500]), file.deliver)
-            except (ToolCallError, ValueError) as error:
+            except ToolCallError as error:
                 logger.warning("%s: %s could not stage %s (%s)", file.agent, server, IMPORT, error)
                 return await _delivered(Reply(CALENDAR_DOWN), file.deliver)
             where = Where(file.agent, file.chat, file.user, zone)

@@ -194,11 +194,13 @@ class TurnEngine:
             result.outcome, result.text = "llm_error", NO_IMAGES
             return
         user: Item = {"type": "message", "role": "user", "content": request.text}
-        result.new_items.append(user)
         if request.images:  # the model sees them in this turn; what is stored says so
-            user["content"] = f"[photo] {request.text}".strip()
+            described = f"[photo] {request.text}".strip()
+            result.new_items.append({"type": "message", "role": "user", "content": described})
             parts = [{"type": "input_text", "text": request.text}] if request.text else []
-            user = {**user, "content": [*parts, *(image.part() for image in request.images)]}
+            user["content"] = [*parts, *(image.part() for image in request.images)]
+        else:
+            result.new_items.append(user)
         history = list(memory.window.items) if memory is not None else []
         items = [*history, user]
         remembered = layers(memory.memories).section() if memory is not None else ""
