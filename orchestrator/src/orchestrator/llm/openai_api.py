@@ -66,13 +66,7 @@ def build_llm(
     retry: RetryPolicy | None = None,
 ) -> ResponsesLLM | ChatCompletionsLLM:
     """The model behind ``api`` at ``base_url`` (OpenAI when None)."""
-    client = openai.AsyncOpenAI(
-        api_key=api_key or NO_KEY,
-        # Explicit, or the client would read OPENAI_BASE_URL itself.
-        base_url=base_url or OPENAI_BASE_URL,
-        timeout=timeout_s,
-        max_retries=0,
-    )
+    client = _client(api_key, base_url, timeout_s)
     if api == "chat":
         return ChatCompletionsLLM(
             client, model, reasoning_effort=reasoning_effort, retry=retry, timeout_s=timeout_s
@@ -89,11 +83,19 @@ def build_transcriber(
     retry: RetryPolicy | None = None,
 ) -> OpenAITranscriber:
     """Speech to text at ``base_url``'s ``/audio/transcriptions`` (OpenAI when None)."""
-    client = openai.AsyncOpenAI(
-        api_key=api_key or NO_KEY, base_url=base_url or OPENAI_BASE_URL, timeout=timeout_s,
-        max_retries=0,
-    )  # fmt: skip
+    client = _client(api_key, base_url, timeout_s)
     return OpenAITranscriber(client, model, retry=retry, timeout_s=timeout_s)
+
+
+def _client(api_key: str | None, base_url: str | None, timeout_s: float) -> openai.AsyncOpenAI:
+    """The client of a server (OpenAI when ``base_url`` is None), its own retries off."""
+    return openai.AsyncOpenAI(
+        api_key=api_key or NO_KEY,
+        # Explicit, or the client would read OPENAI_BASE_URL itself.
+        base_url=base_url or OPENAI_BASE_URL,
+        timeout=timeout_s,
+        max_retries=0,
+    )
 
 
 async def _guarded(call: Callable[[], Awaitable[T]], deadline_s: float) -> T:
