@@ -15,6 +15,7 @@ from fakes.world import World, clawdia
 from meshkit.wire.telegram_io import Kind
 from orchestrator.channels.telegram_answer import UpdateAnswerer
 from orchestrator.channels.telegram_io import TelegramIO
+from orchestrator.channels.telegram_media import MEDIA_LIMITS, MediaReader
 from orchestrator.core.actions import NO_LONGER_ACTIVE
 from orchestrator.core.callbacks import (
     PREFIXES,
@@ -66,9 +67,11 @@ async def test_every_callback_format_and_update_kind_has_exactly_one_route(world
         taps = app.dispatcher.tap_routes
         assert {prefix_of(data) for data in EVERY_FORMAT} == set(taps) == PREFIXES
         io = TelegramIO(app.registry, consumer="test", run="test")
+        reader = MediaReader(io, None, limits=MEDIA_LIMITS, meter=None)
         answerer = UpdateAnswerer(
-            app.dispatcher, io, typing_after_s=0.3, typing_every_s=4.0, sleep=_never
-        )
+            app.dispatcher, io, typing_after_s=0.3, typing_every_s=4.0, reader=reader,
+            sleep=_never,
+        )  # fmt: skip
         assert set(answerer.routes) == set(get_args(Kind))
         listed = app.dispatcher.commands()
         assert list(listed) == [

@@ -90,8 +90,8 @@ class TelegramChannel(Source[InboxUpdate, str]):
             typing_after_s=typing_after_s,
             typing_every_s=typing_every_s,
             tap_answer_within_s=tap_answer_within_s,
-            pace=pace,
             reader=MediaReader(self._io, transcriber, limits=media, meter=dispatcher.meter),
+            pace=pace,
             sleep=sleep,
         )
         self._batch = batch

@@ -48,7 +48,6 @@ from orchestrator.channels.telegram_media import (
     CalendarFile,
     Declined,
     MediaReader,
-    Read,
 )
 from orchestrator.channels.telegram_stream import ReplyStream, StreamPace
 from orchestrator.core.dispatch import Dispatcher, Reply
@@ -62,10 +61,6 @@ logger = logging.getLogger(__name__)
 # (agent, chat, update) -> whether the reply's send acked the update
 UpdateHandler = Callable[[str, str, InboxUpdate], Awaitable[bool]]
 DRAFT_IDS = 2**31 - 1  # a draft's id: 1 up to this, from its update's id
-MEDIA_REPLY = (
-    "I can only read text for now: photos, voice notes, stickers and files are not "
-    "supported. Tell me in words what you need."
-)
 
 
 class UpdateAnswerer:
@@ -77,12 +72,12 @@ class UpdateAnswerer:
         typing_after_s: float,
         typing_every_s: float,
         tap_answer_within_s: float = 3.0,
+        reader: MediaReader,
         pace: StreamPace | None = None,
-        reader: MediaReader | None = None,
         sleep: Callable[[float], Awaitable[None]],
     ) -> None:
-        """``pace``: how streamed replies change on screen (None: no reply is streamed);
-        ``reader``: what photos, recordings and files say (None: one line declines them)."""
+        """``reader``: what photos, recordings and files say; ``pace``: how streamed replies
+        change on screen (None: no reply is streamed)."""
         self._dispatcher = dispatcher
         self._reader = reader
         self._pace = pace
@@ -192,16 +187,12 @@ class UpdateAnswerer:
     async def _media(self, agent: str, chat: str, update: InboxUpdate) -> bool:
         """A photo, a recording, a file: what it says answered as a text is (``telegram_media``),
         an .ics file as the calendar's import proposal, anything else in one line."""
-        if self._reader is None:
-            read: Read = Declined(MEDIA_REPLY)
-        else:
-            who = Who(agent, update.user_id or chat, chat, "voice", update.id)
-            async with as_itself(), anyio.create_task_group() as reading:
-                reading.start_soon(
-                    self._keep_typing, agent, chat, None
-                )  # a download, a transcription
-                read = await self._reader.read(who, update)
-                reading.cancel_scope.cancel()
+        who = Who(agent, update.user_id or chat, chat, "voice", update.id)
+        async with as_itself(), anyio.create_task_group() as reading:
+            # "typing…" while it is downloaded (and transcribed)
+            reading.start_soon(self._keep_typing, agent, chat, None)
+            read = await self._reader.read(who, update)
+            reading.cancel_scope.cancel()
         if isinstance(read, Declined):
             await self.send(agent, update, Reply(read.line), ack=True)
             return True
